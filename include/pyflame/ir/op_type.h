@@ -1,0 +1,36 @@
+#pragma once
+// ir::OpType and op names, generated from the op table.
+
+#include <cstdint>
+#include <string>
+
+#include "pyflame/macros.h"
+
+namespace pyflame {
+
+enum class OpFamily : int8_t {
+  UNARY, UNARY_FLOAT, BINARY, BINARY_FLOAT, COMPARE, WHERE, CLAMP,
+  REDUCE, ARG_REDUCE, MATMUL, SOFTMAX, VIEW, COPY,
+};
+
+namespace ir {
+enum class OpType : int16_t {
+#define PF_OP(name, family, functor) name,
+#include "pyflame/ops.def"
+#undef PF_OP
+  // Internal ops every backend provides: dtype-converting strided copy, fill.
+  copy,
+  fill,
+  kCount
+};
+}  // namespace ir
+
+constexpr int kNumOps = static_cast<int>(ir::OpType::kCount);
+
+PF_API const char* op_name(ir::OpType op);
+PF_API OpFamily op_family(ir::OpType op);
+PF_API const char* family_name(OpFamily f);
+// ValueError for unknown names.
+PF_API ir::OpType op_from_name(const std::string& name);
+
+}  // namespace pyflame

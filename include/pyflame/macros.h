@@ -1,0 +1,23 @@
+#pragma once
+
+// Code that is compiled for both the CPU and the GPU (functors, dtype helpers)
+// is marked PF_HOST_DEVICE. Only a HIP or CUDA compiler defines __host__.
+#if defined(__HIPCC__) || defined(__CUDACC__)
+#define PF_HOST_DEVICE __host__ __device__ __forceinline__
+#else
+#define PF_HOST_DEVICE inline
+#endif
+
+// True inside the device pass of a HIP/CUDA compile: lets shared math pick the
+// GPU's intrinsics there and the vectorisable host versions elsewhere.
+#if defined(__HIP_DEVICE_COMPILE__) || defined(__CUDA_ARCH__)
+#define PF_DEVICE_PASS 1
+#else
+#define PF_DEVICE_PASS 0
+#endif
+
+#if defined(_WIN32)
+#define PF_API __declspec(dllexport)
+#else
+#define PF_API __attribute__((visibility("default")))
+#endif

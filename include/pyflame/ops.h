@@ -1,0 +1,71 @@
+#pragma once
+// The op API. Every op validates its arguments here, in the op layer
+// (shapes, broadcasting, dtype promotion, device placement), then calls the
+// kernel registered for the current device. Elementwise declarations are
+// generated from the op table.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pyflame/ir/op_type.h"
+#include "pyflame/tensor.h"
+
+namespace pyflame {
+
+#define PF_DECL_UNARY(name) PF_API Tensor name(const Tensor& x);
+#define PF_DECL_BINARY(name)                            \
+  PF_API Tensor name(const Tensor& a, const Tensor& b); \
+  PF_API Tensor name(const Tensor& a, Scalar b);        \
+  PF_API Tensor name(Scalar a, const Tensor& b);
+#define PF_FAMILY_UNARY(name, functor) PF_DECL_UNARY(name)
+#define PF_FAMILY_UNARY_FLOAT(name, functor) PF_DECL_UNARY(name)
+#define PF_FAMILY_BINARY(name, functor) PF_DECL_BINARY(name)
+#define PF_FAMILY_BINARY_FLOAT(name, functor) PF_DECL_BINARY(name)
+#define PF_FAMILY_COMPARE(name, functor) PF_DECL_BINARY(name)
+#define PF_FAMILY_REDUCE(name, functor) \
+  PF_API Tensor name(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+#define PF_FAMILY_ARG_REDUCE(name, functor) \
+  PF_API Tensor name(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+#define PF_FAMILY_MATMUL(name, functor) PF_API Tensor name(const Tensor& a, const Tensor& b);
+#define PF_FAMILY_SOFTMAX(name, functor) PF_API Tensor name(const Tensor& x, int64_t dim = -1);
+#include "pyflame/for_each_op.inc"
+#undef PF_DECL_UNARY
+#undef PF_DECL_BINARY
+
+// approximate: "none" (exact erf form) or "tanh".
+PF_API Tensor gelu(const Tensor& x, const std::string& approximate);
+PF_API Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+PF_API Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
+PF_API Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
+
+// Generic entry points (used by the bindings, which are generated from the table).
+PF_API Tensor unary_op(ir::OpType op, const Tensor& x);
+PF_API Tensor binary_op(ir::OpType op, const Tensor& a, const Tensor& b);
+// In place: a = op(a, b). TypeError if the result dtype cannot be stored in a.
+PF_API Tensor& binary_op_(ir::OpType op, Tensor& a, const Tensor& b);
+PF_API Tensor& unary_op_(ir::OpType op, Tensor& x);
+PF_API Tensor reduce_op(ir::OpType op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim);
+// PyTorch's result_type for the operands of an elementwise op.
+PF_API DType result_type(const std::vector<Tensor>& operands);
+
+// Creation, on the current device unless one is given.
+PF_API Tensor zeros(const Shape& shape, DType dtype = DType::Float32);
+PF_API Tensor ones(const Shape& shape, DType dtype = DType::Float32);
+PF_API Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype = std::nullopt);
+PF_API Tensor arange(Scalar start, Scalar end, Scalar step = Scalar(int64_t{1}),
+                     std::optional<DType> dtype = std::nullopt);
+PF_API Tensor linspace(double start, double end, int64_t steps, DType dtype = DType::Float32);
+PF_API Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType dtype = DType::Float32);
+PF_API Tensor full_like(const Tensor& x, Scalar value, std::optional<DType> dtype = std::nullopt);
+PF_API Tensor zeros_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
+PF_API Tensor ones_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
+
+// Random numbers: a counter-based generator (Philox4x32-10), so a seed gives
+// the same draws on every run and every device.
+PF_API void manual_seed(uint64_t seed);
+PF_API Tensor rand(const Shape& shape, DType dtype = DType::Float32);   // U[0, 1)
+PF_API Tensor randn(const Shape& shape, DType dtype = DType::Float32);  // N(0, 1)
+PF_API Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = DType::Int64);
+
+}  // namespace pyflame

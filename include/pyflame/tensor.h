@@ -1,0 +1,134 @@
+#pragma once
+// Tensor: a strided view (shape, strides in elements, offset) onto a
+// reference-counted Storage. Views share the storage; ops allocate fresh,
+// contiguous outputs. Indexing math is 64-bit throughout.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pyflame/device.h"
+#include "pyflame/dtype.h"
+#include "pyflame/macros.h"
+
+namespace pyflame {
+
+using Shape = std::vector<int64_t>;
+
+// A block of memory on one device, freed by its deleter when the last view goes.
+class PF_API Storage {
+ public:
+  using Deleter = std::function<void(void*)>;
+  Storage(void* data, size_t nbytes, Device device, Deleter deleter);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  // Allocates on `device` through that device's allocator.
+  static std::shared_ptr<Storage> allocate(size_t nbytes, Device device);
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+
+ private:
+  void* data_;
+  size_t nbytes_;
+  Device device_;
+  Deleter deleter_;
+};
+
+// A Python number (or C++ literal) taking part in an op. Like PyTorch's wrapped
+// numbers it only decides the result's category, never its width: int32 + 2.5
+// is float32, float16 * 3 is float16.
+struct PF_API Scalar {
+  enum class Kind : int8_t { Bool, Int, Float };
+  Kind kind = Kind::Float;
+  double f = 0;
+  int64_t i = 0;
+
+  Scalar() = default;
+  Scalar(double v) : kind(Kind::Float), f(v), i(static_cast<int64_t>(v)) {}
+  Scalar(float v) : Scalar(static_cast<double>(v)) {}
+  Scalar(int64_t v) : kind(Kind::Int), f(static_cast<double>(v)), i(v) {}
+  Scalar(int v) : Scalar(static_cast<int64_t>(v)) {}
+  Scalar(bool v) : kind(Kind::Bool), f(v), i(v) {}
+  DType dtype() const;  // bool, int64 or float32 (the default float)
+};
+
+class PF_API Tensor {
+ public:
+  Tensor() = default;  // undefined; defined() is false
+  Tensor(std::shared_ptr<Storage> storage, Shape shape, Shape strides, int64_t offset, DType dtype);
+
+  // Uninitialised, contiguous, on `device` (default: the current device).
+  static Tensor empty(const Shape& shape, DType dtype = DType::Float32);
+  static Tensor empty(const Shape& shape, DType dtype, Device device);
+  // A 0-d CPU tensor holding `s`, marked as a wrapped number for promotion.
+  static Tensor scalar(Scalar s);
+
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  const Shape& strides() const { return strides_; }
+  int64_t offset() const { return offset_; }
+  int64_t dim() const { return static_cast<int64_t>(shape_.size()); }
+  int64_t size(int64_t d) const;  // negative d counts from the end
+  int64_t numel() const;
+  DType dtype() const { return dtype_; }
+  size_t itemsize() const { return pyflame::itemsize(dtype_); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * itemsize(); }
+  Device device() const { return storage_->device(); }
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  void* data_ptr() const;  // address of element [0, ..., 0]
+  template <class T> T* data() const { return static_cast<T*>(data_ptr()); }
+  bool is_contiguous() const;
+  bool is_wrapped_number() const { return wrapped_number_; }
+  bool same_storage(const Tensor& o) const { return storage_ == o.storage_; }
+
+  // Views (no copies). Dims may be negative.
+  Tensor view(Shape shape) const;      // needs compatible strides, else ValueError
+  Tensor reshape(Shape shape) const;   // a view when possible, else a copy; -1 infers
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor permute(const std::vector<int64_t>& dims) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor expand(const Shape& shape) const;  // -1 keeps a size; new leading dims allowed
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t stop, int64_t step) const;  // Python slice semantics, step > 0
+  Tensor as_strided(Shape shape, Shape strides, int64_t offset) const;
+
+  // Copies.
+  Tensor contiguous() const;
+  Tensor clone() const;
+  Tensor to(DType dtype) const;    // self when the dtype already matches
+  Tensor to(Device device) const;  // self when already there
+  // Writes src (broadcast, converted) into this tensor's elements, in place.
+  Tensor& copy_(const Tensor& src);
+  Tensor& fill_(Scalar value);
+
+  // Reads one element as a double (for .item(), printing); synchronises.
+  Scalar item() const;
+
+  std::string to_string() const;  // "Tensor(shape=[2, 3], dtype=float32, device=cpu)"
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  Shape shape_;
+  Shape strides_;
+  int64_t offset_ = 0;
+  DType dtype_ = DType::Float32;
+  bool wrapped_number_ = false;
+};
+
+PF_API int64_t shape_numel(const Shape& shape);
+PF_API Shape contiguous_strides(const Shape& shape);
+// NumPy broadcasting; ValueError naming `op` and both shapes on mismatch.
+PF_API Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+// Normalises a possibly negative dim for a tensor of `ndim` dims; IndexError if out of range.
+PF_API int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op = "");
+
+}  // namespace pyflame

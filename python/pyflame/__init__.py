@@ -1,0 +1,101 @@
+"""PyFlame: a tensor library with a C++ core, a CPU backend and a GPU backend
+written once in HIP for AMD ROCm and NVIDIA.
+
+    import pyflame as pf
+    x = pf.randn(2, 3)
+    y = pf.softmax(x @ x.T, dim=-1)
+"""
+
+import ctypes as _ctypes
+import os as _os
+
+
+def _preload_openblas():
+    # libpyflame links OpenBLAS from the scipy-openblas32 package; loading it
+    # here makes that work for every install layout (venv, --target, editable).
+    import scipy_openblas32 as _sob
+
+    _ctypes.CDLL(_os.path.join(_sob.get_lib_dir(), _sob.get_library(True)), mode=_ctypes.RTLD_GLOBAL)
+
+
+_preload_openblas()
+
+from . import _C  # noqa: E402
+from ._C import (  # noqa: E402,F401
+    DeviceError,
+    HIPCompilationError,
+    NotSupportedError,
+    ROCmError,
+    ROCmMemoryError,
+    ROCmNotAvailableError,
+    Tensor,
+    cpu_threads,
+    dtype,
+    from_numpy,
+    get_device,
+    has_kernel,
+    implicit_copy_count,
+    manual_seed,
+    op_table,
+    promote_types,
+    reset_implicit_copy_count,
+    result_type,
+    rocm_device_count,
+    rocm_get_device,
+    rocm_get_device_info,
+    rocm_is_available,
+    rocm_set_device,
+    rocm_synchronize,
+    rocm_unavailable_reason,
+    set_cpu_threads,
+    set_device,
+    set_strict_device_placement,
+    strict_device_placement,
+    synchronize,
+)
+from ._creation import (  # noqa: E402,F401
+    arange,
+    empty,
+    eye,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    rand,
+    randint,
+    randn,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from ._device import device_info  # noqa: E402,F401
+from . import _tensor_repr  # noqa: E402,F401  (installs Tensor.__repr__)
+
+__version__ = "0.1.0"
+
+uint8 = dtype.uint8
+int8 = dtype.int8
+int16 = dtype.int16
+int32 = dtype.int32
+int64 = dtype.int64
+float16 = dtype.float16
+bfloat16 = dtype.bfloat16
+float32 = dtype.float32
+float64 = dtype.float64
+
+# Every op of the op table, as pf.<name> (pf.add, pf.softmax, ...). These
+# shadow Python's max/min/sum/abs/pow inside this module, so nothing below
+# may use those builtins.
+for _name, _family in _C.op_table():
+    globals()[_name] = getattr(_C, _name)
+del _name, _family
+
+# PyTorch-style aliases (also shadow builtins here, hence last).
+bool = dtype.bool  # noqa: A001
+half = float16
+float = float32  # noqa: A001
+double = float64
+short = int16
+int = int32  # noqa: A001
+long = int64

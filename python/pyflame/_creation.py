@@ -1,0 +1,103 @@
+"""Tensor creation: pf.tensor and the factories, each with dtype= and device=."""
+
+import numpy as np
+
+from . import _C
+
+# NumPy dtypes with a PyFlame equivalent.
+_NUMPY_KINDS = "biuf"
+
+
+def _place(t, device):
+    return t if device is None else t.to(device)
+
+
+def tensor(data, dtype=None, device=None):
+    """A new tensor holding a copy of `data` (nested lists, a number, a NumPy array or a Tensor).
+
+    Python floats become float32 (the default float type), Python ints int64 and
+    bools bool; NumPy arrays keep their dtype. The result is on `device`, else on
+    the current device.
+    """
+    if isinstance(data, _C.Tensor):
+        t = data.clone()
+    else:
+        from_python = not isinstance(data, (np.ndarray, np.generic))
+        try:
+            arr = np.asarray(data)
+        except ValueError as e:  # ragged nested lists
+            raise ValueError(f"tensor(): data is not a regular nested sequence of numbers: {e}") from None
+        if arr.dtype.kind not in _NUMPY_KINDS or arr.dtype.itemsize > 8 or arr.dtype in (np.uint16, np.uint32, np.uint64):
+            raise TypeError(f"tensor(): cannot make a tensor from data of NumPy dtype {arr.dtype}")
+        if from_python and arr.dtype == np.float64:
+            arr = arr.astype(np.float32)
+        t = _C.from_numpy(np.ascontiguousarray(arr)).clone()
+    if dtype is not None:
+        t = t.to(dtype)
+    return t.to(device if device is not None else _C.get_device())
+
+
+def empty(*size, dtype=None, device=None):
+    """An uninitialised tensor of the given shape."""
+    return _place(_C._empty(*size, dtype=dtype), device)
+
+
+def zeros(*size, dtype=None, device=None):
+    return _place(_C._zeros(*size, dtype=dtype), device)
+
+
+def ones(*size, dtype=None, device=None):
+    return _place(_C._ones(*size, dtype=dtype), device)
+
+
+def full(size, fill_value, dtype=None, device=None):
+    """A tensor filled with `fill_value`; dtype defaults to the value's (bool, int64 or float32)."""
+    return _place(_C._full(size, fill_value, dtype=dtype), device)
+
+
+def zeros_like(x, dtype=None, device=None):
+    return _place(_C._full_like(x, 0, dtype=dtype), device)
+
+
+def ones_like(x, dtype=None, device=None):
+    return _place(_C._full_like(x, 1, dtype=dtype), device)
+
+
+def full_like(x, fill_value, dtype=None, device=None):
+    return _place(_C._full_like(x, fill_value, dtype=dtype), device)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None):
+    """Values from start (inclusive) to end (exclusive); int64 unless an argument is a float."""
+    if end is None:
+        start, end = 0, start
+    return _place(_C._arange(start, end, step, dtype=dtype), device)
+
+
+def linspace(start, end, steps, dtype=None, device=None):
+    return _place(_C._linspace(float(start), float(end), steps, dtype=dtype), device)
+
+
+def eye(n, m=None, dtype=None, device=None):
+    return _place(_C._eye(n, m, dtype=dtype), device)
+
+
+def rand(*size, dtype=None, device=None):
+    """Uniform samples in [0, 1), reproducible with pf.manual_seed."""
+    return _place(_C._rand(*size, dtype=dtype), device)
+
+
+def randn(*size, dtype=None, device=None):
+    """Standard normal samples, reproducible with pf.manual_seed."""
+    return _place(_C._randn(*size, dtype=dtype), device)
+
+
+def randint(low, high=None, size=None, dtype=None, device=None):
+    """Integers in [low, high): randint(high, size) or randint(low, high, size)."""
+    if size is None:
+        if high is None:
+            raise TypeError("randint() needs a size: randint(low, high, size) or randint(high, size)")
+        low, high, size = 0, low, high
+    if high is None:
+        raise TypeError("randint() needs high")
+    return _place(_C._randint(low, high, size, dtype=dtype), device)

@@ -1,0 +1,39 @@
+#pragma once
+// A DeviceBackend owns one kind of device: its memory, its copies to and from
+// the host, its synchronisation and its report of why it is (not) usable.
+// The CPU backend is always there; the ROCm backend registers itself when its
+// library is built in and finds a GPU. Everything outside the backends talks
+// to devices through this interface only.
+
+#include <cstddef>
+#include <string>
+
+#include "pyflame/backend/rocm/device.h"
+#include "pyflame/device.h"
+
+namespace pyflame {
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  virtual int device_count() const = 0;
+  virtual void* allocate(size_t nbytes, int index) = 0;
+  virtual void deallocate(void* ptr, int index) = 0;
+  // Copies contiguous bytes between this backend's device `index` and the host
+  // (or within the device); ordered after all work queued on the device.
+  virtual void copy_to_host(void* dst, const void* src, size_t nbytes, int index) = 0;
+  virtual void copy_from_host(void* dst, const void* src, size_t nbytes, int index) = 0;
+  virtual void synchronize(int index) = 0;
+  virtual void set_current(int index) = 0;
+  virtual backend::rocm::DeviceInfo device_info(int index) const = 0;
+};
+
+// nullptr when the device type has no backend in this process.
+DeviceBackend* backend_for(DeviceType type);
+void register_backend(DeviceType type, DeviceBackend* backend);
+// Why the ROCm backend is not usable, or "" when it is.
+std::string rocm_unavailable_reason();
+// Called by the op layer for each input it moves to the op's device.
+void count_implicit_copy();
+
+}  // namespace pyflame

@@ -1,0 +1,69 @@
+#include "pyflame/device.h"
+
+#include <atomic>
+#include <cctype>
+
+#include "core/backend.h"
+#include "pyflame/error.h"
+
+namespace pyflame {
+
+std::string to_string(const Device& d) {
+  return d.is_cpu() ? "cpu" : "rocm:" + std::to_string(d.index);
+}
+
+Device Device::parse(const std::string& spec) {
+  if (spec == "cpu" || spec == "cpu:0") return cpu();
+  if (spec == "rocm") return rocm(0);
+  const std::string prefix = "rocm:";
+  if (spec.compare(0, prefix.size(), prefix) == 0) {
+    std::string idx = spec.substr(prefix.size());
+    bool digits = !idx.empty() && idx.size() <= 4;
+    for (char c : idx) digits = digits && std::isdigit(static_cast<unsigned char>(c));
+    PF_CHECK(digits, ValueError, "invalid device '", spec,
+             "': the index after 'rocm:' must be a non-negative integer, as in 'rocm:0'");
+    return rocm(std::stoi(idx));
+  }
+  if (spec == "cerebras" || spec.compare(0, 9, "cerebras:") == 0)
+    throw NotSupportedError("device '" + spec +
+                            "' is not part of this build of PyFlame; available: 'cpu', 'rocm', 'rocm:N'");
+  throw ValueError("invalid device '" + spec + "': expected 'cpu', 'rocm' or 'rocm:N'" +
+                   (spec.compare(0, 4, "cuda") == 0 ? " (NVIDIA GPUs are driven through 'rocm')" : ""));
+}
+
+namespace {
+// Encoded as type * 65536 + index so reads on the hot path are one atomic load.
+std::atomic<int32_t> g_current{0};
+std::atomic<int64_t> g_implicit_copies{0};
+std::atomic<bool> g_strict{false};
+}  // namespace
+
+Device current_device() {
+  int32_t v = g_current.load(std::memory_order_relaxed);
+  return {static_cast<DeviceType>(v >> 16), v & 0xffff};
+}
+
+void set_current_device(const Device& d) {
+  if (!d.is_cpu()) {
+    DeviceBackend* be = backend_for(d.type);
+    if (!be) throw ROCmNotAvailableError("cannot use device '" + to_string(d) + "': " + rocm_unavailable_reason());
+    int n = be->device_count();
+    PF_CHECK(d.index < n, DeviceError, "device '", to_string(d), "' does not exist: ", n,
+             " ROCm device(s) visible (valid indices 0..", n - 1, ")");
+    be->set_current(d.index);
+  }
+  g_current.store(static_cast<int32_t>(d.type) * 65536 + d.index, std::memory_order_relaxed);
+}
+
+void synchronize() {
+  Device d = current_device();
+  if (!d.is_cpu()) backend_for(d.type)->synchronize(d.index);
+}
+
+int64_t implicit_copy_count() { return g_implicit_copies.load(); }
+void reset_implicit_copy_count() { g_implicit_copies.store(0); }
+void set_strict_device_placement(bool strict) { g_strict.store(strict); }
+bool strict_device_placement() { return g_strict.load(); }
+void count_implicit_copy() { g_implicit_copies.fetch_add(1, std::memory_order_relaxed); }
+
+}  // namespace pyflame

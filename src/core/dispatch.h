@@ -1,0 +1,48 @@
+#pragma once
+// The kernel registry: (op, device type) -> kernel. A backend supports an op
+// by registering a kernel for it; "is supported" is never a hand-kept list.
+// Kernels get validated calls: inputs already on the kernel's device, in the
+// compute dtype, outputs allocated with the right shape.
+
+#include <optional>
+#include <vector>
+
+#include "pyflame/ir/op_type.h"
+#include "pyflame/tensor.h"
+
+namespace pyflame {
+
+// Arguments beyond the tensors. One struct for all ops keeps the kernel
+// signature uniform, which the graph executor relies on.
+struct OpAttrs {
+  std::vector<int64_t> dims;  // reductions: dims to reduce, sorted, non-negative
+  bool keepdim = false;
+  int64_t dim = -1;           // softmax, arg reductions (non-negative once validated)
+  bool approximate_tanh = false;  // gelu
+  std::optional<Scalar> lo, hi;   // clamp bounds
+  Scalar value;                   // fill
+};
+
+struct OpCall {
+  ir::OpType op;
+  std::vector<Tensor> inputs;
+  Tensor out;
+  OpAttrs attrs;
+};
+
+using KernelFn = void (*)(OpCall& call);
+
+PF_API void register_kernel(ir::OpType op, DeviceType device, KernelFn fn);
+PF_API KernelFn find_kernel(ir::OpType op, DeviceType device);  // nullptr if none
+// Runs `call` on `device` (inputs must already be there); NotSupportedError if
+// that device type has no kernel for the op.
+PF_API void run_kernel(OpCall& call, Device device);
+
+struct KernelRegistrar {
+  KernelRegistrar(ir::OpType op, DeviceType device, KernelFn fn) { register_kernel(op, device, fn); }
+};
+#define PF_REGISTER_KERNEL(op, device, fn)                                       \
+  static ::pyflame::KernelRegistrar pf_kernel_##op##_##device(::pyflame::ir::OpType::op, \
+                                                            ::pyflame::DeviceType::device, fn)
+
+}  // namespace pyflame

@@ -1,0 +1,62 @@
+// CPU copy (strided, converting between any two dtypes) and fill.
+
+#include <cstring>
+
+#include "core/dispatch.h"
+#include "cpu/loops.h"
+
+namespace pyflame::cpu {
+namespace {
+
+template <class O, class I> O convert(I v) {
+  if constexpr (std::is_same_v<O, bool>) return static_cast<double>(v) != 0.0;  // NaN is true
+  else if constexpr (std::is_same_v<O, Half> || std::is_same_v<O, BFloat16>) return O(static_cast<float>(v));
+  else if constexpr (std::is_same_v<I, Half> || std::is_same_v<I, BFloat16>) return static_cast<O>(static_cast<float>(v));
+  else return static_cast<O>(v);
+}
+
+void copy_kernel(OpCall& call) {
+  const Tensor& src = call.inputs[0];
+  visit_dtype(call.out.dtype(), [&](auto otag) {
+    using O = typename decltype(otag)::type;
+    visit_dtype(src.dtype(), [&](auto itag) {
+      using I = typename decltype(itag)::type;
+      for_each_strided<2>({&call.out, &src}, [&](auto p, auto s, int64_t n) {
+        if constexpr (std::is_same_v<O, I>) {
+          if (s[0] == sizeof(O) && s[1] == sizeof(I)) {
+            std::memcpy(p[0], p[1], n * sizeof(O));
+            return;
+          }
+        }
+        if (s[0] == sizeof(O) && s[1] == sizeof(I)) {
+          O* o = reinterpret_cast<O*>(p[0]);
+          const I* x = reinterpret_cast<const I*>(p[1]);
+          for (int64_t i = 0; i < n; ++i) o[i] = convert<O>(x[i]);
+        } else {
+          for (int64_t i = 0; i < n; ++i)
+            *reinterpret_cast<O*>(p[0] + i * s[0]) = convert<O>(*reinterpret_cast<const I*>(p[1] + i * s[1]));
+        }
+      });
+    });
+  });
+}
+
+void fill_kernel(OpCall& call) {
+  const Scalar& v = call.attrs.value;
+  visit_dtype(call.out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T value;
+    if constexpr (std::is_same_v<T, bool>) value = v.kind == Scalar::Kind::Float ? v.f != 0 : v.i != 0;
+    else if constexpr (std::is_integral_v<T>) value = static_cast<T>(v.kind == Scalar::Kind::Float ? static_cast<int64_t>(v.f) : v.i);
+    else value = static_cast<T>(v.kind == Scalar::Kind::Float ? v.f : static_cast<double>(v.i));
+    for_each_strided<1>({&call.out}, [&](auto p, auto s, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) *reinterpret_cast<T*>(p[0] + i * s[0]) = value;
+    });
+  });
+}
+
+PF_REGISTER_KERNEL(copy, CPU, &copy_kernel);
+PF_REGISTER_KERNEL(fill, CPU, &fill_kernel);
+
+}  // namespace
+}  // namespace pyflame::cpu

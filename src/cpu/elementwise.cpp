@@ -1,0 +1,96 @@
+// CPU elementwise kernels: one loop per arity, instantiated for every
+// elementwise op of the op table with that op's functor. Registering an op
+// here takes no code: its ops.def line does it.
+
+#include "core/dispatch.h"
+#include "cpu/loops.h"
+#include "kernels/functors.h"
+#include "pyflame/error.h"
+
+namespace pyflame::cpu {
+namespace {
+
+// Which storage types a family's kernels are built for; the op layer never
+// sends others (ints go to float for UNARY_FLOAT, bool is refused for UNARY).
+enum class Types { All, NoBool, FloatOnly };
+template <Types kTypes, class T> constexpr bool accepts() {
+  if constexpr (kTypes == Types::FloatOnly) return is_float_v<T>;
+  else if constexpr (kTypes == Types::NoBool) return !std::is_same_v<T, bool>;
+  else return true;
+}
+
+template <class T> T& at(char* p, int64_t i, int64_t stride) { return *reinterpret_cast<T*>(p + i * stride); }
+
+template <template <class> class F, Types kTypes> void unary_kernel(OpCall& call) {
+  visit_dtype(call.out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (accepts<kTypes, T>()) {
+      using A = acc_t<T>;
+      const auto f = kernels::make_functor<F<A>>(call.attrs);
+      for_each_strided<2>({&call.out, &call.inputs[0]}, [&](auto p, auto s, int64_t n) {
+        if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
+          T* o = reinterpret_cast<T*>(p[0]);
+          const T* x = reinterpret_cast<const T*>(p[1]);
+          for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(f(static_cast<A>(x[i])));
+        } else {
+          for (int64_t i = 0; i < n; ++i) at<T>(p[0], i, s[0]) = static_cast<T>(f(static_cast<A>(at<T>(p[1], i, s[1]))));
+        }
+      });
+    } else {
+      throw TypeError(std::string(op_name(call.op)) + ": no CPU kernel for " + dtype_name(call.out.dtype()));
+    }
+  });
+}
+
+// Binary ops and comparisons: inputs of type T, output of type O (T, or bool).
+template <template <class> class F, Types kTypes, bool kCompare> void binary_kernel(OpCall& call) {
+  visit_dtype(call.inputs[0].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (accepts<kTypes, T>()) {
+      using A = acc_t<T>;
+      using O = std::conditional_t<kCompare, bool, T>;
+      const auto f = kernels::make_functor<F<A>>(call.attrs);
+      for_each_strided<3>({&call.out, &call.inputs[0], &call.inputs[1]}, [&](auto p, auto s, int64_t n) {
+        O* o = reinterpret_cast<O*>(p[0]);
+        const T* a = reinterpret_cast<const T*>(p[1]);
+        const T* b = reinterpret_cast<const T*>(p[2]);
+        if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == sizeof(T)) {
+          for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(f(static_cast<A>(a[i]), static_cast<A>(b[i])));
+        } else if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == 0) {  // tensor op scalar
+          const A bv = static_cast<A>(b[0]);
+          for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(f(static_cast<A>(a[i]), bv));
+        } else if (s[0] == sizeof(O) && s[1] == 0 && s[2] == sizeof(T)) {  // scalar op tensor
+          const A av = static_cast<A>(a[0]);
+          for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(f(av, static_cast<A>(b[i])));
+        } else {
+          for (int64_t i = 0; i < n; ++i)
+            at<O>(p[0], i, s[0]) = static_cast<O>(f(static_cast<A>(at<T>(p[1], i, s[1])), static_cast<A>(at<T>(p[2], i, s[2]))));
+        }
+      });
+    } else {
+      throw TypeError(std::string(op_name(call.op)) + ": no CPU kernel for " + dtype_name(call.inputs[0].dtype()));
+    }
+  });
+}
+
+void where_kernel(OpCall& call) {
+  visit_dtype(call.out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for_each_strided<4>({&call.out, &call.inputs[0], &call.inputs[1], &call.inputs[2]}, [&](auto p, auto s, int64_t n) {
+      for (int64_t i = 0; i < n; ++i)
+        at<T>(p[0], i, s[0]) = at<bool>(p[1], i, s[1]) ? at<T>(p[2], i, s[2]) : at<T>(p[3], i, s[3]);
+    });
+  });
+}
+
+#define PF_FAMILY_UNARY(name, F) PF_REGISTER_KERNEL(name, CPU, (&unary_kernel<kernels::F, Types::NoBool>));
+#define PF_FAMILY_CLAMP(name, F) PF_REGISTER_KERNEL(name, CPU, (&unary_kernel<kernels::F, Types::NoBool>));
+#define PF_FAMILY_UNARY_FLOAT(name, F) PF_REGISTER_KERNEL(name, CPU, (&unary_kernel<kernels::F, Types::FloatOnly>));
+#define PF_FAMILY_BINARY(name, F) PF_REGISTER_KERNEL(name, CPU, (&binary_kernel<kernels::F, Types::All, false>));
+#define PF_FAMILY_BINARY_FLOAT(name, F) PF_REGISTER_KERNEL(name, CPU, (&binary_kernel<kernels::F, Types::FloatOnly, false>));
+#define PF_FAMILY_COMPARE(name, F) PF_REGISTER_KERNEL(name, CPU, (&binary_kernel<kernels::F, Types::All, true>));
+#define PF_FAMILY_WHERE(name, F) PF_REGISTER_KERNEL(name, CPU, &where_kernel);
+#include "pyflame/for_each_op.inc"
+
+}  // namespace
+}  // namespace pyflame::cpu

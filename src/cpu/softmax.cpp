@@ -1,0 +1,53 @@
+// CPU softmax and log_softmax over any dim, stable for large logits: the
+// input is viewed as [outer, n, inner]; each (outer, inner) line subtracts
+// its max before exponentiating. When inner > 1 whole inner rows are
+// processed at once so the loops stay contiguous.
+
+#include <algorithm>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "cpu/loops.h"
+#include "kernels/math.h"
+
+namespace pyflame::cpu {
+namespace {
+
+template <class T, bool kLog> void softmax_lines(const T* in, T* out, int64_t n, int64_t inner) {
+  using A = acc_t<T>;
+  std::vector<A> mx(inner, -std::numeric_limits<A>::infinity()), sum(inner, A(0));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < inner; ++j) mx[j] = std::max(mx[j], static_cast<A>(in[i * inner + j]));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < inner; ++j) sum[j] += math::exp(static_cast<A>(in[i * inner + j]) - mx[j]);
+  for (int64_t j = 0; j < inner; ++j) sum[j] = kLog ? math::log(sum[j]) : A(1) / sum[j];
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < inner; ++j) {
+      A v = static_cast<A>(in[i * inner + j]) - mx[j];
+      out[i * inner + j] = static_cast<T>(kLog ? v - sum[j] : math::exp(v) * sum[j]);
+    }
+}
+
+template <bool kLog> void softmax_kernel(OpCall& call) {
+  Tensor x = call.inputs[0].contiguous();
+  const int64_t d = call.attrs.dim, n = x.shape()[d];
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < d; ++i) outer *= x.shape()[i];
+  for (int64_t i = d + 1; i < x.dim(); ++i) inner *= x.shape()[i];
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      const T* in = x.data<T>();
+      T* out = call.out.data<T>();
+      parallel_for(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n * inner, 1)), [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) softmax_lines<T, kLog>(in + o * n * inner, out + o * n * inner, n, inner);
+      });
+    }
+  });
+}
+
+PF_REGISTER_KERNEL(softmax, CPU, &softmax_kernel<false>);
+PF_REGISTER_KERNEL(log_softmax, CPU, &softmax_kernel<true>);
+
+}  // namespace
+}  // namespace pyflame::cpu

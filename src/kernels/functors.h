@@ -1,0 +1,165 @@
+#pragma once
+// One definition of each elementwise function (DESIGN.md, principle 4): the
+// CPU loops, the GPU kernels and the runtime-compiled fused kernels all
+// instantiate these. T is the compute type (acc_t of the storage type: float
+// for float16/bfloat16). A functor with parameters takes them from OpAttrs in
+// its constructor; the others are empty.
+
+#include <limits>
+#include <type_traits>
+
+#include "core/dispatch.h"
+#include "kernels/math.h"
+#include "pyflame/dtype.h"
+
+namespace pyflame::kernels {
+
+// ---- binary
+template <class T> struct Add { PF_HOST_DEVICE T operator()(T a, T b) const { return a + b; } };
+template <class T> struct Sub { PF_HOST_DEVICE T operator()(T a, T b) const { return a - b; } };
+template <class T> struct Mul { PF_HOST_DEVICE T operator()(T a, T b) const { return a * b; } };
+template <class T> struct Div { PF_HOST_DEVICE T operator()(T a, T b) const { return a / b; } };
+template <class T> struct Pow {
+  PF_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return math::pow(a, b);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return a || !b;
+    } else {
+      // Integer power by squaring; negative exponents truncate toward zero as in PyTorch.
+      if (b < 0) return a == 1 ? T(1) : a == T(-1) ? ((b & 1) ? T(-1) : T(1)) : T(0);
+      T r = 1;
+      for (; b; b >>= 1, a *= a)
+        if (b & 1) r *= a;
+      return r;
+    }
+  }
+};
+// NaN propagates through maximum/minimum, as in PyTorch and NumPy.
+template <class T> struct Maximum {
+  PF_HOST_DEVICE T operator()(T a, T b) const {
+    if (math::isnan(a) || math::isnan(b)) return math::isnan(a) ? a : b;
+    return a > b ? a : b;
+  }
+};
+template <class T> struct Minimum {
+  PF_HOST_DEVICE T operator()(T a, T b) const {
+    if (math::isnan(a) || math::isnan(b)) return math::isnan(a) ? a : b;
+    return a < b ? a : b;
+  }
+};
+
+// ---- comparisons (result stored as bool)
+template <class T> struct Eq { PF_HOST_DEVICE bool operator()(T a, T b) const { return a == b; } };
+template <class T> struct Ne { PF_HOST_DEVICE bool operator()(T a, T b) const { return a != b; } };
+template <class T> struct Lt { PF_HOST_DEVICE bool operator()(T a, T b) const { return a < b; } };
+template <class T> struct Le { PF_HOST_DEVICE bool operator()(T a, T b) const { return a <= b; } };
+template <class T> struct Gt { PF_HOST_DEVICE bool operator()(T a, T b) const { return a > b; } };
+template <class T> struct Ge { PF_HOST_DEVICE bool operator()(T a, T b) const { return a >= b; } };
+
+// ---- unary
+template <class T> struct Neg { PF_HOST_DEVICE T operator()(T x) const { return -x; } };
+template <class T> struct Abs {
+  PF_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_unsigned_v<T>) return x;
+    else if constexpr (std::is_floating_point_v<T>) return math::fabs(x);
+    else return x < 0 ? T(-x) : x;
+  }
+};
+template <class T> struct Relu {
+  PF_HOST_DEVICE T operator()(T x) const { return math::isnan(x) ? x : x > T(0) ? x : T(0); }
+};
+template <class T> struct Sqrt { PF_HOST_DEVICE T operator()(T x) const { return math::sqrt(x); } };
+template <class T> struct Rsqrt { PF_HOST_DEVICE T operator()(T x) const { return T(1) / math::sqrt(x); } };
+template <class T> struct Exp { PF_HOST_DEVICE T operator()(T x) const { return math::exp(x); } };
+template <class T> struct Log { PF_HOST_DEVICE T operator()(T x) const { return math::log(x); } };
+template <class T> struct Sin { PF_HOST_DEVICE T operator()(T x) const { return math::sin(x); } };
+template <class T> struct Cos { PF_HOST_DEVICE T operator()(T x) const { return math::cos(x); } };
+template <class T> struct Tanh { PF_HOST_DEVICE T operator()(T x) const { return math::tanh(x); } };
+template <class T> struct Sigmoid {
+  PF_HOST_DEVICE T operator()(T x) const { return T(1) / (T(1) + math::exp(-x)); }
+};
+template <class T> struct Silu {
+  PF_HOST_DEVICE T operator()(T x) const { return x / (T(1) + math::exp(-x)); }
+};
+template <class T> struct Gelu {
+  bool tanh_approx = false;
+  Gelu() = default;
+  explicit Gelu(const OpAttrs& a) : tanh_approx(a.approximate_tanh) {}
+  PF_HOST_DEVICE T operator()(T x) const {
+    if (tanh_approx) {
+      const T k = T(0.7978845608028654);  // sqrt(2 / pi)
+      return T(0.5) * x * (T(1) + math::tanh(k * (x + T(0.044715) * x * x * x)));
+    }
+    return T(0.5) * x * (T(1) + math::erf(x * T(0.7071067811865476)));
+  }
+};
+template <class T> struct Clamp {
+  T lo, hi;
+  explicit Clamp(const OpAttrs& a)
+      : lo(a.lo ? bound(*a.lo) : std::numeric_limits<T>::lowest()),
+        hi(a.hi ? bound(*a.hi) : std::numeric_limits<T>::max()) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (!a.lo) lo = -std::numeric_limits<T>::infinity();
+      if (!a.hi) hi = std::numeric_limits<T>::infinity();
+    }
+  }
+  static T bound(const Scalar& s) {
+    if constexpr (std::is_floating_point_v<T>) return static_cast<T>(s.f);
+    else return static_cast<T>(s.i);
+  }
+  // As PyTorch: min(max(x, lo), hi), so hi wins when lo > hi; NaN stays NaN.
+  PF_HOST_DEVICE T operator()(T x) const {
+    if (math::isnan(x)) return x;
+    T y = x < lo ? lo : x;
+    return y > hi ? hi : y;
+  }
+};
+
+// Builds a functor, passing the op's attributes to those that take them.
+template <class F> F make_functor(const OpAttrs& attrs) {
+  if constexpr (std::is_constructible_v<F, const OpAttrs&>) return F(attrs);
+  else return F{};
+}
+
+}  // namespace pyflame::kernels
+
+namespace pyflame::kernels {
+
+// ---- reductions: identity, combine, finish. A is the accumulator type.
+template <class A> struct SumReduce {
+  static constexpr A identity() { return A(0); }
+  PF_HOST_DEVICE A operator()(A a, A b) const { return a + b; }
+  PF_HOST_DEVICE A finish(A a, int64_t) const { return a; }
+};
+template <class A> struct MeanReduce {
+  static constexpr A identity() { return A(0); }
+  PF_HOST_DEVICE A operator()(A a, A b) const { return a + b; }
+  PF_HOST_DEVICE A finish(A a, int64_t n) const { return a / static_cast<A>(n); }
+};
+template <class A> struct ProdReduce {
+  static constexpr A identity() { return A(1); }
+  PF_HOST_DEVICE A operator()(A a, A b) const { return a * b; }
+  PF_HOST_DEVICE A finish(A a, int64_t) const { return a; }
+};
+template <class A> struct MaxReduce {
+  static constexpr A identity() {
+    if constexpr (std::is_floating_point_v<A>) return -std::numeric_limits<A>::infinity();
+    else return std::numeric_limits<A>::lowest();
+  }
+  PF_HOST_DEVICE A operator()(A a, A b) const { return Maximum<A>()(a, b); }
+  PF_HOST_DEVICE A finish(A a, int64_t) const { return a; }
+  // For argmax: whether b replaces the best so far (first NaN, else first maximum wins).
+  PF_HOST_DEVICE bool better(A b, A best) const { return !math::isnan(best) && (b > best || math::isnan(b)); }
+};
+template <class A> struct MinReduce {
+  static constexpr A identity() {
+    if constexpr (std::is_floating_point_v<A>) return std::numeric_limits<A>::infinity();
+    else return std::numeric_limits<A>::max();
+  }
+  PF_HOST_DEVICE A operator()(A a, A b) const { return Minimum<A>()(a, b); }
+  PF_HOST_DEVICE A finish(A a, int64_t) const { return a; }
+  PF_HOST_DEVICE bool better(A b, A best) const { return !math::isnan(best) && (b < best || math::isnan(b)); }
+};
+
+}  // namespace pyflame::kernels
