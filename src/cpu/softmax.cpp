@@ -1,7 +1,6 @@
 // CPU softmax and log_softmax over any dim, stable for large logits: the
 // input is viewed as [outer, n, inner]; each (outer, inner) line subtracts
-// its max before exponentiating. When inner > 1 whole inner rows are
-// processed at once so the loops stay contiguous.
+// its max before exponentiating.
 
 #include <algorithm>
 #include <vector>
@@ -13,6 +12,35 @@
 namespace pyflame::cpu {
 namespace {
 
+// Lines along a dim with unit stride (inner == 1): the common last-dim case.
+// Max and sum use 8 independent lanes so the loops vectorise.
+template <class T, bool kLog> void softmax_row(const T* in, T* out, int64_t n) {
+  using A = acc_t<T>;
+  A lanes[8];
+  for (A& l : lanes) l = -std::numeric_limits<A>::infinity();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) lanes[l] = std::max(lanes[l], static_cast<A>(in[i + l]));
+  for (; i < n; ++i) lanes[0] = std::max(lanes[0], static_cast<A>(in[i]));
+  A mx = lanes[0];
+  for (int l = 1; l < 8; ++l) mx = std::max(mx, lanes[l]);
+  for (A& l : lanes) l = 0;
+  for (i = 0; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) lanes[l] += math::exp(static_cast<A>(in[i + l]) - mx);
+  for (; i < n; ++i) lanes[0] += math::exp(static_cast<A>(in[i]) - mx);
+  A sum = 0;
+  for (A l : lanes) sum += l;
+  if constexpr (kLog) {
+    const A shift = mx + math::log(sum);
+    for (i = 0; i < n; ++i) out[i] = static_cast<T>(static_cast<A>(in[i]) - shift);
+  } else {
+    const A scale = A(1) / sum;
+    for (i = 0; i < n; ++i) out[i] = static_cast<T>(math::exp(static_cast<A>(in[i]) - mx) * scale);
+  }
+}
+
+// Lines with stride `inner` > 1: process a whole inner row at a time so every
+// loop runs along contiguous memory.
 template <class T, bool kLog> void softmax_lines(const T* in, T* out, int64_t n, int64_t inner) {
   using A = acc_t<T>;
   std::vector<A> mx(inner, -std::numeric_limits<A>::infinity()), sum(inner, A(0));
@@ -20,11 +48,11 @@ template <class T, bool kLog> void softmax_lines(const T* in, T* out, int64_t n,
     for (int64_t j = 0; j < inner; ++j) mx[j] = std::max(mx[j], static_cast<A>(in[i * inner + j]));
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < inner; ++j) sum[j] += math::exp(static_cast<A>(in[i * inner + j]) - mx[j]);
-  for (int64_t j = 0; j < inner; ++j) sum[j] = kLog ? math::log(sum[j]) : A(1) / sum[j];
+  for (int64_t j = 0; j < inner; ++j) sum[j] = kLog ? mx[j] + math::log(sum[j]) : A(1) / sum[j];
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < inner; ++j) {
-      A v = static_cast<A>(in[i * inner + j]) - mx[j];
-      out[i * inner + j] = static_cast<T>(kLog ? v - sum[j] : math::exp(v) * sum[j]);
+      A v = static_cast<A>(in[i * inner + j]);
+      out[i * inner + j] = static_cast<T>(kLog ? v - sum[j] : math::exp(v - mx[j]) * sum[j]);
     }
 }
 
@@ -40,7 +68,10 @@ template <bool kLog> void softmax_kernel(OpCall& call) {
       const T* in = x.data<T>();
       T* out = call.out.data<T>();
       parallel_for(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n * inner, 1)), [&](int64_t b, int64_t e) {
-        for (int64_t o = b; o < e; ++o) softmax_lines<T, kLog>(in + o * n * inner, out + o * n * inner, n, inner);
+        for (int64_t o = b; o < e; ++o) {
+          if (inner == 1) softmax_row<T, kLog>(in + o * n, out + o * n, n);
+          else softmax_lines<T, kLog>(in + o * n * inner, out + o * n * inner, n, inner);
+        }
       });
     }
   });

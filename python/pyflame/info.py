@@ -1,0 +1,56 @@
+"""`python -m pyflame.info`: what PyFlame was built with and which devices it can use.
+
+    python -m pyflame.info                      # the report
+    python -m pyflame.info --cmake-prefix-path  # for find_package(pyflame) from C++
+"""
+
+import os
+import sys
+
+import pyflame as pf
+
+
+def cmake_prefix_path():
+    """The folder to pass as CMAKE_PREFIX_PATH so that C++ code can find_package(pyflame)."""
+    return os.path.dirname(os.path.abspath(pf.__file__))
+
+
+def report():
+    """The device report as text: the CPU, and whether a GPU is usable and why (not)."""
+    import scipy_openblas32
+
+    cpu = pf.device_info() if pf.get_device() == "cpu" else None
+    lines = [f"PyFlame {pf.__version__} ({cmake_prefix_path()})"]
+    if cpu is None:
+        import os as _os
+
+        lines.append(f"  cpu: {_os.cpu_count()} cores")
+    else:
+        lines.append(f"  cpu: {cpu['name']}, {cpu['cores']} cores, {cpu['threads']} threads for kernels")
+    lines.append(f"  cpu BLAS: {scipy_openblas32.get_openblas_config().strip()}")
+    if pf.rocm_is_available():
+        n = pf.rocm_device_count()
+        lines.append(f"  rocm: available, {n} device(s)")
+        for i in range(n):
+            info = pf.rocm_get_device_info(i)
+            lines.append(
+                f"    rocm:{i}  {info['name']}  {info['architecture']}  "
+                f"{info['total_memory'] / 2**30:.1f} GiB ({info['free_memory'] / 2**30:.1f} free), "
+                f"{info['compute_units']} compute units"
+            )
+    else:
+        lines.append(f"  rocm: not available: {pf.rocm_unavailable_reason()}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if "--cmake-prefix-path" in argv:
+        print(cmake_prefix_path())
+        return 0
+    print(report())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
