@@ -31,7 +31,7 @@ def tensor(data, dtype=None, device=None):
             raise TypeError(f"tensor(): cannot make a tensor from data of NumPy dtype {arr.dtype}")
         if from_python and arr.dtype == np.float64:
             arr = arr.astype(np.float32)
-        t = _C.from_numpy(np.ascontiguousarray(arr)).clone()
+        t = _C.from_numpy(np.asarray(arr, order="C")).clone()  # (ascontiguousarray would make 0-d 1-d)
     if dtype is not None:
         t = t.to(dtype)
     return t.to(device if device is not None else _C.get_device())

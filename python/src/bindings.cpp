@@ -36,6 +36,12 @@ PyObject* g_hip_compilation_error;
 
 std::string py_type_name(nb::handle h) { return nb::cast<std::string>(nb::type_name(h.type())); }
 
+// Whether a type comes from NumPy (np.float32, np.dtype('int8').__class__, ...).
+bool is_numpy(nb::handle type) {
+  nb::object mod = nb::getattr(type, "__module__", nb::none());
+  return nb::isinstance<nb::str>(mod) && nb::cast<std::string>(mod).rfind("numpy", 0) == 0;
+}
+
 // A Tensor, or a Python/NumPy number as a wrapped scalar tensor.
 Tensor as_operand(nb::handle h) {
   if (nb::isinstance<Tensor>(h)) return nb::cast<Tensor>(h);
@@ -48,8 +54,8 @@ Tensor as_operand(nb::handle h) {
   }
   if (PyFloat_Check(h.ptr())) return Tensor::scalar(Scalar(PyFloat_AsDouble(h.ptr())));
   // NumPy scalars (np.float32(1), np.int64(2), np.bool_(True)) become Python numbers.
-  if (py_type_name(h).rfind("numpy.", 0) == 0 && py_type_name(h) != "numpy.ndarray" && nb::hasattr(h, "item"))
-    return as_operand(h.attr("item")());
+  if (is_numpy(h.type()) && nb::hasattr(h, "item") && nb::cast<int>(h.attr("ndim")) == 0)
+    return as_operand(h.attr("item")());  // a NumPy scalar or 0-d array
   throw pyflame::TypeError("expected a pyflame Tensor or a number, got " + py_type_name(h) +
                            " (convert arrays and lists with pf.tensor())");
 }
@@ -66,11 +72,10 @@ Scalar as_scalar(nb::handle h, const char* what) {
 DType as_dtype(nb::handle h) {
   if (nb::isinstance<DType>(h)) return nb::cast<DType>(h);
   if (nb::isinstance<nb::str>(h)) return pyflame::parse_dtype(nb::cast<std::string>(h));
-  if (nb::hasattr(h, "name") && (py_type_name(h).rfind("numpy", 0) == 0 || nb::isinstance<nb::type_object>(h))) {
-    // numpy dtypes and scalar types (np.float32)
-    nb::object name = nb::hasattr(h, "__name__") ? h.attr("__name__") : h.attr("name");
-    return pyflame::parse_dtype(nb::cast<std::string>(name));
-  }
+  if (nb::isinstance<nb::type_object>(h) && is_numpy(h))  // np.float32
+    return pyflame::parse_dtype(nb::cast<std::string>(h.attr("__name__")));
+  if (is_numpy(h.type()) && nb::hasattr(h, "name"))  // np.dtype('float32')
+    return pyflame::parse_dtype(nb::cast<std::string>(h.attr("name")));
   throw pyflame::TypeError("expected a dtype such as pyflame.float32, got " + py_type_name(h));
 }
 
@@ -228,6 +233,10 @@ Tensor get_item(const Tensor& self, nb::handle key) {
       if (PySlice_Unpack(it.ptr(), &start, &stop, &step) < 0) throw nb::python_error();
       if (step < 0) throw pyflame::ValueError("negative slice steps are not supported (as in PyTorch); use flip");
       r = r.slice(d++, start, stop, step);
+    } else if (nb::isinstance<Tensor>(it) && !(nb::cast<Tensor>(it).dim() == 0 &&
+                                                pyflame::is_integral(nb::cast<Tensor>(it).dtype()))) {
+      throw pyflame::NotSupportedError(
+          "indexing with a tensor (integer or boolean mask) is not supported yet (docs/ops.md); pf.where covers masks");
     } else if (PyIndex_Check(it.ptr()) && !PyBool_Check(it.ptr())) {
       r = r.select(d, nb::cast<int64_t>(nb::int_(it)));
     } else {
@@ -279,6 +288,12 @@ PyObject* new_exception(nb::module_& m, const char* name, PyObject* base, const 
   PyObject* e = PyErr_NewExceptionWithDoc(qual.c_str(), doc, base, nullptr);
   m.attr(name) = nb::handle(e);
   return e;
+}
+
+// In-place methods return the very object they were called on, as in PyTorch.
+template <class F> nb::object in_place(nb::handle self, const F& f) {
+  f(nb::cast<Tensor&>(self));
+  return nb::borrow(self);
 }
 
 nb::dict device_info_dict(const pyflame::backend::rocm::DeviceInfo& info) {
@@ -387,9 +402,10 @@ NB_MODULE(_C, m) {
       .def("int", [](const Tensor& t) { return t.to(DType::Int32); })
       .def("long", [](const Tensor& t) { return t.to(DType::Int64); })
       .def("bool", [](const Tensor& t) { return t.to(DType::Bool); })
-      .def("copy_", [](Tensor& t, const Tensor& src) { return t.copy_(src); }, "src"_a)
-      .def("fill_", [](Tensor& t, nb::handle v) { return t.fill_(as_scalar(v, "fill_ value")); }, "value"_a)
-      .def("zero_", [](Tensor& t) { return t.fill_(Scalar(int64_t{0})); })
+      .def("copy_", [](nb::handle self, const Tensor& src) { return in_place(self, [&](Tensor& t) { t.copy_(src); }); }, "src"_a)
+      .def("fill_", [](nb::handle self, nb::handle v) {
+        return in_place(self, [&](Tensor& t) { t.fill_(as_scalar(v, "fill_ value")); }); }, "value"_a)
+      .def("zero_", [](nb::handle self) { return in_place(self, [](Tensor& t) { t.fill_(Scalar(int64_t{0})); }); })
       .def("numpy", &to_numpy, "A NumPy array sharing memory with a CPU tensor (a copy for device tensors).")
       .def("__array__", [](const Tensor& t, nb::handle dtype, nb::handle copy) {
         nb::object arr = nb::cast(to_numpy(t));
@@ -411,8 +427,8 @@ NB_MODULE(_C, m) {
         for (int64_t i = 0; i < t.shape()[0]; ++i) rows.append(t.select(0, i));
         return nb::iter(rows);
       })
-      .def("__getitem__", &get_item)
-      .def("__setitem__", &assign)
+      .def("__getitem__", &get_item, nb::arg("key").none())
+      .def("__setitem__", &assign, nb::arg("key").none(), nb::arg("value"))
       .def("__bool__", [](const Tensor& t) {
         if (t.numel() != 1)
           throw pyflame::ValueError("the truth value of a tensor with " + std::to_string(t.numel()) +
@@ -443,8 +459,8 @@ NB_MODULE(_C, m) {
     tensor.def(("__r" + name + "__").c_str(), [op](const Tensor& a, nb::handle b) {
       return pyflame::binary_op(op, as_operand(b), a);
     });
-    tensor.def(("__i" + name + "__").c_str(), [op](Tensor& a, nb::handle b) {
-      return pyflame::binary_op_(op, a, as_operand(b));
+    tensor.def(("__i" + name + "__").c_str(), [op](nb::handle self, nb::handle b) {
+      return in_place(self, [&](Tensor& a) { pyflame::binary_op_(op, a, as_operand(b)); });
     });
   }
   const std::pair<const char*, OpType> compare_dunders[] = {
@@ -463,14 +479,14 @@ NB_MODULE(_C, m) {
 #define PF_BIND_UNARY(name)                                                                          \
   m.def(#name, [](const Tensor& x) { return pyflame::unary_op(OpType::name, x); }, "x"_a);           \
   tensor.def(#name, [](const Tensor& x) { return pyflame::unary_op(OpType::name, x); });             \
-  tensor.def(#name "_", [](Tensor& x) { return pyflame::unary_op_(OpType::name, x); });
+  tensor.def(#name "_", [](nb::handle self) { return in_place(self, [](Tensor& x) { pyflame::unary_op_(OpType::name, x); }); });
 #define PF_BIND_BINARY(name)                                                                              \
   m.def(#name, [](nb::handle a, nb::handle b) { return pyflame::binary_op(OpType::name, as_operand(a), as_operand(b)); }, \
         "input"_a, "other"_a);                                                                            \
   tensor.def(#name, [](const Tensor& a, nb::handle b) { return pyflame::binary_op(OpType::name, a, as_operand(b)); }, \
              "other"_a);                                                                                  \
-  tensor.def(#name "_", [](Tensor& a, nb::handle b) { return pyflame::binary_op_(OpType::name, a, as_operand(b)); }, \
-             "other"_a);
+  tensor.def(#name "_", [](nb::handle self, nb::handle b) {                                               \
+    return in_place(self, [&](Tensor& a) { pyflame::binary_op_(OpType::name, a, as_operand(b)); }); }, "other"_a);
 #define PF_FAMILY_UNARY(name, functor) PF_BIND_UNARY(name)
 #define PF_FAMILY_UNARY_FLOAT(name, functor) PF_BIND_UNARY(name)
 #define PF_FAMILY_BINARY(name, functor) PF_BIND_BINARY(name)

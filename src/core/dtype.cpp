@@ -28,6 +28,7 @@ DType parse_dtype(const std::string& name) {
   if (name == "half" || name == "f2") return DType::Float16;
   if (name == "int" || name == "long") return DType::Int64;
   if (name == "short") return DType::Int16;
+  if (name == "bool_") return DType::Bool;  // NumPy 1's name
   throw ValueError("unknown dtype '" + name + "'");
 }
 

@@ -155,7 +155,12 @@ DType result_type(const std::vector<Tensor>& operands) {
 }
 
 Tensor unary_op(ir::OpType op, const Tensor& x) { return elementwise(op, {x}, Tensor()); }
-Tensor binary_op(ir::OpType op, const Tensor& a, const Tensor& b) { return elementwise(op, {a, b}, Tensor()); }
+Tensor binary_op(ir::OpType op, const Tensor& a, const Tensor& b) {
+  if (op == ir::OpType::pow && b.is_wrapped_number() && !is_floating(b.dtype()) && b.item().i < 0)
+    PF_CHECK(is_floating(result_type({a, b})), ValueError,
+             "pow: integers to negative integer powers are not allowed (use a float exponent or tensor)");
+  return elementwise(op, {a, b}, Tensor());
+}
 
 Tensor& binary_op_(ir::OpType op, Tensor& a, const Tensor& b) {
   elementwise(op, {a, b}, a);
@@ -304,8 +309,14 @@ Tensor matmul_impl(ir::OpType op, const Tensor& a, const Tensor& b) {
   int64_t m = a2.size(-2), k = a2.size(-1), k2 = b2.size(-2), n = b2.size(-1);
   PF_CHECK(k == k2, ValueError, name, ": shapes ", a.shape(), " and ", b.shape(), " are not aligned (", k,
            " columns in the first vs ", k2, " rows in the second)");
-  Shape batch = broadcast_shapes(Shape(a2.shape().begin(), a2.shape().end() - 2),
-                                 Shape(b2.shape().begin(), b2.shape().end() - 2), name);
+  Shape batch;
+  try {
+    batch = broadcast_shapes(Shape(a2.shape().begin(), a2.shape().end() - 2),
+                             Shape(b2.shape().begin(), b2.shape().end() - 2), name);
+  } catch (const ValueError&) {
+    throw ValueError(detail::cat(name, ": the batch dimensions of shapes ", a.shape(), " and ", b.shape(),
+                                 " cannot be broadcast together"));
+  }
   Device dev = current_device();
   Shape sa = batch, sb = batch, so = batch;
   sa.insert(sa.end(), {m, k});

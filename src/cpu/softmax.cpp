@@ -31,8 +31,9 @@ template <class T, bool kLog> void softmax_row(const T* in, T* out, int64_t n) {
   A sum = 0;
   for (A l : lanes) sum += l;
   if constexpr (kLog) {
-    const A shift = mx + math::log(sum);
-    for (i = 0; i < n; ++i) out[i] = static_cast<T>(static_cast<A>(in[i]) - shift);
+    // (x - max) - log(sum): subtracting max first keeps large logits exact.
+    const A log_sum = math::log(sum);
+    for (i = 0; i < n; ++i) out[i] = static_cast<T>((static_cast<A>(in[i]) - mx) - log_sum);
   } else {
     const A scale = A(1) / sum;
     for (i = 0; i < n; ++i) out[i] = static_cast<T>(math::exp(static_cast<A>(in[i]) - mx) * scale);
@@ -48,11 +49,11 @@ template <class T, bool kLog> void softmax_lines(const T* in, T* out, int64_t n,
     for (int64_t j = 0; j < inner; ++j) mx[j] = std::max(mx[j], static_cast<A>(in[i * inner + j]));
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < inner; ++j) sum[j] += math::exp(static_cast<A>(in[i * inner + j]) - mx[j]);
-  for (int64_t j = 0; j < inner; ++j) sum[j] = kLog ? mx[j] + math::log(sum[j]) : A(1) / sum[j];
+  for (int64_t j = 0; j < inner; ++j) sum[j] = kLog ? math::log(sum[j]) : A(1) / sum[j];
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < inner; ++j) {
-      A v = static_cast<A>(in[i * inner + j]);
-      out[i * inner + j] = static_cast<T>(kLog ? v - sum[j] : math::exp(v - mx[j]) * sum[j]);
+      A v = static_cast<A>(in[i * inner + j]) - mx[j];
+      out[i * inner + j] = static_cast<T>(kLog ? v - sum[j] : math::exp(v) * sum[j]);
     }
 }
 

@@ -1,0 +1,35 @@
+"""Shared fixtures: a per-test seeded NumPy generator and GPU skip helpers."""
+
+import os
+import sys
+import zlib
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import pyflame as pf  # noqa: E402
+
+
+@pytest.fixture
+def rng(request):
+    """numpy Generator seeded from the test's id: reproducible per test, different across tests."""
+    return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+
+
+@pytest.fixture(autouse=True)
+def _restore_global_state():
+    """Tests that change the current device or strict placement put them back."""
+    device = pf.get_device()
+    strict = pf.strict_device_placement()
+    yield
+    if pf.get_device() != device:
+        pf.set_device(device)
+    if pf.strict_device_placement() != strict:
+        pf.set_strict_device_placement(strict)
+
+
+requires_no_rocm = pytest.mark.skipif(
+    pf.rocm_is_available(), reason="a ROCm device is available; these tests cover the no-GPU behaviour"
+)
