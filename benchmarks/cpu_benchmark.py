@@ -55,6 +55,13 @@ def cases():
 
     yield "softmax 4096x4096 fp32", 2 * 4 * s.size, "byte", np_softmax, (lambda: pf.softmax(ps, dim=1))
 
+    # NumPy has no gelu; the formula below is what a NumPy user would write.
+    g = rng.standard_normal(4 * 2**20, dtype=np.float32)
+    pg = pf.tensor(g)
+    yield "gelu(tanh) 4M fp32", 2 * 4 * g.size, "byte", \
+        (lambda: 0.5 * g * (1 + np.tanh(0.7978845608 * (g + 0.044715 * g**3)))), \
+        (lambda: pf.gelu(pg, approximate="tanh"))
+
 
 def git_commit():
     try:
@@ -75,8 +82,12 @@ def main():
     print(f"{'case':28s} {'numpy ms':>10s} {'pyflame ms':>11s} {'pyflame rate':>14s} {'ratio':>7s}")
     results = []
     for name, work, unit, np_fn, pf_fn in cases():
+        # OpenBLAS worker threads spin for a while after a call; let each
+        # library's pool go idle before timing the other on the same cores.
         t_np = median_seconds(np_fn, args.repeat)
+        time.sleep(0.5)
         t_pf = median_seconds(pf_fn, args.repeat)
+        time.sleep(0.5)
         rate = work / t_pf / (1e9 if unit == "flop" else 1e9)
         rate_s = f"{rate:8.1f} {'GFLOP/s' if unit == 'flop' else 'GB/s'}"
         print(f"{name:28s} {t_np * 1e3:10.3f} {t_pf * 1e3:11.3f} {rate_s:>14s} {t_pf / t_np:7.2f}")

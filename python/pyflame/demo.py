@@ -50,7 +50,7 @@ def main():
     n = 1024
     a, b = pf.randn(n, n), pf.randn(n, n)
     ms = _median_ms(lambda: a @ b)
-    print(f"  matmul {n}x{n} fp32:  {ms:8.3f} ms   ({2 * n**3 / ms / 1e9:.1f} TFLOP/s)")
+    print(f"  matmul {n}x{n} fp32:  {ms:8.3f} ms   ({2 * n**3 / ms / 1e6:.1f} GFLOP/s)")
 
     big = pf.randn(4 * 2**20)
     ms = _median_ms(lambda: pf.gelu(big))

@@ -26,8 +26,9 @@ template <template <class> class F, Types kTypes> void unary_kernel(OpCall& call
     using T = typename decltype(tag)::type;
     if constexpr (accepts<kTypes, T>()) {
       using A = acc_t<T>;
-      const auto f = kernels::make_functor<F<A>>(call.attrs);
+      const auto functor = kernels::make_functor<F<A>>(call.attrs);
       for_each_strided<2>({&call.out, &call.inputs[0]}, [&](auto p, auto s, int64_t n) {
+        const auto f = functor;  // a local copy: its fields provably do not alias the output
         if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
           T* o = reinterpret_cast<T*>(p[0]);
           const T* x = reinterpret_cast<const T*>(p[1]);
@@ -49,8 +50,9 @@ template <template <class> class F, Types kTypes, bool kCompare> void binary_ker
     if constexpr (accepts<kTypes, T>()) {
       using A = acc_t<T>;
       using O = std::conditional_t<kCompare, bool, T>;
-      const auto f = kernels::make_functor<F<A>>(call.attrs);
+      const auto functor = kernels::make_functor<F<A>>(call.attrs);
       for_each_strided<3>({&call.out, &call.inputs[0], &call.inputs[1]}, [&](auto p, auto s, int64_t n) {
+        const auto f = functor;  // a local copy: its fields provably do not alias the output
         O* o = reinterpret_cast<O*>(p[0]);
         const T* a = reinterpret_cast<const T*>(p[1]);
         const T* b = reinterpret_cast<const T*>(p[2]);
