@@ -19,6 +19,26 @@ enum class DType : int8_t {
 };
 constexpr int kNumDTypes = 10;
 
+// Bit casts usable in host and device code (std::memcpy is host-only).
+PF_HOST_DEVICE uint32_t float_bits(float f) {
+#if PF_DEVICE_PASS
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+PF_HOST_DEVICE float bits_float(uint32_t u) {
+#if PF_DEVICE_PASS
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+
 struct Half {
   uint16_t bits = 0;
   Half() = default;
@@ -27,8 +47,7 @@ struct Half {
 
   // IEEE binary16 conversions, round to nearest even; exact for every input.
   PF_HOST_DEVICE static uint16_t from_float(float f) {
-    uint32_t x;
-    std::memcpy(&x, &f, 4);
+    uint32_t x = float_bits(f);
     uint32_t sign = (x >> 16) & 0x8000u;
     uint32_t abs = x & 0x7fffffffu;
     if (abs >= 0x7f800000u)  // inf or nan (keep nan quiet)
@@ -36,11 +55,7 @@ struct Half {
     if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow
     if (abs < 0x38800000u) {  // result is subnormal or zero
       // Adding 0.5f aligns the mantissa so float addition does the rounding.
-      float a;
-      std::memcpy(&a, &abs, 4);
-      a += 0.5f;
-      uint32_t r;
-      std::memcpy(&r, &a, 4);
+      uint32_t r = float_bits(bits_float(abs) + 0.5f);
       return static_cast<uint16_t>(sign | (r - 0x3f000000u));
     }
     uint32_t odd = (abs >> 13) & 1u;
@@ -52,13 +67,11 @@ struct Half {
     uint32_t rest = static_cast<uint32_t>(h & 0x7fffu) << 13;
     float f;
     if (rest >= (0x7c00u << 13)) {  // inf or nan
-      rest |= 0x7f800000u;
-      std::memcpy(&f, &rest, 4);
+      f = bits_float(rest | 0x7f800000u);
     } else if (rest < (0x0400u << 13)) {  // subnormal: scale by 2^-24 exactly
       f = static_cast<float>(h & 0x3ffu) * 5.9604644775390625e-8f;
     } else {
-      rest += 0x38000000u;
-      std::memcpy(&f, &rest, 4);
+      f = bits_float(rest + 0x38000000u);
     }
     return sign ? -f : f;
   }
@@ -71,17 +84,13 @@ struct BFloat16 {
   PF_HOST_DEVICE operator float() const { return to_float(bits); }
 
   PF_HOST_DEVICE static uint16_t from_float(float f) {
-    uint32_t x;
-    std::memcpy(&x, &f, 4);
+    uint32_t x = float_bits(f);
     if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
     x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even
     return static_cast<uint16_t>(x >> 16);
   }
   PF_HOST_DEVICE static float to_float(uint16_t b) {
-    uint32_t x = static_cast<uint32_t>(b) << 16;
-    float f;
-    std::memcpy(&f, &x, 4);
-    return f;
+    return bits_float(static_cast<uint32_t>(b) << 16);
   }
 };
 

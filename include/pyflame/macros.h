@@ -1,8 +1,11 @@
 #pragma once
 
 // Code that is compiled for both the CPU and the GPU (functors, dtype helpers)
-// is marked PF_HOST_DEVICE. Only a HIP or CUDA compiler defines __host__.
+// is marked PF_HOST_DEVICE. In a GPU compile the vendor runtime comes first,
+// through the one header that knows the vendor (nvcc would include CUDA's
+// itself; clang's HIP mode does not).
 #if defined(__HIPCC__) || defined(__CUDACC__)
+#include "pyflame/backend/rocm/hip_compat.h"
 #define PF_HOST_DEVICE __host__ __device__ __forceinline__
 #else
 // Forced: the CPU loops only vectorise when the functor's math is inlined.

@@ -71,6 +71,7 @@ from ._creation import (  # noqa: E402,F401
 )
 from ._device import device_info  # noqa: E402,F401
 from . import _tensor_repr  # noqa: E402,F401  (installs Tensor.__repr__)
+from . import backend  # noqa: E402,F401  (pf.backend.rocm)
 
 __version__ = "0.1.0"
 

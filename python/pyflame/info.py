@@ -28,18 +28,7 @@ def report():
     else:
         lines.append(f"  cpu: {cpu['name']}, {cpu['cores']} cores, {cpu['threads']} threads for kernels")
     lines.append(f"  cpu BLAS: {scipy_openblas32.get_openblas_config().strip()}")
-    if pf.rocm_is_available():
-        n = pf.rocm_device_count()
-        lines.append(f"  rocm: available, {n} device(s)")
-        for i in range(n):
-            info = pf.rocm_get_device_info(i)
-            lines.append(
-                f"    rocm:{i}  {info['name']}  {info['architecture']}  "
-                f"{info['total_memory'] / 2**30:.1f} GiB ({info['free_memory'] / 2**30:.1f} free), "
-                f"{info['compute_units']} compute units"
-            )
-    else:
-        lines.append(f"  rocm: not available: {pf.rocm_unavailable_reason()}")
+    lines.append(pf.backend.rocm.diagnose())
     return "\n".join(lines)
 
 

@@ -28,12 +28,13 @@ class DeviceBackend {
   virtual backend::rocm::DeviceInfo device_info(int index) const = 0;
 };
 
-// nullptr when the device type has no backend in this process.
-DeviceBackend* backend_for(DeviceType type);
-void register_backend(DeviceType type, DeviceBackend* backend);
+// nullptr when the device type has no backend in this process. The first
+// query for ROCm loads the backend library (libpyflame_rocm) if it was built.
+PF_API DeviceBackend* backend_for(DeviceType type);
+PF_API void register_backend(DeviceType type, DeviceBackend* backend);
 // Why the ROCm backend is not usable, or "" when it is.
-std::string rocm_unavailable_reason();
+PF_API std::string rocm_unavailable_reason();
 // Called by the op layer for each input it moves to the op's device.
-void count_implicit_copy();
+PF_API void count_implicit_copy();
 
 }  // namespace pyflame

@@ -135,7 +135,7 @@ DType result_type(const std::vector<Tensor>& operands) {
   // PyTorch's rule: dimensioned tensors outrank 0-d tensors, which outrank
   // Python numbers; a lower rank only matters if it is a higher category.
   enum { kDim, kZeroDim, kNumber };
-  DType state[3];
+  DType state[3] = {DType::Bool, DType::Bool, DType::Bool};
   bool has[3] = {false, false, false};
   for (const Tensor& t : operands) {
     int rank = t.is_wrapped_number() ? kNumber : t.dim() > 0 ? kDim : kZeroDim;

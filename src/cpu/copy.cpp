@@ -4,16 +4,10 @@
 
 #include "core/dispatch.h"
 #include "cpu/loops.h"
+#include "kernels/convert.h"
 
 namespace pyflame::cpu {
 namespace {
-
-template <class O, class I> O convert(I v) {
-  if constexpr (std::is_same_v<O, bool>) return static_cast<double>(v) != 0.0;  // NaN is true
-  else if constexpr (std::is_same_v<O, Half> || std::is_same_v<O, BFloat16>) return O(static_cast<float>(v));
-  else if constexpr (std::is_same_v<I, Half> || std::is_same_v<I, BFloat16>) return static_cast<O>(static_cast<float>(v));
-  else return static_cast<O>(v);
-}
 
 void copy_kernel(OpCall& call) {
   const Tensor& src = call.inputs[0];
@@ -31,10 +25,10 @@ void copy_kernel(OpCall& call) {
         if (s[0] == sizeof(O) && s[1] == sizeof(I)) {
           O* o = reinterpret_cast<O*>(p[0]);
           const I* x = reinterpret_cast<const I*>(p[1]);
-          for (int64_t i = 0; i < n; ++i) o[i] = convert<O>(x[i]);
+          for (int64_t i = 0; i < n; ++i) o[i] = kernels::convert<O>(x[i]);
         } else {
           for (int64_t i = 0; i < n; ++i)
-            *reinterpret_cast<O*>(p[0] + i * s[0]) = convert<O>(*reinterpret_cast<const I*>(p[1] + i * s[1]));
+            *reinterpret_cast<O*>(p[0] + i * s[0]) = kernels::convert<O>(*reinterpret_cast<const I*>(p[1] + i * s[1]));
         }
       });
     });
@@ -45,10 +39,7 @@ void fill_kernel(OpCall& call) {
   const Scalar& v = call.attrs.value;
   visit_dtype(call.out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    T value;
-    if constexpr (std::is_same_v<T, bool>) value = v.kind == Scalar::Kind::Float ? v.f != 0 : v.i != 0;
-    else if constexpr (std::is_integral_v<T>) value = static_cast<T>(v.kind == Scalar::Kind::Float ? static_cast<int64_t>(v.f) : v.i);
-    else value = static_cast<T>(v.kind == Scalar::Kind::Float ? v.f : static_cast<double>(v.i));
+    const T value = kernels::scalar_as<T>(v);
     for_each_strided<1>({&call.out}, [&](auto p, auto s, int64_t n) {
       for (int64_t i = 0; i < n; ++i) *reinterpret_cast<T*>(p[0] + i * s[0]) = value;
     });

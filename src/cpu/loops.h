@@ -1,8 +1,7 @@
 #pragma once
 // CPU loop machinery. for_each_strided walks N same-shaped strided operands
-// (operand 0 is the output), merging dims that are contiguous in every
-// operand, and hands the body runs along the innermost dim with its byte
-// strides; bodies special-case unit and zero strides so the compiler can
+// (operand 0 is the output) in their coalesced layout (core/strided_layout.h)
+// and hands the body runs along the innermost dim with its byte strides; bodies special-case unit and zero strides so the compiler can
 // vectorise them. Work is split over threads with OpenMP once it is large
 // enough to pay for the fork.
 
@@ -12,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "pyflame/tensor.h"
+#include "core/strided_layout.h"
 
 namespace pyflame::cpu {
 
@@ -41,28 +40,9 @@ void for_each_strided(const std::array<const Tensor*, N>& ops, const Body& body)
   const Shape& shape = ops[0]->shape();
   int64_t numel = shape_numel(shape);
   if (numel == 0) return;
-  // Dims innermost first, size-1 dims dropped, mergeable neighbours merged.
-  std::vector<int64_t> sizes;
-  std::vector<std::array<int64_t, N>> strides;
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-    if (shape[d] == 1) continue;
-    std::array<int64_t, N> st;
-    for (int k = 0; k < N; ++k) st[k] = ops[k]->strides()[d] * static_cast<int64_t>(ops[k]->itemsize());
-    if (!sizes.empty()) {
-      bool merge = true;
-      for (int k = 0; k < N; ++k) merge = merge && st[k] == strides.back()[k] * sizes.back();
-      if (merge) {
-        sizes.back() *= shape[d];
-        continue;
-      }
-    }
-    sizes.push_back(shape[d]);
-    strides.push_back(st);
-  }
-  if (sizes.empty()) {  // a single element
-    sizes.push_back(1);
-    strides.push_back({});
-  }
+  const StridedLayout<N> layout = coalesce<N>(ops);
+  const std::vector<int64_t>& sizes = layout.sizes;
+  const auto& strides = layout.strides;
   std::array<char*, N> base;
   for (int k = 0; k < N; ++k) base[k] = static_cast<char*>(ops[k]->data_ptr());
   const int64_t inner = sizes[0];

@@ -17,7 +17,12 @@ namespace pyflame::kernels {
 // ---- binary
 template <class T> struct Add { PF_HOST_DEVICE T operator()(T a, T b) const { return a + b; } };
 template <class T> struct Sub { PF_HOST_DEVICE T operator()(T a, T b) const { return a - b; } };
-template <class T> struct Mul { PF_HOST_DEVICE T operator()(T a, T b) const { return a * b; } };
+template <class T> struct Mul {
+  PF_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) return a && b;
+    else return a * b;
+  }
+};
 template <class T> struct Div { PF_HOST_DEVICE T operator()(T a, T b) const { return a / b; } };
 template <class T> struct Pow {
   PF_HOST_DEVICE T operator()(T a, T b) const {

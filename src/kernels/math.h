@@ -6,8 +6,8 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
+#include "pyflame/dtype.h"
 #include "pyflame/macros.h"
 
 namespace pyflame::math {
@@ -32,11 +32,7 @@ PF_HOST_DEVICE float exp(float x) {
   // 2^n in two halves so results in the subnormal range come out right.
   int32_t ni = static_cast<int32_t>(n == n ? n : 0.0f);
   int32_t n1 = ni >> 1, n2 = ni - n1;
-  int32_t b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
-  float s1, s2;
-  std::memcpy(&s1, &b1, 4);
-  std::memcpy(&s2, &b2, 4);
-  return y * s1 * s2;
+  return y * bits_float(static_cast<uint32_t>(n1 + 127) << 23) * bits_float(static_cast<uint32_t>(n2 + 127) << 23);
 #endif
 }
 PF_HOST_DEVICE double exp(double x) { return std::exp(x); }

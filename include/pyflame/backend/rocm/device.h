@@ -18,6 +18,9 @@ struct DeviceInfo {
   size_t total_memory = 0;
   size_t free_memory = 0;
   int compute_units = 0;
+  std::string platform;         // 'amd' or 'nvidia'
+  int warp_size = 0;            // 64 on CDNA (gfx9), 32 on RDNA and NVIDIA
+  std::string runtime_version;  // e.g. 'HIP 6.2.41133' or 'CUDA runtime 13.0, driver 13.0'
 };
 
 PF_API bool is_available();

@@ -1,0 +1,122 @@
+#pragma once
+// The one place that knows which GPU vendor we build for (DESIGN.md,
+// principle 1). Every other ROCm-backend file is written in HIP spelling.
+//   AMD:    the HIP runtime itself (hipcc / clang, ROCm).
+//   NVIDIA: PYFLAME_HIP_NVIDIA is defined by CMake; the HIP names the project
+//           uses are mapped onto the CUDA runtime here, and nvcc compiles the
+//           same .hip sources.
+// Add a mapping here when a file needs a HIP name that is not yet listed.
+
+#include <cstdlib>
+#include <string>
+
+#if defined(PYFLAME_HIP_NVIDIA)
+
+#include <cuda_runtime.h>
+
+#define PF_GPU_PLATFORM "nvidia"
+
+using hipError_t = cudaError_t;
+using hipStream_t = cudaStream_t;
+using hipEvent_t = cudaEvent_t;
+using hipDeviceProp_t = cudaDeviceProp;
+using hipMemcpyKind = cudaMemcpyKind;
+
+#define hipSuccess cudaSuccess
+#define hipErrorNotReady cudaErrorNotReady
+#define hipErrorOutOfMemory cudaErrorMemoryAllocation
+#define hipErrorInvalidDevice cudaErrorInvalidDevice
+#define hipErrorNoDevice cudaErrorNoDevice
+#define hipErrorInsufficientDriver cudaErrorInsufficientDriver
+#define hipMemcpyHostToDevice cudaMemcpyHostToDevice
+#define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define hipMemcpyDefault cudaMemcpyDefault
+#define hipStreamNonBlocking cudaStreamNonBlocking
+#define hipEventDefault cudaEventDefault
+#define hipEventDisableTiming cudaEventDisableTiming
+#define hipHostMallocDefault cudaHostAllocDefault
+
+#define hipGetErrorName cudaGetErrorName
+#define hipGetErrorString cudaGetErrorString
+#define hipGetLastError cudaGetLastError
+#define hipGetDeviceCount cudaGetDeviceCount
+#define hipSetDevice cudaSetDevice
+#define hipGetDevice cudaGetDevice
+#define hipGetDeviceProperties cudaGetDeviceProperties
+#define hipDeviceSynchronize cudaDeviceSynchronize
+#define hipDeviceGetStreamPriorityRange cudaDeviceGetStreamPriorityRange
+#define hipRuntimeGetVersion cudaRuntimeGetVersion
+#define hipDriverGetVersion cudaDriverGetVersion
+#define hipMemGetInfo cudaMemGetInfo
+#define hipMalloc cudaMalloc
+#define hipFree cudaFree
+#define hipHostMalloc cudaHostAlloc
+#define hipHostFree cudaFreeHost
+#define hipMemcpy cudaMemcpy
+#define hipMemcpyAsync cudaMemcpyAsync
+#define hipMemset cudaMemset
+#define hipMemsetAsync cudaMemsetAsync
+#define hipStreamCreateWithPriority cudaStreamCreateWithPriority
+#define hipStreamDestroy cudaStreamDestroy
+#define hipStreamSynchronize cudaStreamSynchronize
+#define hipStreamQuery cudaStreamQuery
+#define hipStreamWaitEvent cudaStreamWaitEvent
+#define hipEventCreateWithFlags cudaEventCreateWithFlags
+#define hipEventRecord cudaEventRecord
+#define hipEventSynchronize cudaEventSynchronize
+#define hipEventQuery cudaEventQuery
+#define hipEventElapsedTime cudaEventElapsedTime
+#define hipEventDestroy cudaEventDestroy
+
+// NVIDIA: every warp is 32 lanes.
+#define PF_WARP_SIZE 32
+
+namespace pyflame::backend::rocm {
+inline std::string arch_name(const hipDeviceProp_t& p) { return "sm_" + std::to_string(p.major) + std::to_string(p.minor); }
+inline std::string runtime_version() {
+  int rt = 0, drv = 0;
+  (void)cudaRuntimeGetVersion(&rt);  // 0 stays 0 if the call fails: only a label
+  (void)cudaDriverGetVersion(&drv);
+  auto v = [](int x) { return std::to_string(x / 1000) + "." + std::to_string(x % 1000 / 10); };
+  return "CUDA runtime " + v(rt) + ", driver " + v(drv);
+}
+// The spec honours HIP_VISIBLE_DEVICES; the CUDA runtime reads CUDA_VISIBLE_DEVICES,
+// so forward it before the runtime's first call.
+inline void platform_init() {
+  const char* hip_visible = std::getenv("HIP_VISIBLE_DEVICES");
+  if (hip_visible && !std::getenv("CUDA_VISIBLE_DEVICES")) setenv("CUDA_VISIBLE_DEVICES", hip_visible, 1);
+}
+}  // namespace pyflame::backend::rocm
+
+#else  // AMD
+
+#include <hip/hip_runtime.h>
+
+#define PF_GPU_PLATFORM "amd"
+
+// gfx9 / CDNA (MI100, MI200, MI300): wave64. RDNA (gfx10, gfx11): wave32.
+// The compiler defines the wavefront size for each target in the device pass;
+// host code must read hipDeviceProp_t::warpSize instead.
+#if defined(__AMDGCN_WAVEFRONT_SIZE)
+#define PF_WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
+#else
+#define PF_WARP_SIZE 64
+#endif
+
+namespace pyflame::backend::rocm {
+// gcnArchName is e.g. "gfx90a:sramecc+:xnack-"; the architecture is the part before ':'.
+inline std::string arch_name(const hipDeviceProp_t& p) {
+  std::string a = p.gcnArchName;
+  return a.substr(0, a.find(':'));
+}
+inline std::string runtime_version() {
+  int rt = 0;
+  (void)hipRuntimeGetVersion(&rt);  // 0 if it fails: only a label. major * 10^7 + minor * 10^5 + patch
+  return "HIP " + std::to_string(rt / 10000000) + "." + std::to_string(rt / 100000 % 100) + "." +
+         std::to_string(rt % 100000);
+}
+inline void platform_init() {}  // the HIP runtime reads HIP_VISIBLE_DEVICES itself
+}  // namespace pyflame::backend::rocm
+
+#endif

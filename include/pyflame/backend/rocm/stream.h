@@ -1,0 +1,67 @@
+#pragma once
+// Streams and events of the ROCm backend. Each thread has a current stream
+// per device (the device's default stream until set); ops on that device
+// enqueue their kernels on it. Stream and Event own their HIP objects.
+
+#include "pyflame/backend/rocm/hip_compat.h"
+#include "pyflame/macros.h"
+
+namespace pyflame::backend::rocm {
+
+class PF_API Stream {
+ public:
+  // priority: 0 is normal; lower numbers are higher priority, clamped to the device's range.
+  explicit Stream(int device = -1, int priority = 0);  // device -1: the current device
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  hipStream_t handle() const { return stream_; }
+  int device() const { return device_; }
+  int priority() const { return priority_; }
+  void synchronize() const;
+  bool query() const;  // true when all work queued on it has finished
+
+ private:
+  hipStream_t stream_ = nullptr;
+  int device_ = 0;
+  int priority_ = 0;
+};
+
+class PF_API Event {
+ public:
+  explicit Event(bool enable_timing = false);
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  void record(hipStream_t stream);
+  void record();  // on the current stream of the current device
+  void synchronize() const;
+  bool query() const;
+  // Milliseconds between this event and `end` (both recorded, timing enabled).
+  float elapsed_time(const Event& end) const;
+  hipEvent_t handle() const { return event_; }
+
+ private:
+  hipEvent_t event_ = nullptr;
+  bool timing_ = false;
+  bool recorded_ = false;
+};
+
+// The stream ops use on `device` in this thread (nullptr = the default stream).
+PF_API hipStream_t current_stream(int device);
+PF_API void set_current_stream(int device, hipStream_t stream);
+
+// Makes `stream` current on its device for a scope.
+class PF_API StreamGuard {
+ public:
+  explicit StreamGuard(const Stream& stream);
+  ~StreamGuard();
+
+ private:
+  int device_;
+  hipStream_t previous_;
+};
+
+}  // namespace pyflame::backend::rocm

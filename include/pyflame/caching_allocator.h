@@ -1,0 +1,142 @@
+#pragma once
+// A caching allocator for device memory, in the spirit of PyTorch's
+// CUDACachingAllocator; the ROCm memory manager puts it in front of
+// hipMalloc/hipFree. It knows nothing of HIP: the device is reached only
+// through DeviceMemorySource, so the logic is tested on the CPU with a fake.
+//
+// Why cache: hipMalloc/hipFree are slow (a hipFree synchronises the device) and
+// a training step frees and re-allocates the same sizes over and over. Freed
+// blocks therefore stay with us and are handed out again.
+//
+// Why two pools: small requests (<= 1 MiB) are packed into 2 MiB segments so
+// that thousands of tiny tensors do not cost thousands of device allocations;
+// large requests get 20 MiB segments (or their own, rounded to 2 MiB, from
+// 10 MiB up), which keeps big and small lifetimes from fragmenting each other.
+// Sizes are rounded to 512 B so that blocks fit again after a split.
+//
+// Why split and merge: a cached block serves a smaller request by splitting
+// (best fit), and a freed block merges with free neighbours of its segment, so
+// the cache does not fill up with fragments of the wrong size. Large blocks are
+// split only when more than 1 MiB would be left over.
+//
+// Why pools per stream: the device runs a stream's work in order, so a block
+// freed on stream A may be handed out again on A at once, even while A's
+// kernels still read it: the new user's work is queued after them. Another
+// stream B has no such ordering; it takes A's free blocks only once A is idle.
+// A block that was also used on other streams (record_stream) records an event
+// on each at deallocate and returns to its pool when those events complete;
+// the check is non-blocking, made on allocate and empty_cache.
+//
+// Why empty and retry: when the device says no, the memory we cache may be the
+// reason; returning every fully free segment and asking again turns most
+// apparent out-of-memory errors into a slow allocation instead of a failure.
+// Only then is ROCmMemoryError raised, with what a user needs to act on it.
+//
+// One mutex guards everything (source calls included); the cached path is a
+// set lookup and a hash-map insert whose nodes are recycled, no heap traffic.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pyflame/macros.h"
+
+namespace pyflame {
+
+// What the caching allocator needs from a device. Streams and events are opaque handles.
+// Calls are made with the allocator's lock held, never concurrently for one allocator.
+class PF_API DeviceMemorySource {
+ public:
+  using Stream = void*;  // nullptr is a valid stream (the default stream)
+  using Event = void*;
+  virtual ~DeviceMemorySource() = default;
+  virtual void* raw_allocate(size_t bytes) = 0;          // nullptr when out of memory (never throws for OOM)
+  // No user holds `ptr` any more, but work queued earlier on its streams may
+  // still be running: like hipFree, this must wait for it (or the device).
+  virtual void raw_free(void* ptr) = 0;
+  virtual Event record_event(Stream stream) = 0;         // completes when work queued on `stream` so far completes
+  virtual bool event_done(Event event) = 0;              // non-blocking
+  virtual void release_event(Event event) = 0;
+  virtual bool stream_idle(Stream stream) = 0;           // non-blocking: no work pending on the stream
+  virtual void memory_info(size_t* free_bytes, size_t* total_bytes) = 0;  // for error messages
+  virtual std::string describe() const = 0;              // e.g. "rocm:0", used in error messages
+};
+
+struct PF_API AllocatorStats {  // the spec's MemoryStats plus what a caching allocator should report
+  size_t total_allocated = 0;      // bytes currently handed out (block sizes)
+  size_t peak_allocated = 0;
+  size_t total_allocations = 0;    // allocate() calls that succeeded (bytes > 0)
+  size_t total_deallocations = 0;
+  size_t cache_hits = 0;           // served from cached memory
+  size_t cache_misses = 0;         // needed a new segment from the source
+  size_t reserved_bytes = 0;       // bytes held from the source (segments), used or cached
+  size_t peak_reserved_bytes = 0;
+  size_t segments = 0;
+  size_t oom_retries = 0;          // times the cache was emptied to satisfy a request
+  size_t cached_bytes = 0;         // free bytes in the pools (reserved, not handed out)
+  size_t pending_bytes = 0;        // deallocated, waiting for events of other streams
+};
+
+// A view of one segment, for tests and memory debugging (PyTorch's snapshot).
+struct PF_API MemoryBlockInfo {
+  uintptr_t address = 0;
+  size_t size = 0;
+  bool allocated = false;  // handed out
+  bool pending = false;    // deallocated, waiting for stream events
+  void* stream = nullptr;  // the stream whose pool it belongs to
+};
+struct PF_API MemorySegmentInfo {
+  uintptr_t address = 0;
+  size_t size = 0;
+  bool small_pool = false;
+  std::vector<MemoryBlockInfo> blocks;  // in address order, covering the segment
+};
+
+class PF_API CachingAllocator {
+ public:
+  struct Config {
+    bool enable_pooling = true;          // false: every allocate/deallocate goes straight to the source
+    size_t max_cached_bytes = SIZE_MAX;  // cached-but-unused bytes above this are released on deallocate
+  };
+
+  static constexpr size_t kMinBlockSize = 512;                // every size is rounded up to this
+  static constexpr size_t kSmallSize = size_t(1) << 20;       // largest request served by the small pool
+  static constexpr size_t kSmallSegment = size_t(2) << 20;    // segment size of the small pool
+  static constexpr size_t kLargeSegment = size_t(20) << 20;   // segment size for large requests ...
+  static constexpr size_t kMinLargeAlloc = size_t(10) << 20;  // ... below this; from here on:
+  static constexpr size_t kLargeRound = size_t(2) << 20;      // own segment, rounded to 2 MiB
+
+  CachingAllocator(DeviceMemorySource& source, Config config);
+  ~CachingAllocator();  // returns every segment to the source (blocks still handed out included)
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // nullptr for 0 bytes; ROCmMemoryError when the device is out of memory even
+  // after the cache was emptied (the allocator stays usable).
+  void* allocate(size_t bytes, DeviceMemorySource::Stream stream = nullptr);
+  // nullptr is ignored; a pointer that allocate() did not return (or that was
+  // already freed) raises ValueError, a std::invalid_argument.
+  void deallocate(void* ptr);
+  // The block is also used on `stream` (not its allocation stream): its memory is reused only once
+  // the work queued on `stream` up to the block's deallocation has finished.
+  void record_stream(void* ptr, DeviceMemorySource::Stream stream);
+  void empty_cache();  // returns every fully free segment to the source
+  AllocatorStats stats() const;
+  void reset_stats();  // counters to zero, peaks to the current values
+  size_t block_size(void* ptr) const;  // size of an allocated block: the rounded request, or more when
+                                       // the rest of a cached block was too small to split off
+  std::vector<MemorySegmentInfo> snapshot() const;  // segments in address order
+  const Config& config() const { return config_; }
+
+  static size_t round_size(size_t bytes);       // to a multiple of kMinBlockSize
+  static size_t segment_size(size_t rounded);   // what a miss asks the source for
+
+ private:
+  struct Impl;
+  Config config_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pyflame

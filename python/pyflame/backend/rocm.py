@@ -1,0 +1,176 @@
+"""The ROCm backend's Python API (seed 000): devices, streams, events, memory.
+
+One HIP source drives AMD GPUs through ROCm and NVIDIA GPUs through CUDA.
+Everything here needs a build with the backend (PYFLAME_USE_ROCM=ON) and a
+usable GPU; `diagnose()` says what was found and what is missing.
+"""
+
+import ctypes.util
+import os
+
+from .. import _C
+
+try:
+    from .. import _rocm
+except ImportError as _e:  # built without the backend, or its GPU runtime is missing
+    _rocm = None
+    _import_error = str(_e)
+else:
+    _import_error = None
+
+# The spec's device functions, under their C++ names.
+is_available = _C.rocm_is_available
+get_device_count = _C.rocm_device_count
+get_current_device = _C.rocm_get_device
+set_device = _C.rocm_set_device
+synchronize = _C.rocm_synchronize
+get_device_info = _C.rocm_get_device_info
+
+
+def _require():
+    if not _C.rocm_is_available():
+        raise _C.ROCmNotAvailableError("ROCm is not available: " + str(_C.rocm_unavailable_reason()))
+    if _rocm is None:
+        raise _C.ROCmNotAvailableError(f"the ROCm backend's Python module could not load: {_import_error}")
+    return _rocm
+
+
+def _device_index(device):
+    if device is None:
+        return _C.rocm_get_device()
+    if isinstance(device, int):
+        return device
+    return int(_C._parse_device(str(device)).split(":")[1])
+
+
+class Stream:
+    """A GPU stream. As a context manager it is the current stream of its
+    device in this thread, so the ops in the block run on it.
+
+    priority: 0 is normal, negative is higher priority (clamped to the device's range).
+    """
+
+    def __init__(self, device=None, priority=0):
+        self._stream = _require().Stream(_device_index(device), priority)
+        self._previous = []
+
+    @property
+    def device(self):
+        return self._stream.device
+
+    @property
+    def priority(self):
+        return self._stream.priority
+
+    @property
+    def handle(self):
+        return self._stream.handle
+
+    def synchronize(self):
+        self._stream.synchronize()
+
+    def query(self):
+        """True when all work queued on the stream has finished."""
+        return self._stream.query()
+
+    def __enter__(self):
+        self._previous.append(_rocm.current_stream(self.device))
+        _rocm.set_current_stream(self.device, self.handle)
+        return self
+
+    def __exit__(self, *exc):
+        _rocm.set_current_stream(self.device, self._previous.pop())
+        return False
+
+
+def current_stream(device=None):
+    """The handle of this thread's current stream on `device` (0 is the default stream)."""
+    return _require().current_stream(_device_index(device))
+
+
+class Event:
+    """A GPU event: record() on a stream, then synchronize(), query() or elapsed_time(end) in ms."""
+
+    def __init__(self, enable_timing=False):
+        self._event = _require().Event(enable_timing)
+
+    def record(self, stream=None):
+        handle = stream.handle if stream is not None else _rocm.current_stream(_C.rocm_get_device())
+        self._event.record(handle)
+
+    def synchronize(self):
+        self._event.synchronize()
+
+    def query(self):
+        return self._event.query()
+
+    def elapsed_time(self, end):
+        return self._event.elapsed_time(end._event)
+
+
+def get_memory_manager(device=None):
+    """The caching memory manager of `device` (default: the current one): get_stats(),
+    reset_stats(), clear_pool(), get_memory_info() -> (free, total), warmup(bytes)."""
+    return _require().get_memory_manager(-1 if device is None else _device_index(device))
+
+
+def get_pinned_pool():
+    """The pool of page-locked host buffers used for transfers."""
+    return _require().get_pinned_pool()
+
+
+def warmup_memory_pool(batch_size, model_size="medium"):
+    """Reserve GPU memory for a model of `model_size` ('small', 'medium', 'large') at
+    `batch_size`, and the pinned staging buffers, so first steps do not wait for the driver."""
+    _require().warmup_memory_pool(batch_size, model_size)
+
+
+def _runtime_libraries():
+    found = {}
+    for name in ("cudart", "amdhip64"):
+        path = ctypes.util.find_library(name)
+        if path:
+            found[name] = path
+    return found
+
+
+def _driver():
+    try:
+        with open("/proc/driver/nvidia/version") as f:
+            return "NVIDIA " + f.readline().strip()
+    except OSError:
+        pass
+    if os.path.exists("/dev/kfd"):
+        return "AMD kernel driver (/dev/kfd present)"
+    return None
+
+
+def diagnose():
+    """What the ROCm backend found on this machine and, if it is not usable, what to do."""
+    lib_dir = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib")
+    built = os.path.exists(os.path.join(lib_dir, "libpyflame_rocm.so"))
+    lines = ["PyFlame ROCm backend"]
+    lines.append(f"  built with the backend: {'yes' if built else 'no'}"
+                 + (f" ({_rocm.platform()} platform)" if _rocm is not None else ""))
+    libs = _runtime_libraries()
+    lines.append("  GPU runtime libraries on the search path: "
+                 + (", ".join(f"{k} ({v})" for k, v in libs.items()) if libs else "none found"))
+    lines.append(f"  driver: {_driver() or 'none found'}")
+    if _C.rocm_is_available():
+        for i in range(_C.rocm_device_count()):
+            info = _C.rocm_get_device_info(i)
+            lines.append(
+                f"  rocm:{i}: {info['name']} ({info['platform']}, {info['architecture']}, warp {info['warp_size']}), "
+                f"{info['total_memory'] / 2**30:.1f} GiB, {info['compute_units']} compute units, {info['runtime_version']}")
+        return "\n".join(lines)
+    lines.append(f"  not available: {_C.rocm_unavailable_reason()}")
+    if not built:
+        lines.append("  to do: rebuild with PYFLAME_USE_ROCM=1 (and PYFLAME_HIP_PLATFORM=nvidia on NVIDIA), "
+                     "e.g. PYFLAME_USE_ROCM=1 pip install .  (docs/rocm.md)")
+    elif _import_error:
+        lines.append(f"  the backend's Python module failed to load: {_import_error}")
+        lines.append("  to do: install the GPU runtime (ROCm, or the CUDA toolkit) and put its libraries on the "
+                     "library path")
+    else:
+        lines.append("  to do: check the driver and that a GPU is visible (HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES)")
+    return "\n".join(lines)

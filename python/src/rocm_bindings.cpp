@@ -1,0 +1,128 @@
+// pyflame._rocm: the ROCm backend's own Python API (streams, events, memory
+// manager, pinned pool), built only with PYFLAME_USE_ROCM. Importing it loads
+// libpyflame_rocm; pyflame.backend.rocm wraps it and reports why it is
+// missing when it cannot load. Handles (streams, pointers) cross as integers.
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "pyflame/backend/rocm/hip_check.h"
+#include "pyflame/backend/rocm/memory.h"
+#include "pyflame/backend/rocm/stream.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+namespace rocm = pyflame::backend::rocm;
+
+namespace {
+
+hipStream_t as_stream(uintptr_t h) { return reinterpret_cast<hipStream_t>(h); }
+uintptr_t as_int(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
+nb::dict stats_dict(const rocm::MemoryStats& s) {
+  nb::dict d;
+  d["total_allocated"] = s.total_allocated;
+  d["peak_allocated"] = s.peak_allocated;
+  d["total_allocations"] = s.total_allocations;
+  d["total_deallocations"] = s.total_deallocations;
+  d["cache_hits"] = s.cache_hits;
+  d["cache_misses"] = s.cache_misses;
+  d["reserved_bytes"] = s.reserved_bytes;
+  d["peak_reserved_bytes"] = s.peak_reserved_bytes;
+  d["cached_bytes"] = s.cached_bytes;
+  d["pending_bytes"] = s.pending_bytes;
+  d["segments"] = s.segments;
+  d["oom_retries"] = s.oom_retries;
+  return d;
+}
+
+// Median nanoseconds of a cached allocate+deallocate pair, timed in C++ so
+// the figure is the allocator's, not Python's call overhead.
+double median_alloc_free_ns(rocm::ROCmMemoryManager& mm, size_t bytes, int iters) {
+  mm.deallocate(mm.allocate(bytes));  // warm the cache
+  std::vector<double> ns;
+  constexpr int kBatch = 100;
+  for (int i = 0; i < iters; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int k = 0; k < kBatch; ++k) mm.deallocate(mm.allocate(bytes));
+    auto t1 = std::chrono::steady_clock::now();
+    ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / kBatch);
+  }
+  std::nth_element(ns.begin(), ns.begin() + ns.size() / 2, ns.end());
+  return ns[ns.size() / 2];
+}
+
+}  // namespace
+
+NB_MODULE(_rocm, m) {
+  m.doc() = "PyFlame's ROCm backend (streams, events, memory)";
+
+  nb::class_<rocm::Stream>(m, "Stream")
+      .def(nb::init<int, int>(), "device"_a = -1, "priority"_a = 0)
+      .def_prop_ro("handle", [](const rocm::Stream& s) { return as_int(s.handle()); })
+      .def_prop_ro("device", &rocm::Stream::device)
+      .def_prop_ro("priority", &rocm::Stream::priority)
+      .def("synchronize", &rocm::Stream::synchronize, nb::call_guard<nb::gil_scoped_release>())
+      .def("query", &rocm::Stream::query);
+
+  nb::class_<rocm::Event>(m, "Event")
+      .def(nb::init<bool>(), "enable_timing"_a = false)
+      .def("record", [](rocm::Event& e, uintptr_t stream) { e.record(as_stream(stream)); }, "stream_handle"_a)
+      .def("synchronize", &rocm::Event::synchronize, nb::call_guard<nb::gil_scoped_release>())
+      .def("query", &rocm::Event::query)
+      .def("elapsed_time", &rocm::Event::elapsed_time, "end"_a);
+
+  m.def("current_stream", [](int device) { return as_int(rocm::current_stream(device)); }, "device"_a);
+  m.def("set_current_stream", [](int device, uintptr_t stream) { rocm::set_current_stream(device, as_stream(stream)); },
+        "device"_a, "stream_handle"_a);
+
+  nb::class_<rocm::ROCmMemoryManager>(m, "ROCmMemoryManager")
+      .def_prop_ro("device", &rocm::ROCmMemoryManager::device)
+      .def("allocate", [](rocm::ROCmMemoryManager& mm, size_t n) { return as_int(mm.allocate(n)); }, "bytes"_a)
+      .def("allocate_async", [](rocm::ROCmMemoryManager& mm, size_t n, uintptr_t s) {
+        return as_int(mm.allocate_async(n, as_stream(s))); }, "bytes"_a, "stream_handle"_a)
+      .def("deallocate", [](rocm::ROCmMemoryManager& mm, uintptr_t p) { mm.deallocate(reinterpret_cast<void*>(p)); }, "ptr"_a)
+      .def("deallocate_async", [](rocm::ROCmMemoryManager& mm, uintptr_t p, uintptr_t s) {
+        mm.deallocate_async(reinterpret_cast<void*>(p), as_stream(s)); }, "ptr"_a, "stream_handle"_a)
+      .def("memset", [](rocm::ROCmMemoryManager& mm, uintptr_t p, int v, size_t n) {
+        mm.memset(reinterpret_cast<void*>(p), v, n); }, "ptr"_a, "value"_a, "bytes"_a)
+      .def("copy_device_to_device", [](rocm::ROCmMemoryManager& mm, uintptr_t d, uintptr_t s, size_t n) {
+        mm.copy_device_to_device(reinterpret_cast<void*>(d), reinterpret_cast<const void*>(s), n); },
+        "dst"_a, "src"_a, "bytes"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("copy_host_to_device_async", [](rocm::ROCmMemoryManager& mm, uintptr_t d, uintptr_t s, size_t n, uintptr_t st) {
+        mm.copy_host_to_device_async(reinterpret_cast<void*>(d), reinterpret_cast<const void*>(s), n, as_stream(st)); },
+        "dst"_a, "src"_a, "bytes"_a, "stream_handle"_a)
+      .def("copy_device_to_device_async", [](rocm::ROCmMemoryManager& mm, uintptr_t d, uintptr_t s, size_t n, uintptr_t st) {
+        mm.copy_device_to_device_async(reinterpret_cast<void*>(d), reinterpret_cast<const void*>(s), n, as_stream(st)); },
+        "dst"_a, "src"_a, "bytes"_a, "stream_handle"_a)
+      .def("get_stats", [](const rocm::ROCmMemoryManager& mm) { return stats_dict(mm.get_stats()); })
+      .def("reset_stats", &rocm::ROCmMemoryManager::reset_stats)
+      .def("clear_pool", &rocm::ROCmMemoryManager::clear_pool)
+      .def("get_memory_info", [](const rocm::ROCmMemoryManager& mm) {
+        size_t free = 0, total = 0;
+        mm.get_memory_info(&free, &total);
+        return std::make_pair(free, total); })
+      .def("warmup", &rocm::ROCmMemoryManager::warmup, "bytes"_a)
+      .def("_median_alloc_free_ns", &median_alloc_free_ns, "bytes"_a, "iters"_a = 200);
+
+  m.def("get_memory_manager", [](int device) -> rocm::ROCmMemoryManager& {
+    return device < 0 ? rocm::get_memory_manager() : rocm::get_memory_manager(device); },
+    "device"_a = -1, nb::rv_policy::reference);
+
+  nb::class_<rocm::PinnedMemoryPool>(m, "PinnedMemoryPool")
+      .def("acquire", [](rocm::PinnedMemoryPool& p, size_t n) { return as_int(p.acquire(n)); }, "bytes"_a)
+      .def("release", [](rocm::PinnedMemoryPool& p, uintptr_t ptr) { p.release(reinterpret_cast<void*>(ptr)); }, "ptr"_a)
+      .def("warmup", &rocm::PinnedMemoryPool::warmup, "sizes"_a)
+      .def("clear", &rocm::PinnedMemoryPool::clear)
+      .def_prop_ro("cached_bytes", &rocm::PinnedMemoryPool::cached_bytes)
+      .def_prop_ro("in_use_bytes", &rocm::PinnedMemoryPool::in_use_bytes);
+  m.def("get_pinned_pool", &rocm::get_pinned_pool, nb::rv_policy::reference);
+  m.def("warmup_memory_pool", &rocm::warmup_memory_pool, "batch_size"_a, "model_size"_a);
+  m.def("platform", [] { return std::string(PF_GPU_PLATFORM); });
+}

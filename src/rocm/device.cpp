@@ -1,0 +1,80 @@
+// The ROCm backend's DeviceBackend. libpyflame_rocm is loaded by the core on
+// first use (core/backend.cpp); pyflame_rocm_init() then asks the runtime for
+// devices and registers the backend, or returns why it cannot. Kernels
+// register themselves when the library loads.
+
+#include "core/backend.h"
+#include "pyflame/backend/rocm/hip_check.h"
+#include "pyflame/backend/rocm/memory.h"
+#include "pyflame/backend/rocm/stream.h"
+#include "rocm/device_guard.h"
+
+namespace pyflame::backend::rocm {
+namespace {
+
+class ROCmBackend final : public DeviceBackend {
+ public:
+  explicit ROCmBackend(int count) : count_(count) {}
+  int device_count() const override { return count_; }
+  void* allocate(size_t nbytes, int index) override { return get_memory_manager(index).allocate(nbytes); }
+  void deallocate(void* ptr, int index) override { get_memory_manager(index).deallocate(ptr); }
+  void copy_to_host(void* dst, const void* src, size_t nbytes, int index) override {
+    get_memory_manager(index).copy_device_to_host(dst, src, nbytes);
+  }
+  void copy_from_host(void* dst, const void* src, size_t nbytes, int index) override {
+    get_memory_manager(index).copy_host_to_device(dst, src, nbytes);
+  }
+  void synchronize(int index) override {
+    DeviceGuard guard(index);
+    HIP_CHECK(hipDeviceSynchronize());
+  }
+  void set_current(int index) override { HIP_CHECK(hipSetDevice(index)); }
+  DeviceInfo device_info(int index) const override {
+    DeviceGuard guard(index);
+    hipDeviceProp_t prop;
+    HIP_CHECK(hipGetDeviceProperties(&prop, index));
+    DeviceInfo info;
+    info.device_id = index;
+    info.name = prop.name;
+    info.architecture = arch_name(prop);
+    HIP_CHECK(hipMemGetInfo(&info.free_memory, &info.total_memory));
+    info.compute_units = prop.multiProcessorCount;
+    info.platform = PF_GPU_PLATFORM;
+    info.warp_size = prop.warpSize;
+    info.runtime_version = runtime_version();
+    return info;
+  }
+
+ private:
+  int count_;
+};
+
+}  // namespace
+}  // namespace pyflame::backend::rocm
+
+// Returns nullptr when the backend is registered, else why it is not usable.
+extern "C" PF_API const char* pyflame_rocm_init() {
+  using namespace pyflame::backend::rocm;
+  static std::string error;
+  try {
+    platform_init();
+    int count = 0;
+    hipError_t err = hipGetDeviceCount(&count);
+    if (err != hipSuccess) {
+      (void)hipGetLastError();
+      error = std::string("the GPU runtime reports ") + hipGetErrorName(err) + " (" + hipGetErrorString(err) +
+              "): check that the GPU driver is installed and a device is visible";
+      return error.c_str();
+    }
+    if (count == 0) {
+      error = "the GPU runtime found no device (check HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES)";
+      return error.c_str();
+    }
+    static ROCmBackend backend(count);
+    pyflame::register_backend(pyflame::DeviceType::ROCm, &backend);
+    return nullptr;
+  } catch (const std::exception& e) {
+    error = e.what();
+    return error.c_str();
+  }
+}

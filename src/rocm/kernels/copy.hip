@@ -1,0 +1,117 @@
+// GPU copy (strided, converting between any two dtypes) and fill: the ROCm
+// backend's kernels for the core's internal copy and fill ops, which every
+// device transfer, .contiguous(), .to(dtype) and factory relies on.
+
+#include "core/dispatch.h"
+#include "core/strided_layout.h"
+#include "kernels/convert.h"
+#include "pyflame/backend/rocm/hip_check.h"
+#include "pyflame/backend/rocm/stream.h"
+#include "rocm/device_guard.h"
+
+namespace pyflame::backend::rocm {
+namespace {
+
+constexpr int kMaxDims = 16;
+constexpr int kThreads = 256;
+
+// A coalesced layout passed to the kernel by value.
+template <int N> struct Offsets {
+  int ndim;
+  int64_t sizes[kMaxDims];
+  int64_t strides[kMaxDims][N];  // bytes
+
+  PF_HOST_DEVICE void at(int64_t linear, int64_t (&off)[N]) const {
+    for (int k = 0; k < N; ++k) off[k] = 0;
+    for (int d = 0; d < ndim; ++d) {
+      int64_t idx = linear % sizes[d];
+      linear /= sizes[d];
+      for (int k = 0; k < N; ++k) off[k] += idx * strides[d][k];
+    }
+  }
+};
+
+template <int N> Offsets<N> make_offsets(const std::array<const Tensor*, N>& ops, const char* op) {
+  StridedLayout<N> l = coalesce<N>(ops);
+  PF_CHECK(static_cast<int>(l.sizes.size()) <= kMaxDims, NotSupportedError, op, ": tensors with more than ", kMaxDims,
+           " non-mergeable dimensions are not supported on the GPU (shape ", ops[0]->shape(), ")");
+  Offsets<N> o{};
+  o.ndim = static_cast<int>(l.sizes.size());
+  for (int d = 0; d < o.ndim; ++d) {
+    o.sizes[d] = l.sizes[d];
+    for (int k = 0; k < N; ++k) o.strides[d][k] = l.strides[d][k];
+  }
+  return o;
+}
+
+unsigned grid_for(int64_t n) {
+  int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < (int64_t{1} << 20) ? blocks : (int64_t{1} << 20));  // grid-stride beyond
+}
+
+template <class O, class I>
+static __global__ void copy_kernel(char* out, const char* in, Offsets<2> offsets, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t off[2];
+    offsets.at(i, off);
+    *reinterpret_cast<O*>(out + off[0]) = kernels::convert<O>(*reinterpret_cast<const I*>(in + off[1]));
+  }
+}
+
+template <class T> static __global__ void fill_kernel(char* out, T value, Offsets<1> offsets, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t off[1];
+    offsets.at(i, off);
+    *reinterpret_cast<T*>(out + off[0]) = value;
+  }
+}
+
+void launch_copy(Tensor& out, const Tensor& src, hipStream_t stream) {
+  const int64_t n = out.numel();
+  if (out.dtype() == src.dtype() && out.is_contiguous() && src.is_contiguous()) {
+    HIP_CHECK(hipMemcpyAsync(out.data_ptr(), src.data_ptr(), out.nbytes(), hipMemcpyDeviceToDevice, stream));
+    return;
+  }
+  Offsets<2> offsets = make_offsets<2>({&out, &src}, "copy");
+  visit_dtype(out.dtype(), [&](auto otag) {
+    using O = typename decltype(otag)::type;
+    visit_dtype(src.dtype(), [&](auto itag) {
+      using I = typename decltype(itag)::type;
+      copy_kernel<O, I><<<grid_for(n), kThreads, 0, stream>>>(static_cast<char*>(out.data_ptr()),
+                                                                static_cast<const char*>(src.data_ptr()), offsets, n);
+    });
+  });
+  check_launch("copy", "shapes " + detail::to_piece(out.shape()) + " (" + dtype_name(src.dtype()) + " -> " +
+                           dtype_name(out.dtype()) + ")");
+}
+
+void launch_fill(Tensor& out, const Scalar& value, hipStream_t stream) {
+  const int64_t n = out.numel();
+  Offsets<1> offsets = make_offsets<1>({&out}, "fill");
+  visit_dtype(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<char*>(out.data_ptr()), kernels::scalar_as<T>(value),
+                                                          offsets, n);
+  });
+  check_launch("fill", "shape " + detail::to_piece(out.shape()) + " (" + dtype_name(out.dtype()) + ")");
+}
+
+void copy_entry(OpCall& call) {
+  int device = call.out.device().index;
+  DeviceGuard guard(device);
+  launch_copy(call.out, call.inputs[0], current_stream(device));
+}
+
+void fill_entry(OpCall& call) {
+  int device = call.out.device().index;
+  DeviceGuard guard(device);
+  launch_fill(call.out, call.attrs.value, current_stream(device));
+}
+
+PF_REGISTER_KERNEL(copy, ROCm, &copy_entry);
+PF_REGISTER_KERNEL(fill, ROCm, &fill_entry);
+
+}  // namespace
+}  // namespace pyflame::backend::rocm
