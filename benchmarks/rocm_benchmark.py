@@ -1,0 +1,153 @@
+"""PyFlame's ROCm backend next to PyTorch, in one run on the same GPU.
+
+    python benchmarks/rocm_benchmark.py --all [--iterations 50] [--warmup 5] [--json out.json]
+    python benchmarks/rocm_benchmark.py --runtime
+
+Sections: --runtime (allocator, pinned host-to-device, device-to-device).
+Times come from device events after warm-up; the ratio column is PyFlame's
+time over PyTorch's (below 1.0: PyFlame is faster). Inputs are non-zero.
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import pyflame as pf
+from pyflame.backend import rocm
+
+try:
+    import torch
+    HAVE_TORCH = torch.cuda.is_available()
+except ImportError:
+    torch, HAVE_TORCH = None, False
+
+
+def _pf_time_ms(fn, stream, iterations, warmup):
+    for _ in range(warmup):
+        fn()
+    start, end = rocm.Event(enable_timing=True), rocm.Event(enable_timing=True)
+    start.record(stream)
+    for _ in range(iterations):
+        fn()
+    end.record(stream)
+    end.synchronize()
+    return start.elapsed_time(end) / iterations
+
+
+def _torch_time_ms(fn, iterations, warmup):
+    for _ in range(warmup):
+        fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iterations):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / iterations
+
+
+def runtime_cases(args):
+    """Yields (name, pyflame value, torch value or None, unit, higher_is_better)."""
+    mm = rocm.get_memory_manager()
+    stream = rocm.Stream()
+
+    # Cached allocation + free of 2 MiB, timed inside C++ (the allocator's own cost).
+    ns = mm._median_alloc_free_ns(2 << 20, 200)
+    t_ns = None
+    if HAVE_TORCH:
+        torch.empty(2 << 20, dtype=torch.uint8, device="cuda")
+        times = []
+        for _ in range(200):
+            t0 = time.perf_counter_ns()
+            for _ in range(100):
+                torch.empty(2 << 20, dtype=torch.uint8, device="cuda")
+            times.append((time.perf_counter_ns() - t0) / 100)
+        t_ns = statistics.median(times)  # includes Python's call overhead
+    yield "cached alloc+free 2 MiB (median ns)", ns, t_ns, "ns", False
+
+    # Pinned host -> device, 256 MiB.
+    n = 256 << 20
+    pool = rocm.get_pinned_pool()
+    host = pool.acquire(n)
+    ctypes.memset(host, 0x3C, n)
+    dev = mm.allocate(n)
+    ms = _pf_time_ms(lambda: mm.copy_host_to_device_async(dev, host, n, stream.handle), stream,
+                     args.iterations, args.warmup)
+    t_ms = None
+    if HAVE_TORCH:
+        th = torch.full((n,), 0x3C, dtype=torch.uint8).pin_memory()
+        td = torch.empty(n, dtype=torch.uint8, device="cuda")
+        t_ms = _torch_time_ms(lambda: td.copy_(th, non_blocking=True), args.iterations, args.warmup)
+        del th, td
+    yield "pinned host->device 256 MiB (GB/s)", n / ms / 1e6, (n / t_ms / 1e6) if t_ms else None, "GB/s", True
+    mm.deallocate(dev)
+    pool.release(host)
+
+    # Device -> device, 1 GiB, counting bytes read and written.
+    n = 1 << 30
+    a, b = mm.allocate(n), mm.allocate(n)
+    mm.memset(a, 0x3C, n)
+    ms = _pf_time_ms(lambda: mm.copy_device_to_device_async(b, a, n, stream.handle), stream,
+                     args.iterations, args.warmup)
+    t_ms = None
+    if HAVE_TORCH:
+        ta = torch.full((n,), 0x3C, dtype=torch.uint8, device="cuda")
+        tb = torch.empty_like(ta)
+        t_ms = _torch_time_ms(lambda: tb.copy_(ta), args.iterations, args.warmup)
+        del ta, tb
+        torch.cuda.empty_cache()
+    yield "device->device 1 GiB (TB/s, read+write)", 2 * n / ms / 1e9, (2 * n / t_ms / 1e9) if t_ms else None, \
+        "TB/s", True
+    stream.synchronize()
+    mm.deallocate(a)
+    mm.deallocate(b)
+
+
+def git_commit():
+    try:
+        return subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], text=True,
+                                       cwd=os.path.dirname(os.path.abspath(__file__))).strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--all", action="store_true", help="every section")
+    ap.add_argument("--runtime", action="store_true", help="allocator and transfers")
+    ap.add_argument("--iterations", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--json", help="also write the results to this file")
+    args = ap.parse_args()
+    if not (args.all or args.runtime):
+        ap.error("choose a section (--runtime) or --all")
+    if not pf.rocm_is_available():
+        print(f"ROCm is not available: {pf.rocm_unavailable_reason()}")
+        return 1
+    info = pf.rocm_get_device_info(0)
+    print(f"device: {info['name']} ({info['architecture']}), {info['runtime_version']}; "
+          f"torch {torch.__version__ if HAVE_TORCH else 'not available'}; commit {git_commit()}; "
+          f"{time.strftime('%Y-%m-%d')}")
+    print(f"{'case':42s} {'pyflame':>10s} {'pytorch':>10s} {'pyflame/pytorch':>16s}")
+    results = []
+    for name, ours, theirs, unit, higher_better in runtime_cases(args):
+        if theirs:
+            ratio = (ours / theirs) if higher_better else (ours / theirs)
+            ratio_s = f"{ratio:.2f}{' (rate)' if higher_better else ' (time)'}"
+        else:
+            ratio, ratio_s = None, "-"
+        print(f"{name:42s} {ours:10.2f} {theirs if theirs else float('nan'):10.2f} {ratio_s:>16s}")
+        results.append({"case": name, "unit": unit, "pyflame": ours, "pytorch": theirs, "ratio": ratio})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": info, "commit": git_commit(), "results": results}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
