@@ -12,12 +12,12 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import time
 
 import numpy as np
 
 import pyflame as pf
+from bench_util import git_commit
 
 
 def median_seconds(fn, repeat, warmup=2):
@@ -61,14 +61,6 @@ def cases():
     yield "gelu(tanh) 4M fp32", 2 * 4 * g.size, "byte", \
         (lambda: 0.5 * g * (1 + np.tanh(0.7978845608 * (g + 0.044715 * g**3)))), \
         (lambda: pf.gelu(pg, approximate="tanh"))
-
-
-def git_commit():
-    try:
-        return subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], text=True,
-                                       cwd=os.path.dirname(os.path.abspath(__file__))).strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def main():

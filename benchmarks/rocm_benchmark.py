@@ -11,13 +11,12 @@ time over PyTorch's (below 1.0: PyFlame is faster). Inputs are non-zero.
 import argparse
 import ctypes
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 
 import pyflame as pf
+from bench_util import git_commit
 from pyflame.backend import rocm
 
 try:
@@ -108,14 +107,6 @@ def runtime_cases(args):
     mm.deallocate(b)
 
 
-def git_commit():
-    try:
-        return subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], text=True,
-                                       cwd=os.path.dirname(os.path.abspath(__file__))).strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--all", action="store_true", help="every section")
@@ -137,7 +128,7 @@ def main():
     results = []
     for name, ours, theirs, unit, higher_better in runtime_cases(args):
         if theirs:
-            ratio = (ours / theirs) if higher_better else (ours / theirs)
+            ratio = ours / theirs  # of rates (higher is better) or of times (lower is better)
             ratio_s = f"{ratio:.2f}{' (rate)' if higher_better else ' (time)'}"
         else:
             ratio, ratio_s = None, "-"

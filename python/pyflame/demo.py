@@ -24,9 +24,20 @@ def _median_ms(fn, repeat=10):
     return statistics.median(times)
 
 
+# Every op the workload below uses.
+_WORKLOAD_OPS = ("matmul", "add", "mul", "relu", "softmax", "gelu", "sum")
+
+
 def main():
     print(report())
-    device = "rocm" if pf.rocm_is_available() else "cpu"
+    device = "cpu"
+    if pf.rocm_is_available():
+        missing = [op for op in _WORKLOAD_OPS if not pf.has_kernel(op, "rocm")]
+        if missing:
+            print(f"\nThe GPU is usable, but this build has no GPU kernels yet for: {', '.join(missing)} "
+                  "(docs/ops.md); running the workload on the CPU.")
+        else:
+            device = "rocm"
     pf.set_device(device)
     print(f"\nWorkload on '{pf.get_device()}':")
     pf.manual_seed(0)

@@ -304,6 +304,9 @@ nb::dict device_info_dict(const pyflame::backend::rocm::DeviceInfo& info) {
   d["total_memory"] = info.total_memory;
   d["free_memory"] = info.free_memory;
   d["compute_units"] = info.compute_units;
+  d["platform"] = info.platform;
+  d["warp_size"] = info.warp_size;
+  d["runtime_version"] = info.runtime_version;
   return d;
 }
 

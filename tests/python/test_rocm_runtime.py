@@ -202,3 +202,19 @@ def test_pinned_pool_and_warmup():
     rocm.warmup_memory_pool(batch_size=8, model_size="small")
     with pytest.raises(ValueError):
         rocm.warmup_memory_pool(batch_size=8, model_size="huge")
+
+
+@pytest.mark.parametrize("visible, expected", [("", 0), ("0", 1)])
+def test_hip_visible_devices_is_honoured(visible, expected):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    env["HIP_VISIBLE_DEVICES"] = visible
+    out = subprocess.run(
+        [sys.executable, "-c", "import pyflame as pf; print(pf.rocm_device_count()); print(pf.rocm_unavailable_reason())"],
+        env=env, capture_output=True, text=True, check=True).stdout.split("\n")
+    assert int(out[0]) == expected
+    if expected == 0:
+        assert out[1] != "None"  # says why

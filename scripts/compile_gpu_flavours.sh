@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# CI (no GPU): compile the ROCm backend both ways from the same HIP sources,
+#   nvidia: nvcc for sm_90 plus compute_90 PTX, against the CUDA runtime;
+#   amd:    Debian's HIP (clang 15, HIP 5.2) for gfx90a (wave64) and gfx1030 (wave32).
+# Nothing here runs a kernel: scripts/gpu_check.sh does that on the GPU machine.
+# Needs the .venv made by scripts/setup.sh (nanobind is added for the _rocm module).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck disable=SC1091
+. .venv/bin/activate
+python -m pip install -q nanobind scipy-openblas32
+targets=(pyflame_rocm _rocm)
+
+echo "== ROCm backend, NVIDIA flavour (nvcc)"
+cmake -S . -B build/ci-nvidia -G Ninja -DPYFLAME_USE_ROCM=ON -DPYFLAME_HIP_PLATFORM=nvidia \
+  -DPYFLAME_BUILD_PYTHON=ON -DCMAKE_CUDA_ARCHITECTURES=90 > build/ci-nvidia.log
+cmake --build build/ci-nvidia --target "${targets[@]}"
+
+echo "== ROCm backend, AMD flavour (Debian's HIP for gfx90a and gfx1030)"
+if ! command -v clang++-15 > /dev/null || [ ! -f /usr/include/hip/hip_runtime.h ]; then
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq hipcc libamdhip64-dev rocm-device-libs > /dev/null
+fi
+# Debian keeps ROCm under /usr; its 5.2-era CMake files predate CMake 4's policy floor.
+HIP_PLATFORM=amd CMAKE_PREFIX_PATH=/usr/lib/x86_64-linux-gnu/cmake cmake -S . -B build/ci-amd -G Ninja \
+  -DPYFLAME_USE_ROCM=ON -DPYFLAME_HIP_PLATFORM=amd -DPYFLAME_BUILD_PYTHON=ON -DROCM_PATH=/usr \
+  -DCMAKE_HIP_COMPILER=clang++-15 "-DCMAKE_HIP_ARCHITECTURES=gfx90a;gfx1030" \
+  "-DCMAKE_HIP_FLAGS=--rocm-path=/usr --hip-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode" \
+  -DCMAKE_POLICY_VERSION_MINIMUM=3.5 > build/ci-amd.log
+HIP_PLATFORM=amd cmake --build build/ci-amd --target "${targets[@]}"
+echo "both GPU flavours compiled"
