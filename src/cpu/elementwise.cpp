@@ -10,21 +10,12 @@
 namespace pyflame::cpu {
 namespace {
 
-// Which storage types a family's kernels are built for; the op layer never
-// sends others (ints go to float for UNARY_FLOAT, bool is refused for UNARY).
-enum class Types { All, NoBool, FloatOnly };
-template <Types kTypes, class T> constexpr bool accepts() {
-  if constexpr (kTypes == Types::FloatOnly) return is_float_v<T>;
-  else if constexpr (kTypes == Types::NoBool) return !std::is_same_v<T, bool>;
-  else return true;
-}
-
 template <class T> T& at(char* p, int64_t i, int64_t stride) { return *reinterpret_cast<T*>(p + i * stride); }
 
-template <template <class> class F, Types kTypes> void unary_kernel(OpCall& call) {
+template <template <class> class F, kernels::DTypeSet kTypes> void unary_kernel(OpCall& call) {
   visit_dtype(call.out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (accepts<kTypes, T>()) {
+    if constexpr (kernels::accepts<kTypes, T>()) {
       using A = acc_t<T>;
       const auto functor = kernels::make_functor<F<A>>(call.attrs);
       for_each_strided<2>({&call.out, &call.inputs[0]}, [&](auto p, auto s, int64_t n) {
@@ -44,10 +35,10 @@ template <template <class> class F, Types kTypes> void unary_kernel(OpCall& call
 }
 
 // Binary ops and comparisons: inputs of type T, output of type O (T, or bool).
-template <template <class> class F, Types kTypes, bool kCompare> void binary_kernel(OpCall& call) {
+template <template <class> class F, kernels::DTypeSet kTypes, bool kCompare> void binary_kernel(OpCall& call) {
   visit_dtype(call.inputs[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (accepts<kTypes, T>()) {
+    if constexpr (kernels::accepts<kTypes, T>()) {
       using A = acc_t<T>;
       using O = std::conditional_t<kCompare, bool, T>;
       const auto functor = kernels::make_functor<F<A>>(call.attrs);
@@ -85,12 +76,12 @@ void where_kernel(OpCall& call) {
   });
 }
 
-#define PF_FAMILY_UNARY(name, F) PF_REGISTER_KERNEL(name, CPU, (&unary_kernel<kernels::F, Types::NoBool>));
-#define PF_FAMILY_CLAMP(name, F) PF_REGISTER_KERNEL(name, CPU, (&unary_kernel<kernels::F, Types::NoBool>));
-#define PF_FAMILY_UNARY_FLOAT(name, F) PF_REGISTER_KERNEL(name, CPU, (&unary_kernel<kernels::F, Types::FloatOnly>));
-#define PF_FAMILY_BINARY(name, F) PF_REGISTER_KERNEL(name, CPU, (&binary_kernel<kernels::F, Types::All, false>));
-#define PF_FAMILY_BINARY_FLOAT(name, F) PF_REGISTER_KERNEL(name, CPU, (&binary_kernel<kernels::F, Types::FloatOnly, false>));
-#define PF_FAMILY_COMPARE(name, F) PF_REGISTER_KERNEL(name, CPU, (&binary_kernel<kernels::F, Types::All, true>));
+#define PF_FAMILY_UNARY(name, F) PF_REGISTER_KERNEL(name, CPU, (&unary_kernel<kernels::F, kernels::DTypeSet::NoBool>));
+#define PF_FAMILY_CLAMP(name, F) PF_REGISTER_KERNEL(name, CPU, (&unary_kernel<kernels::F, kernels::DTypeSet::NoBool>));
+#define PF_FAMILY_UNARY_FLOAT(name, F) PF_REGISTER_KERNEL(name, CPU, (&unary_kernel<kernels::F, kernels::DTypeSet::FloatOnly>));
+#define PF_FAMILY_BINARY(name, F) PF_REGISTER_KERNEL(name, CPU, (&binary_kernel<kernels::F, kernels::DTypeSet::All, false>));
+#define PF_FAMILY_BINARY_FLOAT(name, F) PF_REGISTER_KERNEL(name, CPU, (&binary_kernel<kernels::F, kernels::DTypeSet::FloatOnly, false>));
+#define PF_FAMILY_COMPARE(name, F) PF_REGISTER_KERNEL(name, CPU, (&binary_kernel<kernels::F, kernels::DTypeSet::All, true>));
 #define PF_FAMILY_WHERE(name, F) PF_REGISTER_KERNEL(name, CPU, &where_kernel);
 #include "pyflame/for_each_op.inc"
 

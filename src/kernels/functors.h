@@ -32,7 +32,8 @@ template <class T> struct Pow {
       return a || !b;
     } else {
       // Integer power by squaring; negative exponents truncate toward zero as in PyTorch.
-      if (b < 0) return a == 1 ? T(1) : a == T(-1) ? ((b & 1) ? T(-1) : T(1)) : T(0);
+      if constexpr (std::is_signed_v<T>)
+        if (b < 0) return a == 1 ? T(1) : a == T(-1) ? ((b & 1) ? T(-1) : T(1)) : T(0);
       T r = 1;
       for (; b; b >>= 1, a *= a)
         if (b & 1) r *= a;
@@ -122,6 +123,16 @@ template <class T> struct Clamp {
     return y > hi ? hi : y;
   }
 };
+
+// Which storage types a family's kernels are built for, in every backend; the
+// op layer never sends others (ints go to float for UNARY_FLOAT, bool is
+// refused for UNARY).
+enum class DTypeSet { All, NoBool, FloatOnly };
+template <DTypeSet kSet, class T> constexpr bool accepts() {
+  if constexpr (kSet == DTypeSet::FloatOnly) return is_float_v<T>;
+  else if constexpr (kSet == DTypeSet::NoBool) return !std::is_same_v<T, bool>;
+  else return true;
+}
 
 // Builds a functor, passing the op's attributes to those that take them.
 template <class F> F make_functor(const OpAttrs& attrs) {

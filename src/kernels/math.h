@@ -35,11 +35,12 @@ PF_HOST_DEVICE float exp(float x) {
   return y * bits_float(static_cast<uint32_t>(n1 + 127) << 23) * bits_float(static_cast<uint32_t>(n2 + 127) << 23);
 #endif
 }
-PF_HOST_DEVICE double exp(double x) { return std::exp(x); }
+PF_HOST_DEVICE double exp(double x) { return ::exp(x); }
 
-#define PF_MATH_FORWARD(name)                                    \
-  PF_HOST_DEVICE float name(float x) { return std::name(x); }    \
-  PF_HOST_DEVICE double name(double x) { return std::name(x); }
+// The C functions: the same names work in host and device code.
+#define PF_MATH_FORWARD(name)                                   \
+  PF_HOST_DEVICE float name(float x) { return ::name##f(x); }   \
+  PF_HOST_DEVICE double name(double x) { return ::name(x); }
 PF_MATH_FORWARD(log)
 PF_MATH_FORWARD(sqrt)
 PF_MATH_FORWARD(sin)
@@ -61,7 +62,7 @@ PF_HOST_DEVICE float tanh(float x) {
   return a < 0.625f ? small : large;
 #endif
 }
-PF_HOST_DEVICE double tanh(double x) { return std::tanh(x); }
+PF_HOST_DEVICE double tanh(double x) { return ::tanh(x); }
 
 PF_HOST_DEVICE float erf(float x) {
 #if PF_DEVICE_PASS
@@ -89,11 +90,11 @@ PF_HOST_DEVICE float erf(float x) {
   return z < 0.5f ? series : tail;
 #endif
 }
-PF_HOST_DEVICE double erf(double x) { return std::erf(x); }
+PF_HOST_DEVICE double erf(double x) { return ::erf(x); }
 #undef PF_MATH_FORWARD
 
-PF_HOST_DEVICE float pow(float a, float b) { return std::pow(a, b); }
-PF_HOST_DEVICE double pow(double a, double b) { return std::pow(a, b); }
+PF_HOST_DEVICE float pow(float a, float b) { return ::powf(a, b); }
+PF_HOST_DEVICE double pow(double a, double b) { return ::pow(a, b); }
 
 template <class T> PF_HOST_DEVICE bool isnan(T x) {
   if constexpr (std::is_floating_point_v<T>) return x != x;

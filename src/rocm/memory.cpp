@@ -5,6 +5,7 @@
 
 #include "pyflame/backend/rocm/memory.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -72,13 +73,20 @@ int current_hip_device() {
 
 constexpr size_t kStagingChunk = size_t{8} << 20;  // per staging buffer
 constexpr size_t kStagingThreshold = size_t{1} << 20;  // smaller copies go straight through the runtime
+
+void copy_and_wait(void* dst, const void* src, size_t bytes, hipMemcpyKind kind, hipStream_t stream) {
+  HIP_CHECK(hipMemcpyAsync(dst, src, bytes, kind, stream));
+  HIP_CHECK(hipStreamSynchronize(stream));
+}
 }  // namespace
 
 ROCmMemoryManager::ROCmMemoryManager() : ROCmMemoryManager(current_hip_device(), Config{}) {}
 ROCmMemoryManager::ROCmMemoryManager(Config config) : ROCmMemoryManager(current_hip_device(), config) {}
 
 ROCmMemoryManager::ROCmMemoryManager(int device, Config config)
-    : device_(device), config_(config), source_(new Source(device)) {
+    : device_(device), config_(config), poison_(false), source_(new Source(device)) {
+  const char* poison = std::getenv("PYFLAME_POISON_ALLOCATIONS");
+  poison_ = poison && *poison && std::string(poison) != "0";
   CachingAllocator::Config ac;
   ac.enable_pooling = config.enable_pooling;
   ac.max_cached_bytes = config.max_pool_size_mb << 20;
@@ -90,8 +98,15 @@ ROCmMemoryManager::~ROCmMemoryManager() {
   delete source_;
 }
 
-void* ROCmMemoryManager::allocate(size_t bytes) { return allocator_->allocate(bytes, current_stream(device_)); }
-void* ROCmMemoryManager::allocate_async(size_t bytes, hipStream_t stream) { return allocator_->allocate(bytes, stream); }
+void* ROCmMemoryManager::allocate(size_t bytes) { return allocate_async(bytes, current_stream(device_)); }
+void* ROCmMemoryManager::allocate_async(size_t bytes, hipStream_t stream) {
+  return poisoned(allocator_->allocate(bytes, stream), bytes, stream);
+}
+
+void* ROCmMemoryManager::poisoned(void* ptr, size_t bytes, hipStream_t stream) {
+  if (poison_ && ptr) memset_async(ptr, 0xFF, bytes, stream);
+  return ptr;
+}
 void ROCmMemoryManager::deallocate(void* ptr) { allocator_->deallocate(ptr); }
 void ROCmMemoryManager::deallocate_async(void* ptr, hipStream_t stream) {
   if (!ptr) return;
@@ -115,11 +130,7 @@ void ROCmMemoryManager::copy_device_to_device_async(void* dst, const void* src, 
 void ROCmMemoryManager::copy_host_to_device(void* dst, const void* src, size_t bytes) {
   DeviceGuard guard(device_);
   hipStream_t stream = current_stream(device_);
-  if (!config_.use_pinned_host || bytes < kStagingThreshold) {
-    HIP_CHECK(hipMemcpyAsync(dst, src, bytes, hipMemcpyHostToDevice, stream));
-    HIP_CHECK(hipStreamSynchronize(stream));
-    return;
-  }
+  if (!config_.use_pinned_host || bytes < kStagingThreshold) return copy_and_wait(dst, src, bytes, hipMemcpyHostToDevice, stream);
   PinnedMemoryPool& pool = get_pinned_pool();
   void* buf[2] = {pool.acquire(kStagingChunk), pool.acquire(kStagingChunk)};
   Event done[2];
@@ -139,11 +150,7 @@ void ROCmMemoryManager::copy_host_to_device(void* dst, const void* src, size_t b
 void ROCmMemoryManager::copy_device_to_host(void* dst, const void* src, size_t bytes) {
   DeviceGuard guard(device_);
   hipStream_t stream = current_stream(device_);
-  if (!config_.use_pinned_host || bytes < kStagingThreshold) {
-    HIP_CHECK(hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToHost, stream));
-    HIP_CHECK(hipStreamSynchronize(stream));
-    return;
-  }
+  if (!config_.use_pinned_host || bytes < kStagingThreshold) return copy_and_wait(dst, src, bytes, hipMemcpyDeviceToHost, stream);
   PinnedMemoryPool& pool = get_pinned_pool();
   void* buf[2] = {pool.acquire(kStagingChunk), pool.acquire(kStagingChunk)};
   Event done[2];
@@ -166,9 +173,8 @@ void ROCmMemoryManager::copy_device_to_host(void* dst, const void* src, size_t b
 }
 
 void ROCmMemoryManager::copy_device_to_device(void* dst, const void* src, size_t bytes) {
-  hipStream_t stream = current_stream(device_);
-  copy_device_to_device_async(dst, src, bytes, stream);
-  HIP_CHECK(hipStreamSynchronize(stream));
+  DeviceGuard guard(device_);
+  copy_and_wait(dst, src, bytes, hipMemcpyDeviceToDevice, current_stream(device_));
 }
 
 void ROCmMemoryManager::memset(void* ptr, int value, size_t bytes) {

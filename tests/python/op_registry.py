@@ -683,7 +683,7 @@ def make_pf(arg, dtype):
         t = pf.tensor(big).to(pd)[..., ::2]
     elif v.ndim == 0:
         # pf.tensor(0-d array) is covered by test_tensor.py; build 0-d inputs without it
-        t = pf.from_numpy(np.array(v, copy=True)).clone().to(pd)
+        t = pf.from_numpy(np.array(v, copy=True)).clone().to(pd).to(pf.get_device())
     else:
         t = pf.tensor(v).to(pd)
     assert t.shape == v.shape and t.dtype == pd

@@ -45,8 +45,21 @@ def _run_sample(op, dtype, s):
     return None
 
 
+def _use_device(device, name):
+    """Make `device` current for the test, or skip saying why it cannot run there."""
+    if device == "rocm":
+        if not pf.rocm_is_available():
+            pytest.skip(f"no usable GPU: {pf.rocm_unavailable_reason()}")
+        if not pf.has_kernel(name, "rocm"):
+            pytest.skip(f"{name} has no GPU kernel yet (docs/ops.md)")
+    pf.set_device(device)
+
+
+# The device is one more parameter: GPU kernels meet the same samples and references.
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
 @pytest.mark.parametrize("name,dtype,cls", params(), ids=lambda v: str(v))
-def test_op(name, dtype, cls, rng):
+def test_op(name, dtype, cls, device, rng):
+    _use_device(device, name)
     op = OPS[name]
     samples = op.sample_inputs(rng, dtype, cls)
     assert samples, f"no samples for {name} {dtype} {cls}"

@@ -3,51 +3,14 @@
 // device transfer, .contiguous(), .to(dtype) and factory relies on.
 
 #include "core/dispatch.h"
-#include "core/strided_layout.h"
 #include "kernels/convert.h"
 #include "pyflame/backend/rocm/hip_check.h"
 #include "pyflame/backend/rocm/stream.h"
 #include "rocm/device_guard.h"
+#include "rocm/kernels/launch.h"
 
 namespace pyflame::backend::rocm {
 namespace {
-
-constexpr int kMaxDims = 16;
-constexpr int kThreads = 256;
-
-// A coalesced layout passed to the kernel by value.
-template <int N> struct Offsets {
-  int ndim;
-  int64_t sizes[kMaxDims];
-  int64_t strides[kMaxDims][N];  // bytes
-
-  PF_HOST_DEVICE void at(int64_t linear, int64_t (&off)[N]) const {
-    for (int k = 0; k < N; ++k) off[k] = 0;
-    for (int d = 0; d < ndim; ++d) {
-      int64_t idx = linear % sizes[d];
-      linear /= sizes[d];
-      for (int k = 0; k < N; ++k) off[k] += idx * strides[d][k];
-    }
-  }
-};
-
-template <int N> Offsets<N> make_offsets(const std::array<const Tensor*, N>& ops, const char* op) {
-  StridedLayout<N> l = coalesce<N>(ops);
-  PF_CHECK(static_cast<int>(l.sizes.size()) <= kMaxDims, NotSupportedError, op, ": tensors with more than ", kMaxDims,
-           " non-mergeable dimensions are not supported on the GPU (shape ", ops[0]->shape(), ")");
-  Offsets<N> o{};
-  o.ndim = static_cast<int>(l.sizes.size());
-  for (int d = 0; d < o.ndim; ++d) {
-    o.sizes[d] = l.sizes[d];
-    for (int k = 0; k < N; ++k) o.strides[d][k] = l.strides[d][k];
-  }
-  return o;
-}
-
-unsigned grid_for(int64_t n) {
-  int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < (int64_t{1} << 20) ? blocks : (int64_t{1} << 20));  // grid-stride beyond
-}
 
 template <class O, class I>
 static __global__ void copy_kernel(char* out, const char* in, Offsets<2> offsets, int64_t n) {

@@ -67,8 +67,11 @@ class PF_API ROCmMemoryManager {
 
  private:
   class Source;
+  void* poisoned(void* ptr, size_t bytes, hipStream_t stream);
+
   int device_;
   Config config_;
+  bool poison_;  // PYFLAME_POISON_ALLOCATIONS=1: fill new blocks with 0xFF (tests)
   Source* source_;
   CachingAllocator* allocator_;
 };
