@@ -3,7 +3,8 @@
     python benchmarks/rocm_benchmark.py --all [--iterations 50] [--warmup 5] [--json out.json]
     python benchmarks/rocm_benchmark.py --runtime
 
-Sections: --runtime (allocator, pinned host-to-device, device-to-device).
+Sections: --runtime (allocator, pinned host-to-device, device-to-device),
+--elementwise (add and gelu on 256M fp32, Python overhead per small op).
 Times come from device events after warm-up; the ratio column is PyFlame's
 time over PyTorch's (below 1.0: PyFlame is faster). Inputs are non-zero.
 """
@@ -27,6 +28,7 @@ except ImportError:
 
 
 def _pf_time_ms(fn, stream, iterations, warmup):
+    """Milliseconds per call of fn, by events on `stream` (None: the current stream)."""
     for _ in range(warmup):
         fn()
     start, end = rocm.Event(enable_timing=True), rocm.Event(enable_timing=True)
@@ -111,12 +113,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--all", action="store_true", help="every section")
     ap.add_argument("--runtime", action="store_true", help="allocator and transfers")
+    ap.add_argument("--elementwise", action="store_true", help="add and gelu, Python overhead per small op")
     ap.add_argument("--iterations", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args()
-    if not (args.all or args.runtime):
-        ap.error("choose a section (--runtime) or --all")
+    if not (args.all or args.runtime or args.elementwise):
+        ap.error("choose sections (--runtime, --elementwise) or --all")
     if not pf.rocm_is_available():
         print(f"ROCm is not available: {pf.rocm_unavailable_reason()}")
         return 1
@@ -126,7 +129,12 @@ def main():
           f"{time.strftime('%Y-%m-%d')}")
     print(f"{'case':42s} {'pyflame':>10s} {'pytorch':>10s} {'pyflame/pytorch':>16s}")
     results = []
-    for name, ours, theirs, unit, higher_better in runtime_cases(args):
+    sections = []
+    if args.all or args.runtime:
+        sections.append(runtime_cases(args))
+    if args.all or args.elementwise:
+        sections.append(elementwise_cases(args))
+    for name, ours, theirs, unit, higher_better in (case for section in sections for case in section):
         if theirs:
             ratio = ours / theirs  # of rates (higher is better) or of times (lower is better)
             ratio_s = f"{ratio:.2f}{' (rate)' if higher_better else ' (time)'}"
