@@ -109,6 +109,54 @@ def runtime_cases(args):
     mm.deallocate(b)
 
 
+def elementwise_cases(args):
+    """add and gelu over 256M fp32 (bytes read + written), and the cost per small op."""
+    n = 256 * 2**20
+    pf.set_device("rocm")
+    pf.manual_seed(0)
+    a, b = pf.randn(n), pf.randn(n)
+    cases = [("add 256M fp32 (TB/s)", lambda: pf.add(a, b), 3 * 4 * n),
+             ("gelu 256M fp32 (TB/s)", lambda: pf.gelu(a), 2 * 4 * n)]
+    ta = tb = None
+    if HAVE_TORCH:
+        ta, tb = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    torch_fns = [lambda: torch.add(ta, tb), lambda: torch.nn.functional.gelu(ta)]
+    for (name, fn, nbytes), tfn in zip(cases, torch_fns):
+        ms = _pf_time_ms(fn, None, args.iterations, args.warmup)
+        t_ms = _torch_time_ms(tfn, args.iterations, args.warmup) if HAVE_TORCH else None
+        yield name, nbytes / ms / 1e9, (nbytes / t_ms / 1e9) if t_ms else None, "TB/s", True
+    del a, b, ta, tb
+
+    # Python overhead: 10,000 adds of 1000 elements, synchronised at the end.
+    x, y = pf.randn(1000), pf.randn(1000)
+    ops = 10_000
+
+    def pf_small():
+        for _ in range(ops):
+            pf.add(x, y)
+        pf.synchronize()
+
+    pf_small()
+    t0 = time.perf_counter()
+    pf_small()
+    us = (time.perf_counter() - t0) / ops * 1e6
+    t_us = None
+    if HAVE_TORCH:
+        tx, ty = torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda")
+
+        def torch_small():
+            for _ in range(ops):
+                torch.add(tx, ty)
+            torch.cuda.synchronize()
+
+        torch_small()
+        t0 = time.perf_counter()
+        torch_small()
+        t_us = (time.perf_counter() - t0) / ops * 1e6
+    yield "small add, per op (us)", us, t_us, "us", False
+    pf.set_device("cpu")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--all", action="store_true", help="every section")
