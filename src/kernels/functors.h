@@ -93,15 +93,24 @@ template <class T> struct Gelu {
   Gelu() = default;
   explicit Gelu(const OpAttrs& a) : tanh_approx(a.approximate_tanh ? T(1) : T(0)) {}
   PF_HOST_DEVICE T operator()(T x) const {
-    // Both forms are computed and one selected: a per-element branch would
-    // stop the CPU loop from vectorising, which costs far more than one exp.
-    // The tanh form 0.5 x (1 + tanh(u)) is written as x * sigmoid(2u).
-    const T k = T(1.5957691216057308);  // 2 sqrt(2 / pi)
-    T tanh_form = x / (T(1) + math::exp(-k * (x + T(0.044715) * x * x * x)));
-    T erf_form = T(0.5) * x * (T(1) + math::erf(x * T(0.7071067811865476)));
-    return tanh_approx != T(0) ? tanh_form : erf_form;
+#if PF_DEVICE_PASS
+    // On the GPU the flag is uniform across the warp: branch, computing one form.
+    return tanh_approx != T(0) ? tanh_form(x) : erf_form(x);
+#else
+    // On the CPU both forms are computed and one selected: a branch here would
+    // stop the loop from vectorising, which costs far more than the extra exp.
+    T t = tanh_form(x), e = erf_form(x);
+    return tanh_approx != T(0) ? t : e;
+#endif
   }
+  // 0.5 x (1 + tanh(u)) written as x * sigmoid(2u): the same function, one exp.
+  PF_HOST_DEVICE static T tanh_form(T x) {
+    const T k = T(1.5957691216057308);  // 2 sqrt(2 / pi)
+    return x / (T(1) + math::exp(-k * (x + T(0.044715) * x * x * x)));
+  }
+  PF_HOST_DEVICE static T erf_form(T x) { return T(0.5) * x * (T(1) + math::erf(x * T(0.7071067811865476))); }
 };
+
 template <class T> struct Clamp {
   T lo, hi;
   explicit Clamp(const OpAttrs& a)
