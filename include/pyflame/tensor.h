@@ -110,7 +110,7 @@ class PF_API Tensor {
   Tensor& copy_(const Tensor& src);
   Tensor& fill_(Scalar value);
 
-  // Reads one element as a double (for .item(), printing); synchronises.
+  // The value of a one-element tensor, as a bool, int64 or double Scalar; waits for the device.
   Scalar item() const;
 
   std::string to_string() const;  // "Tensor(shape=[2, 3], dtype=float32, device=cpu)"
