@@ -445,8 +445,7 @@ NB_MODULE(_C, m) {
           throw pyflame::TypeError("only integer tensors of a single element can be converted to an index");
         return t.item().i;
       })
-      .def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); })
-      .def("_debug_string", &Tensor::to_string);
+      .def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); });
   tensor.attr("__array_priority__") = 1000;  // NumPy defers `ndarray + tensor` to us
 
   // Python operators -> op table entries.
@@ -583,7 +582,6 @@ NB_MODULE(_C, m) {
   m.def("from_numpy", [](nb::handle arr) {
     return from_numpy(nb::cast<nb::ndarray<nb::numpy, nb::device::cpu>>(arr), arr);
   }, "array"_a, "A CPU tensor sharing memory with a NumPy array.");
-  m.def("_as_operand", &as_operand);
 
   // ---- devices
   m.def("set_device", [](const std::string& d) { pyflame::set_current_device(pyflame::Device::parse(d)); }, "device"_a);
