@@ -10,18 +10,13 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "bindings.h"
 #include "core/dispatch.h"
 #include "pyflame/backend/rocm/device.h"
 #include "pyflame/error.h"
 #include "pyflame/ops.h"
 
-namespace nb = nanobind;
-using namespace nb::literals;
-using pyflame::DType;
-using pyflame::Scalar;
-using pyflame::Shape;
-using pyflame::Tensor;
-using pyflame::ir::OpType;
+using namespace pyflame::python;
 
 namespace {
 
@@ -34,6 +29,10 @@ PyObject* g_device_error;
 PyObject* g_rocm_memory_error;
 PyObject* g_hip_compilation_error;
 
+}  // namespace
+
+namespace pyflame::python {
+
 std::string py_type_name(nb::handle h) { return nb::cast<std::string>(nb::type_name(h.type())); }
 
 // Whether a type comes from NumPy (np.float32, np.dtype('int8').__class__, ...).
@@ -42,7 +41,6 @@ bool is_numpy(nb::handle type) {
   return nb::isinstance<nb::str>(mod) && nb::cast<std::string>(mod).rfind("numpy", 0) == 0;
 }
 
-// A Tensor, or a Python/NumPy number as a wrapped scalar tensor.
 Tensor as_operand(nb::handle h) {
   if (nb::isinstance<Tensor>(h)) return nb::cast<Tensor>(h);
   if (PyBool_Check(h.ptr())) return Tensor::scalar(Scalar(h.ptr() == Py_True));
@@ -93,7 +91,6 @@ std::optional<DType> as_opt_dtype(nb::handle h) {
   return as_dtype(h);
 }
 
-// Shapes as `f(2, 3)`, `f((2, 3))` or `f([2, 3])`.
 Shape as_shape(nb::handle args) {
   nb::sequence seq = nb::borrow<nb::sequence>(args);
   if (nb::len(seq) == 1 && !PyIndex_Check(seq[0].ptr())) seq = nb::borrow<nb::sequence>(seq[0]);
@@ -127,6 +124,10 @@ nb::object scalar_to_python(const Scalar& s) {
 }
 
 // ------------------------------------------------------------ NumPy interop
+
+}  // namespace pyflame::python
+
+namespace {
 
 nb::dlpack::dtype dlpack_dtype(DType d) {
   switch (d) {
@@ -288,12 +289,6 @@ PyObject* new_exception(nb::module_& m, const char* name, PyObject* base, const 
   PyObject* e = PyErr_NewExceptionWithDoc(qual.c_str(), doc, base, nullptr);
   m.attr(name) = nb::handle(e);
   return e;
-}
-
-// In-place methods return the very object they were called on, as in PyTorch.
-template <class F> nb::object in_place(nb::handle self, const F& f) {
-  f(nb::cast<Tensor&>(self));
-  return nb::borrow(self);
 }
 
 nb::dict device_info_dict(const pyflame::backend::rocm::DeviceInfo& info) {

@@ -34,7 +34,7 @@ constexpr OpEntry kOps[] = {
 static_assert(sizeof(kOps) / sizeof(kOps[0]) == kNumOps, "op table and OpType disagree");
 constexpr const char* kFamilyNames[] = {"UNARY", "UNARY_FLOAT", "BINARY", "BINARY_FLOAT", "COMPARE",
                                         "WHERE", "CLAMP", "REDUCE", "ARG_REDUCE", "MATMUL",
-                                        "SOFTMAX", "VIEW", "COPY"};
+                                        "SOFTMAX", "VIEW", "CUSTOM", "COPY"};
 }  // namespace
 
 const char* op_name(ir::OpType op) { return kOps[static_cast<int>(op)].name; }

@@ -21,6 +21,10 @@ struct OpAttrs {
   bool approximate_tanh = false;  // gelu
   std::optional<Scalar> lo, hi;   // clamp bounds
   Scalar value;                   // fill
+  // Convolution and pooling, one entry per spatial dim; padding is symmetric
+  // (the op layer pads the input explicitly for asymmetric 'same' padding).
+  std::vector<int64_t> kernel_size, stride, padding, dilation, output_padding;
+  int64_t groups = 1;
 };
 
 struct OpCall {

@@ -13,7 +13,9 @@ tensor (with the requested memory layout) and a torch tensor holding the same
 values, calls pf.<name>(*args, **kwargs) and ref(*args, **kwargs) and compares.
 """
 
+import importlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -648,6 +650,12 @@ OP_INFOS = [
     # VIEW
     OpInfo("transpose", "VIEW", ALL_DTYPES, _transpose_samples, torch.transpose, REDUCE_CLASSES, exact_float=True),
 ]
+
+# Ops of other areas (CUSTOM family: conv, nn, shape ops, ...) keep their samples and
+# references in tests/python/opinfo_<area>.py, each with a list OP_INFOS; they
+# build on the helpers above, so they are imported here, at the end.
+for _path in sorted(Path(__file__).parent.glob("opinfo_*.py")):
+    OP_INFOS += importlib.import_module(_path.stem).OP_INFOS
 
 OPS = {op.name: op for op in OP_INFOS}
 assert len(OPS) == len(OP_INFOS), "duplicate registry entries"

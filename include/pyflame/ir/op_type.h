@@ -10,7 +10,7 @@ namespace pyflame {
 
 enum class OpFamily : int8_t {
   UNARY, UNARY_FLOAT, BINARY, BINARY_FLOAT, COMPARE, WHERE, CLAMP,
-  REDUCE, ARG_REDUCE, MATMUL, SOFTMAX, VIEW, COPY,
+  REDUCE, ARG_REDUCE, MATMUL, SOFTMAX, VIEW, CUSTOM, COPY,
 };
 
 namespace ir {

@@ -1,0 +1,47 @@
+#pragma once
+// Shared by the binding files of pyflame._C: bindings.cpp binds the tensor and
+// the op-table families; bind_<area>.cpp files bind the ops of one area
+// (CUSTOM family) through a `void bind_<area>(nb::module_&, nb::class_<Tensor>&)`
+// called from bindings.cpp.
+
+#include <nanobind/nanobind.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pyflame/ir/op_type.h"
+#include "pyflame/tensor.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace pyflame::python {
+
+using pyflame::DType;
+using pyflame::Scalar;
+using pyflame::Shape;
+using pyflame::Tensor;
+using pyflame::ir::OpType;
+
+std::string py_type_name(nb::handle h);
+// A Tensor, or a Python/NumPy number as a wrapped scalar tensor (TypeError otherwise).
+Tensor as_operand(nb::handle h);
+// A number (or a one-element tensor); `what` names it in the TypeError.
+Scalar as_scalar(nb::handle h, const char* what);
+DType as_dtype(nb::handle h);
+std::optional<DType> as_opt_dtype(nb::handle h);  // None -> nullopt
+// Shapes as `f(2, 3)`, `f((2, 3))` or `f([2, 3])`.
+Shape as_shape(nb::handle args);
+// None -> {} (all dims), an int, or a sequence of ints.
+std::vector<int64_t> as_dims(nb::handle dim);
+Device as_device(nb::handle h);
+nb::object scalar_to_python(const Scalar& s);
+
+// In-place methods return the very object they were called on, as in PyTorch.
+template <class F> nb::object in_place(nb::handle self, const F& f) {
+  f(nb::cast<Tensor&>(self));
+  return nb::borrow(self);
+}
+
+}  // namespace pyflame::python
