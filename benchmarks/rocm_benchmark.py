@@ -1,20 +1,30 @@
 """PyFlame's ROCm backend next to PyTorch, in one run on the same GPU.
 
-    python benchmarks/rocm_benchmark.py --all [--iterations 50] [--warmup 5] [--json out.json]
-    python benchmarks/rocm_benchmark.py --runtime
+    python benchmarks/rocm_benchmark.py --all [--iterations 50] [--warmup 5] [--out DIR]
+    python benchmarks/rocm_benchmark.py --matmul --conv
 
 Sections: --runtime (allocator, pinned host-to-device, device-to-device),
---elementwise (add and gelu on 256M fp32, Python overhead per small op).
-Times come from device events after warm-up; the ratio column is PyFlame's
-time over PyTorch's (below 1.0: PyFlame is faster). Inputs are non-zero.
+--elementwise (add and gelu on 256M fp32, Python overhead per small op),
+--matmul (GEMM fp32, tf32, bf16 at 4096 and 8192), --conv (conv2d 3x3 on
+32x64x56x56), --softmax (softmax, log_softmax, layer norm on 16384x4096 fp32),
+--reduce (row sum, row max, full sum on 16384x4096 fp32).
+
+Each case runs PyFlame and PyTorch on fresh non-zero inputs, after warm-up
+runs, timed with device events over `iterations` calls (the median of
+`--repeats` such timings). The table gives both times, the throughput (TB/s
+of bytes read and written, or TFLOP/s) and PyFlame's speed relative to
+PyTorch (PyTorch's time / PyFlame's: above 1.0 PyFlame is faster). With
+--out DIR it writes DIR/rocm_benchmark.json and DIR/rocm_benchmark.png.
 """
 
 import argparse
 import ctypes
 import json
+import os
 import statistics
 import sys
 import time
+from dataclasses import asdict, dataclass
 
 import pyflame as pf
 from bench_util import git_commit
@@ -27,37 +37,70 @@ except ImportError:
     torch, HAVE_TORCH = None, False
 
 
-def _pf_time_ms(fn, stream, iterations, warmup):
-    """Milliseconds per call of fn, by events on `stream` (None: the current stream)."""
+@dataclass
+class Result:
+    section: str
+    case: str
+    pyflame_ms: float
+    pytorch_ms: float = None
+    work: float = None   # bytes moved, or floating-point operations
+    unit: str = None     # 'TB/s', 'GB/s', 'TFLOP/s', or None for time only
+
+    def rate(self, ms):
+        if ms is None or self.work is None:
+            return None
+        scale = {"TB/s": 1e12, "GB/s": 1e9, "TFLOP/s": 1e12}[self.unit]
+        return self.work / (ms * 1e-3) / scale
+
+    @property
+    def speed(self):
+        return self.pytorch_ms / self.pyflame_ms if self.pytorch_ms else None
+
+
+def _event_time_ms(fn, make_event, sync_event, iterations, warmup, repeats, stream=None):
     for _ in range(warmup):
         fn()
-    start, end = rocm.Event(enable_timing=True), rocm.Event(enable_timing=True)
-    start.record(stream)
-    for _ in range(iterations):
-        fn()
-    end.record(stream)
-    end.synchronize()
-    return start.elapsed_time(end) / iterations
+    times = []
+    for _ in range(repeats):
+        start, end = make_event(), make_event()
+        start.record(stream) if stream is not None else start.record()
+        for _ in range(iterations):
+            fn()
+        end.record(stream) if stream is not None else end.record()
+        sync_event(end)
+        times.append(start.elapsed_time(end) / iterations)
+    return statistics.median(times)
 
 
-def _torch_time_ms(fn, iterations, warmup):
-    for _ in range(warmup):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iterations):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / iterations
+def pf_ms(fn, args, stream=None):
+    return _event_time_ms(fn, lambda: rocm.Event(enable_timing=True), lambda e: e.synchronize(), args.iterations,
+                          args.warmup, args.repeats, stream)
 
+
+def torch_ms(fn, args):
+    if not HAVE_TORCH:
+        return None
+    return _event_time_ms(fn, lambda: torch.cuda.Event(enable_timing=True), lambda e: e.synchronize(),
+                          args.iterations, args.warmup, args.repeats)
+
+
+def _randn(shape, dtype="float32"):
+    """The same standard-normal values for both libraries (drawn by PyFlame, copied to torch)."""
+    base = pf.randn(*shape)
+    th = None
+    if HAVE_TORCH:
+        th = torch.from_numpy(base.numpy()).to(device="cuda", dtype=getattr(torch, dtype))
+    return base.to(getattr(pf, dtype)), th
+
+
+# ---------------------------------------------------------------- sections
 
 def runtime_cases(args):
-    """Yields (name, pyflame value, torch value or None, unit, higher_is_better)."""
     mm = rocm.get_memory_manager()
     stream = rocm.Stream()
 
-    # Cached allocation + free of 2 MiB, timed inside C++ (the allocator's own cost).
+    # Cached allocation + free of 2 MiB: PyFlame's timed inside C++ (the allocator's
+    # own cost); PyTorch's through torch.empty (includes Python's call overhead).
     ns = mm._median_alloc_free_ns(2 << 20, 200)
     t_ns = None
     if HAVE_TORCH:
@@ -68,131 +111,193 @@ def runtime_cases(args):
             for _ in range(100):
                 torch.empty(2 << 20, dtype=torch.uint8, device="cuda")
             times.append((time.perf_counter_ns() - t0) / 100)
-        t_ns = statistics.median(times)  # includes Python's call overhead
-    yield "cached alloc+free 2 MiB (median ns)", ns, t_ns, "ns", False
+        t_ns = statistics.median(times)
+    yield Result("runtime", "cached alloc+free 2 MiB", ns / 1e6, t_ns / 1e6 if t_ns else None)
 
-    # Pinned host -> device, 256 MiB.
     n = 256 << 20
     pool = rocm.get_pinned_pool()
     host = pool.acquire(n)
     ctypes.memset(host, 0x3C, n)
     dev = mm.allocate(n)
-    ms = _pf_time_ms(lambda: mm.copy_host_to_device_async(dev, host, n, stream.handle), stream,
-                     args.iterations, args.warmup)
-    t_ms = None
+    ms = pf_ms(lambda: mm.copy_host_to_device_async(dev, host, n, stream.handle), args, stream)
+    t = None
     if HAVE_TORCH:
         th = torch.full((n,), 0x3C, dtype=torch.uint8).pin_memory()
         td = torch.empty(n, dtype=torch.uint8, device="cuda")
-        t_ms = _torch_time_ms(lambda: td.copy_(th, non_blocking=True), args.iterations, args.warmup)
+        t = torch_ms(lambda: td.copy_(th, non_blocking=True), args)
         del th, td
-    yield "pinned host->device 256 MiB (GB/s)", n / ms / 1e6, (n / t_ms / 1e6) if t_ms else None, "GB/s", True
+    yield Result("runtime", "pinned host->device 256 MiB", ms, t, n, "GB/s")
     mm.deallocate(dev)
     pool.release(host)
 
-    # Device -> device, 1 GiB, counting bytes read and written.
     n = 1 << 30
     a, b = mm.allocate(n), mm.allocate(n)
     mm.memset(a, 0x3C, n)
-    ms = _pf_time_ms(lambda: mm.copy_device_to_device_async(b, a, n, stream.handle), stream,
-                     args.iterations, args.warmup)
-    t_ms = None
+    ms = pf_ms(lambda: mm.copy_device_to_device_async(b, a, n, stream.handle), args, stream)
+    t = None
     if HAVE_TORCH:
         ta = torch.full((n,), 0x3C, dtype=torch.uint8, device="cuda")
         tb = torch.empty_like(ta)
-        t_ms = _torch_time_ms(lambda: tb.copy_(ta), args.iterations, args.warmup)
+        t = torch_ms(lambda: tb.copy_(ta), args)
         del ta, tb
         torch.cuda.empty_cache()
-    yield "device->device 1 GiB (TB/s, read+write)", 2 * n / ms / 1e9, (2 * n / t_ms / 1e9) if t_ms else None, \
-        "TB/s", True
+    yield Result("runtime", "device->device 1 GiB", ms, t, 2 * n, "TB/s")
     stream.synchronize()
     mm.deallocate(a)
     mm.deallocate(b)
 
 
 def elementwise_cases(args):
-    """add and gelu over 256M fp32 (bytes read + written), and the cost per small op."""
     n = 256 * 2**20
-    pf.set_device("rocm")
-    pf.manual_seed(0)
-    a, b = pf.randn(n), pf.randn(n)
-    cases = [("add 256M fp32 (TB/s)", lambda: pf.add(a, b), 3 * 4 * n),
-             ("gelu 256M fp32 (TB/s)", lambda: pf.gelu(a), 2 * 4 * n)]
-    ta = tb = None
-    if HAVE_TORCH:
-        ta, tb = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
-    torch_fns = [lambda: torch.add(ta, tb), lambda: torch.nn.functional.gelu(ta)]
-    for (name, fn, nbytes), tfn in zip(cases, torch_fns):
-        ms = _pf_time_ms(fn, None, args.iterations, args.warmup)
-        t_ms = _torch_time_ms(tfn, args.iterations, args.warmup) if HAVE_TORCH else None
-        yield name, nbytes / ms / 1e9, (nbytes / t_ms / 1e9) if t_ms else None, "TB/s", True
+    (a, ta), (b, tb) = _randn((n,)), _randn((n,))
+    yield Result("elementwise", "add 256M fp32", pf_ms(lambda: pf.add(a, b), args),
+                 torch_ms(lambda: torch.add(ta, tb), args), 3 * 4 * n, "TB/s")
+    yield Result("elementwise", "gelu 256M fp32", pf_ms(lambda: pf.gelu(a), args),
+                 torch_ms(lambda: torch.nn.functional.gelu(ta), args), 2 * 4 * n, "TB/s")
     del a, b, ta, tb
 
     # Python overhead: 10,000 adds of 1000 elements, synchronised at the end.
-    x, y = pf.randn(1000), pf.randn(1000)
+    (x, tx), (y, ty) = _randn((1000,)), _randn((1000,))
     ops = 10_000
 
-    def pf_small():
-        for _ in range(ops):
-            pf.add(x, y)
-        pf.synchronize()
-
-    pf_small()
-    t0 = time.perf_counter()
-    pf_small()
-    us = (time.perf_counter() - t0) / ops * 1e6
-    t_us = None
-    if HAVE_TORCH:
-        tx, ty = torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda")
-
-        def torch_small():
+    def per_op_ms(add, sync):
+        def run():
             for _ in range(ops):
-                torch.add(tx, ty)
-            torch.cuda.synchronize()
-
-        torch_small()
+                add()
+            sync()
+        run()
         t0 = time.perf_counter()
-        torch_small()
-        t_us = (time.perf_counter() - t0) / ops * 1e6
-    yield "small add, per op (us)", us, t_us, "us", False
-    pf.set_device("cpu")
+        run()
+        return (time.perf_counter() - t0) / ops * 1e3
+
+    t = per_op_ms(lambda: torch.add(tx, ty), torch.cuda.synchronize) if HAVE_TORCH else None
+    yield Result("elementwise", "small add, per op", per_op_ms(lambda: pf.add(x, y), pf.synchronize), t)
+
+
+def matmul_cases(args):
+    for dtype, tf32 in (("float32", False), ("float32", True), ("bfloat16", False)):
+        rocm.set_allow_tf32(tf32)
+        if HAVE_TORCH:
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+        label = "tf32" if tf32 else {"float32": "fp32", "bfloat16": "bf16"}[dtype]
+        for n in (4096, 8192):
+            (a, ta), (b, tb) = _randn((n, n), dtype), _randn((n, n), dtype)
+            yield Result("matmul", f"GEMM {n} {label}", pf_ms(lambda: pf.matmul(a, b), args),
+                         torch_ms(lambda: torch.matmul(ta, tb), args), 2.0 * n**3, "TFLOP/s")
+            del a, b, ta, tb
+    rocm.set_allow_tf32(False)
+    if HAVE_TORCH:
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def conv_cases(args):
+    # Both libraries at their defaults: TF32 convolutions allowed (torch.backends.cudnn.allow_tf32).
+    (x, tx), (w, tw) = _randn((32, 64, 56, 56)), _randn((64, 64, 3, 3))
+    flops = 2.0 * 32 * 64 * 56 * 56 * 64 * 9
+    if HAVE_TORCH:
+        torch.backends.cudnn.benchmark = True  # PyTorch's algorithm search, as PyFlame's tuning cache does
+    yield Result("conv", "conv2d 3x3 32x64x56x56 fp32", pf_ms(lambda: pf.conv2d(x, w, padding=1), args),
+                 torch_ms(lambda: torch.nn.functional.conv2d(tx, tw, padding=1), args), flops, "TFLOP/s")
+
+
+def softmax_cases(args):
+    rows, cols = 16384, 4096
+    x, tx = _randn((rows, cols))
+    nbytes = 2 * 4 * rows * cols
+    yield Result("softmax", "softmax 16384x4096 fp32", pf_ms(lambda: pf.softmax(x, -1), args),
+                 torch_ms(lambda: torch.softmax(tx, -1), args), nbytes, "TB/s")
+    yield Result("softmax", "log_softmax 16384x4096 fp32", pf_ms(lambda: pf.log_softmax(x, -1), args),
+                 torch_ms(lambda: torch.log_softmax(tx, -1), args), nbytes, "TB/s")
+    if hasattr(pf, "layer_norm"):
+        yield Result("softmax", "layer_norm 16384x4096 fp32", pf_ms(lambda: pf.layer_norm(x, (cols,)), args),
+                     torch_ms(lambda: torch.nn.functional.layer_norm(tx, (cols,)), args), nbytes, "TB/s")
+
+
+def reduce_cases(args):
+    rows, cols = 16384, 4096
+    x, tx = _randn((rows, cols))
+    nbytes = 4 * rows * cols
+    yield Result("reduce", "row sum 16384x4096 fp32", pf_ms(lambda: pf.sum(x, -1), args),
+                 torch_ms(lambda: torch.sum(tx, -1), args), nbytes, "TB/s")
+    yield Result("reduce", "row max 16384x4096 fp32", pf_ms(lambda: pf.max(x, -1), args),
+                 torch_ms(lambda: torch.amax(tx, -1), args), nbytes, "TB/s")
+    yield Result("reduce", "column sum 16384x4096 fp32", pf_ms(lambda: pf.sum(x, 0), args),
+                 torch_ms(lambda: torch.sum(tx, 0), args), nbytes, "TB/s")
+    yield Result("reduce", "full sum 16384x4096 fp32", pf_ms(lambda: pf.sum(x), args),
+                 torch_ms(lambda: torch.sum(tx), args), nbytes, "TB/s")
+
+
+SECTIONS = {"runtime": runtime_cases, "elementwise": elementwise_cases, "matmul": matmul_cases,
+            "conv": conv_cases, "softmax": softmax_cases, "reduce": reduce_cases}
+
+
+def _fmt(v, spec):
+    return format(v, spec) if v is not None else "-"
+
+
+def write_chart(results, path, title):
+    """A bar chart of PyFlame's speed relative to PyTorch per case (needs matplotlib)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no chart written")
+        return False
+    rows = [r for r in results if r.speed]
+    fig, ax = plt.subplots(figsize=(9, 0.35 * len(rows) + 1.5))
+    colors = ["#2a9d4b" if r.speed >= 1 else "#d08c2a" if r.speed >= 0.95 else "#c0392b" for r in rows]
+    ax.barh([r.case for r in rows][::-1], [r.speed for r in rows][::-1], color=colors[::-1])
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xlabel("speed relative to PyTorch (PyTorch time / PyFlame time)")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return True
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--all", action="store_true", help="every section")
-    ap.add_argument("--runtime", action="store_true", help="allocator and transfers")
-    ap.add_argument("--elementwise", action="store_true", help="add and gelu, Python overhead per small op")
-    ap.add_argument("--iterations", type=int, default=50)
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--json", help="also write the results to this file")
+    for name in SECTIONS:
+        ap.add_argument(f"--{name}", action="store_true", help=f"the {name} section")
+    ap.add_argument("--iterations", type=int, default=50, help="calls per timing")
+    ap.add_argument("--warmup", type=int, default=5, help="untimed calls first")
+    ap.add_argument("--repeats", type=int, default=5, help="timings per case; the median is reported")
+    ap.add_argument("--out", help="write rocm_benchmark.json and rocm_benchmark.png into this directory")
     args = ap.parse_args()
-    if not (args.all or args.runtime or args.elementwise):
-        ap.error("choose sections (--runtime, --elementwise) or --all")
+    chosen = [n for n in SECTIONS if args.all or getattr(args, n)]
+    if not chosen:
+        ap.error("choose sections (" + ", ".join("--" + n for n in SECTIONS) + ") or --all")
     if not pf.rocm_is_available():
         print(f"ROCm is not available: {pf.rocm_unavailable_reason()}")
         return 1
     info = pf.rocm_get_device_info(0)
-    print(f"device: {info['name']} ({info['architecture']}), {info['runtime_version']}; "
-          f"torch {torch.__version__ if HAVE_TORCH else 'not available'}; commit {git_commit()}; "
-          f"{time.strftime('%Y-%m-%d')}")
-    print(f"{'case':42s} {'pyflame':>10s} {'pytorch':>10s} {'pyflame/pytorch':>16s}")
+    header = (f"device: {info['name']} ({info['architecture']}), {info['runtime_version']}; "
+              f"torch {torch.__version__ if HAVE_TORCH else 'not available'}; commit {git_commit()}; "
+              f"{time.strftime('%Y-%m-%d')}; {args.iterations} iterations x {args.repeats} repeats "
+              f"after {args.warmup} warm-ups")
+    print(header)
+    print(f"{'case':34s} {'pyflame ms':>11s} {'pytorch ms':>11s} {'pyflame':>9s} {'pytorch':>9s} {'unit':>8s} "
+          f"{'speed vs torch':>15s}")
+    pf.set_device("rocm")
+    pf.manual_seed(0)
     results = []
-    sections = []
-    if args.all or args.runtime:
-        sections.append(runtime_cases(args))
-    if args.all or args.elementwise:
-        sections.append(elementwise_cases(args))
-    for name, ours, theirs, unit, higher_better in (case for section in sections for case in section):
-        if theirs:
-            ratio = ours / theirs  # of rates (higher is better) or of times (lower is better)
-            ratio_s = f"{ratio:.2f}{' (rate)' if higher_better else ' (time)'}"
-        else:
-            ratio, ratio_s = None, "-"
-        print(f"{name:42s} {ours:10.2f} {theirs if theirs else float('nan'):10.2f} {ratio_s:>16s}")
-        results.append({"case": name, "unit": unit, "pyflame": ours, "pytorch": theirs, "ratio": ratio})
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": info, "commit": git_commit(), "results": results}, f, indent=2)
+    for name in chosen:
+        for r in SECTIONS[name](args):
+            results.append(r)
+            print(f"{r.case:34s} {r.pyflame_ms:11.4f} {_fmt(r.pytorch_ms, '11.4f')} {_fmt(r.rate(r.pyflame_ms), '9.2f')} "
+                  f"{_fmt(r.rate(r.pytorch_ms), '9.2f')} {r.unit or 'time':>8s} {_fmt(r.speed, '14.2f')}x", flush=True)
+    pf.set_device("cpu")
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "rocm_benchmark.json"), "w") as f:
+            json.dump({"header": header, "device": info, "commit": git_commit(),
+                       "results": [dict(asdict(r), pyflame_rate=r.rate(r.pyflame_ms), pytorch_rate=r.rate(r.pytorch_ms),
+                                        speed=r.speed) for r in results]}, f, indent=2)
+        title = f"PyFlame vs PyTorch on {info['name']} (commit {git_commit()})"
+        if write_chart(results, os.path.join(args.out, "rocm_benchmark.png"), title):
+            print(f"wrote {args.out}/rocm_benchmark.json and rocm_benchmark.png")
     return 0
 
 

@@ -12,11 +12,23 @@ python -m pip install -q nanobind scipy-openblas32
 targets=(pyflame_rocm _rocm)
 
 echo "== ROCm backend, NVIDIA flavour (nvcc)"
+# cuBLAS and cuDNN headers and libraries (to link against) from NVIDIA's PyPI wheels.
+nvlibs=build/nvidia-libs
+if [ ! -f $nvlibs/nvidia/cudnn/include/cudnn.h ] || [ ! -f $nvlibs/nvidia/cu13/include/cublas_v2.h ]; then
+  mkdir -p $nvlibs/wheels
+  python -m pip download -q --no-deps -d $nvlibs/wheels "nvidia-cublas>=13,<14" "nvidia-cudnn-cu13>=9,<10"
+  (cd $nvlibs && unzip -q -o 'wheels/nvidia_cublas-*.whl' 'nvidia/cu13/include/*' 'nvidia/cu13/lib/libcublas.so*' \
+     && unzip -q -o 'wheels/nvidia_cudnn_cu13-*.whl' 'nvidia/cudnn/include/*' 'nvidia/cudnn/lib/libcudnn.so.9' \
+     && rm -rf wheels)
+fi
 cmake -S . -B build/ci-nvidia -G Ninja -DPYFLAME_USE_ROCM=ON -DPYFLAME_HIP_PLATFORM=nvidia \
-  -DPYFLAME_BUILD_PYTHON=ON -DCMAKE_CUDA_ARCHITECTURES=90 > build/ci-nvidia.log
+  -DPYFLAME_BUILD_PYTHON=ON -DCMAKE_CUDA_ARCHITECTURES=90 "-DPYFLAME_NVIDIA_LIBS=$PWD/$nvlibs/nvidia" \
+  > build/ci-nvidia.log
 cmake --build build/ci-nvidia --target "${targets[@]}"
 
 echo "== ROCm backend, AMD flavour (Debian's HIP for gfx90a and gfx1030)"
+# Without the BLAS and DNN adapters (src/rocm/blas.cpp, dnn.cpp, tuning.cpp): rocBLAS
+# is not packaged in Debian 12 (it is in Debian 13) and MIOpen is not packaged at all.
 if ! command -v clang++-15 > /dev/null || [ ! -f /usr/include/hip/hip_runtime.h ]; then
   SUDO=""
   [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -26,6 +38,7 @@ fi
 # Debian keeps ROCm under /usr; its 5.2-era CMake files predate CMake 4's policy floor.
 HIP_PLATFORM=amd CMAKE_PREFIX_PATH=/usr/lib/x86_64-linux-gnu/cmake cmake -S . -B build/ci-amd -G Ninja \
   -DPYFLAME_USE_ROCM=ON -DPYFLAME_HIP_PLATFORM=amd -DPYFLAME_BUILD_PYTHON=ON -DROCM_PATH=/usr \
+  -DPYFLAME_WITH_BLAS=OFF -DPYFLAME_WITH_DNN=OFF \
   -DCMAKE_HIP_COMPILER=clang++-15 "-DCMAKE_HIP_ARCHITECTURES=gfx90a;gfx1030" \
   "-DCMAKE_HIP_FLAGS=--rocm-path=/usr --hip-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode" \
   -DCMAKE_POLICY_VERSION_MINIMUM=3.5 > build/ci-amd.log

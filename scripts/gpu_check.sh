@@ -49,7 +49,7 @@ step memcheck compute-sanitizer --tool memcheck --leak-check full --error-exitco
 step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 /tmp/pf_cpp/pyflame_rocm_tests
 step python_tests python3 -m pytest tests/python -q -rs -p no:cacheprovider
 step demo python3 -m pyflame.demo
-step rocm_benchmark python3 benchmarks/rocm_benchmark.py --all --json "$OUT/rocm_benchmark.json"
+step rocm_benchmark python3 benchmarks/rocm_benchmark.py --all --out "$OUT"
 cat "$LOGS/rocm_benchmark.log"
 tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$LOGS"
 cat "$SUMMARY"

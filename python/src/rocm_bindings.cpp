@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "pyflame/backend/rocm/hip_check.h"
+#include "pyflame/backend/rocm/math_mode.h"
 #include "pyflame/backend/rocm/memory.h"
 #include "pyflame/backend/rocm/stream.h"
+#include "pyflame/backend/rocm/tuning.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -125,4 +127,23 @@ NB_MODULE(_rocm, m) {
   m.def("get_pinned_pool", &rocm::get_pinned_pool, nb::rv_policy::reference);
   m.def("warmup_memory_pool", &rocm::warmup_memory_pool, "batch_size"_a, "model_size"_a);
   m.def("platform", [] { return std::string(PF_GPU_PLATFORM); });
+
+  m.def("set_allow_tf32", &rocm::set_allow_tf32, "allow"_a);
+  m.def("allow_tf32", &rocm::allow_tf32);
+  m.def("set_conv_allow_tf32", &rocm::set_conv_allow_tf32, "allow"_a);
+  m.def("conv_allow_tf32", &rocm::conv_allow_tf32);
+
+  nb::class_<rocm::MIOpenTuningCache>(m, "MIOpenTuningCache")
+      .def("enable_exhaustive_search", &rocm::MIOpenTuningCache::enable_exhaustive_search, "enable"_a)
+      .def("exhaustive_search", &rocm::MIOpenTuningCache::exhaustive_search)
+      .def("set_cache_file", &rocm::MIOpenTuningCache::set_cache_file, "path"_a)
+      .def("clear", &rocm::MIOpenTuningCache::clear)
+      .def("get_stats", [](const rocm::MIOpenTuningCache& c) {
+        rocm::MIOpenTuningCache::Stats s = c.get_stats();
+        nb::dict d;
+        d["hits"] = s.hits;
+        d["misses"] = s.misses;
+        d["entries"] = s.entries;
+        return d; });
+  m.def("get_tuning_cache", &rocm::get_tuning_cache, nb::rv_policy::reference);
 }

@@ -41,7 +41,10 @@ void load_rocm_backend() {
     g_rocm_reason = "this build of PyFlame has no ROCm backend (rebuild with PYFLAME_USE_ROCM=ON; see docs/rocm.md)";
     return;
   }
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  // RTLD_LOCAL: the backend's dependencies (CUDA runtime, cuBLAS, cuDNN) must not
+  // join the global symbol scope, where they would interpose on libraries loaded
+  // later (importing PyTorch after PyFlame's GPU backend crashed that way).
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     g_rocm_reason = std::string("the ROCm backend library could not be loaded: ") + dlerror() +
                     " (is the GPU runtime, HIP or CUDA, installed and on the library path?)";

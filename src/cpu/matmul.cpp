@@ -8,35 +8,12 @@
 #include <climits>
 
 #include "core/dispatch.h"
+#include "core/matrix_layout.h"
 #include "cpu/loops.h"
 #include "pyflame/error.h"
 
 namespace pyflame::cpu {
 namespace {
-
-struct MatrixLayout {
-  bool trans = false;
-  int64_t ld = 0;
-};
-
-// (rows x cols) with element strides (rs, cs): addressable by BLAS as is?
-bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, MatrixLayout& out) {
-  if (cols == 1) cs = 1;  // strides of size-1 dims carry no information
-  if (rows == 1) rs = std::max<int64_t>(cols, 1);
-  if (cs == 1 && rs >= std::max<int64_t>(cols, 1)) return out = {false, rs}, true;
-  if (rs == 1 && cs >= std::max<int64_t>(rows, 1)) return out = {true, cs}, true;
-  return false;
-}
-
-// Element offset of batch b of t (batch dims = all but the last two).
-int64_t batch_offset(const Tensor& t, int64_t b) {
-  int64_t off = 0;
-  for (int64_t d = t.dim() - 3; d >= 0; --d) {
-    off += (b % t.shape()[d]) * t.strides()[d];
-    b /= t.shape()[d];
-  }
-  return off;
-}
 
 template <class T> void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
                              const T* b, int64_t ldb, T* c, int64_t ldc) {
@@ -49,10 +26,7 @@ template <class T> void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, 
 
 template <class T> void blas_matmul(Tensor a, Tensor b, Tensor& out) {
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
-  const int64_t nd = a.dim();
-  MatrixLayout la, lb;
-  if (!blas_layout(m, k, a.strides()[nd - 2], a.strides()[nd - 1], la)) a = a.contiguous(), la = {false, k};
-  if (!blas_layout(k, n, b.strides()[nd - 2], b.strides()[nd - 1], lb)) b = b.contiguous(), lb = {false, n};
+  const MatrixLayout la = matrix_layout(a), lb = matrix_layout(b);
   const int64_t batches = out.numel() / std::max<int64_t>(m * n, 1);
   for (int64_t i = 0; i < batches; ++i)
     gemm<T>(la.trans, lb.trans, m, n, k, a.data<T>() + batch_offset(a, i), la.ld, b.data<T>() + batch_offset(b, i),

@@ -1,10 +1,20 @@
 // Streams and events. The current stream is per thread and per device, as in
 // PyTorch, so a Stream context in one thread does not redirect another's work.
+//
+// HIP streams are never destroyed: a Stream returns its handle to a pool (per
+// device and priority) and a later Stream reuses it. The caching allocator
+// keeps blocks in per-stream pools and queries those streams later, so a
+// handle must stay valid for the life of the process (PyTorch pools its
+// streams for the same reason). Reuse is safe: work queued by the new owner
+// simply runs after the old owner's.
 
 #include "pyflame/backend/rocm/stream.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "pyflame/backend/rocm/hip_check.h"
 
@@ -18,6 +28,9 @@ int current_hip_device() {
   HIP_CHECK(hipGetDevice(&d));
   return d;
 }
+
+std::mutex g_pool_mutex;
+std::map<std::pair<int, int>, std::vector<hipStream_t>> g_pool;  // (device, priority) -> free handles
 }  // namespace
 
 hipStream_t current_stream(int device) {
@@ -33,12 +46,21 @@ Stream::Stream(int device, int priority) : device_(device < 0 ? current_hip_devi
   int least = 0, greatest = 0;  // "greatest" priority is the numerically lowest
   HIP_CHECK(hipDeviceGetStreamPriorityRange(&least, &greatest));
   priority_ = std::clamp(priority, greatest, least);
-  HIP_CHECK(hipStreamCreateWithPriority(&stream_, hipStreamNonBlocking, priority_));
+  {
+    std::lock_guard<std::mutex> lock(g_pool_mutex);
+    auto& free = g_pool[{device_, priority_}];
+    if (!free.empty()) {
+      stream_ = free.back();
+      free.pop_back();
+    }
+  }
+  if (!stream_) HIP_CHECK(hipStreamCreateWithPriority(&stream_, hipStreamNonBlocking, priority_));
   HIP_CHECK(hipSetDevice(previous));
 }
 
 Stream::~Stream() {
-  if (stream_) (void)hipStreamDestroy(stream_);  // no throw from a destructor; a failure here leaks nothing we own
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  g_pool[{device_, priority_}].push_back(stream_);
 }
 
 void Stream::synchronize() const { HIP_CHECK(hipStreamSynchronize(stream_)); }

@@ -61,11 +61,12 @@ TEST_CASE("the caching allocator serves repeat requests from its cache") {
   rocm::ROCmMemoryManager& mm = rocm::get_memory_manager(0);
   mm.deallocate(mm.allocate(1 << 20));
   mm.reset_stats();
+  const size_t in_use = mm.get_stats().total_allocated;  // held by others (e.g. a BLAS workspace)
   for (int i = 0; i < 100; ++i) mm.deallocate(mm.allocate(1 << 20));
   rocm::MemoryStats s = mm.get_stats();
   CHECK(s.cache_hits == 100);
   CHECK(s.cache_misses == 0);
-  CHECK(s.total_allocated == 0);
+  CHECK(s.total_allocated == in_use);
 }
 
 TEST_CASE("out of memory raises ROCmMemoryError and leaves the manager usable") {

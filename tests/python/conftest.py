@@ -11,6 +11,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 # Fresh GPU allocations are filled with 0xFF (NaN for floats) so a kernel that
 # skips an element cannot pass by finding the right value left over.
 os.environ.setdefault("PYFLAME_POISON_ALLOCATIONS", "1")
+# GPU results are compared with the CPU at float32 tolerances: no TF32 convolutions
+# (matmul TF32 is off by default); test_rocm_libs.py checks the TF32 switches.
+os.environ.setdefault("PYFLAME_CONV_ALLOW_TF32", "0")
 
 import pyflame as pf  # noqa: E402
 

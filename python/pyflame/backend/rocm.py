@@ -125,6 +125,36 @@ def warmup_memory_pool(batch_size, model_size="medium"):
     _require().warmup_memory_pool(batch_size, model_size)
 
 
+def set_allow_tf32(allow):
+    """Let float32 matmuls use TF32 tensor cores (NVIDIA Ampere and newer): several times
+    faster, about 1e-3 relative error. Off by default, as PyTorch's
+    torch.backends.cuda.matmul.allow_tf32; PYFLAME_ALLOW_TF32=1 sets it at start-up.
+    rocBLAS has no TF32 mode: on AMD float32 stays full precision."""
+    _require().set_allow_tf32(bool(allow))
+
+
+def allow_tf32():
+    return _require().allow_tf32()
+
+
+def set_conv_allow_tf32(allow):
+    """Let float32 convolutions use TF32 (on by default, as torch.backends.cudnn.allow_tf32;
+    PYFLAME_CONV_ALLOW_TF32=0 turns it off at start-up)."""
+    _require().set_conv_allow_tf32(bool(allow))
+
+
+def conv_allow_tf32():
+    return _require().conv_allow_tf32()
+
+
+def get_tuning_cache():
+    """The convolution algorithm cache (seed 000's MIOpenTuningCache):
+    enable_exhaustive_search(bool), set_cache_file(path), clear(), get_stats() ->
+    {'hits', 'misses', 'entries'}. Entries are keyed by shapes, dtype, GPU
+    architecture and DNN library version."""
+    return _require().get_tuning_cache()
+
+
 def _runtime_libraries():
     found = {}
     for name in ("cudart", "amdhip64"):

@@ -1,7 +1,8 @@
 #pragma once
 // Streams and events of the ROCm backend. Each thread has a current stream
 // per device (the device's default stream until set); ops on that device
-// enqueue their kernels on it. Stream and Event own their HIP objects.
+// enqueue their kernels on it. An Event owns its HIP event; a Stream borrows a
+// HIP stream from a pool and gives it back (handles live as long as the process).
 
 #include "pyflame/backend/rocm/hip_compat.h"
 #include "pyflame/macros.h"

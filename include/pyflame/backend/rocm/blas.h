@@ -1,0 +1,86 @@
+#pragma once
+// ROCmBLAS (seed 000): the BLAS adapter of the ROCm backend — rocBLAS on AMD,
+// cuBLAS on NVIDIA. With the DNN adapter (dnn.h) it is the only code besides
+// hip_compat.h that knows the platform: on NVIDIA the rocBLAS names of the
+// API below (handle, operation, status) are cuBLAS's types under those names.
+//
+// One instance per device and thread (handles are not thread-safe); get_blas()
+// returns the current device's, bound to the current stream. Matrices are
+// column-major, as in rocBLAS; the matmul kernel maps row-major tensors onto it
+// with transpose flags and no copies. Each stream gets its own workspace from
+// the caching allocator, so concurrent streams never share one.
+// float32 products use TF32 only when allowed (math_mode.h).
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "pyflame/backend/rocm/hip_compat.h"
+#include "pyflame/dtype.h"
+#include "pyflame/error.h"
+
+#if defined(PYFLAME_HIP_NVIDIA)
+#include <cublas_v2.h>
+using rocblas_handle = cublasHandle_t;
+using rocblas_operation = cublasOperation_t;
+using rocblas_status = cublasStatus_t;
+constexpr rocblas_operation rocblas_operation_none = CUBLAS_OP_N;
+constexpr rocblas_operation rocblas_operation_transpose = CUBLAS_OP_T;
+constexpr rocblas_status rocblas_status_success = CUBLAS_STATUS_SUCCESS;
+#else
+#include <rocblas/rocblas.h>
+#endif
+
+namespace pyflame::backend::rocm {
+
+[[noreturn]] PF_API void throw_blas_error(rocblas_status status, const char* call, const char* file, int line);
+
+inline void check_blas(rocblas_status status, const char* call, const char* file, int line) {
+  if (status != rocblas_status_success) throw_blas_error(status, call, file, line);
+}
+
+class PF_API ROCmBLAS {
+ public:
+  ROCmBLAS();  // for the current device
+  ~ROCmBLAS();
+  ROCmBLAS(const ROCmBLAS&) = delete;
+  ROCmBLAS& operator=(const ROCmBLAS&) = delete;
+
+  void set_stream(hipStream_t stream);
+  rocblas_handle handle() const { return handle_; }
+  int device() const { return device_; }
+
+  // C = alpha * op(A) * op(B) + beta * C (float32; TF32 when allowed).
+  void gemm(rocblas_operation trans_a, rocblas_operation trans_b, int M, int N, int K, float alpha, const float* A,
+            int lda, const float* B, int ldb, float beta, float* C, int ldc);
+  void gemm_strided_batched(rocblas_operation trans_a, rocblas_operation trans_b, int M, int N, int K, float alpha,
+                            const float* A, int lda, int64_t stride_a, const float* B, int ldb, int64_t stride_b,
+                            float beta, float* C, int ldc, int64_t stride_c, int batch_count);
+  // C = alpha * op(A) + beta * op(B): matrix addition, scaling and out-of-place transposition.
+  void geam(rocblas_operation trans_a, rocblas_operation trans_b, int M, int N, float alpha, const float* A, int lda,
+            float beta, const float* B, int ldb, float* C, int ldc);
+
+  // The general form behind gemm: any float dtype (float16/bfloat16 accumulate
+  // in float32, float64 in float64), batch_count 1 for a single product.
+  void gemm_ex(DType dtype, rocblas_operation trans_a, rocblas_operation trans_b, int M, int N, int K, double alpha,
+               const void* A, int lda, int64_t stride_a, const void* B, int ldb, int64_t stride_b, double beta,
+               void* C, int ldc, int64_t stride_c, int batch_count);
+
+ private:
+  void use_workspace();  // the current stream's workspace
+
+  rocblas_handle handle_ = nullptr;
+  int device_ = 0;
+  hipStream_t stream_ = nullptr;
+  std::map<hipStream_t, void*> workspaces_;
+};
+
+// The current device's instance for this thread, set to the current stream.
+PF_API ROCmBLAS& get_blas();
+// Destroys this thread's instances (handles, workspaces); get_blas() makes new
+// ones. Only for leak checkers and tests: instances otherwise live until exit.
+PF_API void release_blas();
+
+}  // namespace pyflame::backend::rocm
+
+#define ROCBLAS_CHECK(call) ::pyflame::backend::rocm::check_blas((call), #call, __FILE__, __LINE__)

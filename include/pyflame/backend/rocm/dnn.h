@@ -1,0 +1,96 @@
+#pragma once
+// ROCmDNN (seed 000): the DNN adapter of the ROCm backend — MIOpen on AMD,
+// cuDNN on NVIDIA. With the BLAS adapter (blas.h) it is the only code besides
+// hip_compat.h that knows the platform: on NVIDIA the MIOpen names used below
+// (handle, status) are cuDNN's types under those names.
+//
+// cuDNN is used through its descriptor API (kept in cuDNN 9 beside the graph
+// API) because it maps one to one onto MIOpen's: descriptors, a find or
+// heuristic step choosing an algorithm, a workspace query and the call. The
+// chosen algorithm per problem lives in the MIOpenTuningCache (tuning.h).
+//
+// Provided now: 2-D convolution forward (pf.conv2d and conv1d on the device).
+// One instance per device and thread; get_dnn() returns the current device's,
+// bound to the current stream.
+
+#include <cstdint>
+#include <vector>
+
+#include "pyflame/backend/rocm/hip_compat.h"
+#include "pyflame/dtype.h"
+#include "pyflame/error.h"
+#include "pyflame/tensor.h"
+
+#if defined(PYFLAME_HIP_NVIDIA)
+#include <cudnn.h>
+using miopenHandle_t = cudnnHandle_t;
+using miopenStatus_t = cudnnStatus_t;
+constexpr miopenStatus_t miopenStatusSuccess = CUDNN_STATUS_SUCCESS;
+#else
+#include <miopen/miopen.h>
+#endif
+
+namespace pyflame::backend::rocm {
+
+[[noreturn]] PF_API void throw_dnn_error(miopenStatus_t status, const char* call, const char* file, int line);
+
+inline void check_dnn(miopenStatus_t status, const char* call, const char* file, int line) {
+  if (status != miopenStatusSuccess) throw_dnn_error(status, call, file, line);
+}
+
+struct PF_API ConvParams {
+  std::vector<int> padding;   // symmetric, per spatial dim
+  std::vector<int> stride;
+  std::vector<int> dilation;
+  int groups = 1;
+
+  static ConvParams Conv2D(int pad_h, int pad_w, int stride_h = 1, int stride_w = 1, int dilation_h = 1,
+                           int dilation_w = 1, int groups = 1);
+};
+
+class PF_API ROCmDNN {
+ public:
+  ROCmDNN();  // for the current device
+  ~ROCmDNN();
+  ROCmDNN(const ROCmDNN&) = delete;
+  ROCmDNN& operator=(const ROCmDNN&) = delete;
+
+  void set_stream(hipStream_t stream);
+  miopenHandle_t handle() const { return handle_; }
+
+  // output = conv(input, weight), NCHW tensors, weight (O, C/groups, kH, kW),
+  // all contiguous and of `dtype`. The algorithm comes from the tuning cache
+  // (searched on first use of a problem). `workspace` must hold at least
+  // conv2d_forward_workspace_size(...) bytes.
+  void conv2d_forward(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
+                      const std::vector<int64_t>& weight_shape, const void* weight,
+                      const std::vector<int64_t>& output_shape, void* output, const ConvParams& params,
+                      void* workspace, size_t workspace_size);
+
+  // The workspace the chosen algorithm needs. The first call for a problem
+  // chooses the algorithm (a timed search runs on scratch buffers).
+  size_t conv2d_forward_workspace_size(DType dtype, const std::vector<int64_t>& input_shape,
+                                       const std::vector<int64_t>& weight_shape,
+                                       const std::vector<int64_t>& output_shape, const ConvParams& params);
+
+ private:
+  struct Problem;
+  struct Choice {
+    int algo;
+    size_t workspace;
+    int math_type;
+  };
+  Choice choose(const Problem& p);
+
+  miopenHandle_t handle_ = nullptr;
+  int device_ = 0;
+  hipStream_t stream_ = nullptr;
+};
+
+PF_API ROCmDNN& get_dnn();
+// Destroys this thread's instances; only for leak checkers and tests (see release_blas).
+PF_API void release_dnn();
+
+}  // namespace pyflame::backend::rocm
+
+#define MIOPEN_CHECK(call) ::pyflame::backend::rocm::check_dnn((call), #call, __FILE__, __LINE__)

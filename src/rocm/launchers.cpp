@@ -1,0 +1,109 @@
+// The seed's launch_* functions over raw float32 device pointers. Each wraps
+// the pointers in non-owning tensors of the current device and runs the op's
+// registered GPU kernel with `stream` made current for the call, so there is
+// one kernel per op whichever way it is reached.
+
+#include "pyflame/backend/rocm/kernels.h"
+
+#include "core/dispatch.h"
+#include "pyflame/backend/rocm/hip_check.h"
+#include "pyflame/backend/rocm/stream.h"
+
+namespace pyflame::backend::rocm {
+namespace {
+
+int current_device_index() {
+  int device;
+  HIP_CHECK(hipGetDevice(&device));
+  return device;
+}
+
+// A 1-D tensor over memory the caller owns.
+Tensor wrap(const void* p, int64_t numel, DType dtype = DType::Float32) {
+  PF_CHECK(numel >= 0, ValueError, "launch: numel must be >= 0, got ", numel);
+  PF_CHECK(p != nullptr || numel == 0, ValueError, "launch: a null device pointer");
+  auto storage = std::make_shared<Storage>(const_cast<void*>(p), static_cast<size_t>(numel) * itemsize(dtype),
+                                           Device::rocm(current_device_index()), [](void*) {});
+  return Tensor(storage, {numel}, {1}, 0, dtype);
+}
+
+// Makes `stream` current on the current device for a scope: kernels and any
+// scratch tensor allocated inside the scope belong to it.
+class CurrentStream {
+ public:
+  explicit CurrentStream(hipStream_t stream) : device_(current_device_index()), previous_(current_stream(device_)) {
+    set_current_stream(device_, stream);
+  }
+  ~CurrentStream() { set_current_stream(device_, previous_); }
+  CurrentStream(const CurrentStream&) = delete;
+  CurrentStream& operator=(const CurrentStream&) = delete;
+  Device device() const { return Device::rocm(device_); }
+
+ private:
+  int device_;
+  hipStream_t previous_;
+};
+
+void check_family(ir::OpType op, std::initializer_list<OpFamily> families, const char* launcher) {
+  for (OpFamily f : families)
+    if (op_family(op) == f) return;
+  throw ValueError(std::string(launcher) + ": '" + op_name(op) + "' is a " + family_name(op_family(op)) +
+                   " op, not one this launcher runs");
+}
+
+void unary(ir::OpType op, float* output, const float* input, int64_t numel, hipStream_t stream, OpAttrs attrs = {}) {
+  CurrentStream scope(stream);
+  OpCall call{op, {wrap(input, numel)}, wrap(output, numel), attrs};
+  run_kernel(call, scope.device());
+}
+
+}  // namespace
+
+void launch_gelu_forward(float* output, const float* input, int64_t numel, hipStream_t stream) {
+  unary(ir::OpType::gelu, output, input, numel, stream);
+}
+
+void launch_silu_forward(float* output, const float* input, int64_t numel, hipStream_t stream) {
+  unary(ir::OpType::silu, output, input, numel, stream);
+}
+
+void launch_elementwise_unary(ir::OpType op, float* output, const float* input, int64_t numel, hipStream_t stream) {
+  check_family(op, {OpFamily::UNARY, OpFamily::UNARY_FLOAT}, "launch_elementwise_unary");
+  unary(op, output, input, numel, stream);
+}
+
+void launch_elementwise_binary(ir::OpType op, float* output, const float* a, const float* b, int64_t numel,
+                               hipStream_t stream) {
+  check_family(op, {OpFamily::BINARY, OpFamily::BINARY_FLOAT}, "launch_elementwise_binary");
+  CurrentStream scope(stream);
+  OpCall call{op, {wrap(a, numel), wrap(b, numel)}, wrap(output, numel), {}};
+  run_kernel(call, scope.device());
+}
+
+void launch_comparison(ir::OpType op, float* output, const float* a, const float* b, int64_t numel,
+                       hipStream_t stream) {
+  check_family(op, {OpFamily::COMPARE}, "launch_comparison");
+  CurrentStream scope(stream);
+  OpCall compare{op, {wrap(a, numel), wrap(b, numel)}, Tensor::empty({numel}, DType::Bool, scope.device()), {}};
+  run_kernel(compare, scope.device());
+  OpCall to_float{ir::OpType::copy, {compare.out}, wrap(output, numel), {}};
+  run_kernel(to_float, scope.device());
+}
+
+void launch_where(float* output, const float* condition, const float* x, const float* y, int64_t numel,
+                  hipStream_t stream) {
+  CurrentStream scope(stream);
+  OpCall to_bool{ir::OpType::copy, {wrap(condition, numel)}, Tensor::empty({numel}, DType::Bool, scope.device()), {}};
+  run_kernel(to_bool, scope.device());
+  OpCall call{ir::OpType::where, {to_bool.out, wrap(x, numel), wrap(y, numel)}, wrap(output, numel), {}};
+  run_kernel(call, scope.device());
+}
+
+void launch_clamp(float* output, const float* input, float min_val, float max_val, int64_t numel, hipStream_t stream) {
+  OpAttrs attrs;
+  attrs.lo = Scalar(static_cast<double>(min_val));
+  attrs.hi = Scalar(static_cast<double>(max_val));
+  unary(ir::OpType::clamp, output, input, numel, stream, attrs);
+}
+
+}  // namespace pyflame::backend::rocm

@@ -1,0 +1,278 @@
+// The vendor-library adapters on a real GPU: ROCmBLAS (gemm, strided batched
+// gemm, geam), ROCmDNN (2-D convolution with its workspace), the tuning cache
+// and the ROCBLAS_CHECK / MIOPEN_CHECK errors. References are plain loops on
+// the host in double; outputs are poisoned before the library writes them.
+// Skips (with the reason) when no GPU is usable.
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "pyflame/backend/rocm/blas.h"
+#include "pyflame/backend/rocm/device.h"
+#include "pyflame/backend/rocm/dnn.h"
+#include "pyflame/backend/rocm/math_mode.h"
+#include "pyflame/backend/rocm/memory.h"
+#include "pyflame/backend/rocm/tuning.h"
+
+namespace rocm = pyflame::backend::rocm;
+
+namespace {
+
+bool gpu_or_skip() {
+  if (rocm::is_available()) return true;
+  MESSAGE("skipped: no usable GPU: " << rocm::unavailable_reason());
+  return false;
+}
+
+std::vector<float> random_floats(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+// A device copy of host data, freed with the object.
+struct DeviceBuffer {
+  explicit DeviceBuffer(size_t n) : bytes(n * sizeof(float)), ptr(rocm::get_memory_manager().allocate(bytes)) {
+    rocm::get_memory_manager().memset(ptr, 0xFF, bytes);  // NaN poison
+  }
+  explicit DeviceBuffer(const std::vector<float>& host) : DeviceBuffer(host.size()) {
+    rocm::get_memory_manager().copy_host_to_device(ptr, host.data(), bytes);
+  }
+  ~DeviceBuffer() { rocm::get_memory_manager().deallocate(ptr); }
+  std::vector<float> host() const {
+    std::vector<float> out(bytes / sizeof(float));
+    rocm::get_memory_manager().copy_device_to_host(out.data(), ptr, bytes);
+    return out;
+  }
+  float* f() const { return static_cast<float*>(ptr); }
+  size_t bytes;
+  void* ptr;
+};
+
+// Column-major C (m x n) = op(A) op(B), as BLAS defines it, in double.
+std::vector<double> ref_gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb) {
+  std::vector<double> c(size_t(m) * n);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      double acc = 0;
+      for (int p = 0; p < k; ++p) acc += double(ta ? a[p + i * lda] : a[i + p * lda]) * (tb ? b[j + p * ldb] : b[p + j * ldb]);
+      c[i + size_t(j) * m] = acc;
+    }
+  return c;
+}
+
+void check_close(const std::vector<float>& got, const std::vector<double>& want, double tol) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i);
+    REQUIRE(std::abs(got[i] - want[i]) <= tol * (1 + std::abs(want[i])));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ROCmBLAS gemm matches a host reference for every transpose combination") {
+  if (!gpu_or_skip()) return;
+  rocm::set_allow_tf32(false);
+  const int m = 37, n = 29, k = 53;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const int lda = (ta ? k : m) + 3, ldb = (tb ? n : k) + 1, ldc = m + 2;
+      auto a = random_floats(size_t(lda) * (ta ? m : k), 1 + ta), b = random_floats(size_t(ldb) * (tb ? k : n), 3 + tb);
+      DeviceBuffer da(a), db(b), dc(size_t(ldc) * n);
+      rocm::get_blas().gemm(ta ? rocblas_operation_transpose : rocblas_operation_none,
+                            tb ? rocblas_operation_transpose : rocblas_operation_none, m, n, k, 1.0f, da.f(), lda, db.f(),
+                            ldb, 0.0f, dc.f(), ldc);
+      auto c = dc.host();
+      std::vector<float> c_packed;
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) c_packed.push_back(c[i + size_t(j) * ldc]);
+      check_close(c_packed, ref_gemm(ta, tb, m, n, k, a.data(), lda, b.data(), ldb), 1e-5);
+    }
+}
+
+TEST_CASE("ROCmBLAS gemm_strided_batched and geam") {
+  if (!gpu_or_skip()) return;
+  rocm::set_allow_tf32(false);
+  const int m = 16, n = 9, k = 11, batch = 5;
+  auto a = random_floats(size_t(m) * k * batch, 7), b = random_floats(size_t(k) * n * batch, 8);
+  DeviceBuffer da(a), db(b), dc(size_t(m) * n * batch);
+  rocm::get_blas().gemm_strided_batched(rocblas_operation_none, rocblas_operation_none, m, n, k, 1.0f, da.f(), m,
+                                        int64_t(m) * k, db.f(), k, int64_t(k) * n, 0.0f, dc.f(), m, int64_t(m) * n,
+                                        batch);
+  auto c = dc.host();
+  for (int i = 0; i < batch; ++i) {
+    auto want = ref_gemm(false, false, m, n, k, a.data() + size_t(i) * m * k, m, b.data() + size_t(i) * k * n, k);
+    check_close(std::vector<float>(c.begin() + size_t(i) * m * n, c.begin() + size_t(i + 1) * m * n), want, 1e-5);
+  }
+
+  // geam: C = 2 A^T - B  (A is n x m, so A^T is m x n)
+  auto ga = random_floats(size_t(n) * m, 9), gb = random_floats(size_t(m) * n, 10);
+  DeviceBuffer dga(ga), dgb(gb), dgc(size_t(m) * n);
+  rocm::get_blas().geam(rocblas_operation_transpose, rocblas_operation_none, m, n, 2.0f, dga.f(), n, -1.0f, dgb.f(), m,
+                        dgc.f(), m);
+  auto gc = dgc.host();
+  std::vector<double> want(size_t(m) * n);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) want[i + size_t(j) * m] = 2.0 * ga[j + size_t(i) * n] - gb[i + size_t(j) * m];
+  check_close(gc, want, 1e-6);
+}
+
+TEST_CASE("ROCBLAS_CHECK names the library status, the call, file and line") {
+  if (!gpu_or_skip()) return;
+  DeviceBuffer d(64);
+  try {
+    // lda smaller than the row count is invalid for every BLAS.
+    rocm::get_blas().gemm(rocblas_operation_none, rocblas_operation_none, 8, 8, 8, 1.0f, d.f(), 2, d.f(), 8, 0.0f,
+                          d.f(), 8);
+    FAIL("an invalid leading dimension was accepted");
+  } catch (const pyflame::ROCmError& e) {
+    std::string msg = e.what();
+    CHECK(msg.find("BLAS error") != std::string::npos);
+    CHECK(msg.find("blas.cpp:") != std::string::npos);
+    CHECK((msg.find("cublasGemmEx") != std::string::npos || msg.find("rocblas_gemm_ex") != std::string::npos));
+  }
+}
+
+namespace {
+
+// NCHW cross-correlation in double, as torch.nn.functional.conv2d.
+std::vector<double> ref_conv2d(const std::vector<float>& x, const std::vector<int64_t>& xs, const std::vector<float>& w,
+                               const std::vector<int64_t>& ws, const std::vector<int64_t>& ys,
+                               const rocm::ConvParams& p) {
+  std::vector<double> y(size_t(ys[0] * ys[1] * ys[2] * ys[3]));
+  const int64_t cg = ws[1], og = ws[0] / p.groups;
+  for (int64_t nn = 0; nn < ys[0]; ++nn)
+    for (int64_t o = 0; o < ys[1]; ++o)
+      for (int64_t i = 0; i < ys[2]; ++i)
+        for (int64_t j = 0; j < ys[3]; ++j) {
+          double acc = 0;
+          const int64_t g = o / og;
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t u = 0; u < ws[2]; ++u)
+              for (int64_t v = 0; v < ws[3]; ++v) {
+                int64_t h = i * p.stride[0] - p.padding[0] + u * p.dilation[0];
+                int64_t q = j * p.stride[1] - p.padding[1] + v * p.dilation[1];
+                if (h < 0 || h >= xs[2] || q < 0 || q >= xs[3]) continue;
+                acc += double(x[((nn * xs[1] + g * cg + c) * xs[2] + h) * xs[3] + q]) *
+                       w[((o * cg + c) * ws[2] + u) * ws[3] + v];
+              }
+          y[((nn * ys[1] + o) * ys[2] + i) * ys[3] + j] = acc;
+        }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("ROCmDNN conv2d_forward matches a host reference (stride, padding, dilation, groups)") {
+  if (!gpu_or_skip()) return;
+  rocm::set_conv_allow_tf32(false);
+  struct Case {
+    std::vector<int64_t> xs, ws;
+    rocm::ConvParams p;
+  };
+  const Case cases[] = {
+      {{2, 3, 7, 7}, {4, 3, 3, 3}, rocm::ConvParams::Conv2D(1, 1)},
+      {{1, 4, 9, 8}, {6, 2, 3, 2}, rocm::ConvParams::Conv2D(0, 1, 2, 1, 1, 2, 2)},
+      {{3, 6, 5, 6}, {6, 1, 3, 3}, rocm::ConvParams::Conv2D(2, 2, 1, 2, 2, 1, 6)},  // depthwise
+  };
+  for (const Case& c : cases) {
+    std::vector<int64_t> ys = {c.xs[0], c.ws[0],
+                               (c.xs[2] + 2 * c.p.padding[0] - c.p.dilation[0] * (c.ws[2] - 1) - 1) / c.p.stride[0] + 1,
+                               (c.xs[3] + 2 * c.p.padding[1] - c.p.dilation[1] * (c.ws[3] - 1) - 1) / c.p.stride[1] + 1};
+    auto x = random_floats(size_t(c.xs[0] * c.xs[1] * c.xs[2] * c.xs[3]), 11);
+    auto w = random_floats(size_t(c.ws[0] * c.ws[1] * c.ws[2] * c.ws[3]), 12);
+    DeviceBuffer dx(x), dw(w), dy(size_t(ys[0] * ys[1] * ys[2] * ys[3]));
+    rocm::ROCmDNN& dnn = rocm::get_dnn();
+    size_t ws_bytes = dnn.conv2d_forward_workspace_size(pyflame::DType::Float32, c.xs, c.ws, ys, c.p);
+    void* ws = ws_bytes ? rocm::get_memory_manager().allocate(ws_bytes) : nullptr;
+    dnn.conv2d_forward(pyflame::DType::Float32, c.xs, dx.ptr, c.ws, dw.ptr, ys, dy.ptr, c.p, ws, ws_bytes);
+    if (ws) rocm::get_memory_manager().deallocate(ws);
+    check_close(dy.host(), ref_conv2d(x, c.xs, w, c.ws, ys, c.p), 1e-4);
+  }
+}
+
+TEST_CASE("the DNN adapter rejects inconsistent problems; MIOPEN_CHECK names the status, call, file and line") {
+  if (!gpu_or_skip()) return;
+  rocm::ROCmDNN& dnn = rocm::get_dnn();
+  const auto p = rocm::ConvParams::Conv2D(0, 0);
+  // weight channels (5) vs input channels (3); an output shape that does not follow
+  CHECK_THROWS_AS(dnn.conv2d_forward_workspace_size(pyflame::DType::Float32, {1, 3, 8, 8}, {2, 5, 3, 3}, {1, 2, 6, 6}, p),
+                  pyflame::ValueError);
+  CHECK_THROWS_AS(dnn.conv2d_forward_workspace_size(pyflame::DType::Float32, {1, 3, 8, 8}, {2, 3, 3, 3}, {1, 2, 7, 6}, p),
+                  pyflame::ValueError);
+  const int line = __LINE__ + 2;
+  try {
+    MIOPEN_CHECK(static_cast<miopenStatus_t>(static_cast<int>(miopenStatusSuccess) + 1));
+    FAIL("a failed status passed");
+  } catch (const pyflame::ROCmError& e) {
+    std::string msg = e.what();
+    CHECK((msg.find("cuDNN error") != std::string::npos || msg.find("MIOpen error") != std::string::npos));
+    CHECK(msg.find("static_cast<miopenStatus_t>") != std::string::npos);
+    CHECK(msg.find("test_rocm_libs.cpp:" + std::to_string(line)) != std::string::npos);
+  }
+}
+
+TEST_CASE("the tuning cache searches once, reuses, persists, and never reuses another GPU's entries") {
+  if (!gpu_or_skip()) return;
+  const std::string path = "/tmp/pyflame_tuning_test_" + std::to_string(::getpid()) + ".txt";
+  std::remove(path.c_str());
+  rocm::MIOpenTuningCache& cache = rocm::get_tuning_cache();
+  cache.clear();
+  cache.set_cache_file(path);
+  const std::vector<int64_t> xs = {2, 8, 12, 12}, ws = {8, 8, 3, 3}, ys = {2, 8, 12, 12};
+  const auto p = rocm::ConvParams::Conv2D(1, 1);
+  rocm::ROCmDNN& dnn = rocm::get_dnn();
+  size_t w1 = dnn.conv2d_forward_workspace_size(pyflame::DType::Float32, xs, ws, ys, p);
+  auto s1 = cache.get_stats();
+  CHECK(s1.misses == 1);
+  CHECK(s1.hits == 0);
+  CHECK(s1.entries == 1);
+  size_t w2 = dnn.conv2d_forward_workspace_size(pyflame::DType::Float32, xs, ws, ys, p);
+  CHECK(w1 == w2);
+  CHECK(cache.get_stats().hits == 1);
+
+  // The file holds the entry, keyed with this GPU's architecture.
+  std::ifstream in(path);
+  std::string line;
+  REQUIRE(std::getline(in, line));
+  const std::string arch = rocm::get_device_info(rocm::get_current_device()).architecture;
+  CHECK(line.find("|" + arch + "|") != std::string::npos);
+  in.close();
+
+  // A fresh cache reading the file reuses the choice without a search ...
+  rocm::MIOpenTuningCache fresh({true, true, true, path});
+  CHECK(fresh.get_stats().entries == 1);
+  // ... and the same problem from another architecture is a different key.
+  std::string other = line;
+  other.replace(other.find("|" + arch + "|"), arch.size() + 2, "|gfx000|");
+  {
+    std::ofstream out(path);
+    out << other << '\n';
+  }
+  cache.clear();
+  cache.set_cache_file(path);
+  CHECK(cache.get_stats().entries == 1);
+  (void)dnn.conv2d_forward_workspace_size(pyflame::DType::Float32, xs, ws, ys, p);
+  CHECK(cache.get_stats().misses == 1);  // the foreign entry did not match
+  CHECK(cache.get_stats().entries == 2);
+  cache.set_cache_file("");
+  std::remove(path.c_str());
+}
+
+// Last in the file: hands the library handles and workspaces back, so the
+// allocator tests that follow and compute-sanitizer's leak check see none.
+TEST_CASE("release the BLAS and DNN instances") {
+  if (!gpu_or_skip()) return;
+  rocm::release_blas();
+  rocm::release_dnn();
+  CHECK(rocm::get_memory_manager().get_stats().total_allocated == 0);
+}

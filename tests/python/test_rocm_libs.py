@@ -1,0 +1,56 @@
+"""The GPU's library-backed ops beyond the op registry: matmul's TF32 switch and
+batch layouts through ROCmBLAS. Every op x dtype x shape class runs in test_ops.py."""
+
+import numpy as np
+import pytest
+import torch
+
+import pyflame as pf
+from pyflame.backend import rocm
+
+pytestmark = pytest.mark.skipif(not pf.rocm_is_available(), reason=f"no usable GPU: {pf.rocm_unavailable_reason()}")
+
+
+@pytest.fixture
+def on_gpu():
+    pf.set_device("rocm")
+    yield
+    pf.set_device("cpu")
+
+
+def _rel_err(got, want):
+    return float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+
+
+def test_matmul_tf32_is_off_by_default_and_switchable(on_gpu, rng):
+    a = rng.standard_normal((512, 1024)).astype(np.float32)
+    b = rng.standard_normal((1024, 256)).astype(np.float32)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    assert not rocm.allow_tf32()
+    full = _rel_err(pf.matmul(pf.tensor(a), pf.tensor(b)).numpy(), want)
+    assert full < 1e-5
+    info = pf.rocm_get_device_info(0)
+    rocm.set_allow_tf32(True)
+    try:
+        tf32 = _rel_err(pf.matmul(pf.tensor(a), pf.tensor(b)).numpy(), want)
+    finally:
+        rocm.set_allow_tf32(False)
+    assert tf32 < 1e-2
+    if info["platform"] == "nvidia" and int(info["architecture"].split("_")[1]) >= 80:
+        assert tf32 > 10 * full, "TF32 was allowed but the product has float32 accuracy"
+    assert _rel_err(pf.matmul(pf.tensor(a), pf.tensor(b)).numpy(), want) < 1e-5  # off again
+
+
+@pytest.mark.parametrize("shape_a,shape_b", [
+    ((2, 3, 5, 7), (3, 7, 4)),        # b broadcast over the outer batch dim: an outer loop
+    ((4, 1, 6, 5), (1, 3, 5, 2)),     # both broadcast
+    ((2, 3, 5, 7), (2, 3, 7, 4)),     # one strided-batched call
+])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "int32"])
+def test_batched_matmul_layouts(on_gpu, rng, shape_a, shape_b, dtype):
+    a = rng.integers(-4, 5, shape_a).astype(np.float32)
+    b = rng.integers(-4, 5, shape_b).astype(np.float32)
+    pa, pb = pf.tensor(a).to(getattr(pf, dtype)), pf.tensor(b).to(getattr(pf, dtype))
+    got = pf.matmul(pa, pb.transpose(-1, -2).contiguous().transpose(-1, -2))  # b as a transposed view
+    want = torch.matmul(torch.from_numpy(a).double(), torch.from_numpy(b).double())
+    np.testing.assert_array_equal(got.to(pf.float64).numpy(), want.numpy())  # small integers: exact
