@@ -2,12 +2,16 @@
 // Launch helpers shared by the GPU kernel files: the coalesced strided layout
 // as a kernel argument, and grid sizing for grid-stride loops.
 
+#include <atomic>
+
 #include "core/strided_layout.h"
+#include "pyflame/backend/rocm/hip_check.h"
 #include "pyflame/error.h"
 
 namespace pyflame::backend::rocm {
 
 constexpr int kMaxDims = 16;
+constexpr int kMaxDevices = 64;
 constexpr int kThreads = 256;
 
 // A coalesced layout passed to the kernel by value.
@@ -37,6 +41,18 @@ template <int N> inline Offsets<N> make_offsets(const std::array<const Tensor*, 
     for (int k = 0; k < N; ++k) o.strides[d][k] = l.strides[d][k];
   }
   return o;
+}
+
+// Lanes per warp of `device` (host code: the compile-time PF_WARP_SIZE is the device pass's).
+inline int warp_size(int device) {
+  static std::atomic<int> cache[kMaxDevices] = {};
+  if (device < 0 || device >= kMaxDevices) return 64;
+  int w = cache[device].load(std::memory_order_relaxed);
+  if (!w) {
+    HIP_CHECK(hipDeviceGetAttribute(&w, hipDeviceAttributeWarpSize, device));
+    cache[device].store(w, std::memory_order_relaxed);
+  }
+  return w;
 }
 
 inline unsigned grid_for(int64_t n) {

@@ -1,10 +1,18 @@
 // GPU reductions (sum, mean, max, min, prod over any dims) and arg
-// reductions (argmax, argmin), with the CPU's reduction functors. The input
-// is viewed as rows: [kept dims..., reduced dims...] made contiguous (a copy
-// kernel when the reduced dims are not already innermost), then one block
-// reduces each row: threads stride over it, then a shared-memory tree
-// combines the threads' partials. The tree uses no warp shuffles, so it is
-// the same on wave64 and wave32 hardware.
+// reductions (argmax, argmin), with the CPU's reduction functors.
+//
+// Reductions see the (contiguous) input as [outer, len, inner] with the
+// reduced dims in the middle; reduced dims that are not adjacent are first
+// moved innermost by a copy. Two kernels, chosen by the layout:
+//   inner == 1 (rows): one warp per row segment, vectorised 16-byte loads,
+//     the lanes combined by shuffles (block_reduce.h: wave64 and wave32 alike);
+//   inner > 1 (columns): threads across `inner` read coalesced, slices of
+//     `len` per thread row, combined in shared memory.
+// Either kernel may split `len` into segments so that the GPU has enough
+// independent work (one row of 67M elements, a few long columns); then it
+// writes accumulator partials, and a second launch of the same kernels
+// reduces those and applies the functor's finish (mean's division).
+// Arg reductions keep one block per row: a shared-memory tree of (value, index).
 
 #include <algorithm>
 
@@ -13,13 +21,16 @@
 #include "pyflame/backend/rocm/hip_check.h"
 #include "pyflame/backend/rocm/stream.h"
 #include "rocm/device_guard.h"
+#include "rocm/kernels/block_reduce.h"
 #include "rocm/kernels/launch.h"
 
 namespace pyflame::backend::rocm {
 namespace {
 
-// A power of two, for the tree.
+// A power of two, for the arg-reduction tree.
 constexpr int kReduceThreads = 256;
+// Independent work items to aim for: enough warps to fill every compute unit of a large GPU.
+constexpr int64_t kTargetItems = 16384;
 
 // Accumulator on the GPU: float for the 16- and 32-bit floats (as PyTorch),
 // int64 for integer sums and products (the op layer widened the dtype), else
@@ -30,22 +41,123 @@ template <class T> struct GpuAccum<kernels::SumReduce, T> : GpuAccumWide<T> {};
 template <class T> struct GpuAccum<kernels::MeanReduce, T> : GpuAccumWide<T> {};
 template <class T> struct GpuAccum<kernels::ProdReduce, T> : GpuAccumWide<T> {};
 
-template <class T, class A, class R>
-static __global__ void reduce_rows(T* out, const T* in, int64_t rows, int64_t len, R r) {
-  __shared__ A partial[kReduceThreads];
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const T* src = in + row * len;
+template <class T, int V> struct alignas(sizeof(T) * V) Vec {
+  T v[V];
+};
+
+// out[item] for item = row * segments + segment: the reduction of the
+// segment's elements of `in` (rows x len, contiguous). `finish` applies the
+// functor's finish over `count` elements (the last pass); else out holds
+// accumulator partials. V > 1: every row start is V-aligned (len % V == 0).
+template <int V, class O, class I, class A, class R>
+static __global__ void reduce_row_segments(O* out, const I* in, int64_t rows, int64_t len, int64_t segments,
+                                           int64_t seg_len, bool finish, int64_t count, R r) {
+  const int lane = threadIdx.x % PF_WARP_SIZE;
+  const int64_t warps_per_block = blockDim.x / PF_WARP_SIZE;
+  const int64_t items = rows * segments;
+  for (int64_t item = blockIdx.x * warps_per_block + threadIdx.x / PF_WARP_SIZE; item < items;
+       item += static_cast<int64_t>(gridDim.x) * warps_per_block) {
+    const int64_t row = item / segments, seg = item % segments;
+    const int64_t begin = seg * seg_len, end = std::min(len, begin + seg_len);
+    const I* src = in + row * len;
     A acc = R::identity();
-    for (int64_t i = threadIdx.x; i < len; i += blockDim.x) acc = r(acc, static_cast<A>(src[i]));
-    partial[threadIdx.x] = acc;
-    __syncthreads();
-    for (int s = kReduceThreads / 2; s > 0; s >>= 1) {
-      if (threadIdx.x < s) partial[threadIdx.x] = r(partial[threadIdx.x], partial[threadIdx.x + s]);
-      __syncthreads();
+    if constexpr (V > 1) {
+      const Vec<I, V>* vsrc = reinterpret_cast<const Vec<I, V>*>(src);
+      for (int64_t i = begin / V + lane; i < end / V; i += PF_WARP_SIZE) {
+        Vec<I, V> x = vsrc[i];
+        for (int k = 0; k < V; ++k) acc = r(acc, static_cast<A>(x.v[k]));
+      }
+    } else {
+      for (int64_t i = begin + lane; i < end; i += PF_WARP_SIZE) acc = r(acc, static_cast<A>(src[i]));
     }
-    if (threadIdx.x == 0) out[row] = static_cast<T>(r.finish(partial[0], len));
+    acc = warp_all_reduce(acc, r);
+    if (lane == 0) out[item] = finish ? static_cast<O>(r.finish(acc, count)) : static_cast<O>(acc);
+  }
+}
+
+constexpr int kColumnLanes = 32;   // threads across `inner` (coalesced)
+constexpr int kColumnSlices = 8;   // thread rows, each over its slice of `len`
+
+// out[(split * outer + o) * inner + j]: the reduction over split `split` of the
+// `len` dim of in[o, :, j] (outer x len x inner, contiguous).
+template <class O, class I, class A, class R>
+static __global__ void reduce_columns(O* out, const I* in, int64_t outer, int64_t len, int64_t inner,
+                                      int64_t split_len, bool finish, int64_t count, R r) {
+  __shared__ A partial[kColumnSlices][kColumnLanes];
+  const int64_t j = blockIdx.x * static_cast<int64_t>(kColumnLanes) + threadIdx.x;
+  const int64_t split = blockIdx.z;
+  const int64_t begin = split * split_len, end = std::min(len, begin + split_len);
+  for (int64_t o = blockIdx.y; o < outer; o += gridDim.y) {
+    A acc = R::identity();
+    if (j < inner) {
+      const I* src = in + o * len * inner + j;
+      for (int64_t i = begin + threadIdx.y; i < end; i += kColumnSlices) acc = r(acc, static_cast<A>(src[i * inner]));
+    }
+    partial[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && j < inner) {
+      for (int y = 1; y < kColumnSlices; ++y) acc = r(acc, partial[y][threadIdx.x]);
+      O* dst = out + (split * outer + o) * inner + j;
+      *dst = finish ? static_cast<O>(r.finish(acc, count)) : static_cast<O>(acc);
+    }
     __syncthreads();
   }
+}
+
+// Reduces the middle dim of [outer, len, inner] (contiguous, element type I)
+// into `out` (outer x inner, type O), over `count` original elements per output.
+// Partials live in tensors freed when this returns: the allocator hands their
+// memory out again only in the stream's order, after the kernels that read them.
+template <class O, class I, class A, class R>
+void launch_reduce(O* out, const I* in, int64_t outer, int64_t len, int64_t inner, int64_t count, hipStream_t stream,
+                   Device device) {
+  const R r;
+  if (inner == 1) {
+    // Segments of at least 4096 elements, enough of them to fill the GPU.
+    int64_t segments = std::clamp<int64_t>((kTargetItems + outer - 1) / outer, 1, (len + 4095) / 4096);
+    constexpr int kV = sizeof(I) >= 16 ? 1 : static_cast<int>(16 / sizeof(I));
+    const bool vec = kV > 1 && len % kV == 0 && reinterpret_cast<uintptr_t>(in) % 16 == 0;
+    int64_t seg_len = (len + segments - 1) / segments;
+    if (vec) seg_len = (seg_len + kV - 1) / kV * kV;
+    segments = (len + seg_len - 1) / std::max<int64_t>(seg_len, 1);
+    if (segments < 1) segments = 1;
+    const int64_t items = outer * segments;
+    const int64_t warps_per_block = 256 / warp_size(device.index);
+    const unsigned blocks =
+        static_cast<unsigned>(std::min<int64_t>((items + warps_per_block - 1) / warps_per_block, 1 << 20));
+    auto run = [&](auto* dst, bool finish) {
+      if (vec)
+        reduce_row_segments<kV, std::remove_pointer_t<decltype(dst)>, I, A><<<blocks, 256, 0, stream>>>(
+            dst, in, outer, len, segments, seg_len, finish, count, r);
+      else
+        reduce_row_segments<1, std::remove_pointer_t<decltype(dst)>, I, A><<<blocks, 256, 0, stream>>>(
+            dst, in, outer, len, segments, seg_len, finish, count, r);
+    };
+    if (segments == 1) return run(out, true);
+    Tensor partials = Tensor::empty({outer * segments}, dtype_of<A>(), device);
+    run(partials.data<A>(), false);
+    launch_reduce<O, A, A, R>(out, partials.data<A>(), outer, segments, 1, count, stream, device);
+    return;
+  }
+  // Columns: split `len` when outer x inner alone gives too few threads.
+  const int64_t threads = outer * inner * kColumnSlices;
+  int64_t splits = std::clamp<int64_t>((kTargetItems * 16 + threads - 1) / threads, 1, std::max<int64_t>(len / 64, 1));
+  splits = std::min<int64_t>(splits, 65535);
+  const int64_t split_len = (len + splits - 1) / splits;
+  splits = (len + split_len - 1) / std::max<int64_t>(split_len, 1);
+  if (splits < 1) splits = 1;
+  dim3 block(kColumnLanes, kColumnSlices);
+  dim3 grid(static_cast<unsigned>((inner + kColumnLanes - 1) / kColumnLanes),
+            static_cast<unsigned>(std::min<int64_t>(outer, 65535)), static_cast<unsigned>(splits));
+  if (splits == 1) {
+    reduce_columns<O, I, A><<<grid, block, 0, stream>>>(out, in, outer, len, inner, split_len, true, count, r);
+    return;
+  }
+  Tensor partials = Tensor::empty({splits * outer * inner}, dtype_of<A>(), device);
+  reduce_columns<A, I, A><<<grid, block, 0, stream>>>(partials.data<A>(), in, outer, len, inner, split_len, false,
+                                                      count, r);
+  // The partials are [splits, outer * inner]: reduce their leading dim.
+  launch_reduce<O, A, A, R>(out, partials.data<A>(), 1, splits, outer * inner, count, stream, device);
 }
 
 template <class T, class R>
@@ -95,17 +207,30 @@ Tensor as_rows(const Tensor& x, const std::vector<int64_t>& dims, int64_t& len) 
 template <template <class> class R> void reduce_entry(OpCall& call) {
   int device = call.out.device().index;
   DeviceGuard guard(device);
-  int64_t len = 0;
-  Tensor rows = as_rows(call.inputs[0], call.attrs.dims, len);
-  const int64_t n_rows = call.out.numel();
-  visit_dtype(rows.dtype(), [&](auto tag) {
+  const std::vector<int64_t>& dims = call.attrs.dims;
+  Tensor x = call.inputs[0];
+  int64_t outer = 1, len = 1, inner = 1;
+  const bool adjacent = dims.empty() || dims.back() - dims.front() + 1 == static_cast<int64_t>(dims.size());
+  if (adjacent) {
+    x = x.contiguous();
+    for (int64_t d = 0; d < x.dim(); ++d) {
+      if (!dims.empty() && d < dims.front()) outer *= x.shape()[d];
+      else if (!dims.empty() && d <= dims.back()) len *= x.shape()[d];
+      else inner *= x.shape()[d];
+    }
+    if (dims.empty()) outer = inner, inner = 1;  // a 0-d input: nothing reduced
+  } else {
+    x = as_rows(x, dims, len);
+    outer = len > 0 ? x.numel() / len : 0;
+  }
+  visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = typename GpuAccum<R, T>::type;
-    reduce_rows<T, A><<<row_grid(n_rows), kReduceThreads, 0, current_stream(device)>>>(
-        call.out.data<T>(), rows.data<T>(), n_rows, len, R<A>());
+    launch_reduce<T, T, A, R<A>>(call.out.data<T>(), x.data<T>(), outer, len, inner, len, current_stream(device),
+                                 call.out.device());
   });
   check_launch(op_name(call.op), "shape " + detail::to_piece(call.inputs[0].shape()) + " over dims " +
-                                     detail::to_piece(call.attrs.dims) + " (" + dtype_name(rows.dtype()) + ")");
+                                     detail::to_piece(call.attrs.dims) + " (" + dtype_name(x.dtype()) + ")");
 }
 
 template <template <class> class R> void arg_reduce_entry(OpCall& call) {

@@ -1,9 +1,11 @@
 // GPU softmax and log_softmax over any dim. The input is viewed as rows
 // along the softmax dim (made contiguous, dim innermost); one block handles a
-// row: the row max and the sum of exp(x - max) are each combined with a
-// shared-memory tree (no warp shuffles: the same on wave64 and wave32), then
-// the block writes the row. A result computed with dim moved innermost is
-// copied back into the output's layout.
+// row: the row max and the sum of exp(x - max) are each combined across the
+// block (block_reduce.h: warp shuffles over PF_WARP_SIZE lanes, so wave64 and
+// wave32 alike), then the block writes the row. Rows of up to 8192 elements
+// are held in registers, so the input is read once; longer rows are read three
+// times. A result computed with dim moved innermost is copied back into the
+// output's layout.
 
 #include <algorithm>
 
@@ -12,29 +14,52 @@
 #include "pyflame/backend/rocm/hip_check.h"
 #include "pyflame/backend/rocm/stream.h"
 #include "rocm/device_guard.h"
+#include "rocm/kernels/block_reduce.h"
 #include "rocm/kernels/launch.h"
 
 namespace pyflame::backend::rocm {
 namespace {
 
-constexpr int kSoftmaxThreads = 256;  // a power of two, for the tree
+constexpr int kSoftmaxThreads = 256;
+constexpr int kMaxCached = 32;  // elements per thread held in registers: rows up to 8192
 
-// Combines every thread's `v` with `f`; all threads get the result.
-template <class A, class F> __device__ A block_combine(A v, A* scratch, F f) {
-  scratch[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = kSoftmaxThreads / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) scratch[threadIdx.x] = f(scratch[threadIdx.x], scratch[threadIdx.x + s]);
-    __syncthreads();
+// Rows of at most kSoftmaxThreads * kPer elements, each thread holding its kPer in registers.
+template <class T, bool kLog, int kPer>
+static __global__ void softmax_rows_cached(T* out, const T* in, int64_t rows, int64_t len) {
+  using A = acc_t<T>;
+  const kernels::MaxReduce<A> max_of;
+  const kernels::SumReduce<A> sum_of;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* x = in + row * len;
+    T* y = out + row * len;
+    A v[kPer];
+    A m = kernels::MaxReduce<A>::identity();
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kSoftmaxThreads;
+      v[k] = i < len ? static_cast<A>(x[i]) : kernels::MaxReduce<A>::identity();
+      m = max_of(m, v[k]);
+    }
+    m = block_all_reduce<kSoftmaxThreads>(m, max_of);
+    A s = A(0);
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      v[k] -= m;
+      if (threadIdx.x + static_cast<int64_t>(k) * kSoftmaxThreads < len) s += math::exp(v[k]);
+    }
+    s = block_all_reduce<kSoftmaxThreads>(s, sum_of);
+    const A scale = kLog ? math::log(s) : A(1) / s;
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kSoftmaxThreads;
+      if (i < len) y[i] = static_cast<T>(kLog ? v[k] - scale : math::exp(v[k]) * scale);
+    }
   }
-  A r = scratch[0];
-  __syncthreads();
-  return r;
 }
 
+// Any row length: the row is read for the max, for the sum, and to write.
 template <class T, bool kLog> static __global__ void softmax_rows(T* out, const T* in, int64_t rows, int64_t len) {
   using A = acc_t<T>;
-  __shared__ A scratch[kSoftmaxThreads];
   const kernels::MaxReduce<A> max_of;
   const kernels::SumReduce<A> sum_of;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -42,16 +67,30 @@ template <class T, bool kLog> static __global__ void softmax_rows(T* out, const 
     T* y = out + row * len;
     A m = kernels::MaxReduce<A>::identity();
     for (int64_t i = threadIdx.x; i < len; i += blockDim.x) m = max_of(m, static_cast<A>(x[i]));
-    m = block_combine(m, scratch, max_of);
+    m = block_all_reduce<kSoftmaxThreads>(m, max_of);
     A s = A(0);
     for (int64_t i = threadIdx.x; i < len; i += blockDim.x) s += math::exp(static_cast<A>(x[i]) - m);
-    s = block_combine(s, scratch, sum_of);
+    s = block_all_reduce<kSoftmaxThreads>(s, sum_of);
     const A scale = kLog ? math::log(s) : A(1) / s;
     for (int64_t i = threadIdx.x; i < len; i += blockDim.x) {
       A v = static_cast<A>(x[i]) - m;
       y[i] = static_cast<T>(kLog ? v - scale : math::exp(v) * scale);
     }
   }
+}
+
+template <class T, bool kLog>
+void launch_softmax(T* out, const T* in, int64_t rows, int64_t len, hipStream_t stream) {
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(rows, int64_t{1} << 16));
+  const int64_t per = (len + kSoftmaxThreads - 1) / kSoftmaxThreads;
+  if (per <= 1) softmax_rows_cached<T, kLog, 1><<<grid, kSoftmaxThreads, 0, stream>>>(out, in, rows, len);
+  else if (per <= 2) softmax_rows_cached<T, kLog, 2><<<grid, kSoftmaxThreads, 0, stream>>>(out, in, rows, len);
+  else if (per <= 4) softmax_rows_cached<T, kLog, 4><<<grid, kSoftmaxThreads, 0, stream>>>(out, in, rows, len);
+  else if (per <= 8) softmax_rows_cached<T, kLog, 8><<<grid, kSoftmaxThreads, 0, stream>>>(out, in, rows, len);
+  else if (per <= 16) softmax_rows_cached<T, kLog, 16><<<grid, kSoftmaxThreads, 0, stream>>>(out, in, rows, len);
+  else if (per <= kMaxCached)
+    softmax_rows_cached<T, kLog, kMaxCached><<<grid, kSoftmaxThreads, 0, stream>>>(out, in, rows, len);
+  else softmax_rows<T, kLog><<<grid, kSoftmaxThreads, 0, stream>>>(out, in, rows, len);
 }
 
 template <bool kLog> void softmax_entry(OpCall& call) {
@@ -67,8 +106,7 @@ template <bool kLog> void softmax_entry(OpCall& call) {
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
-      softmax_rows<T, kLog><<<static_cast<unsigned>(std::min<int64_t>(n_rows, int64_t{1} << 16)), kSoftmaxThreads, 0,
-                              current_stream(device)>>>(result.data<T>(), rows.data<T>(), n_rows, len);
+      launch_softmax<T, kLog>(result.data<T>(), rows.data<T>(), n_rows, len, current_stream(device));
     }
   });
   check_launch(op_name(call.op), "shape " + detail::to_piece(x.shape()) + " over dim " + std::to_string(d) + " (" +

@@ -68,9 +68,13 @@ using hipMemcpyKind = cudaMemcpyKind;
 #define hipEventQuery cudaEventQuery
 #define hipEventElapsedTime cudaEventElapsedTime
 #define hipEventDestroy cudaEventDestroy
+#define hipDeviceGetAttribute cudaDeviceGetAttribute
+#define hipDeviceAttributeWarpSize cudaDevAttrWarpSize
 
 // NVIDIA: every warp is 32 lanes.
 #define PF_WARP_SIZE 32
+// Exchange within a warp: lane i gets `v` of lane i ^ mask (every lane takes part).
+#define PF_SHFL_XOR(v, mask) __shfl_xor_sync(0xffffffffu, (v), (mask))
 
 namespace pyflame::backend::rocm {
 inline std::string arch_name(const hipDeviceProp_t& p) { return "sm_" + std::to_string(p.major) + std::to_string(p.minor); }
@@ -103,6 +107,8 @@ inline void platform_init() {
 #else
 #define PF_WARP_SIZE 64
 #endif
+// Exchange within a wavefront: lane i gets `v` of lane i ^ mask (every lane takes part).
+#define PF_SHFL_XOR(v, mask) __shfl_xor((v), (mask))
 
 namespace pyflame::backend::rocm {
 // gcnArchName is e.g. "gfx90a:sramecc+:xnack-"; the architecture is the part before ':'.

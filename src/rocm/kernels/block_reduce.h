@@ -1,0 +1,37 @@
+#pragma once
+// Device-side combining of values across a warp and a block, shared by the
+// reduction and softmax kernels. Warps combine through shuffles over
+// PF_WARP_SIZE lanes (hip_compat.h: 64 on CDNA, 32 on RDNA and NVIDIA), so the
+// same source is right for wave64 and wave32; warps then meet in shared memory.
+
+#include "pyflame/backend/rocm/hip_compat.h"
+
+namespace pyflame::backend::rocm {
+
+// Every lane of the warp gets f over the warp's values.
+template <class A, class F> __device__ __forceinline__ A warp_all_reduce(A v, F f) {
+  for (int mask = PF_WARP_SIZE / 2; mask > 0; mask >>= 1) v = f(v, PF_SHFL_XOR(v, mask));
+  return v;
+}
+
+// Every thread of the block (kThreads threads, a multiple of the warp size)
+// gets f over the block's values. Contains __syncthreads: all threads must call it.
+template <int kThreads, class A, class F> __device__ __forceinline__ A block_all_reduce(A v, F f) {
+  constexpr int kWarps = kThreads / PF_WARP_SIZE;
+  __shared__ A warp_results[kWarps];
+  __shared__ A result;
+  v = warp_all_reduce(v, f);
+  if (threadIdx.x % PF_WARP_SIZE == 0) warp_results[threadIdx.x / PF_WARP_SIZE] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    A r = warp_results[0];
+    for (int w = 1; w < kWarps; ++w) r = f(r, warp_results[w]);
+    result = r;
+  }
+  __syncthreads();
+  A r = result;
+  __syncthreads();  // the shared slots may be reused by the next call
+  return r;
+}
+
+}  // namespace pyflame::backend::rocm
