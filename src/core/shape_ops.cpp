@@ -112,7 +112,7 @@ Tensor scatter_impl(const Tensor& x, int64_t dim, const Tensor& index, const Ten
   int64_t d = wrap_dim(dim, x.dim(), name);
   Device dev = current_device();
   if (in_place) check_writable(x, name);
-  if (index.numel() == 0) return x;  // as PyTorch: nothing to write, no shape to check
+  if (index.numel() == 0) return in_place ? x : on_device(x, dev, name).clone();  // as PyTorch: no shape to check
   // Writes go straight into x when it lives here and no input shares its memory.
   bool direct = in_place && x.device() == dev && !src.same_storage(x) && !index.same_storage(x);
   Tensor target = direct ? x : on_device(x, dev, name).clone();

@@ -35,10 +35,8 @@ template <class F> void parallel_for(int64_t n, int64_t grain, const F& f) {
 }
 
 // body(std::array<char*, N> ptrs, std::array<int64_t, N> inner_strides_bytes, int64_t count)
-// split_runs = false keeps every run of the innermost dim on one thread, for
-// bodies whose elements within a run may write the same place (scatter_add).
 template <int N, class Body>
-void for_each_strided(const std::array<const Tensor*, N>& ops, const Body& body, bool split_runs = true) {
+void for_each_strided(const std::array<const Tensor*, N>& ops, const Body& body) {
   const Shape& shape = ops[0]->shape();
   int64_t numel = shape_numel(shape);
   if (numel == 0) return;
@@ -51,7 +49,7 @@ void for_each_strided(const std::array<const Tensor*, N>& ops, const Body& body,
   const std::array<int64_t, N> inner_st = strides[0];
 
   if (sizes.size() == 1) {  // one run: split it between threads
-    parallel_for(inner, split_runs ? kParallelGrain : inner, [&](int64_t b, int64_t e) {
+    parallel_for(inner, kParallelGrain, [&](int64_t b, int64_t e) {
       std::array<char*, N> p;
       for (int k = 0; k < N; ++k) p[k] = base[k] + b * inner_st[k];
       body(p, inner_st, e - b);

@@ -452,6 +452,12 @@ def test_scatter_in_place(name, rng):
     assert_matches(base, tbase, 0, 0, what=name + "_ of a view")
 
 
+def test_scatter_with_an_empty_index_returns_a_copy():
+    x = pf.rand(2, 3)
+    r = pf.scatter(x, 0, pf.zeros(0, dtype=pf.int64), pf.rand(2, 3))
+    assert r.tolist() == x.tolist() and r.data_ptr() != x.data_ptr()
+
+
 def test_scatter_value_forms(rng):
     x, tx = pair(rng, (3, 4), "float32")
     i, ti = index_pair(rng, (3, 2), 4)
