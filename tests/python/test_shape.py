@@ -472,6 +472,31 @@ def test_scatter_value_forms(rng):
     assert_matches(pf.scatter(input=x, dim=1, index=i, src=src), torch.scatter(tx, 1, ti, tsrc), 0, 0, what="src=")
 
 
+@pytest.mark.skipif(not pf.rocm_is_available(), reason=f"no usable GPU: {pf.rocm_unavailable_reason()}")
+def test_compositions_run_on_the_gpu(rng):
+    """cat, stack, split, masked_fill, tril, triu and one_hot are built from ops with GPU kernels:
+    on the GPU they give the CPU's results without a copy to the host (strict placement)."""
+    xv, mv = make_values(rng, (4, 6), "float32"), make_values(rng, (4, 6), "bool")
+
+    def put(t, key, value):
+        t[key] = value
+        return t
+
+    def run():
+        x, m = pf.tensor(xv), pf.tensor(mv)
+        return {"cat": pf.cat([x, x[:, :2].to(pf.float16)], 1), "stack": pf.stack([x, x.T.T], 1),
+                "split": pf.split(x, [1, 5], 1)[1], "masked_fill": pf.masked_fill(x, m, 1.5),
+                "masked_fill_": x.clone().masked_fill_(m, -2), "tril": pf.tril(x, 1), "triu": pf.triu(x.T, -1),
+                "one_hot": pf.one_hot(pf.tensor([0, 3, 2]), 5), "x[mask] = 0": put(x.clone(), m, 0.0)}
+
+    expected = run()
+    pf.set_device("rocm")
+    pf.set_strict_device_placement(True)
+    for name, r in run().items():
+        assert r.device.startswith("rocm"), name
+        np.testing.assert_array_equal(pf_to_numpy(r), pf_to_numpy(expected[name]), err_msg=name)
+
+
 # ----------------------------------------------------------------- errors
 
 
