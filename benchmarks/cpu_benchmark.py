@@ -62,6 +62,39 @@ def cases():
         (lambda: 0.5 * g * (1 + np.tanh(0.7978845608 * (g + 0.044715 * g**3)))), \
         (lambda: pf.gelu(pg, approximate="tanh"))
 
+    # Structural ops (include/pyflame/shape_ops.h).
+    w = rng.standard_normal((32000, 512), dtype=np.float32)
+    ids = rng.integers(0, 32000, 16384)
+    pw, pids = pf.tensor(w), pf.tensor(ids)
+    yield "embedding 16K rows of 512", 2 * 4 * 16384 * 512, "byte", (lambda: w[ids]), (lambda: pf.embedding(pids, pw))
+    gi = rng.integers(0, 1024, (4096, 1024))
+    pgi = pf.tensor(gi)
+    yield "gather 4096x1024 dim 1", (4 + 8 + 4) * gi.size, "byte", (lambda: np.take_along_axis(s[:, :1024], gi, 1)), \
+        (lambda: pf.gather(ps[:, :1024], 1, pgi))
+    si = rng.integers(0, 1024, (16384, 256))
+    src = rng.standard_normal((16384, 256), dtype=np.float32)
+    psi, psrc = pf.tensor(si), pf.tensor(src)
+    acc = np.zeros((1024, 256), dtype=np.float32)
+    pacc = pf.zeros(1024, 256)
+    cols = np.broadcast_to(np.arange(256), si.shape)
+
+    def np_scatter_add():
+        out = acc.copy()
+        np.add.at(out, (si, cols), src)
+        return out
+
+    yield "scatter_add 16384x256 dim 0", (4 + 8) * si.size, "byte", np_scatter_add, \
+        (lambda: pf.scatter_add(pacc, 0, psi, psrc))
+    parts = [rng.standard_normal((1024, 1024), dtype=np.float32) for _ in range(4)]
+    pparts = [pf.tensor(t) for t in parts]
+    yield "cat 4 x 1024x1024 dim 1", 2 * 4 * 4 * 2**20, "byte", (lambda: np.concatenate(parts, 1)), \
+        (lambda: pf.cat(pparts, 1))
+    mask = x > 0
+    pmask = pf.tensor(mask)
+    yield "masked_fill 16M fp32", (4 + 1 + 4) * m, "byte", (lambda: np.where(mask, np.float32(0), x)), \
+        (lambda: pf.masked_fill(px, pmask, 0.0))
+    yield "tril 4096x4096 fp32", 2 * 4 * s.size, "byte", (lambda: np.tril(s)), (lambda: pf.tril(ps))
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -69,6 +69,7 @@ from ._creation import (  # noqa: E402,F401
     zeros,
     zeros_like,
 )
+from ._C import cat, chunk, embedding, masked_fill, one_hot, split, stack, tril, triu  # noqa: E402,F401  (shape_ops.h)
 from ._device import device_info  # noqa: E402,F401
 from . import _tensor_repr  # noqa: E402,F401  (installs Tensor.__repr__)
 from . import backend  # noqa: E402,F401  (pf.backend.rocm)

@@ -208,7 +208,23 @@ Tensor from_numpy(nb::ndarray<nb::numpy, nb::device::cpu> arr, nb::handle owner)
 
 // ------------------------------------------------------------ indexing
 
-Tensor get_item(const Tensor& self, nb::handle key) {
+// Whether an index item is a tensor key (advanced indexing): any tensor but a
+// 0-d integer one, which PyTorch treats as an int.
+bool is_tensor_key(nb::handle it) {
+  if (!nb::isinstance<Tensor>(it)) return false;
+  const Tensor& t = nb::cast<const Tensor&>(it);
+  return !(t.dim() == 0 && pyflame::is_integral(t.dtype()));
+}
+
+// x[key] as PyTorch: ints, slices, None and '...' make a view; one tensor key
+// (advanced indexing) is applied to that view at the dim where it stood.
+struct ParsedKey {
+  Tensor view;
+  Tensor tensor_key;  // undefined if none
+  int64_t tensor_dim = 0;
+};
+
+ParsedKey parse_key(const Tensor& self, nb::handle key) {
   nb::tuple items = nb::isinstance<nb::tuple>(key) ? nb::borrow<nb::tuple>(key) : nb::make_tuple(key);
   int64_t consumed = 0;
   bool ellipsis = false;
@@ -216,13 +232,17 @@ Tensor get_item(const Tensor& self, nb::handle key) {
     if (it.is(Py_Ellipsis)) {
       if (ellipsis) throw pyflame::IndexError("an index can only have a single ellipsis ('...')");
       ellipsis = true;
+    } else if (is_tensor_key(it)) {
+      const Tensor& t = nb::cast<const Tensor&>(it);
+      consumed += t.dtype() == DType::Bool ? t.dim() : 1;  // a mask covers as many dims as it has
     } else if (!it.is_none()) {
       ++consumed;
     }
   }
   if (consumed > self.dim())
     throw pyflame::IndexError("too many indices for a tensor of dimension " + std::to_string(self.dim()));
-  Tensor r = self;
+  ParsedKey k{self, Tensor(), 0};
+  Tensor& r = k.view;
   int64_t d = 0;
   for (nb::handle it : items) {
     if (it.is(Py_Ellipsis)) {
@@ -234,27 +254,41 @@ Tensor get_item(const Tensor& self, nb::handle key) {
       if (PySlice_Unpack(it.ptr(), &start, &stop, &step) < 0) throw nb::python_error();
       if (step < 0) throw pyflame::ValueError("negative slice steps are not supported (as in PyTorch); use flip");
       r = r.slice(d++, start, stop, step);
-    } else if (nb::isinstance<Tensor>(it) && !(nb::cast<Tensor>(it).dim() == 0 &&
-                                                pyflame::is_integral(nb::cast<Tensor>(it).dtype()))) {
-      throw pyflame::NotSupportedError(
-          "indexing with a tensor (integer or boolean mask) is not supported yet (docs/ops.md); pf.where covers masks");
+    } else if (is_tensor_key(it)) {
+      if (k.tensor_key.defined())
+        throw pyflame::NotSupportedError(
+            "indexing with more than one tensor is not supported yet (docs/ops.md); index one dim at a time");
+      k.tensor_key = nb::cast<Tensor>(it);
+      k.tensor_dim = d;
+      d += k.tensor_key.dtype() == DType::Bool ? k.tensor_key.dim() : 1;
     } else if (PyIndex_Check(it.ptr()) && !PyBool_Check(it.ptr())) {
       r = r.select(d, nb::cast<int64_t>(nb::int_(it)));
     } else {
       throw pyflame::NotSupportedError(
           "indexing with " + py_type_name(it) +
-          " is not supported: use integers, slices, None and '...' (tensor/boolean-mask indexing is listed in docs/ops.md as not yet supported; pf.where covers masks)");
+          " is not supported: use integers, slices, None, '...' and one integer or bool tensor (docs/ops.md)");
     }
   }
-  return r;
+  return k;
+}
+
+Tensor get_item(const Tensor& self, nb::handle key) {
+  ParsedKey k = parse_key(self, key);
+  if (!k.tensor_key.defined()) return k.view;
+  return pyflame::advanced_index(k.view, k.tensor_dim, k.tensor_key);
 }
 
 void assign(Tensor& self, nb::handle key, nb::handle value) {
-  Tensor view = get_item(self, key);
-  if (nb::isinstance<Tensor>(value)) {
-    view.copy_(nb::cast<Tensor>(value));
+  ParsedKey k = parse_key(self, key);
+  if (k.tensor_key.defined()) {
+    if (nb::isinstance<Tensor>(value))
+      pyflame::advanced_index_put_(k.view, k.tensor_dim, k.tensor_key, nb::cast<Tensor>(value));
+    else
+      pyflame::advanced_index_put_(k.view, k.tensor_dim, k.tensor_key, as_scalar(value, "the assigned value"));
+  } else if (nb::isinstance<Tensor>(value)) {
+    k.view.copy_(nb::cast<Tensor>(value));
   } else {
-    view.fill_(as_scalar(value, "the assigned value"));
+    k.view.fill_(as_scalar(value, "the assigned value"));
   }
 }
 
@@ -525,6 +559,7 @@ NB_MODULE(_C, m) {
   m.def("where", [](const Tensor& c, nb::handle a, nb::handle b) { return pyflame::where(c, as_operand(a), as_operand(b)); },
         "condition"_a, "input"_a, "other"_a);
   m.def("transpose", &pyflame::transpose, "x"_a, "dim0"_a, "dim1"_a);
+  bind_shape(m, tensor);
 
   m.def("op_table", [] {
     std::vector<std::pair<std::string, std::string>> ops;

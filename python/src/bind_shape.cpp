@@ -1,0 +1,125 @@
+// Python binding of the shape area (include/pyflame/shape_ops.h): functions
+// and Tensor methods with PyTorch's argument names and defaults. Tensor
+// indexing with tensors (x[index], x[mask]) is in bindings.cpp's get_item.
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "pyflame/error.h"
+#include "pyflame/ops.h"
+
+namespace pyflame::python {
+
+namespace {
+
+nb::tuple to_tuple(const std::vector<Tensor>& parts) {
+  nb::list l;
+  for (const Tensor& t : parts) l.append(nb::cast(t));
+  return nb::tuple(l);
+}
+
+// split's sizes: an int (the size of every part) or a sequence of ints (one per part).
+std::vector<Tensor> split_any(const Tensor& x, nb::handle sizes, int64_t dim) {
+  if (PyIndex_Check(sizes.ptr())) return pyflame::split(x, nb::cast<int64_t>(nb::int_(sizes)), dim);
+  if (!PySequence_Check(sizes.ptr()))
+    throw pyflame::TypeError("split: split_size_or_sections must be an int or a sequence of ints, got " +
+                             py_type_name(sizes));
+  std::vector<int64_t> s;
+  for (nb::handle v : nb::borrow<nb::sequence>(sizes)) {
+    if (!PyIndex_Check(v.ptr()))
+      throw pyflame::TypeError("split: split sizes must be integers, got " + py_type_name(v));
+    s.push_back(nb::cast<int64_t>(nb::int_(v)));
+  }
+  return pyflame::split(x, s, dim);
+}
+
+// A fill value: a number or a 0-d tensor, as PyTorch accepts.
+Scalar fill_value(nb::handle v, const char* op) {
+  if (nb::isinstance<Tensor>(v) && nb::cast<Tensor>(v).dim() != 0)
+    throw pyflame::ValueError(std::string(op) + ": value must be a number or a 0-d tensor, got a tensor of shape " +
+                              pyflame::detail::to_piece(nb::cast<Tensor>(v).shape()));
+  return as_scalar(v, op);
+}
+
+// scatter's fourth argument, given by position or as src= (a tensor) or value= (a number).
+nb::handle src_or_value(nb::handle src, nb::handle value) {
+  if (src.is_none() == value.is_none())
+    throw pyflame::TypeError("scatter: give exactly one of src (a tensor) and value (a number)");
+  return src.is_none() ? value : src;
+}
+
+}  // namespace
+
+void bind_shape(nb::module_& m, nb::class_<Tensor>& tensor) {
+  m.def("cat", [](const std::vector<Tensor>& tensors, int64_t dim) { return pyflame::cat(tensors, dim); },
+        "tensors"_a, "dim"_a = 0);
+  m.def("stack", [](const std::vector<Tensor>& tensors, int64_t dim) { return pyflame::stack(tensors, dim); },
+        "tensors"_a, "dim"_a = 0);
+  auto split = [](const Tensor& x, nb::handle sizes, int64_t dim) { return to_tuple(split_any(x, sizes, dim)); };
+  m.def("split", split, "tensor"_a, "split_size_or_sections"_a, "dim"_a = 0);
+  tensor.def("split", split, "split_size"_a, "dim"_a = 0);
+  auto chunk = [](const Tensor& x, int64_t chunks, int64_t dim) { return to_tuple(pyflame::chunk(x, chunks, dim)); };
+  m.def("chunk", chunk, "input"_a, "chunks"_a, "dim"_a = 0);
+  tensor.def("chunk", chunk, "chunks"_a, "dim"_a = 0);
+
+  auto index_select = [](const Tensor& x, int64_t dim, const Tensor& index) {
+    return pyflame::index_select(x, dim, index);
+  };
+  m.def("index_select", index_select, "input"_a, "dim"_a, "index"_a);
+  tensor.def("index_select", index_select, "dim"_a, "index"_a);
+  auto gather = [](const Tensor& x, int64_t dim, const Tensor& index) { return pyflame::gather(x, dim, index); };
+  m.def("gather", gather, "input"_a, "dim"_a, "index"_a);
+  tensor.def("gather", gather, "dim"_a, "index"_a);
+
+  auto scatter = [](const Tensor& x, int64_t dim, const Tensor& index, nb::handle src, nb::handle value) {
+    nb::handle v = src_or_value(src, value);
+    if (nb::isinstance<Tensor>(v)) return pyflame::scatter(x, dim, index, nb::cast<Tensor>(v));
+    return pyflame::scatter(x, dim, index, as_scalar(v, "scatter value"));
+  };
+  m.def("scatter", scatter, "input"_a, "dim"_a, "index"_a, "src"_a = nb::none(), "value"_a = nb::none());
+  tensor.def("scatter", scatter, "dim"_a, "index"_a, "src"_a = nb::none(), "value"_a = nb::none());
+  tensor.def("scatter_", [](nb::handle self, int64_t dim, const Tensor& index, nb::handle src, nb::handle value) {
+    nb::handle v = src_or_value(src, value);
+    return in_place(self, [&](Tensor& x) {
+      if (nb::isinstance<Tensor>(v)) pyflame::scatter_(x, dim, index, nb::cast<Tensor>(v));
+      else pyflame::scatter_(x, dim, index, as_scalar(v, "scatter_ value"));
+    });
+  }, "dim"_a, "index"_a, "src"_a = nb::none(), "value"_a = nb::none());
+  auto scatter_add = [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+    return pyflame::scatter_add(x, dim, index, src);
+  };
+  m.def("scatter_add", scatter_add, "input"_a, "dim"_a, "index"_a, "src"_a);
+  tensor.def("scatter_add", scatter_add, "dim"_a, "index"_a, "src"_a);
+  tensor.def("scatter_add_", [](nb::handle self, int64_t dim, const Tensor& index, const Tensor& src) {
+    return in_place(self, [&](Tensor& x) { pyflame::scatter_add_(x, dim, index, src); });
+  }, "dim"_a, "index"_a, "src"_a);
+
+  m.def("embedding", [](const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx) {
+    return pyflame::embedding(input, weight, padding_idx);
+  }, "input"_a, "weight"_a, "padding_idx"_a = nb::none());
+  m.def("one_hot", [](const Tensor& x, int64_t num_classes) { return pyflame::one_hot(x, num_classes); },
+        "tensor"_a, "num_classes"_a = -1);
+
+  auto masked_fill = [](const Tensor& x, const Tensor& mask, nb::handle value) {
+    return pyflame::masked_fill(x, mask, fill_value(value, "masked_fill"));
+  };
+  m.def("masked_fill", masked_fill, "input"_a, "mask"_a, "value"_a);
+  tensor.def("masked_fill", masked_fill, "mask"_a, "value"_a);
+  tensor.def("masked_fill_", [](nb::handle self, const Tensor& mask, nb::handle value) {
+    Scalar v = fill_value(value, "masked_fill_");
+    return in_place(self, [&](Tensor& x) { pyflame::masked_fill_(x, mask, v); });
+  }, "mask"_a, "value"_a);
+
+  const std::pair<const char*, Tensor (*)(const Tensor&, int64_t)> triangles[] = {
+      {"tril", &pyflame::tril}, {"triu", &pyflame::triu}};
+  for (auto [name, fn] : triangles) {
+    m.def(name, [fn](const Tensor& x, int64_t diagonal) { return fn(x, diagonal); }, "input"_a, "diagonal"_a = 0);
+    tensor.def(name, [fn](const Tensor& x, int64_t diagonal) { return fn(x, diagonal); }, "diagonal"_a = 0);
+    tensor.def((std::string(name) + "_").c_str(), [fn](nb::handle self, int64_t diagonal) {
+      return in_place(self, [&](Tensor& x) { x.copy_(fn(x, diagonal)); });
+    }, "diagonal"_a = 0);
+  }
+}
+
+}  // namespace pyflame::python

@@ -1,0 +1,441 @@
+// The shape area's op layer: joining and splitting, indexing by tensors,
+// masking. Only index_select, gather, scatter and scatter_add have kernels
+// (src/cpu/index.cpp). The rest are compositions: cat copies its inputs into
+// views of the output (Tensor::copy_), stack/split/chunk are views,
+// embedding is an index_select, one_hot/masked_fill/tril/triu are elementwise
+// comparisons and where; so they run on every device that has those parts.
+//
+// Index values are checked here, before anything is written, from their
+// minimum and maximum (two reductions; on a GPU reading them waits for the
+// device, as PyTorch's checked indexing does).
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/dispatch.h"
+#include "core/op_utils.h"
+#include "pyflame/error.h"
+#include "pyflame/ops.h"
+
+namespace pyflame {
+
+namespace {
+
+void check_index_dtype(const Tensor& index, const char* op) {
+  PF_CHECK(index.dtype() == DType::Int32 || index.dtype() == DType::Int64, TypeError, op,
+           ": index must be an int32 or int64 tensor, got ", index.dtype());
+}
+
+// The smallest and largest value of a non-empty integer tensor.
+std::pair<int64_t, int64_t> value_range(const Tensor& t) {
+  return {pyflame::min(t).item().i, pyflame::max(t).item().i};
+}
+
+// IndexError unless every value of `index` lies in [0, size), or in
+// [-size, size) when negative values count from the end. Returns the minimum.
+int64_t check_index_range(const Tensor& index, int64_t size, bool allow_negative, const char* op, int64_t dim) {
+  if (index.numel() == 0) return 0;
+  auto [lo, hi] = value_range(index);
+  int64_t first = allow_negative ? -size : 0;
+  PF_CHECK(lo >= first && hi < size, IndexError, op, ": index ", lo < first ? lo : hi,
+           " is out of bounds for dimension ", dim, " with size ", size);
+  return lo;
+}
+
+// PyTorch lets 0-d and 1-D tensors stand for each other in gather/scatter.
+int64_t nonzero_dim(const Tensor& t) { return std::max<int64_t>(t.dim(), 1); }
+Tensor at_least_1d(const Tensor& t) { return t.dim() == 0 ? t.reshape({1}) : t; }
+
+Shape replace_dim(Shape shape, int64_t dim, const Shape& with) {
+  shape.erase(shape.begin() + dim);
+  shape.insert(shape.begin() + dim, with.begin(), with.end());
+  return shape;
+}
+
+// A tensor whose elements share memory (an expanded view) cannot be written
+// in place: the result would depend on the order of the writes.
+void check_writable(const Tensor& x, const char* op) {
+  for (int64_t d = 0; d < x.dim(); ++d)
+    PF_CHECK(x.strides()[d] != 0 || x.shape()[d] <= 1, ValueError, op,
+             ": the tensor has elements that share memory (an expanded view, shape ", x.shape(), ", strides ",
+             x.strides(), "); clone() it first");
+}
+
+Tensor index_select_impl(const Tensor& x, int64_t dim, const Tensor& index, const char* op) {
+  check_index_dtype(index, op);
+  PF_CHECK(index.dim() <= 1, ValueError, op, ": index must be 0-d or 1-D, got shape ", index.shape());
+  int64_t d = wrap_dim(dim, x.dim(), op);
+  Device dev = current_device();
+  Tensor in = at_least_1d(on_device(x, dev, op));
+  Tensor idx = at_least_1d(on_device(index, dev, op));
+  PF_CHECK(x.dim() > 0 || idx.numel() == 1, ValueError, op, ": a 0-d input takes exactly one index, got ",
+           idx.numel());
+  check_index_range(idx, in.shape()[d], false, op, d);
+  Shape shape = in.shape();
+  shape[d] = idx.numel();
+  OpCall call{ir::OpType::index_select, {in, idx}, Tensor::empty(shape, x.dtype(), dev), {}};
+  call.attrs.dim = d;
+  run_kernel(call, dev);
+  return x.dim() == 0 ? call.out.view({}) : call.out;
+}
+
+// Validates a scatter into `target` (x's values, on the current device) and runs it.
+void scatter_into(Tensor& target, int64_t dim, const Tensor& index, const Tensor& src, ir::OpType op) {
+  const char* name = op_name(op);
+  Device dev = current_device();
+  Tensor t = at_least_1d(target);
+  Tensor idx = at_least_1d(on_device(index, dev, op));
+  Tensor s = at_least_1d(on_device(src, dev, op));
+  PF_CHECK(nonzero_dim(index) == nonzero_dim(target) && nonzero_dim(src) == nonzero_dim(target), ValueError, name,
+           ": index and src must have as many dimensions as the input (", target.dim(), "), got index shape ",
+           index.shape(), " and src shape ", src.shape());
+  for (int64_t k = 0; k < t.dim(); ++k) {
+    PF_CHECK(idx.shape()[k] <= s.shape()[k], ValueError, name, ": index shape ", index.shape(),
+             " is larger than src shape ", src.shape(), " in dimension ", k);
+    PF_CHECK(k == dim || idx.shape()[k] <= t.shape()[k], ValueError, name, ": index shape ", index.shape(),
+             " is larger than the input's shape ", target.shape(), " in dimension ", k, " (only dimension ", dim,
+             " may be larger)");
+  }
+  check_index_range(idx, t.shape()[dim], false, name, dim);
+  OpCall call{op, {idx, s}, t, {}};
+  call.attrs.dim = dim;
+  run_kernel(call, dev);
+}
+
+// scatter / scatter_add, in place when `in_place` (x is then written).
+Tensor scatter_impl(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, ir::OpType op,
+                    bool in_place) {
+  const char* name = op_name(op);
+  check_index_dtype(index, name);
+  PF_CHECK(src.dtype() == x.dtype(), TypeError, name, ": src has dtype ", src.dtype(), " but the input has ",
+           x.dtype(), " (convert src with .to())");
+  int64_t d = wrap_dim(dim, x.dim(), name);
+  Device dev = current_device();
+  if (in_place) check_writable(x, name);
+  if (index.numel() == 0) return in_place ? x : on_device(x, dev, name).clone();  // as PyTorch: no shape to check
+  // Writes go straight into x when it lives here and no input shares its memory.
+  bool direct = in_place && x.device() == dev && !src.same_storage(x) && !index.same_storage(x);
+  Tensor target = direct ? x : on_device(x, dev, name).clone();
+  if (op == ir::OpType::scatter_add && (x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16)) {
+    // Sums of float16/bfloat16 accumulate in float32 and round once, as elementwise ops do.
+    Tensor wide = target.to(DType::Float32);
+    scatter_into(wide, d, index, src.to(DType::Float32), op);
+    target.copy_(wide);
+  } else {
+    scatter_into(target, d, index, src, op);
+  }
+  if (in_place && !direct) {
+    Tensor dst = x;
+    dst.copy_(target);
+  }
+  return in_place ? x : target;
+}
+
+Tensor scalar_src(const Tensor& x, const Tensor& index, Scalar value) {
+  return full({}, value, x.dtype()).expand(index.shape());
+}
+
+// IndexError unless a bool mask matches dims [dim, dim + mask.dim()) of x.
+void check_mask_shape(const Tensor& x, int64_t dim, const Tensor& mask) {
+  PF_CHECK(dim + mask.dim() <= x.dim(), IndexError, "too many indices: a mask of shape ", mask.shape(),
+           " at dimension ", dim, " of a tensor of shape ", x.shape());
+  Shape covered(x.shape().begin() + dim, x.shape().begin() + dim + mask.dim());
+  PF_CHECK(covered == mask.shape(), IndexError, "the shape of the mask ", mask.shape(),
+           " does not match the shape of the indexed tensor ", covered, " at dimension ", dim);
+}
+
+// x with the dims a mask covers made one (a 0-d mask adds a dim: x[True]
+// has one of size 1, x[False] one of size 0).
+Tensor flatten_masked_dims(const Tensor& x, int64_t dim, const Tensor& mask) {
+  return mask.dim() == 0 ? x.unsqueeze(dim) : x.flatten(dim, dim + mask.dim() - 1);
+}
+
+// The row-major positions of a mask's true entries, counted on the host: the
+// result's size depends on them.
+Tensor mask_positions(const Tensor& mask) {
+  Tensor host = mask.to(Device::cpu()).contiguous();
+  const bool* p = host.data<bool>();
+  int64_t n = host.numel();
+  Tensor pos = Tensor::empty({std::count(p, p + n, true)}, DType::Int64, Device::cpu());
+  int64_t* q = pos.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i)
+    if (p[i]) *q++ = i;
+  return pos.to(current_device());
+}
+
+// An integer key as positions along dim: int32/int64, negative values wrapped.
+Tensor key_positions(const Tensor& x, int64_t dim, const Tensor& key) {
+  PF_CHECK(dim < x.dim(), IndexError, "too many indices for a tensor of dimension ", x.dim());
+  Tensor pos = on_device(key, current_device(), "index").reshape({-1});
+  int64_t size = x.shape()[dim];
+  if (check_index_range(pos, size, true, "index", dim) < 0) {
+    pos = pos.to(DType::Int64);  // size may not fit in int32
+    pos = where(lt(pos, 0), add(pos, size), pos);
+  }
+  return pos;
+}
+
+void check_key_dtype(const Tensor& key) {
+  PF_CHECK(key.dtype() == DType::Bool || key.dtype() == DType::Int32 || key.dtype() == DType::Int64, IndexError,
+           "tensors used as indices must be int64, int32 or bool tensors, got ", key.dtype());
+}
+
+Tensor triangle(const Tensor& x, int64_t diagonal, bool lower, const char* op) {
+  PF_CHECK(x.dim() >= 2, ValueError, op, ": the input must have at least 2 dimensions, got shape ", x.shape());
+  // keep[r, c] = c <= r + diagonal (tril) or c >= r + diagonal (triu): a
+  // rows x cols mask, then one pass of where over x.
+  Tensor cols = arange(0, x.size(-1));
+  Tensor rows = add(arange(0, x.size(-2)), diagonal).unsqueeze(1);
+  Tensor keep = lower ? le(cols, rows) : ge(cols, rows);
+  return where(keep, x, full({}, 0, x.dtype()));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- joining
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  PF_CHECK(!tensors.empty(), ValueError, "cat: expected a non-empty list of tensors");
+  // As in PyTorch, 1-D empty tensors are skipped whatever the others' shapes.
+  auto skipped = [](const Tensor& t) { return t.dim() == 1 && t.numel() == 0; };
+  const Tensor* ref = nullptr;
+  DType dtype = tensors[0].dtype();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    PF_CHECK(tensors[i].dim() > 0, ValueError, "cat: a 0-d tensor (at position ", i,
+             ") cannot be concatenated; unsqueeze it, or use stack");
+    dtype = promote_types(dtype, tensors[i].dtype());
+    if (!ref && !skipped(tensors[i])) ref = &tensors[i];
+  }
+  Device dev = current_device();
+  if (!ref) return Tensor::empty({0}, dtype, dev);
+  int64_t d = wrap_dim(dim, ref->dim(), "cat");
+  Shape shape = ref->shape();
+  shape[d] = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (skipped(t)) continue;
+    PF_CHECK(t.dim() == ref->dim(), ValueError, "cat: tensors must have the same number of dimensions, got ",
+             ref->dim(), " and ", t.dim(), " (tensor ", i, ")");
+    for (int64_t k = 0; k < t.dim(); ++k)
+      PF_CHECK(k == d || t.shape()[k] == ref->shape()[k], ValueError, "cat: sizes must match except in dimension ",
+               d, ", got shapes ", ref->shape(), " and ", t.shape(), " (tensor ", i, ")");
+    shape[d] += t.shape()[d];
+  }
+  Tensor out = Tensor::empty(shape, dtype, dev);
+  int64_t at = 0;
+  for (const Tensor& t : tensors) {
+    if (skipped(t) || t.shape()[d] == 0) continue;
+    out.slice(d, at, at + t.shape()[d], 1).copy_(on_device(t, dev, "cat"));
+    at += t.shape()[d];
+  }
+  return out;
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  PF_CHECK(!tensors.empty(), ValueError, "stack: expected a non-empty list of tensors");
+  int64_t d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    PF_CHECK(tensors[i].shape() == tensors[0].shape(), ValueError, "stack: every tensor must have the same shape, got ",
+             tensors[0].shape(), " at entry 0 and ", tensors[i].shape(), " at entry ", i);
+    parts.push_back(tensors[i].unsqueeze(d));
+  }
+  return cat(parts, d);
+}
+
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& split_sizes, int64_t dim) {
+  PF_CHECK(x.dim() > 0, ValueError, "split: needs a tensor with at least 1 dimension");
+  int64_t d = wrap_dim(dim, x.dim(), "split");
+  int64_t total = 0;
+  for (int64_t s : split_sizes) {
+    PF_CHECK(s >= 0, ValueError, "split: split sizes must be non-negative, got ", Shape(split_sizes));
+    total += s;
+  }
+  PF_CHECK(total == x.shape()[d], ValueError, "split: split sizes ", Shape(split_sizes), " must sum to ",
+           x.shape()[d], ", the size of dimension ", d);
+  std::vector<Tensor> parts;
+  int64_t at = 0;
+  for (int64_t s : split_sizes) {
+    parts.push_back(x.slice(d, at, at + s, 1));
+    at += s;
+  }
+  return parts;
+}
+
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
+  PF_CHECK(x.dim() > 0, ValueError, "split: needs a tensor with at least 1 dimension");
+  int64_t d = wrap_dim(dim, x.dim(), "split");
+  int64_t n = x.shape()[d];
+  PF_CHECK(split_size >= 0, ValueError, "split: split_size must be non-negative, got ", split_size);
+  PF_CHECK(split_size > 0 || n == 0, ValueError, "split: split_size can only be 0 if dimension ", d,
+           " is empty, but its size is ", n);
+  if (n == 0) return {x};  // one empty part, as in PyTorch
+  std::vector<int64_t> sizes;
+  for (int64_t at = 0; at < n; at += split_size) sizes.push_back(std::min(split_size, n - at));
+  return split(x, sizes, d);
+}
+
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
+  PF_CHECK(chunks > 0, ValueError, "chunk: chunks must be positive, got ", chunks);
+  PF_CHECK(x.dim() > 0, ValueError, "chunk: needs a tensor with at least 1 dimension");
+  int64_t d = wrap_dim(dim, x.dim(), "chunk");
+  int64_t size = (x.shape()[d] + chunks - 1) / chunks;
+  // Like PyTorch: fewer chunks when the size does not divide; `chunks` empty parts of an empty dim.
+  if (size == 0) return split(x, std::vector<int64_t>(chunks, 0), d);
+  return split(x, size, d);
+}
+
+// ---------------------------------------------------------------- indexing
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  return index_select_impl(x, dim, index, "index_select");
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  check_index_dtype(index, "gather");
+  int64_t d = wrap_dim(dim, x.dim(), "gather");
+  PF_CHECK(nonzero_dim(index) == nonzero_dim(x), ValueError,
+           "gather: index must have as many dimensions as the input (", x.dim(), "), got shape ", index.shape());
+  Device dev = current_device();
+  Tensor in = at_least_1d(on_device(x, dev, "gather"));
+  Tensor idx = at_least_1d(on_device(index, dev, "gather"));
+  for (int64_t k = 0; k < in.dim(); ++k)
+    PF_CHECK(k == d || idx.shape()[k] <= in.shape()[k], ValueError, "gather: index shape ", index.shape(),
+             " is larger than the input's shape ", x.shape(), " in dimension ", k, " (only dimension ", d,
+             " may be larger)");
+  check_index_range(idx, in.shape()[d], false, "gather", d);
+  OpCall call{ir::OpType::gather, {in, idx}, Tensor::empty(idx.shape(), x.dtype(), dev), {}};
+  call.attrs.dim = d;
+  run_kernel(call, dev);
+  return call.out.view(index.shape());
+}
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_impl(x, dim, index, src, ir::OpType::scatter, false);
+}
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
+  return scatter_impl(x, dim, index, scalar_src(x, index, value), ir::OpType::scatter, false);
+}
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_impl(x, dim, index, src, ir::OpType::scatter_add, false);
+}
+Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  scatter_impl(x, dim, index, src, ir::OpType::scatter, true);
+  return x;
+}
+Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
+  scatter_impl(x, dim, index, scalar_src(x, index, value), ir::OpType::scatter, true);
+  return x;
+}
+Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  scatter_impl(x, dim, index, src, ir::OpType::scatter_add, true);
+  return x;
+}
+
+Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx) {
+  check_index_dtype(input, "embedding");
+  PF_CHECK(weight.dim() == 2, ValueError, "embedding: weight must be 2-D (num_embeddings, embedding_dim), got shape ",
+           weight.shape());
+  int64_t n = weight.shape()[0];
+  if (padding_idx)
+    PF_CHECK(*padding_idx >= -n && *padding_idx < n, ValueError, "embedding: padding_idx ", *padding_idx,
+             " is out of range for ", n, " embeddings");
+  Shape shape = input.shape();
+  shape.push_back(weight.shape()[1]);
+  return index_select_impl(weight, 0, input.reshape({-1}), "embedding").view(shape);
+}
+
+Tensor one_hot(const Tensor& x, int64_t num_classes) {
+  PF_CHECK(x.dtype() == DType::Int64 || x.dtype() == DType::Int32, TypeError,
+           "one_hot: needs an int64 (or int32) tensor of class indices, got ", x.dtype());
+  PF_CHECK(num_classes >= -1, ValueError, "one_hot: num_classes must be -1 (inferred) or non-negative, got ",
+           num_classes);
+  if (x.numel() == 0) {
+    PF_CHECK(num_classes >= 0, ValueError,
+             "one_hot: cannot infer the number of classes from an empty tensor; pass num_classes");
+  } else {
+    auto [lo, hi] = value_range(x);
+    if (num_classes == -1) num_classes = hi + 1;
+    PF_CHECK(lo >= 0, IndexError, "one_hot: class value ", lo, " is negative");
+    PF_CHECK(hi < num_classes, IndexError, "one_hot: class value ", hi, " is out of range for num_classes ",
+             num_classes);
+  }
+  return eq(x.unsqueeze(-1), arange(0, num_classes)).to(DType::Int64);
+}
+
+Tensor advanced_index(const Tensor& x, int64_t dim, const Tensor& key) {
+  check_key_dtype(key);
+  if (key.dtype() == DType::Bool) {
+    check_mask_shape(x, dim, key);
+    return index_select_impl(flatten_masked_dims(x, dim, key), dim, mask_positions(key), "index");
+  }
+  Tensor pos = key_positions(x, dim, key);
+  return index_select_impl(x, dim, pos, "index").view(replace_dim(x.shape(), dim, key.shape()));
+}
+
+void advanced_index_put_(Tensor& x, int64_t dim, const Tensor& key, const Tensor& values) {
+  check_key_dtype(key);
+  check_writable(x, "index_put_");
+  // A scatter along one dim of `target`: x, or for a mask x with the masked
+  // dims flattened (into a copy, written back, where that is not a view).
+  Tensor target = x, pos;
+  Shape result_shape;  // the shape of x[..., key], which values broadcast to
+  if (key.dtype() == DType::Bool) {
+    check_mask_shape(x, dim, key);
+    target = flatten_masked_dims(x, dim, key);
+    if (!target.same_storage(x)) target = flatten_masked_dims(x.clone(), dim, key);
+    pos = mask_positions(key);
+    result_shape = replace_dim(target.shape(), dim, {pos.numel()});
+  } else {
+    pos = key_positions(x, dim, key);
+    result_shape = replace_dim(x.shape(), dim, key.shape());
+  }
+  Shape shape = replace_dim(target.shape(), dim, {pos.numel()});
+  Tensor v;
+  try {
+    v = values.to(x.dtype()).expand(result_shape).reshape(shape);
+  } catch (const ValueError&) {
+    throw ValueError(detail::cat("index_put_: values of shape ", values.shape(),
+                                 " cannot be broadcast to the indexed shape ", result_shape));
+  }
+  Shape pos_shape(shape.size(), 1);
+  pos_shape[dim] = pos.numel();
+  scatter_impl(target, dim, pos.view(pos_shape).expand(shape), v, ir::OpType::scatter, true);
+  if (!target.same_storage(x)) x.copy_(target.view(x.shape()));
+}
+
+void advanced_index_put_(Tensor& x, int64_t dim, const Tensor& key, Scalar value) {
+  check_key_dtype(key);
+  if (key.dtype() != DType::Bool) {
+    advanced_index_put_(x, dim, key, full({}, value, x.dtype()));
+    return;
+  }
+  // One value through a mask is a masked_fill_: no positions to count.
+  check_mask_shape(x, dim, key);
+  Shape mask_shape = key.shape();
+  mask_shape.resize(x.dim() - dim, 1);
+  masked_fill_(x, key.view(mask_shape), value);
+}
+
+// ---------------------------------------------------------------- masking
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
+  PF_CHECK(mask.dtype() == DType::Bool, TypeError, "masked_fill: mask must be a bool tensor, got ", mask.dtype(),
+           " (compare first, e.g. x > 0)");
+  broadcast_shapes(x.shape(), mask.shape(), "masked_fill");
+  return where(mask, full({}, value, x.dtype()), x);
+}
+
+Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) {
+  PF_CHECK(mask.dtype() == DType::Bool, TypeError, "masked_fill_: mask must be a bool tensor, got ", mask.dtype(),
+           " (compare first, e.g. x > 0)");
+  PF_CHECK(broadcast_shapes(x.shape(), mask.shape(), "masked_fill_") == x.shape(), ValueError,
+           "masked_fill_: a mask of shape ", mask.shape(), " does not broadcast to the tensor's shape ", x.shape());
+  check_writable(x, "masked_fill_");
+  return x.copy_(masked_fill(x, mask, value));
+}
+
+Tensor tril(const Tensor& x, int64_t diagonal) { return triangle(x, diagonal, true, "tril"); }
+Tensor triu(const Tensor& x, int64_t diagonal) { return triangle(x, diagonal, false, "triu"); }
+
+}  // namespace pyflame

@@ -1,0 +1,175 @@
+// CPU index kernels: index_select, gather, scatter, scatter_add. index_select
+// and gather are one strided loop (for_each_strided, as elementwise ops) over
+// the output, in which the input is seen through a view whose stride along
+// `dim` is 0: the body adds index * (its real stride) to reach the element.
+// index_select is a gather whose index is broadcast over the other dims, so
+// runs that share one index are contiguous copies. scatter has a loop of its
+// own (scatter_loop) because its writes may collide. The op layer has
+// range-checked the index.
+// Moves go by element width only, so one instantiation serves every dtype of
+// a size; scatter_add adds in its dtype (the op layer widens float16 and
+// bfloat16 to float32 first, so that each sum is rounded once).
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/dispatch.h"
+#include "cpu/loops.h"
+
+namespace pyflame::cpu {
+namespace {
+
+// Calls f(TypeTag<U>{}) with the unsigned integer type of `itemsize` bytes.
+template <class F> void visit_width(size_t itemsize, F&& f) {
+  switch (itemsize) {
+    case 1: return f(TypeTag<uint8_t>{});
+    case 2: return f(TypeTag<uint16_t>{});
+    case 4: return f(TypeTag<uint32_t>{});
+    default: return f(TypeTag<uint64_t>{});
+  }
+}
+
+template <class F> void visit_index(DType d, F&& f) {
+  if (d == DType::Int32) f(TypeTag<int32_t>{});
+  else f(TypeTag<int64_t>{});
+}
+
+template <class I> int64_t index_at(const char* p) { return static_cast<int64_t>(*reinterpret_cast<const I*>(p)); }
+
+// `t` seen with `shape` (no larger than t's outside `dim`) and stride 0 along `dim`.
+Tensor pinned_along(const Tensor& t, const Shape& shape, int64_t dim) {
+  Shape strides = t.strides();
+  strides[dim] = 0;
+  return t.as_strided(shape, strides, t.offset());
+}
+
+// out[i] = src[i + index[i] * step] over out's shape; step in bytes.
+void gather_into(Tensor& out, const Tensor& src, const Tensor& index, int64_t step) {
+  visit_width(out.itemsize(), [&](auto wtag) {
+    using T = typename decltype(wtag)::type;
+    visit_index(index.dtype(), [&](auto itag) {
+      using I = typename decltype(itag)::type;
+      for_each_strided<3>({&out, &src, &index}, [&](auto p, auto s, int64_t n) {
+        if (s[2] == 0) {  // one index for the whole run
+          const char* from = p[1] + index_at<I>(p[2]) * step;
+          if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
+            std::memcpy(p[0], from, n * sizeof(T));
+          } else {
+            for (int64_t i = 0; i < n; ++i)
+              *reinterpret_cast<T*>(p[0] + i * s[0]) = *reinterpret_cast<const T*>(from + i * s[1]);
+          }
+          return;
+        }
+        for (int64_t i = 0; i < n; ++i)
+          *reinterpret_cast<T*>(p[0] + i * s[0]) =
+              *reinterpret_cast<const T*>(p[1] + i * s[1] + index_at<I>(p[2] + i * s[2]) * step);
+      });
+    });
+  });
+}
+
+// inputs: x, index (1-D).
+void index_select_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& index = call.inputs[1];
+  const int64_t d = call.attrs.dim;
+  const Shape& shape = call.out.shape();
+  Shape index_strides(shape.size(), 0);
+  index_strides[d] = index.strides()[0];
+  gather_into(call.out, pinned_along(x, shape, d), index.as_strided(shape, index_strides, index.offset()),
+              x.strides()[d] * static_cast<int64_t>(x.itemsize()));
+}
+
+// inputs: x, index (the output's shape).
+void gather_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& index = call.inputs[1];
+  const int64_t d = call.attrs.dim;
+  gather_into(call.out, pinned_along(x, index.shape(), d), index, x.strides()[d] * static_cast<int64_t>(x.itemsize()));
+}
+
+// scatter / scatter_add. Positions that differ only along `dim` may write the
+// same place, so threads split the positions by their coordinates outside
+// `dim`, and each thread walks `dim` in index order: the last write wins and
+// sums lose nothing. Within a block of positions the walk along `dim` is the
+// inner loop when `dim` is the index's innermost dim, else the outer one, so
+// memory is read in order either way.
+template <class T, class I, bool kAdd>
+void scatter_loop(Tensor& out, const Tensor& index, const Tensor& src, int64_t d) {
+  constexpr int64_t kBlock = 256;
+  const int64_t nd = index.shape()[d];
+  const int64_t t_size = static_cast<int64_t>(sizeof(T)), i_size = static_cast<int64_t>(sizeof(I));
+  Shape sizes;                                // the dims other than d, outermost first
+  std::vector<std::array<int64_t, 3>> steps;  // their byte strides in out, index, src
+  bool dim_inner = true;
+  for (int64_t k = 0; k < index.dim(); ++k) {
+    if (k == d) continue;
+    sizes.push_back(index.shape()[k]);
+    steps.push_back({out.strides()[k] * t_size, index.strides()[k] * i_size, src.strides()[k] * t_size});
+    if (index.shape()[k] > 1 && std::abs(index.strides()[k]) < std::abs(index.strides()[d])) dim_inner = false;
+  }
+  const int64_t out_step = out.strides()[d] * t_size, index_step = index.strides()[d] * i_size,
+                src_step = src.strides()[d] * t_size;
+  char* const out_base = static_cast<char*>(out.data_ptr());
+  const char* const index_base = static_cast<const char*>(index.data_ptr());
+  const char* const src_base = static_cast<const char*>(src.data_ptr());
+  const int64_t rows = shape_numel(sizes);
+  parallel_for(rows, std::max<int64_t>(1, kParallelGrain / nd), [&](int64_t b, int64_t e) {
+    std::array<int64_t, kBlock> oo, io, so;  // byte offsets of a block of rows
+    std::vector<int64_t> coord(sizes.size());
+    for (int64_t r0 = b; r0 < e; r0 += kBlock) {
+      const int64_t m = std::min(kBlock, e - r0);
+      int64_t rest = r0;
+      std::array<int64_t, 3> off = {0, 0, 0};
+      for (size_t k = sizes.size(); k-- > 0;) {
+        coord[k] = rest % sizes[k];
+        rest /= sizes[k];
+        for (int a = 0; a < 3; ++a) off[a] += coord[k] * steps[k][a];
+      }
+      for (int64_t j = 0; j < m; ++j) {
+        oo[j] = off[0], io[j] = off[1], so[j] = off[2];
+        for (size_t k = sizes.size(); k-- > 0;) {  // next row: carry over the dims
+          for (int a = 0; a < 3; ++a) off[a] += steps[k][a];
+          if (++coord[k] < sizes[k]) break;
+          for (int a = 0; a < 3; ++a) off[a] -= sizes[k] * steps[k][a];
+          coord[k] = 0;
+        }
+      }
+      auto one = [&](int64_t j, int64_t i) {
+        T& o = *reinterpret_cast<T*>(out_base + oo[j] + index_at<I>(index_base + io[j] + i * index_step) * out_step);
+        const T v = *reinterpret_cast<const T*>(src_base + so[j] + i * src_step);
+        if constexpr (kAdd) o = static_cast<T>(static_cast<acc_t<T>>(o) + static_cast<acc_t<T>>(v));
+        else o = v;
+      };
+      if (dim_inner) {
+        for (int64_t j = 0; j < m; ++j)
+          for (int64_t i = 0; i < nd; ++i) one(j, i);
+      } else {
+        for (int64_t i = 0; i < nd; ++i)
+          for (int64_t j = 0; j < m; ++j) one(j, i);
+      }
+    }
+  });
+}
+
+// inputs: index, src (at least index's size); out holds the input's values and is written in place.
+template <bool kAdd> void scatter_kernel(OpCall& call) {
+  const Tensor& index = call.inputs[0];
+  const Tensor& src = call.inputs[1];
+  auto run = [&](auto ttag) {
+    using T = typename decltype(ttag)::type;
+    visit_index(index.dtype(), [&](auto itag) {
+      scatter_loop<T, typename decltype(itag)::type, kAdd>(call.out, index, src, call.attrs.dim);
+    });
+  };
+  if constexpr (kAdd) visit_dtype(call.out.dtype(), run);
+  else visit_width(call.out.itemsize(), run);
+}
+
+PF_REGISTER_KERNEL(index_select, CPU, &index_select_kernel);
+PF_REGISTER_KERNEL(gather, CPU, &gather_kernel);
+PF_REGISTER_KERNEL(scatter, CPU, &scatter_kernel<false>);
+PF_REGISTER_KERNEL(scatter_add, CPU, &scatter_kernel<true>);
+
+}  // namespace
+}  // namespace pyflame::cpu
