@@ -18,26 +18,29 @@ namespace {
 
 using kernels::DTypeSet;
 
-template <class T, int V> struct alignas(sizeof(T) * V) Vec {
-  T v[V];
-};
-
-// V elements per thread step: 16 bytes of the input type.
-template <class T> constexpr int kVec = sizeof(T) >= 16 ? 1 : static_cast<int>(16 / sizeof(T));
-
-bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
-
 // ---- contiguous (no broadcasting): out[i] = f(in...[i])
+// Unary functors can be long (erf, exp): each thread issues kUnaryUnroll loads
+// before computing, so loads stay in flight while it computes.
+constexpr int kUnaryUnroll = 2;
+
 template <int V, class O, class T, class F>
 static __global__ void unary_contiguous(O* out, const T* in, int64_t n, F f) {
   using A = acc_t<T>;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t nvec = n / V;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < nvec; i += stride) {
-    Vec<T, V> x = reinterpret_cast<const Vec<T, V>*>(in)[i];
-    Vec<O, V> r;
-    for (int k = 0; k < V; ++k) r.v[k] = static_cast<O>(f(static_cast<A>(x.v[k])));
-    reinterpret_cast<Vec<O, V>*>(out)[i] = r;
+  for (int64_t base = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; base < nvec;
+       base += stride * kUnaryUnroll) {
+    Vec<T, V> x[kUnaryUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnaryUnroll; ++u)
+      if (base + u * stride < nvec) x[u] = reinterpret_cast<const Vec<T, V>*>(in)[base + u * stride];
+#pragma unroll
+    for (int u = 0; u < kUnaryUnroll; ++u) {
+      if (base + u * stride >= nvec) break;
+      Vec<O, V> r;
+      for (int k = 0; k < V; ++k) r.v[k] = static_cast<O>(f(static_cast<A>(x[u].v[k])));
+      reinterpret_cast<Vec<O, V>*>(out)[base + u * stride] = r;
+    }
   }
   for (int64_t i = nvec * V + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride)
     out[i] = static_cast<O>(f(static_cast<A>(in[i])));
@@ -119,9 +122,10 @@ template <template <class> class F, DTypeSet kSet> void unary_entry(OpCall& call
         T* o = call.out.data<T>();
         const T* x = in.data<T>();
         if (aligned(o, sizeof(T) * V) && aligned(x, sizeof(T) * V))
-          unary_contiguous<V><<<grid_for((n + V - 1) / V), kThreads, 0, stream>>>(o, x, n, f);
+          unary_contiguous<V><<<grid_for((n + V * kUnaryUnroll - 1) / (V * kUnaryUnroll)), kThreads, 0, stream>>>(
+              o, x, n, f);
         else
-          unary_contiguous<1><<<grid_for(n), kThreads, 0, stream>>>(o, x, n, f);
+          unary_contiguous<1><<<grid_for((n + kUnaryUnroll - 1) / kUnaryUnroll), kThreads, 0, stream>>>(o, x, n, f);
       } else {
         unary_strided<T, T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<char*>(call.out.data_ptr()),
                                                                   static_cast<const char*>(in.data_ptr()),

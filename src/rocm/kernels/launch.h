@@ -14,6 +14,16 @@ constexpr int kMaxDims = 16;
 constexpr int kMaxDevices = 64;
 constexpr int kThreads = 256;
 
+// V elements loaded or stored as one 16-byte (or smaller) access.
+template <class T, int V> struct alignas(sizeof(T) * V) Vec {
+  T v[V];
+};
+
+// Elements per 16-byte access.
+template <class T> constexpr int kVec = sizeof(T) >= 16 ? 1 : static_cast<int>(16 / sizeof(T));
+
+inline bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
 // A coalesced layout passed to the kernel by value.
 template <int N> struct Offsets {
   int ndim;

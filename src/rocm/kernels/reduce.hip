@@ -41,10 +41,6 @@ template <class T> struct GpuAccum<kernels::SumReduce, T> : GpuAccumWide<T> {};
 template <class T> struct GpuAccum<kernels::MeanReduce, T> : GpuAccumWide<T> {};
 template <class T> struct GpuAccum<kernels::ProdReduce, T> : GpuAccumWide<T> {};
 
-template <class T, int V> struct alignas(sizeof(T) * V) Vec {
-  T v[V];
-};
-
 // out[item] for item = row * segments + segment: the reduction of the
 // segment's elements of `in` (rows x len, contiguous). `finish` applies the
 // functor's finish over `count` elements (the last pass); else out holds
@@ -115,8 +111,8 @@ void launch_reduce(O* out, const I* in, int64_t outer, int64_t len, int64_t inne
   if (inner == 1) {
     // Segments of at least 4096 elements, enough of them to fill the GPU.
     int64_t segments = std::clamp<int64_t>((kTargetItems + outer - 1) / outer, 1, (len + 4095) / 4096);
-    constexpr int kV = sizeof(I) >= 16 ? 1 : static_cast<int>(16 / sizeof(I));
-    const bool vec = kV > 1 && len % kV == 0 && reinterpret_cast<uintptr_t>(in) % 16 == 0;
+    constexpr int kV = kVec<I>;
+    const bool vec = kV > 1 && len % kV == 0 && aligned(in, 16);
     int64_t seg_len = (len + segments - 1) / segments;
     if (vec) seg_len = (seg_len + kV - 1) / kV * kV;
     segments = (len + seg_len - 1) / std::max<int64_t>(seg_len, 1);

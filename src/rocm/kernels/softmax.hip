@@ -23,36 +23,54 @@ namespace {
 constexpr int kSoftmaxThreads = 256;
 constexpr int kMaxCached = 32;  // elements per thread held in registers: rows up to 8192
 
-// Rows of at most kSoftmaxThreads * kPer elements, each thread holding its kPer in registers.
-template <class T, bool kLog, int kPer>
+// Rows of at most kSoftmaxThreads * kPer elements, each thread holding its kPer
+// in registers, loaded V at a time (V > 1: rows V-aligned, len % V == 0).
+// softmax keeps exp(x - max) from the sum for the output: one exp per element.
+template <class T, bool kLog, int kPer, int V>
 static __global__ void softmax_rows_cached(T* out, const T* in, int64_t rows, int64_t len) {
   using A = acc_t<T>;
+  constexpr int kVecs = kPer / V;
   const kernels::MaxReduce<A> max_of;
   const kernels::SumReduce<A> sum_of;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const T* x = in + row * len;
-    T* y = out + row * len;
-    A v[kPer];
+    const Vec<T, V>* x = reinterpret_cast<const Vec<T, V>*>(in + row * len);
+    Vec<T, V>* y = reinterpret_cast<Vec<T, V>*>(out + row * len);
+    const int64_t nvec = len / V;
+    A v[kVecs][V];
     A m = kernels::MaxReduce<A>::identity();
 #pragma unroll
-    for (int k = 0; k < kPer; ++k) {
+    for (int k = 0; k < kVecs; ++k) {
       const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kSoftmaxThreads;
-      v[k] = i < len ? static_cast<A>(x[i]) : kernels::MaxReduce<A>::identity();
-      m = max_of(m, v[k]);
+      Vec<T, V> xv;
+      if (i < nvec) xv = x[i];
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        v[k][j] = i < nvec ? static_cast<A>(xv.v[j]) : kernels::MaxReduce<A>::identity();
+        m = max_of(m, v[k][j]);
+      }
     }
     m = block_all_reduce<kSoftmaxThreads>(m, max_of);
     A s = A(0);
 #pragma unroll
-    for (int k = 0; k < kPer; ++k) {
-      v[k] -= m;
-      if (threadIdx.x + static_cast<int64_t>(k) * kSoftmaxThreads < len) s += math::exp(v[k]);
+    for (int k = 0; k < kVecs; ++k) {
+      const bool live = threadIdx.x + static_cast<int64_t>(k) * kSoftmaxThreads < nvec;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        v[k][j] -= m;
+        if (!kLog) v[k][j] = math::exp(v[k][j]);
+        if (live) s += kLog ? math::exp(v[k][j]) : v[k][j];
+      }
     }
     s = block_all_reduce<kSoftmaxThreads>(s, sum_of);
     const A scale = kLog ? math::log(s) : A(1) / s;
 #pragma unroll
-    for (int k = 0; k < kPer; ++k) {
+    for (int k = 0; k < kVecs; ++k) {
       const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kSoftmaxThreads;
-      if (i < len) y[i] = static_cast<T>(kLog ? v[k] - scale : math::exp(v[k]) * scale);
+      if (i >= nvec) break;
+      Vec<T, V> yv;
+#pragma unroll
+      for (int j = 0; j < V; ++j) yv.v[j] = static_cast<T>(kLog ? v[k][j] - scale : v[k][j] * scale);
+      y[i] = yv;
     }
   }
 }
@@ -79,18 +97,33 @@ template <class T, bool kLog> static __global__ void softmax_rows(T* out, const 
   }
 }
 
+template <class T, bool kLog, int V>
+void launch_cached(T* out, const T* in, int64_t rows, int64_t len, unsigned grid, hipStream_t stream) {
+  const int64_t per = (len + kSoftmaxThreads - 1) / kSoftmaxThreads;  // elements per thread
+  auto run = [&](auto per_tag) {
+    constexpr int kPer = std::max<int>(decltype(per_tag)::value, V);
+    softmax_rows_cached<T, kLog, kPer, V><<<grid, kSoftmaxThreads, 0, stream>>>(out, in, rows, len);
+  };
+  if (per <= 1) run(std::integral_constant<int, 1>());
+  else if (per <= 2) run(std::integral_constant<int, 2>());
+  else if (per <= 4) run(std::integral_constant<int, 4>());
+  else if (per <= 8) run(std::integral_constant<int, 8>());
+  else if (per <= 16) run(std::integral_constant<int, 16>());
+  else run(std::integral_constant<int, kMaxCached>());
+}
+
 template <class T, bool kLog>
 void launch_softmax(T* out, const T* in, int64_t rows, int64_t len, hipStream_t stream) {
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(rows, int64_t{1} << 16));
-  const int64_t per = (len + kSoftmaxThreads - 1) / kSoftmaxThreads;
-  if (per <= 1) softmax_rows_cached<T, kLog, 1><<<grid, kSoftmaxThreads, 0, stream>>>(out, in, rows, len);
-  else if (per <= 2) softmax_rows_cached<T, kLog, 2><<<grid, kSoftmaxThreads, 0, stream>>>(out, in, rows, len);
-  else if (per <= 4) softmax_rows_cached<T, kLog, 4><<<grid, kSoftmaxThreads, 0, stream>>>(out, in, rows, len);
-  else if (per <= 8) softmax_rows_cached<T, kLog, 8><<<grid, kSoftmaxThreads, 0, stream>>>(out, in, rows, len);
-  else if (per <= 16) softmax_rows_cached<T, kLog, 16><<<grid, kSoftmaxThreads, 0, stream>>>(out, in, rows, len);
-  else if (per <= kMaxCached)
-    softmax_rows_cached<T, kLog, kMaxCached><<<grid, kSoftmaxThreads, 0, stream>>>(out, in, rows, len);
-  else softmax_rows<T, kLog><<<grid, kSoftmaxThreads, 0, stream>>>(out, in, rows, len);
+  constexpr int V = kVec<T> < 4 ? kVec<T> : 4;  // 4 floats (or 4 halves) per access keeps registers in check
+  if (len > int64_t{kSoftmaxThreads} * kMaxCached) {
+    softmax_rows<T, kLog><<<grid, kSoftmaxThreads, 0, stream>>>(out, in, rows, len);
+  } else if (V > 1 && len % V == 0 && aligned(in, sizeof(T) * V) && aligned(out, sizeof(T) * V) &&
+             len >= int64_t{kSoftmaxThreads} * V) {
+    launch_cached<T, kLog, V>(out, in, rows, len, grid, stream);
+  } else {
+    launch_cached<T, kLog, 1>(out, in, rows, len, grid, stream);
+  }
 }
 
 template <bool kLog> void softmax_entry(OpCall& call) {
