@@ -525,6 +525,7 @@ NB_MODULE(_C, m) {
   m.def("where", [](const Tensor& c, nb::handle a, nb::handle b) { return pyflame::where(c, as_operand(a), as_operand(b)); },
         "condition"_a, "input"_a, "other"_a);
   m.def("transpose", &pyflame::transpose, "x"_a, "dim0"_a, "dim1"_a);
+  bind_conv(m, tensor);
 
   m.def("op_table", [] {
     std::vector<std::pair<std::string, std::string>> ops;
