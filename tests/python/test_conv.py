@@ -218,3 +218,40 @@ def test_kernels_registered():
         assert pf.has_kernel(op, "cpu"), op
     names = dict(pf.op_table())
     assert "conv1d" not in names and "pad" not in names  # they run as other ops
+
+
+# ----------------------------------------------------------------- past 2^31 elements
+
+
+def _free_bytes():
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+@pytest.mark.skipif(_free_bytes() < 8 * 2**30, reason="needs about 8 GiB of free memory")
+def test_pool_and_pad_past_int32_indexing():
+    """Planes and offsets past 2^31 elements (64-bit indexing in the kernels and views)."""
+    x = pf.zeros(3, 1, 24576, 32768, dtype=pf.float16)  # 2.4e9 elements, 4.5 GiB
+    x[2, 0, 24575, 32767] = 5.0
+    x[2, 0, 24000, 30001] = 7.0
+    x[0, 0, 0, 1] = 3.0
+    y = pf.max_pool2d(x, 2)
+    assert y.shape == (3, 1, 12288, 16384)
+    assert y[2, 0, 12287, 16383].item() == 5.0 and y[2, 0, 12000, 15000].item() == 7.0 and y[0, 0, 0, 0].item() == 3.0
+    assert pf.max(y[1]).item() == 0.0
+    del x, y
+    n = 2**31 + 16
+    t = pf.zeros(n, dtype=pf.uint8)
+    t[n - 1] = 9
+    t[2**31 + 3] = 4
+    p = pf.pad(t, (1, 2), value=6)
+    del t
+    assert p.shape == (n + 3,)
+    assert p[0].item() == 6 and p[n + 1].item() == 6 and p[n + 2].item() == 6
+    assert p[n].item() == 9 and p[2**31 + 4].item() == 4 and p[2**31 + 3].item() == 0
