@@ -1,10 +1,11 @@
-"""PyFlame's CPU backend next to NumPy, in one run on the same machine.
+"""PyFlame's CPU backend next to NumPy (and PyTorch CPU for the ops NumPy
+lacks: convolution, pooling), in one run on the same machine.
 
     python benchmarks/cpu_benchmark.py [--repeat 20] [--json out.json]
 
 Each case runs on fresh random (non-zero) inputs, is warmed up, and reports
 the median of `--repeat` timed runs. The ratio column is PyFlame's time over
-NumPy's: below 1.0 means PyFlame is faster.
+the reference library's: below 1.0 means PyFlame is faster.
 """
 
 import argparse
@@ -37,15 +38,15 @@ def cases():
     a = rng.standard_normal((n, n), dtype=np.float32)
     b = rng.standard_normal((n, n), dtype=np.float32)
     pa, pb = pf.tensor(a), pf.tensor(b)
-    yield "matmul 1024x1024 fp32", 2 * n**3, "flop", (lambda: a @ b), (lambda: pa @ pb)
+    yield "matmul 1024x1024 fp32", 2 * n**3, "flop", "numpy", (lambda: a @ b), (lambda: pa @ pb)
 
     m = 16 * 2**20
     x = rng.standard_normal(m, dtype=np.float32)
     y = rng.standard_normal(m, dtype=np.float32)
     px, py = pf.tensor(x), pf.tensor(y)
-    yield "add 16M fp32", 3 * 4 * m, "byte", (lambda: x + y), (lambda: px + py)
-    yield "exp 16M fp32", 2 * 4 * m, "byte", (lambda: np.exp(x)), (lambda: pf.exp(px))
-    yield "sum 16M fp32", 4 * m, "byte", (lambda: x.sum()), (lambda: pf.sum(px))
+    yield "add 16M fp32", 3 * 4 * m, "byte", "numpy", (lambda: x + y), (lambda: px + py)
+    yield "exp 16M fp32", 2 * 4 * m, "byte", "numpy", (lambda: np.exp(x)), (lambda: pf.exp(px))
+    yield "sum 16M fp32", 4 * m, "byte", "numpy", (lambda: x.sum()), (lambda: pf.sum(px))
     s = rng.standard_normal((4096, 4096), dtype=np.float32) * 10
     ps = pf.tensor(s)
 
@@ -53,12 +54,12 @@ def cases():
         e = np.exp(s - s.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
 
-    yield "softmax 4096x4096 fp32", 2 * 4 * s.size, "byte", np_softmax, (lambda: pf.softmax(ps, dim=1))
+    yield "softmax 4096x4096 fp32", 2 * 4 * s.size, "byte", "numpy", np_softmax, (lambda: pf.softmax(ps, dim=1))
 
     # NumPy has no gelu; the formula below is what a NumPy user would write.
     g = rng.standard_normal(4 * 2**20, dtype=np.float32)
     pg = pf.tensor(g)
-    yield "gelu(tanh) 4M fp32", 2 * 4 * g.size, "byte", \
+    yield "gelu(tanh) 4M fp32", 2 * 4 * g.size, "byte", "numpy", \
         (lambda: 0.5 * g * (1 + np.tanh(0.7978845608 * (g + 0.044715 * g**3)))), \
         (lambda: pf.gelu(pg, approximate="tanh"))
 
@@ -66,10 +67,10 @@ def cases():
     w = rng.standard_normal((32000, 512), dtype=np.float32)
     ids = rng.integers(0, 32000, 16384)
     pw, pids = pf.tensor(w), pf.tensor(ids)
-    yield "embedding 16K rows of 512", 2 * 4 * 16384 * 512, "byte", (lambda: w[ids]), (lambda: pf.embedding(pids, pw))
+    yield "embedding 16K rows of 512", 2 * 4 * 16384 * 512, "byte", "numpy", (lambda: w[ids]), (lambda: pf.embedding(pids, pw))
     gi = rng.integers(0, 1024, (4096, 1024))
     pgi = pf.tensor(gi)
-    yield "gather 4096x1024 dim 1", (4 + 8 + 4) * gi.size, "byte", (lambda: np.take_along_axis(s[:, :1024], gi, 1)), \
+    yield "gather 4096x1024 dim 1", (4 + 8 + 4) * gi.size, "byte", "numpy", (lambda: np.take_along_axis(s[:, :1024], gi, 1)), \
         (lambda: pf.gather(ps[:, :1024], 1, pgi))
     si = rng.integers(0, 1024, (16384, 256))
     src = rng.standard_normal((16384, 256), dtype=np.float32)
@@ -83,17 +84,31 @@ def cases():
         np.add.at(out, (si, cols), src)
         return out
 
-    yield "scatter_add 16384x256 dim 0", (4 + 8) * si.size, "byte", np_scatter_add, \
+    yield "scatter_add 16384x256 dim 0", (4 + 8) * si.size, "byte", "numpy", np_scatter_add, \
         (lambda: pf.scatter_add(pacc, 0, psi, psrc))
     parts = [rng.standard_normal((1024, 1024), dtype=np.float32) for _ in range(4)]
     pparts = [pf.tensor(t) for t in parts]
-    yield "cat 4 x 1024x1024 dim 1", 2 * 4 * 4 * 2**20, "byte", (lambda: np.concatenate(parts, 1)), \
+    yield "cat 4 x 1024x1024 dim 1", 2 * 4 * 4 * 2**20, "byte", "numpy", (lambda: np.concatenate(parts, 1)), \
         (lambda: pf.cat(pparts, 1))
     mask = x > 0
     pmask = pf.tensor(mask)
-    yield "masked_fill 16M fp32", (4 + 1 + 4) * m, "byte", (lambda: np.where(mask, np.float32(0), x)), \
+    yield "masked_fill 16M fp32", (4 + 1 + 4) * m, "byte", "numpy", (lambda: np.where(mask, np.float32(0), x)), \
         (lambda: pf.masked_fill(px, pmask, 0.0))
-    yield "tril 4096x4096 fp32", 2 * 4 * s.size, "byte", (lambda: np.tril(s)), (lambda: pf.tril(ps))
+    yield "tril 4096x4096 fp32", 2 * 4 * s.size, "byte", "numpy", (lambda: np.tril(s)), (lambda: pf.tril(ps))
+    # NumPy has no convolution or pooling: these run next to PyTorch (CPU).
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        print("(torch not installed: conv2d and max_pool2d cases skipped)")
+        return
+    x = rng.standard_normal((32, 64, 56, 56), dtype=np.float32)
+    w = rng.standard_normal((64, 64, 3, 3), dtype=np.float32)
+    px, pw, tx, tw = pf.tensor(x), pf.tensor(w), torch.from_numpy(x), torch.from_numpy(w)
+    yield "conv2d 32x64x56x56, 64x3x3, pad 1", 2 * x.size * 64 * 9, "flop", "torch", \
+        (lambda: F.conv2d(tx, tw, padding=1)), (lambda: pf.conv2d(px, pw, padding=1))
+    yield "max_pool2d 32x64x56x56, k3 s2 p1", 4 * (x.size + x.size // 4), "byte", "torch", \
+        (lambda: F.max_pool2d(tx, 3, 2, 1)), (lambda: pf.max_pool2d(px, 3, 2, 1))
 
 
 def main():
@@ -102,21 +117,28 @@ def main():
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args()
 
-    print(f"machine: {pf.device_info()['name']}, {os.cpu_count()} cores; numpy {np.__version__}; "
+    versions = f"numpy {np.__version__}"
+    try:
+        import torch
+        versions += f", torch {torch.__version__} ({torch.get_num_threads()} threads)"
+    except ImportError:
+        pass
+    print(f"machine: {pf.device_info()['name']}, {os.cpu_count()} cores; {versions}; "
           f"commit {git_commit()}; {time.strftime('%Y-%m-%d')}")
-    print(f"{'case':28s} {'numpy ms':>10s} {'pyflame ms':>11s} {'pyflame rate':>14s} {'ratio':>7s}")
+    print(f"{'case':34s} {'ref':>6s} {'ref ms':>10s} {'pyflame ms':>11s} {'pyflame rate':>14s} {'ratio':>7s}")
     results = []
-    for name, work, unit, np_fn, pf_fn in cases():
+    for name, work, unit, ref, ref_fn, pf_fn in cases():
         # OpenBLAS worker threads spin for a while after a call; let each
         # library's pool go idle before timing the other on the same cores.
-        t_np = median_seconds(np_fn, args.repeat)
+        t_ref = median_seconds(ref_fn, args.repeat)
         time.sleep(0.5)
         t_pf = median_seconds(pf_fn, args.repeat)
         time.sleep(0.5)
-        rate = work / t_pf / (1e9 if unit == "flop" else 1e9)
+        rate = work / t_pf / 1e9
         rate_s = f"{rate:8.1f} {'GFLOP/s' if unit == 'flop' else 'GB/s'}"
-        print(f"{name:28s} {t_np * 1e3:10.3f} {t_pf * 1e3:11.3f} {rate_s:>14s} {t_pf / t_np:7.2f}")
-        results.append({"case": name, "numpy_ms": t_np * 1e3, "pyflame_ms": t_pf * 1e3, "ratio": t_pf / t_np})
+        print(f"{name:34s} {ref:>6s} {t_ref * 1e3:10.3f} {t_pf * 1e3:11.3f} {rate_s:>14s} {t_pf / t_ref:7.2f}")
+        results.append({"case": name, "reference": ref, "reference_ms": t_ref * 1e3, "pyflame_ms": t_pf * 1e3,
+                        "ratio": t_pf / t_ref})
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": platform.processor(), "commit": git_commit(), "results": results}, f, indent=2)

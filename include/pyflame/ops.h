@@ -70,3 +70,5 @@ PF_API Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype
 
 }  // namespace pyflame
 #include "pyflame/shape_ops.h"
+
+#include "pyflame/conv_ops.h"

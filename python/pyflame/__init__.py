@@ -93,6 +93,10 @@ for _name, _family in _C.op_table():
     globals()[_name] = getattr(_C, _name)
 del _name, _family
 
+# Ops outside the op table: they run as table ops (conv1d and the 1-D pools
+# as the 2-D ops) or compose them (pad).
+from ._C import avg_pool1d, conv1d, max_pool1d, pad  # noqa: E402,F401
+
 # PyTorch-style aliases (also shadow builtins here, hence last).
 bool = dtype.bool  # noqa: A001
 half = float16

@@ -560,6 +560,7 @@ NB_MODULE(_C, m) {
         "condition"_a, "input"_a, "other"_a);
   m.def("transpose", &pyflame::transpose, "x"_a, "dim0"_a, "dim1"_a);
   bind_shape(m, tensor);
+  bind_conv(m, tensor);
 
   m.def("op_table", [] {
     std::vector<std::pair<std::string, std::string>> ops;

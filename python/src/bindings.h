@@ -47,4 +47,7 @@ template <class F> nb::object in_place(nb::handle self, const F& f) {
   return nb::borrow(self);
 }
 
+// Op areas (python/src/bind_<area>.cpp), called from NB_MODULE.
+void bind_conv(nb::module_& m, nb::class_<Tensor>& tensor);
+
 }  // namespace pyflame::python

@@ -25,6 +25,9 @@ struct OpAttrs {
   // (the op layer pads the input explicitly for asymmetric 'same' padding).
   std::vector<int64_t> kernel_size, stride, padding, dilation, output_padding;
   int64_t groups = 1;
+  bool ceil_mode = false;          // pooling (already reflected in the output shape)
+  bool count_include_pad = true;   // avg pooling: padded zeros count in the divisor
+  int64_t divisor_override = 0;    // avg pooling: divide by this instead (0: no override)
 };
 
 struct OpCall {

@@ -1,17 +1,25 @@
 #pragma once
-// Helpers of the op layer shared by src/core/ops.cpp and the area files
-// (src/core/<area>_ops.cpp), so that every op places its inputs the same way.
+// Helpers shared by the op layer's files (ops.cpp and the <area>_ops.cpp files).
 
-#include "pyflame/device.h"
+#include "core/backend.h"
+#include "pyflame/error.h"
 #include "pyflame/ir/op_type.h"
 #include "pyflame/tensor.h"
 
 namespace pyflame {
 
-// Brings an input to the device the op runs on (the current device): a copy
-// counted by implicit_copy_count(), or DeviceError under strict placement.
-Tensor on_device(const Tensor& t, Device dev, ir::OpType op);
-// The same for ops outside the op table (compositions), named by `op`.
-Tensor on_device(const Tensor& t, Device dev, const char* op);
+// Brings an input to the device the op runs on (the current device); `op`
+// names the op in the error (ops outside the table pass their own name).
+inline Tensor on_device(const Tensor& t, Device dev, const char* op) {
+  if (t.device() == dev) return t;
+  if (!t.is_wrapped_number()) {  // numbers from Python move freely, as in PyTorch
+    PF_CHECK(!strict_device_placement(), DeviceError, op, ": an input is on '", to_string(t.device()),
+             "' but the op runs on '", to_string(dev),
+             "' and strict device placement is on; move it with .to('", to_string(dev), "')");
+    count_implicit_copy();
+  }
+  return t.to(dev);
+}
+inline Tensor on_device(const Tensor& t, Device dev, ir::OpType op) { return on_device(t, dev, op_name(op)); }
 
 }  // namespace pyflame

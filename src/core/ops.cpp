@@ -14,19 +14,6 @@
 
 namespace pyflame {
 
-Tensor on_device(const Tensor& t, Device dev, ir::OpType op) { return on_device(t, dev, op_name(op)); }
-
-Tensor on_device(const Tensor& t, Device dev, const char* op) {
-  if (t.device() == dev) return t;
-  if (!t.is_wrapped_number()) {  // numbers from Python move freely, as in PyTorch
-    PF_CHECK(!strict_device_placement(), DeviceError, op, ": an input is on '", to_string(t.device()),
-             "' but the op runs on '", to_string(dev),
-             "' and strict device placement is on; move it with .to('", to_string(dev), "')");
-    count_implicit_copy();
-  }
-  return t.to(dev);
-}
-
 namespace {
 
 // Moves, converts and broadcasts one operand for an elementwise kernel.

@@ -3,26 +3,16 @@
 // transpose flag, so only layouts BLAS cannot address are copied. float16 and
 // bfloat16 go through float32; integer products use a plain loop (no BLAS has them).
 
-#include <cblas.h>
-
 #include <climits>
 
 #include "core/dispatch.h"
 #include "core/matrix_layout.h"
+#include "cpu/blas.h"
 #include "cpu/loops.h"
 #include "pyflame/error.h"
 
 namespace pyflame::cpu {
 namespace {
-
-template <class T> void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-                             const T* b, int64_t ldb, T* c, int64_t ldc) {
-  auto op = [](bool t) { return t ? CblasTrans : CblasNoTrans; };
-  if constexpr (std::is_same_v<T, float>)
-    scipy_cblas_sgemm(CblasRowMajor, op(ta), op(tb), m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-  else
-    scipy_cblas_dgemm(CblasRowMajor, op(ta), op(tb), m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
-}
 
 template <class T> void blas_matmul(Tensor a, Tensor b, Tensor& out) {
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);

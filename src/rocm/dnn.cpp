@@ -6,7 +6,11 @@
 #include "pyflame/backend/rocm/dnn.h"
 
 #include <algorithm>
+#include <climits>
 #include <unordered_map>
+
+#include "core/dispatch.h"
+#include "pyflame/ops.h"
 
 #include "pyflame/backend/rocm/device.h"
 #include "pyflame/backend/rocm/hip_check.h"
@@ -333,4 +337,36 @@ void release_dnn() {
   t_dnn.clear();
 }
 
+namespace {
+
+int as_int(int64_t v, const char* what) {
+  PF_CHECK(v >= 0 && v <= INT_MAX, NotSupportedError, "conv2d: ", what, " ", v, " is out of the DNN library's range");
+  return static_cast<int>(v);
+}
+
+// pf.conv2d (and conv1d, which the op layer lifts to 2-D) on the device: the
+// op layer hands over contiguous NCHW input and weight and an optional bias.
+// The workspace comes from the caching allocator in stream order; the bias is
+// added by the elementwise kernel, as PyTorch does after cuDNN.
+void conv2d_entry(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& w = call.inputs[1];
+  Tensor& out = call.out;
+  DeviceGuard guard(out.device().index);
+  const OpAttrs& a = call.attrs;
+  ConvParams p = ConvParams::Conv2D(as_int(a.padding[0], "padding"), as_int(a.padding[1], "padding"),
+                                    as_int(a.stride[0], "stride"), as_int(a.stride[1], "stride"),
+                                    as_int(a.dilation[0], "dilation"), as_int(a.dilation[1], "dilation"),
+                                    as_int(a.groups, "groups"));
+  ROCmDNN& dnn = get_dnn();
+  const size_t ws_bytes = dnn.conv2d_forward_workspace_size(x.dtype(), x.shape(), w.shape(), out.shape(), p);
+  Tensor workspace = Tensor::empty({static_cast<int64_t>(ws_bytes)}, DType::UInt8, out.device());
+  dnn.conv2d_forward(x.dtype(), x.shape(), x.data_ptr(), w.shape(), w.data_ptr(), out.shape(), out.data_ptr(), p,
+                     ws_bytes ? workspace.data_ptr() : nullptr, ws_bytes);
+  if (call.inputs.size() > 2) binary_op_(ir::OpType::add, out, call.inputs[2].view({1, out.shape()[1], 1, 1}));
+}
+
+PF_REGISTER_KERNEL(conv2d, ROCm, &conv2d_entry);
+
+}  // namespace
 }  // namespace pyflame::backend::rocm

@@ -251,6 +251,7 @@ class OpInfo:
     tol: dict = field(default_factory=dict)
     exact_float: bool = False  # result is exact (no rounding beyond the inputs')
     domain: dict = field(default_factory=dict)
+    method: bool = True  # also a Tensor method (torch.nn.functional ops are not)
 
     @property
     def fn(self):

@@ -1,0 +1,431 @@
+// The conv area's op layer (include/pyflame/conv_ops.h): convolution,
+// transposed convolution, pooling and constant padding. Each op checks its
+// arguments against PyTorch's limits before anything is allocated, brings the
+// inputs to the current device as contiguous (N, C, spatial...) tensors of
+// one float dtype, allocates the output and runs its op-table kernel with
+// attrs holding one entry per spatial dim. An unbatched input gets a batch
+// dim of 1. The 1-D ops add a spatial dim of 1 in front of the length and run
+// as the 2-D ops, so every device with a 2-D kernel runs them too. pad is a
+// composition (fill, then copy into a view), so it runs on every device.
+
+#include <algorithm>
+
+#include "core/dispatch.h"
+#include "core/op_utils.h"
+#include "pyflame/conv_ops.h"
+#include "pyflame/error.h"
+
+namespace pyflame {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+// A per-dim argument as one value per spatial dim.
+Ints per_dim(const char* op, const char* what, const Ints& v, int64_t nd) {
+  if (v.size() == 1) return Ints(nd, v[0]);
+  PF_CHECK(static_cast<int64_t>(v.size()) == nd, ValueError, op, ": ", what, " must be an int or ", nd,
+           " ints (one per spatial dim), got ", Shape(v));
+  return v;
+}
+
+void check_min(const char* op, const char* what, const Ints& v, int64_t min) {
+  for (int64_t x : v)
+    PF_CHECK(x >= min, ValueError, op, ": ", what, " must be ", min > 0 ? "positive" : "non-negative", ", got ",
+             Shape(v));
+}
+
+void check_float(const char* op, const Tensor& x) {
+  PF_CHECK(is_floating(x.dtype()), TypeError, op, ": expected a floating-point input, got ", x.dtype(),
+           " (convert with .to(float32))");
+}
+
+void check_same_dtype(const char* op, const char* what, const Tensor& t, const Tensor& input) {
+  PF_CHECK(t.dtype() == input.dtype(), TypeError, op, ": the ", what, " has dtype ", t.dtype(), " but the input has ",
+           input.dtype(), "; convert one with .to()");
+}
+
+// (C, spatial...) or (N, C, spatial...).
+void check_input_rank(const char* op, const Tensor& x, int64_t nd) {
+  PF_CHECK(x.dim() == nd + 1 || x.dim() == nd + 2, ValueError, op, ": expected a ", nd + 1, "-D (unbatched) or ",
+           nd + 2, "-D (batched) input, got shape ", x.shape());
+}
+
+// The input batched, on `dev`, contiguous.
+Tensor batched(const Tensor& x, int64_t nd, Device dev, const char* op) {
+  Tensor t = on_device(x, dev, op);
+  if (x.dim() == nd + 1) t = t.unsqueeze(0);
+  return t.contiguous();
+}
+
+// The result of a 2-D op that ran for a 1-D one (drop the spatial dim of 1),
+// and of an unbatched input (drop the batch dim).
+Tensor finish(Tensor out, bool lifted, bool unbatched) {
+  if (lifted) out = out.squeeze(2);
+  if (unbatched) out = out.squeeze(0);
+  return out;
+}
+
+// 1-D arguments as the 2-D op's: a size-1 spatial dim in front of the length.
+Ints lift(const Ints& v, int64_t front) { return {front, v[0]}; }
+
+const char* conv_name(int64_t nd) { return nd == 1 ? "conv1d" : nd == 2 ? "conv2d" : "conv3d"; }
+
+void check_conv_weight(const char* op, const Tensor& weight, int64_t nd, const char* layout) {
+  PF_CHECK(weight.dim() == nd + 2, ValueError, op, ": expected a ", nd + 2, "-D weight ", layout, ", got shape ",
+           weight.shape());
+}
+
+void check_bias(const char* op, const std::optional<Tensor>& bias, const Tensor& input, int64_t out_channels) {
+  if (!bias) return;
+  check_same_dtype(op, "bias", *bias, input);
+  PF_CHECK(bias->dim() == 1 && bias->shape()[0] == out_channels, ValueError, op, ": expected a bias of shape [",
+           out_channels, "], got ", bias->shape());
+}
+
+Tensor convolution(int64_t nd, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                   Ints stride, Ints padding, Ints dilation, int64_t groups) {
+  const char* op = conv_name(nd);
+  check_float(op, input);
+  check_same_dtype(op, "weight", weight, input);
+  check_input_rank(op, input, nd);
+  check_conv_weight(op, weight, nd, "(out_channels, in_channels / groups, kernel...)");
+  stride = per_dim(op, "stride", stride, nd);
+  padding = per_dim(op, "padding", padding, nd);
+  dilation = per_dim(op, "dilation", dilation, nd);
+  check_min(op, "stride", stride, 1);
+  check_min(op, "padding", padding, 0);
+  check_min(op, "dilation", dilation, 1);
+  PF_CHECK(groups > 0, ValueError, op, ": groups must be positive, got ", groups);
+  const bool unbatched = input.dim() == nd + 1;
+  const int64_t channels = input.shape()[unbatched ? 0 : 1], out_channels = weight.shape()[0];
+  PF_CHECK(channels % groups == 0, ValueError, op, ": the input's ", channels, " channels (input shape ",
+           input.shape(), ") are not divisible by groups=", groups);
+  PF_CHECK(out_channels % groups == 0, ValueError, op, ": the weight's ", out_channels,
+           " output channels (weight shape ", weight.shape(), ") are not divisible by groups=", groups);
+  PF_CHECK(weight.shape()[1] * groups == channels, ValueError, op, ": expected an input with ",
+           weight.shape()[1] * groups, " channels (weight shape ", weight.shape(), ", groups=", groups, "), got ",
+           channels, " channels (input shape ", input.shape(), ")");
+  check_bias(op, bias, input, out_channels);
+  Shape out_shape = {unbatched ? 1 : input.shape()[0], out_channels};
+  for (int64_t i = 0; i < nd; ++i) {
+    const int64_t size = input.shape()[input.dim() - nd + i], k = weight.shape()[2 + i];
+    const int64_t padded = size + 2 * padding[i], span = dilation[i] * (k - 1) + 1;
+    PF_CHECK(span <= padded, ValueError, op, ": the kernel (", k, " wide, spanning ", span, " with dilation ",
+             dilation[i], ") is larger than the padded input (", size, " + 2 * ", padding[i], " = ", padded,
+             ") in spatial dim ", i, "; input shape ", input.shape(), ", weight shape ", weight.shape());
+    out_shape.push_back((padded - span) / stride[i] + 1);
+  }
+
+  const Device dev = current_device();
+  const ir::OpType op_type = nd == 3 ? ir::OpType::conv3d : ir::OpType::conv2d;
+  OpCall call{op_type, {batched(input, nd, dev, op), on_device(weight, dev, op).contiguous()}, Tensor(), {}};
+  if (bias) call.inputs.push_back(on_device(*bias, dev, op).contiguous());
+  const bool lifted = nd == 1;
+  if (lifted) {
+    call.inputs[0] = call.inputs[0].unsqueeze(2);
+    call.inputs[1] = call.inputs[1].unsqueeze(2);
+    out_shape.insert(out_shape.begin() + 2, 1);
+    stride = lift(stride, 1);
+    padding = lift(padding, 0);
+    dilation = lift(dilation, 1);
+  }
+  call.out = Tensor::empty(out_shape, input.dtype(), dev);
+  call.attrs.stride = stride;
+  call.attrs.padding = padding;
+  call.attrs.dilation = dilation;
+  call.attrs.groups = groups;
+  if (weight.shape()[1] == 0) {  // no input channels: every sum is empty
+    Shape bias_shape(out_shape.size(), 1);
+    bias_shape[1] = out_channels;
+    if (bias) call.out.copy_(call.inputs[2].view(bias_shape));
+    else call.out.fill_(Scalar(0.0));
+  } else {
+    run_kernel(call, dev);
+  }
+  return finish(call.out, lifted, unbatched);
+}
+
+}  // namespace
+
+Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, Ints stride,
+              Ints padding, Ints dilation, int64_t groups) {
+  return convolution(1, input, weight, bias, std::move(stride), std::move(padding), std::move(dilation), groups);
+}
+Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, Ints stride,
+              Ints padding, Ints dilation, int64_t groups) {
+  return convolution(2, input, weight, bias, std::move(stride), std::move(padding), std::move(dilation), groups);
+}
+Tensor conv3d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, Ints stride,
+              Ints padding, Ints dilation, int64_t groups) {
+  return convolution(3, input, weight, bias, std::move(stride), std::move(padding), std::move(dilation), groups);
+}
+
+Tensor detail::conv_padding_mode(int64_t nd, const Tensor& input, const Tensor& weight,
+                                 const std::optional<Tensor>& bias, Ints stride, const std::string& padding,
+                                 Ints dilation, int64_t groups) {
+  const char* op = conv_name(nd);
+  if (padding == "valid") return convolution(nd, input, weight, bias, stride, {0}, dilation, groups);
+  PF_CHECK(padding == "same", ValueError, op, ": padding must be 'same', 'valid', an int or ", nd,
+           " ints, got '", padding, "'");
+  check_input_rank(op, input, nd);
+  check_conv_weight(op, weight, nd, "(out_channels, in_channels / groups, kernel...)");
+  stride = per_dim(op, "stride", stride, nd);
+  dilation = per_dim(op, "dilation", dilation, nd);
+  check_min(op, "dilation", dilation, 1);
+  PF_CHECK(std::all_of(stride.begin(), stride.end(), [](int64_t s) { return s == 1; }), ValueError, op,
+           ": padding='same' is not supported for strided convolutions, got stride ", Shape(stride));
+  // The total padding dilation * (kernel - 1) splits evenly but for an odd
+  // total, whose extra element goes after the input (as in PyTorch): that
+  // part is padded explicitly so the kernel sees symmetric padding.
+  Ints symmetric(nd), extra(2 * nd, 0);
+  bool asymmetric = false;
+  for (int64_t i = 0; i < nd; ++i) {
+    const int64_t total = dilation[i] * (weight.shape()[2 + i] - 1);
+    symmetric[i] = total / 2;
+    extra[2 * (nd - 1 - i) + 1] = total % 2;  // pad() lists the last dim first
+    asymmetric = asymmetric || total % 2;
+  }
+  return convolution(nd, asymmetric ? pad(input, extra) : input, weight, bias, stride, symmetric, dilation, groups);
+}
+
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, Ints stride,
+                        Ints padding, Ints output_padding, int64_t groups, Ints dilation) {
+  const char* op = "conv_transpose2d";
+  const int64_t nd = 2;
+  check_float(op, input);
+  check_same_dtype(op, "weight", weight, input);
+  check_input_rank(op, input, nd);
+  check_conv_weight(op, weight, nd, "(in_channels, out_channels / groups, kH, kW)");
+  stride = per_dim(op, "stride", stride, nd);
+  padding = per_dim(op, "padding", padding, nd);
+  output_padding = per_dim(op, "output_padding", output_padding, nd);
+  dilation = per_dim(op, "dilation", dilation, nd);
+  check_min(op, "stride", stride, 1);
+  check_min(op, "padding", padding, 0);
+  check_min(op, "output_padding", output_padding, 0);
+  check_min(op, "dilation", dilation, 1);
+  PF_CHECK(groups > 0, ValueError, op, ": groups must be positive, got ", groups);
+  const bool unbatched = input.dim() == nd + 1;
+  const int64_t channels = input.shape()[unbatched ? 0 : 1], out_channels = weight.shape()[1] * groups;
+  PF_CHECK(weight.shape()[0] == channels, ValueError, op, ": expected an input with ", weight.shape()[0],
+           " channels (weight shape ", weight.shape(), "), got ", channels, " channels (input shape ", input.shape(),
+           ")");
+  PF_CHECK(channels % groups == 0, ValueError, op, ": the input's ", channels, " channels (input shape ",
+           input.shape(), ") are not divisible by groups=", groups);
+  check_bias(op, bias, input, out_channels);
+  Shape out_shape = {unbatched ? 1 : input.shape()[0], out_channels};
+  for (int64_t i = 0; i < nd; ++i) {
+    PF_CHECK(output_padding[i] < stride[i] || output_padding[i] < dilation[i], ValueError, op,
+             ": output_padding must be smaller than either stride or dilation, got output_padding ",
+             Shape(output_padding), ", stride ", Shape(stride), ", dilation ", Shape(dilation));
+    const int64_t size = input.shape()[input.dim() - nd + i];
+    PF_CHECK(size > 0, ValueError, op, ": expected non-empty spatial dims, got input shape ", input.shape());
+    const int64_t out = (size - 1) * stride[i] - 2 * padding[i] + dilation[i] * (weight.shape()[2 + i] - 1) +
+                        output_padding[i] + 1;
+    PF_CHECK(out > 0, ValueError, op, ": the output size ", out, " in spatial dim ", i,
+             " is too small (input shape ", input.shape(), ", weight shape ", weight.shape(), ", stride ",
+             Shape(stride), ", padding ", Shape(padding), ")");
+    out_shape.push_back(out);
+  }
+  const Device dev = current_device();
+  OpCall call{ir::OpType::conv_transpose2d,
+              {batched(input, nd, dev, op), on_device(weight, dev, op).contiguous()},
+              Tensor::empty(out_shape, input.dtype(), dev),
+              {}};
+  if (bias) call.inputs.push_back(on_device(*bias, dev, op).contiguous());
+  call.attrs.stride = stride;
+  call.attrs.padding = padding;
+  call.attrs.output_padding = output_padding;
+  call.attrs.dilation = dilation;
+  call.attrs.groups = groups;
+  run_kernel(call, dev);
+  return finish(call.out, false, unbatched);
+}
+
+// ------------------------------------------------------------------ pooling
+
+namespace {
+
+const char* pool_name(bool is_max, int64_t nd) {
+  static const char* names[2][3] = {{"avg_pool1d", "avg_pool2d", "avg_pool3d"},
+                                    {"max_pool1d", "max_pool2d", "max_pool3d"}};
+  return names[is_max][nd - 1];
+}
+
+// PyTorch's pooling_output_shape: with ceil_mode the last window must still
+// start inside the input or its left padding.
+int64_t pooled_size(int64_t size, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
+  const int64_t span = d * (k - 1) + 1, room = size + 2 * p - span + (ceil_mode ? s - 1 : 0);
+  int64_t out = (room >= 0 ? room / s : -((-room + s - 1) / s)) + 1;  // floor division
+  if (ceil_mode && (out - 1) * s >= size + p) --out;
+  return out;
+}
+
+// Batched input rank, non-empty channel and spatial dims (the batch may be empty).
+void check_pool_input(const char* op, const Tensor& x, int64_t nd) {
+  check_float(op, x);
+  check_input_rank(op, x, nd);
+  for (int64_t d = x.dim() - nd - 1; d < x.dim(); ++d)
+    PF_CHECK(x.shape()[d] > 0, ValueError, op, ": expected non-empty channel and spatial dims, got input shape ",
+             x.shape());
+}
+
+struct PoolArgs {
+  Ints kernel_size, stride, padding, dilation;
+  bool ceil_mode = false, count_include_pad = true;
+  int64_t divisor_override = 0;
+};
+
+Tensor pool(bool is_max, int64_t nd, const Tensor& input, PoolArgs a) {
+  const char* op = pool_name(is_max, nd);
+  check_pool_input(op, input, nd);
+  a.kernel_size = per_dim(op, "kernel_size", a.kernel_size, nd);
+  a.stride = a.stride.empty() ? a.kernel_size : per_dim(op, "stride", a.stride, nd);
+  a.padding = per_dim(op, "padding", a.padding, nd);
+  a.dilation = per_dim(op, "dilation", a.dilation, nd);
+  check_min(op, "kernel_size", a.kernel_size, 1);
+  check_min(op, "stride", a.stride, 1);
+  check_min(op, "padding", a.padding, 0);
+  check_min(op, "dilation", a.dilation, 1);
+  const bool unbatched = input.dim() == nd + 1;
+  Shape out_shape = {unbatched ? 1 : input.shape()[0], input.shape()[input.dim() - nd - 1]};
+  for (int64_t i = 0; i < nd; ++i) {
+    PF_CHECK(a.padding[i] <= a.kernel_size[i] / 2, ValueError, op,
+             ": padding must be at most half of the kernel size, got padding ", Shape(a.padding), " for kernel_size ",
+             Shape(a.kernel_size));
+    const int64_t size = input.shape()[input.dim() - nd + i];
+    const int64_t out = pooled_size(size, a.kernel_size[i], a.stride[i], a.padding[i], a.dilation[i], a.ceil_mode);
+    PF_CHECK(out > 0, ValueError, op, ": the output size ", out, " in spatial dim ", i,
+             " is too small (input shape ", input.shape(), ", kernel_size ", Shape(a.kernel_size), ", dilation ",
+             Shape(a.dilation), ", padding ", Shape(a.padding), ")");
+    out_shape.push_back(out);
+  }
+  const Device dev = current_device();
+  const ir::OpType op_type = is_max ? (nd == 3 ? ir::OpType::max_pool3d : ir::OpType::max_pool2d)
+                                    : (nd == 3 ? ir::OpType::avg_pool3d : ir::OpType::avg_pool2d);
+  OpCall call{op_type, {batched(input, nd, dev, op)}, Tensor(), {}};
+  const bool lifted = nd == 1;
+  if (lifted) {
+    call.inputs[0] = call.inputs[0].unsqueeze(2);
+    out_shape.insert(out_shape.begin() + 2, 1);
+    a.kernel_size = lift(a.kernel_size, 1);
+    a.stride = lift(a.stride, 1);
+    a.padding = lift(a.padding, 0);
+    a.dilation = lift(a.dilation, 1);
+  }
+  call.out = Tensor::empty(out_shape, input.dtype(), dev);
+  call.attrs.kernel_size = a.kernel_size;
+  call.attrs.stride = a.stride;
+  call.attrs.padding = a.padding;
+  call.attrs.dilation = a.dilation;
+  call.attrs.ceil_mode = a.ceil_mode;
+  call.attrs.count_include_pad = a.count_include_pad;
+  call.attrs.divisor_override = a.divisor_override;
+  run_kernel(call, dev);
+  return finish(call.out, lifted, unbatched);
+}
+
+Tensor max_pool(int64_t nd, const Tensor& input, Ints kernel_size, Ints stride, Ints padding, Ints dilation,
+                bool ceil_mode) {
+  return pool(true, nd, input, {std::move(kernel_size), std::move(stride), std::move(padding), std::move(dilation),
+                                ceil_mode, true, 0});
+}
+
+Tensor avg_pool(int64_t nd, const Tensor& input, Ints kernel_size, Ints stride, Ints padding, bool ceil_mode,
+                bool count_include_pad, std::optional<int64_t> divisor_override) {
+  PF_CHECK(!divisor_override || *divisor_override != 0, ValueError, pool_name(false, nd),
+           ": divisor_override must not be zero");
+  return pool(false, nd, input, {std::move(kernel_size), std::move(stride), std::move(padding), {1}, ceil_mode,
+                                 count_include_pad, divisor_override.value_or(0)});
+}
+
+}  // namespace
+
+Tensor max_pool1d(const Tensor& input, Ints kernel_size, Ints stride, Ints padding, Ints dilation, bool ceil_mode) {
+  return max_pool(1, input, std::move(kernel_size), std::move(stride), std::move(padding), std::move(dilation),
+                  ceil_mode);
+}
+Tensor max_pool2d(const Tensor& input, Ints kernel_size, Ints stride, Ints padding, Ints dilation, bool ceil_mode) {
+  return max_pool(2, input, std::move(kernel_size), std::move(stride), std::move(padding), std::move(dilation),
+                  ceil_mode);
+}
+Tensor max_pool3d(const Tensor& input, Ints kernel_size, Ints stride, Ints padding, Ints dilation, bool ceil_mode) {
+  return max_pool(3, input, std::move(kernel_size), std::move(stride), std::move(padding), std::move(dilation),
+                  ceil_mode);
+}
+Tensor avg_pool1d(const Tensor& input, Ints kernel_size, Ints stride, Ints padding, bool ceil_mode,
+                  bool count_include_pad) {
+  return avg_pool(1, input, std::move(kernel_size), std::move(stride), std::move(padding), ceil_mode,
+                  count_include_pad, std::nullopt);
+}
+Tensor avg_pool2d(const Tensor& input, Ints kernel_size, Ints stride, Ints padding, bool ceil_mode,
+                  bool count_include_pad, std::optional<int64_t> divisor_override) {
+  return avg_pool(2, input, std::move(kernel_size), std::move(stride), std::move(padding), ceil_mode,
+                  count_include_pad, divisor_override);
+}
+Tensor avg_pool3d(const Tensor& input, Ints kernel_size, Ints stride, Ints padding, bool ceil_mode,
+                  bool count_include_pad, std::optional<int64_t> divisor_override) {
+  return avg_pool(3, input, std::move(kernel_size), std::move(stride), std::move(padding), ceil_mode,
+                  count_include_pad, divisor_override);
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& input, std::vector<std::optional<int64_t>> output_size) {
+  const char* op = "adaptive_avg_pool2d";
+  check_pool_input(op, input, 2);
+  PF_CHECK(output_size.size() == 1 || output_size.size() == 2, ValueError, op,
+           ": output_size must be an int or 2 values (ints or None), got ", output_size.size(), " values");
+  if (output_size.size() == 1) output_size.push_back(output_size[0]);
+  const bool unbatched = input.dim() == 3;
+  Shape out_shape = {unbatched ? 1 : input.shape()[0], input.shape()[input.dim() - 3]};
+  for (int64_t i = 0; i < 2; ++i) {
+    const int64_t size = output_size[i].value_or(input.shape()[input.dim() - 2 + i]);
+    PF_CHECK(size >= 0, ValueError, op, ": output_size entries must be non-negative, got ", size);
+    out_shape.push_back(size);
+  }
+  const Device dev = current_device();
+  OpCall call{ir::OpType::adaptive_avg_pool2d, {batched(input, 2, dev, op)}, Tensor::empty(out_shape, input.dtype(), dev),
+              {}};
+  run_kernel(call, dev);
+  return finish(call.out, false, unbatched);
+}
+
+// ------------------------------------------------------------------ pad
+
+Tensor pad(const Tensor& input, Ints pad, const std::string& mode, Scalar value) {
+  if (mode == "reflect" || mode == "replicate" || mode == "circular")
+    throw NotSupportedError(detail::cat("pad: mode='", mode,
+                                        "' is not supported yet, only mode='constant' (docs/ops.md)"));
+  PF_CHECK(mode == "constant", ValueError, "pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got '",
+           mode, "'");
+  const int64_t n = static_cast<int64_t>(pad.size());
+  PF_CHECK(n % 2 == 0, ValueError, "pad: the padding must have an even length (pairs of before/after), got ",
+           Shape(pad));
+  PF_CHECK(n / 2 <= input.dim(), ValueError, "pad: ", n / 2, " padded dims (padding ", Shape(pad),
+           ") but the input has only ", input.dim(), " (shape ", input.shape(), ")");
+  // pad lists the last dim first: (before, after) for dim -1, then dim -2, ...
+  // Negative entries crop, and may not crop more than the dim holds (as in PyTorch).
+  Shape out_shape = input.shape();
+  for (int64_t j = 0; j < n / 2; ++j) {
+    const int64_t d = input.dim() - 1 - j, before = pad[2 * j], after = pad[2 * j + 1];
+    const int64_t kept = input.shape()[d] + std::min<int64_t>(0, before) + std::min<int64_t>(0, after);
+    PF_CHECK(kept >= 0, ValueError, "pad: padding (", before, ", ", after, ") of dim ", d, " crops more than its size ",
+             input.shape()[d]);
+    out_shape[d] = kept + std::max<int64_t>(0, before) + std::max<int64_t>(0, after);
+  }
+  const Device dev = current_device();
+  Tensor out = Tensor::empty(out_shape, input.dtype(), dev);
+  // The input (cropped) goes into a view of the output; positive padding is the border around it.
+  Tensor src = on_device(input, dev, "pad"), dst = out;
+  bool border = false;
+  for (int64_t j = 0; j < n / 2; ++j) {
+    const int64_t d = input.dim() - 1 - j, before = pad[2 * j], after = pad[2 * j + 1];
+    src = src.slice(d, std::max<int64_t>(0, -before), input.shape()[d] - std::max<int64_t>(0, -after), 1);
+    dst = dst.slice(d, std::max<int64_t>(0, before), out_shape[d] - std::max<int64_t>(0, after), 1);
+    border = border || before > 0 || after > 0;
+  }
+  if (border) out.fill_(value);
+  if (dst.numel() > 0) dst.copy_(src);
+  return out;
+}
+
+}  // namespace pyflame

@@ -1,0 +1,257 @@
+"""Convolution, pooling and pad: the ops outside the op table through the OpInfo
+harness, larger shapes that take every path of the CPU kernels, and the
+documented errors. (The op-table ops run in test_ops.py from opinfo_conv.py.)"""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import pyflame as pf
+from op_registry import Arg, assert_matches, make_pf, make_values, pf_to_numpy
+from opinfo_conv import EXTRA_OP_INFOS
+from test_errors import expect
+from test_ops import _run_sample
+
+EXTRA = {op.name: op for op in EXTRA_OP_INFOS}
+
+
+@pytest.mark.parametrize("name,dtype,cls", [(op.name, dt, cls) for op in EXTRA_OP_INFOS for dt in op.dtypes
+                                            for cls in op.shape_classes], ids=str)
+def test_extra_op(name, dtype, cls, rng):
+    op = EXTRA[name]
+    samples = op.sample_inputs(rng, dtype, cls)
+    assert samples, f"no samples for {name} {dtype} {cls}"
+    if cls == "noncontig":
+        for s in samples:
+            assert any(not make_pf(a, dtype).is_contiguous() for a in s.args if isinstance(a, Arg)), s
+    failures = [m for m in (_run_sample(op, dtype, s) for s in samples) if m]
+    if failures:
+        pytest.fail(f"{len(failures)}/{len(samples)} samples failed:\n" + "\n".join(failures), pytrace=False)
+
+
+def _pair(rng, shape, dtype="float32", low=-1, high=1):
+    v = make_values(rng, shape, dtype, low=low, high=high)
+    return pf.tensor(v), torch.from_numpy(v.copy())
+
+
+# ----------------------------------------------------------------- every kernel path, bigger shapes
+
+
+@pytest.mark.parametrize("batch", [1, 2, 3, 5])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_conv2d_large_images(batch, dtype, rng):
+    """Images whose column matrix spans several blocks; batches that split across
+    threads (with single-threaded BLAS) and ones that run one image at a time."""
+    x, tx = _pair(rng, (batch, 16, 70, 66), dtype)
+    w, tw = _pair(rng, (24, 8, 3, 5), dtype)
+    b, tb = _pair(rng, (24,), dtype)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for kw in (dict(padding=(1, 2), groups=2), dict(stride=(2, 3), dilation=(3, 1), groups=2)):
+        assert_matches(pf.conv2d(x, w, b, **kw), F.conv2d(tx, tw, tb, **kw), tol, tol, what=f"conv2d {kw}")
+    wt, twt = _pair(rng, (16, 6, 3, 3), dtype)
+    assert_matches(pf.conv_transpose2d(x, wt, stride=2, padding=1, groups=2),
+                   F.conv_transpose2d(tx, twt, stride=2, padding=1, groups=2), tol, tol, what="conv_transpose2d")
+
+
+def test_conv2d_spec_example(rng):
+    """The user guide's example (224x224 RGB, 64 filters 7x7, stride 2, padding 3), on 2 images."""
+    x, tx = _pair(rng, (2, 3, 224, 224))
+    w, tw = _pair(rng, (64, 3, 7, 7))
+    out = pf.conv2d(x, w, stride=2, padding=3)
+    assert out.shape == (2, 64, 112, 112)
+    assert_matches(out, F.conv2d(tx, tw, stride=2, padding=3), 1e-5, 1e-5, what="conv2d 7x7/2")
+
+
+def test_pools_large(rng):
+    x, tx = _pair(rng, (3, 5, 57, 61), low=-5, high=5)
+    assert_matches(pf.max_pool2d(x, 3, 2, 1), F.max_pool2d(tx, 3, 2, 1), 0, 0, what="max_pool2d")
+    assert_matches(pf.avg_pool2d(x, (4, 3), (3, 2), (2, 1), ceil_mode=True),
+                   F.avg_pool2d(tx, (4, 3), (3, 2), (2, 1), ceil_mode=True), 1e-5, 1e-5, what="avg_pool2d")
+    assert_matches(pf.adaptive_avg_pool2d(x, (7, 5)), F.adaptive_avg_pool2d(tx, (7, 5)), 1e-5, 1e-5,
+                   what="adaptive_avg_pool2d")
+
+
+def test_thread_count_does_not_change_results(rng):
+    x, _ = _pair(rng, (4, 6, 20, 20))
+    w, _ = _pair(rng, (8, 6, 3, 3))
+    n = pf.cpu_threads()
+    runs = []
+    try:
+        for threads in (1, max(2, n)):
+            pf.set_cpu_threads(threads)
+            runs.append([pf_to_numpy(f()) for f in (lambda: pf.conv2d(x, w, padding=1),
+                                                    lambda: pf.conv_transpose2d(x, w.transpose(0, 1)),
+                                                    lambda: pf.max_pool2d(x, 3), lambda: pf.avg_pool2d(x, 2))])
+    finally:
+        pf.set_cpu_threads(n)
+    for a, b in zip(*runs):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_max_pool_propagates_nan(dtype):
+    v = np.arange(2 * 6 * 6, dtype=np.float32).reshape(1, 2, 6, 6)
+    v[0, 0, 1, 1] = v[0, 1, 5, 4] = np.nan
+    x = pf.tensor(v).to(getattr(pf, dtype))
+    t = torch.from_numpy(v).to(getattr(torch, dtype))
+    assert_matches(pf.max_pool2d(x, 2), F.max_pool2d(t, 2), 0, 0, what="max_pool2d NaN")
+    assert_matches(pf.max_pool2d(x, 3, 1, 1), F.max_pool2d(t, 3, 1, 1), 0, 0, what="max_pool2d NaN, overlapping")
+
+
+def test_defaults_and_argument_forms(rng):
+    """torch's defaults (stride=None is the kernel size) and int/tuple/list arguments."""
+    x, tx = _pair(rng, (2, 3, 9, 8))
+    w, tw = _pair(rng, (4, 3, 3, 3))
+    assert_matches(pf.conv2d(x, w, None, [2, 1], (1, 0), 1, 1), F.conv2d(tx, tw, None, [2, 1], (1, 0), 1, 1),
+                   1e-5, 1e-5, what="conv2d positional")
+    assert_matches(pf.max_pool2d(x, [3, 2]), F.max_pool2d(tx, [3, 2]), 0, 0, what="max_pool2d stride=None")
+    assert_matches(pf.avg_pool2d(x, 2, stride=None), F.avg_pool2d(tx, 2), 1e-6, 1e-6, what="avg_pool2d stride=None")
+    assert_matches(pf.pad(x, [1, 1]), F.pad(tx, [1, 1]), 0, 0, what="pad list")
+    assert pf.pad(x, (1, 1), value=None).numpy()[0, 0, 0, 0] == 0
+
+
+def test_pad_value_is_cast_like_torch():
+    v = np.arange(6).reshape(2, 3)
+    assert_matches(pf.pad(pf.tensor(v), (1, 1), value=1.7), F.pad(torch.from_numpy(v), (1, 1), value=1.7), 0, 0,
+                   what="pad int64 with 1.7")
+    b = v > 2
+    assert_matches(pf.pad(pf.tensor(b), (0, 2), value=1.0), F.pad(torch.from_numpy(b), (0, 2), value=1.0), 0, 0,
+                   what="pad bool")
+
+
+# ----------------------------------------------------------------- errors
+
+
+def _conv_inputs():
+    return pf.rand(2, 4, 6, 6), pf.rand(6, 2, 3, 3)
+
+
+@pytest.mark.parametrize("fn,match", [
+    (lambda x, w: pf.conv2d(x, pf.rand(6, 3, 3, 3)), [r"conv2d", r"expected an input with 3 channels",
+                                                      r"got 4 channels"]),
+    (lambda x, w: pf.conv2d(x, w), [r"conv2d", r"expected an input with 2 channels", r"got 4 channels"]),
+    (lambda x, w: pf.conv2d(x, pf.rand(6, 4, 7, 3)), [r"conv2d", r"larger than the padded input", r"\(6 \+ 2 \* 0"]),
+    (lambda x, w: pf.conv2d(x, pf.rand(6, 4, 5, 5), dilation=2, padding=1), [r"spanning 9 with dilation 2"]),
+    (lambda x, w: pf.conv2d(x, w, groups=2, stride=0), [r"conv2d: stride must be positive, got \[0, 0\]"]),
+    (lambda x, w: pf.conv2d(x, w, groups=2, stride=(1, -1)), [r"stride must be positive"]),
+    (lambda x, w: pf.conv2d(x, w, groups=2, padding=-1), [r"conv2d: padding must be non-negative"]),
+    (lambda x, w: pf.conv2d(x, w, groups=2, dilation=0), [r"conv2d: dilation must be positive"]),
+    (lambda x, w: pf.conv2d(x, w, groups=0), [r"conv2d: groups must be positive, got 0"]),
+    (lambda x, w: pf.conv2d(x, pf.rand(6, 1, 3, 3), groups=3), [r"4 channels", r"not divisible by groups=3"]),
+    (lambda x, w: pf.conv2d(x, pf.rand(5, 1, 3, 3), groups=4), [r"5 output channels", r"not divisible by groups=4"]),
+    (lambda x, w: pf.conv2d(x, w, groups=2, stride=(1, 2, 3)), [r"stride must be an int or 2 ints", r"\[1, 2, 3\]"]),
+    (lambda x, w: pf.conv2d(x[0, 0], w, groups=2), [r"conv2d: expected a 3-D \(unbatched\) or 4-D", r"\[6, 6\]"]),
+    (lambda x, w: pf.conv2d(x.unsqueeze(0), w, groups=2), [r"got shape \[1, 2, 4, 6, 6\]"]),
+    (lambda x, w: pf.conv2d(x, w.reshape(6, 2, 9), groups=2), [r"expected a 4-D weight"]),
+    (lambda x, w: pf.conv2d(x, w, pf.rand(5), groups=2), [r"expected a bias of shape \[6\], got \[5\]"]),
+    (lambda x, w: pf.conv2d(x, w, groups=2, stride=2, padding="same"),
+     [r"padding='same' is not supported for strided convolutions"]),
+    (lambda x, w: pf.conv2d(x, w, groups=2, padding="full"), [r"padding must be 'same', 'valid'", r"'full'"]),
+    (lambda x, w: pf.conv1d(x[:, :, 0], pf.rand(6, 2, 7), groups=2), [r"conv1d", r"larger than the padded input"]),
+    (lambda x, w: pf.conv1d(x, w, groups=2), [r"conv1d: expected a 2-D \(unbatched\) or 3-D"]),
+    (lambda x, w: pf.conv3d(x[0], w.unsqueeze(2), groups=2), [r"conv3d: expected a 4-D \(unbatched\) or 5-D",
+                                                              r"\[4, 6, 6\]"]),
+    (lambda x, w: pf.conv_transpose2d(x, pf.rand(3, 2, 3, 3)), [r"conv_transpose2d: expected an input with 3",
+                                                                r"got 4 channels"]),
+    (lambda x, w: pf.conv_transpose2d(x, pf.rand(4, 2, 3, 3), output_padding=1),
+     [r"output_padding must be smaller than either stride or dilation"]),
+    (lambda x, w: pf.conv_transpose2d(x, pf.rand(4, 2, 1, 1), padding=4), [r"output size -2", r"too small"]),
+    (lambda x, w: pf.conv_transpose2d(x, pf.rand(4, 2, 1, 1), groups=3), [r"not divisible by groups=3"]),
+])
+def test_conv_errors(fn, match):
+    x, w = _conv_inputs()
+    expect(ValueError, lambda: fn(x, w), x, w, match=match)
+
+
+@pytest.mark.parametrize("fn,match", [
+    (lambda x: pf.max_pool2d(x, 3, padding=2), [r"max_pool2d: padding must be at most half of the kernel size",
+                                                r"padding \[2, 2\]", r"kernel_size \[3, 3\]"]),
+    (lambda x: pf.avg_pool2d(x, (3, 4), padding=(1, 3)), [r"avg_pool2d: padding must be at most half"]),
+    (lambda x: pf.max_pool1d(x[0], 2, padding=2), [r"max_pool1d: padding must be at most half"]),
+    (lambda x: pf.max_pool2d(x, 7), [r"output size 0", r"too small", r"\[2, 4, 6, 6\]"]),
+    (lambda x: pf.max_pool2d(x, 2, stride=0), [r"max_pool2d: stride must be positive"]),
+    (lambda x: pf.max_pool2d(x, 0), [r"kernel_size must be positive"]),
+    (lambda x: pf.max_pool2d(x, 2, dilation=0), [r"dilation must be positive"]),
+    (lambda x: pf.max_pool3d(x[0], 2), [r"max_pool3d: expected a 4-D \(unbatched\) or 5-D", r"\[4, 6, 6\]"]),
+    (lambda x: pf.max_pool2d(x[:, :0], 2), [r"expected non-empty channel and spatial dims", r"\[2, 0, 6, 6\]"]),
+    (lambda x: pf.avg_pool2d(x, 2, divisor_override=0), [r"divisor_override must not be zero"]),
+    (lambda x: pf.avg_pool3d(x.unsqueeze(0), (2, 2)), [r"kernel_size must be an int or 3 ints", r"\[2, 2\]"]),
+    (lambda x: pf.adaptive_avg_pool2d(x, (2, -1)), [r"output_size entries must be non-negative, got -1"]),
+    (lambda x: pf.adaptive_avg_pool2d(x, (2, 2, 2)), [r"output_size must be an int or 2 values"]),
+    (lambda x: pf.adaptive_avg_pool2d(x[0, 0], 2), [r"expected a 3-D \(unbatched\) or 4-D"]),
+])
+def test_pool_errors(fn, match):
+    x = pf.rand(2, 4, 6, 6)
+    expect(ValueError, lambda: fn(x), x, match=match)
+
+
+@pytest.mark.parametrize("fn,exc,match", [
+    (lambda x: pf.pad(x, (1, 2, 3)), ValueError, r"pad: the padding must have an even length"),
+    (lambda x: pf.pad(x, (1,) * 10), ValueError, r"pad: 5 padded dims .* but the input has only 4"),
+    (lambda x: pf.pad(x, (-4, -3)), ValueError, r"pad: padding \(-4, -3\) of dim 3 crops more than its size 6"),
+    (lambda x: pf.pad(x, (-7, 2)), ValueError, r"pad: padding \(-7, 2\) of dim 3 crops more than its size 6"),
+    (lambda x: pf.pad(x, (1, 1), mode="reflect"), pf.NotSupportedError, r"mode='reflect' is not supported"),
+    (lambda x: pf.pad(x, (1, 1), mode="replicate"), pf.NotSupportedError, r"mode='replicate' is not supported"),
+    (lambda x: pf.pad(x, (1, 1), mode="circular"), pf.NotSupportedError, r"mode='circular' is not supported"),
+    (lambda x: pf.pad(x, (1, 1), mode="wrap"), ValueError, r"pad: mode must be 'constant'"),
+    (lambda x: pf.max_pool2d(x, 2, return_indices=True), pf.NotSupportedError, r"return_indices=True"),
+    (lambda x: pf.conv2d(x.to(pf.int32), pf.ones(2, 4, 1, 1, dtype=pf.int32)), TypeError,
+     r"conv2d: expected a floating-point input, got int32"),
+    (lambda x: pf.conv2d(x, pf.ones(2, 4, 1, 1, dtype=pf.float64)), TypeError,
+     r"the weight has dtype float64 but the input has float32"),
+    (lambda x: pf.conv2d(x, pf.ones(2, 4, 1, 1), pf.ones(2, dtype=pf.float16)), TypeError,
+     r"the bias has dtype float16"),
+    (lambda x: pf.max_pool2d(x.to(pf.int64), 2), TypeError, r"max_pool2d: expected a floating-point input"),
+    (lambda x: pf.adaptive_avg_pool2d(x.to(pf.int64), 2), TypeError, r"adaptive_avg_pool2d: expected a floating"),
+    (lambda x: pf.conv2d(x, pf.ones(2, 4, 1, 1), stride="2"), TypeError, r"stride must be an int or"),
+    (lambda x: pf.max_pool2d(x, (2, 2.5)), TypeError, r"kernel_size must be an int or a tuple of ints"),
+])
+def test_other_errors(fn, exc, match):
+    x = pf.rand(2, 4, 6, 6)
+    expect(exc, lambda: fn(x), x, match=match)
+
+
+def test_kernels_registered():
+    for op in ("conv2d", "conv3d", "conv_transpose2d", "max_pool2d", "max_pool3d", "avg_pool2d", "avg_pool3d",
+               "adaptive_avg_pool2d"):
+        assert pf.has_kernel(op, "cpu"), op
+    names = dict(pf.op_table())
+    assert "conv1d" not in names and "pad" not in names  # they run as other ops
+
+
+# ----------------------------------------------------------------- past 2^31 elements
+
+
+def _free_bytes():
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+@pytest.mark.skipif(_free_bytes() < 8 * 2**30, reason="needs about 8 GiB of free memory")
+def test_pool_and_pad_past_int32_indexing():
+    """Planes and offsets past 2^31 elements (64-bit indexing in the kernels and views)."""
+    x = pf.zeros(3, 1, 24576, 32768, dtype=pf.float16)  # 2.4e9 elements, 4.5 GiB
+    x[2, 0, 24575, 32767] = 5.0
+    x[2, 0, 24000, 30001] = 7.0
+    x[0, 0, 0, 1] = 3.0
+    y = pf.max_pool2d(x, 2)
+    assert y.shape == (3, 1, 12288, 16384)
+    assert y[2, 0, 12287, 16383].item() == 5.0 and y[2, 0, 12000, 15000].item() == 7.0 and y[0, 0, 0, 0].item() == 3.0
+    assert pf.max(y[1]).item() == 0.0
+    del x, y
+    n = 2**31 + 16
+    t = pf.zeros(n, dtype=pf.uint8)
+    t[n - 1] = 9
+    t[2**31 + 3] = 4
+    p = pf.pad(t, (1, 2), value=6)
+    del t
+    assert p.shape == (n + 3,)
+    assert p[0].item() == 6 and p[n + 1].item() == 6 and p[n + 2].item() == 6
+    assert p[n].item() == 9 and p[2**31 + 4].item() == 4 and p[2**31 + 3].item() == 0
