@@ -16,7 +16,7 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-// An int or a sequence of ints; None gives {} (the op's default) where allowed.
+// An int or a sequence of ints; None or () gives {} (the op's default) where allowed.
 Ints as_ints(nb::handle h, const char* op, const char* what, bool allow_none = false) {
   if (allow_none && h.is_none()) return {};
   if (PyIndex_Check(h.ptr()) && !PyBool_Check(h.ptr())) return {nb::cast<int64_t>(nb::int_(h))};
@@ -28,7 +28,7 @@ Ints as_ints(nb::handle h, const char* op, const char* what, bool allow_none = f
                                  py_type_name(x));
       v.push_back(nb::cast<int64_t>(nb::int_(x)));
     }
-    if (!v.empty()) return v;
+    if (!v.empty() || allow_none) return v;
   }
   throw pyflame::TypeError(std::string(op) + ": " + what + " must be an int or a non-empty tuple of ints, got " +
                            py_type_name(h));

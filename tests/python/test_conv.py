@@ -107,6 +107,7 @@ def test_defaults_and_argument_forms(rng):
                    1e-5, 1e-5, what="conv2d positional")
     assert_matches(pf.max_pool2d(x, [3, 2]), F.max_pool2d(tx, [3, 2]), 0, 0, what="max_pool2d stride=None")
     assert_matches(pf.avg_pool2d(x, 2, stride=None), F.avg_pool2d(tx, 2), 1e-6, 1e-6, what="avg_pool2d stride=None")
+    assert_matches(pf.max_pool2d(x, 2, stride=()), F.max_pool2d(tx, 2, stride=()), 0, 0, what="max_pool2d stride=()")
     assert_matches(pf.pad(x, [1, 1]), F.pad(tx, [1, 1]), 0, 0, what="pad list")
     assert pf.pad(x, (1, 1), value=None).numpy()[0, 0, 0, 0] == 0
 
