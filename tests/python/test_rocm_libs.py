@@ -54,3 +54,38 @@ def test_batched_matmul_layouts(on_gpu, rng, shape_a, shape_b, dtype):
     got = pf.matmul(pa, pb.transpose(-1, -2).contiguous().transpose(-1, -2))  # b as a transposed view
     want = torch.matmul(torch.from_numpy(a).double(), torch.from_numpy(b).double())
     np.testing.assert_array_equal(got.to(pf.float64).numpy(), want.numpy())  # small integers: exact
+
+
+def test_conv2d_tuning_cache_searches_once_and_persists(on_gpu, rng, tmp_path):
+    cache = rocm.get_tuning_cache()
+    cache.clear()
+    path = tmp_path / "tuning.txt"
+    cache.set_cache_file(str(path))
+    try:
+        x = pf.tensor(rng.standard_normal((3, 5, 17, 13)).astype(np.float32))
+        w = pf.tensor(rng.standard_normal((7, 5, 3, 3)).astype(np.float32))
+        first = pf.conv2d(x, w, padding=1).numpy()
+        assert cache.get_stats() == {"hits": 0, "misses": 1, "entries": 1}
+        second = pf.conv2d(x, w, padding=1).numpy()
+        assert cache.get_stats()["hits"] == 1
+        np.testing.assert_array_equal(first, second)
+        arch = pf.rocm_get_device_info(0)["architecture"]
+        lines = path.read_text().splitlines()
+        assert len(lines) == 1 and f"|{arch}|" in lines[0] and "|x3x5x17x13|" in lines[0]
+    finally:
+        cache.set_cache_file("")
+        cache.clear()
+
+
+def test_conv2d_tf32_switch(on_gpu, rng):
+    x = rng.standard_normal((2, 256, 20, 20)).astype(np.float32)
+    w = rng.standard_normal((64, 256, 3, 3)).astype(np.float32)
+    want = torch.nn.functional.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(), padding=1).numpy()
+    assert not rocm.conv_allow_tf32()  # the test suite turns it off (conftest.py); the library default is on
+    full = _rel_err(pf.conv2d(pf.tensor(x), pf.tensor(w), padding=1).numpy(), want)
+    rocm.set_conv_allow_tf32(True)
+    try:
+        tf32 = _rel_err(pf.conv2d(pf.tensor(x), pf.tensor(w), padding=1).numpy(), want)
+    finally:
+        rocm.set_conv_allow_tf32(False)
+    assert full < 1e-5 and tf32 < 1e-2
