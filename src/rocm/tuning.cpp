@@ -5,9 +5,9 @@
 
 #include "pyflame/backend/rocm/tuning.h"
 
+#include <cinttypes>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <memory>
 
 #include "pyflame/error.h"
 
@@ -66,25 +66,50 @@ void MIOpenTuningCache::insert(const std::string& key, const Entry& entry) {
   if (config_.enable_persistence && !config_.cache_file.empty()) save_locked();
 }
 
+namespace {
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using File = std::unique_ptr<std::FILE, FileCloser>;
+}  // namespace
+
+// C stdio rather than file streams: where the toolchain links libstdc++
+// statically into each library (the GPU machine's GCC does), a std::ofstream
+// in this library crashed writing a number inside a Python process that had
+// other copies of libstdc++ loaded. stdio has no such per-copy locale state.
 void MIOpenTuningCache::load_locked() {
-  std::ifstream in(config_.cache_file);
+  File in(std::fopen(config_.cache_file.c_str(), "r"));
   if (!in) return;  // no file yet: it is written on the first new choice
   std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string key;
+  for (int c; (c = std::fgetc(in.get())) != EOF || !line.empty();) {
+    if (c != '\n' && c != EOF) {
+      line.push_back(static_cast<char>(c));
+      continue;
+    }
+    const size_t tab = line.find('\t');
     Entry e{};
-    if (std::getline(fields, key, '\t') && fields >> e.algo >> e.workspace >> e.math_type) entries_[key] = e;
+    unsigned long long workspace = 0;
+    if (tab != std::string::npos &&
+        std::sscanf(line.c_str() + tab + 1, "%d\t%llu\t%d", &e.algo, &workspace, &e.math_type) == 3) {
+      e.workspace = static_cast<size_t>(workspace);
+      entries_[line.substr(0, tab)] = e;
+    }
+    line.clear();
+    if (c == EOF) break;
   }
 }
 
 void MIOpenTuningCache::save_locked() const {
   const std::string tmp = config_.cache_file + ".tmp";
   {
-    std::ofstream out(tmp, std::ios::trunc);
-    PF_CHECK(out.good(), ValueError, "MIOpenTuningCache: cannot write the cache file '", config_.cache_file, "'");
-    for (const auto& [key, e] : entries_) out << key << '\t' << e.algo << '\t' << e.workspace << '\t' << e.math_type << '\n';
-    PF_CHECK(out.good(), ValueError, "MIOpenTuningCache: writing '", tmp, "' failed");
+    File out(std::fopen(tmp.c_str(), "w"));
+    PF_CHECK(out != nullptr, ValueError, "MIOpenTuningCache: cannot write the cache file '", config_.cache_file, "'");
+    bool ok = true;
+    for (const auto& [key, e] : entries_)
+      ok = ok && std::fprintf(out.get(), "%s\t%d\t%llu\t%d\n", key.c_str(), e.algo,
+                              static_cast<unsigned long long>(e.workspace), e.math_type) > 0;
+    ok = std::fflush(out.get()) == 0 && ok;
+    PF_CHECK(ok, ValueError, "MIOpenTuningCache: writing '", tmp, "' failed");
   }
   PF_CHECK(std::rename(tmp.c_str(), config_.cache_file.c_str()) == 0, ValueError,
            "MIOpenTuningCache: cannot replace the cache file '", config_.cache_file, "'");
