@@ -290,18 +290,13 @@ size_t ROCmDNN::conv2d_forward_workspace_size(DType dtype, const std::vector<int
   return choose(p).workspace;
 }
 
-void ROCmDNN::conv2d_forward(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
-                             const std::vector<int64_t>& weight_shape, const void* weight,
-                             const std::vector<int64_t>& output_shape, void* output, const ConvParams& params,
-                             void* workspace, size_t workspace_size) {
-  DeviceGuard guard(device_);
-  Problem p(device_, dtype, input_shape, weight_shape, output_shape, params);
-  const Choice c = choose(p);
+void ROCmDNN::run_forward(const Problem& p, const Choice& c, const void* input, const void* weight, void* output,
+                          void* workspace, size_t workspace_size) {
   PF_CHECK(workspace_size >= c.workspace, ValueError, "ROCmDNN::conv2d_forward: the algorithm needs a workspace of ",
            c.workspace, " bytes, got ", workspace_size, " (ask conv2d_forward_workspace_size)");
   const float one32 = 1.0f, zero32 = 0.0f;
   const double one64 = 1.0, zero64 = 0.0;
-  const bool f64 = dtype == DType::Float64;
+  const bool f64 = p.dtype == DType::Float64;
   const void* alpha = f64 ? static_cast<const void*>(&one64) : &one32;
   const void* beta = f64 ? static_cast<const void*>(&zero64) : &zero32;
 #if defined(PYFLAME_HIP_NVIDIA)
@@ -315,6 +310,25 @@ void ROCmDNN::conv2d_forward(DType dtype, const std::vector<int64_t>& input_shap
                                         static_cast<miopenConvFwdAlgorithm_t>(c.algo), beta, p.y, output, workspace,
                                         workspace_size));
 #endif
+}
+
+void ROCmDNN::conv2d_forward(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
+                             const std::vector<int64_t>& weight_shape, const void* weight,
+                             const std::vector<int64_t>& output_shape, void* output, const ConvParams& params,
+                             void* workspace, size_t workspace_size) {
+  DeviceGuard guard(device_);
+  Problem p(device_, dtype, input_shape, weight_shape, output_shape, params);
+  run_forward(p, choose(p), input, weight, output, workspace, workspace_size);
+}
+
+void ROCmDNN::conv2d_forward(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
+                             const std::vector<int64_t>& weight_shape, const void* weight,
+                             const std::vector<int64_t>& output_shape, void* output, const ConvParams& params) {
+  DeviceGuard guard(device_);
+  Problem p(device_, dtype, input_shape, weight_shape, output_shape, params);
+  const Choice c = choose(p);
+  Scratch workspace(device_, stream_, c.workspace);
+  run_forward(p, c, input, weight, output, workspace.get(), c.workspace);
 }
 
 namespace {
@@ -346,8 +360,7 @@ int as_int(int64_t v, const char* what) {
 
 // pf.conv2d (and conv1d, which the op layer lifts to 2-D) on the device: the
 // op layer hands over contiguous NCHW input and weight and an optional bias.
-// The workspace comes from the caching allocator in stream order; the bias is
-// added by the elementwise kernel, as PyTorch does after cuDNN.
+// The bias is added by the elementwise kernel, as PyTorch does after cuDNN.
 void conv2d_entry(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const Tensor& w = call.inputs[1];
@@ -358,11 +371,8 @@ void conv2d_entry(OpCall& call) {
                                     as_int(a.stride[0], "stride"), as_int(a.stride[1], "stride"),
                                     as_int(a.dilation[0], "dilation"), as_int(a.dilation[1], "dilation"),
                                     as_int(a.groups, "groups"));
-  ROCmDNN& dnn = get_dnn();
-  const size_t ws_bytes = dnn.conv2d_forward_workspace_size(x.dtype(), x.shape(), w.shape(), out.shape(), p);
-  Tensor workspace = Tensor::empty({static_cast<int64_t>(ws_bytes)}, DType::UInt8, out.device());
-  dnn.conv2d_forward(x.dtype(), x.shape(), x.data_ptr(), w.shape(), w.data_ptr(), out.shape(), out.data_ptr(), p,
-                     ws_bytes ? workspace.data_ptr() : nullptr, ws_bytes);
+  get_dnn().conv2d_forward(x.dtype(), x.shape(), x.data_ptr(), w.shape(), w.data_ptr(), out.shape(), out.data_ptr(),
+                           p);
   if (call.inputs.size() > 2) binary_op_(ir::OpType::add, out, call.inputs[2].view({1, out.shape()[1], 1, 1}));
 }
 

@@ -67,6 +67,12 @@ class PF_API ROCmDNN {
                       const std::vector<int64_t>& output_shape, void* output, const ConvParams& params,
                       void* workspace, size_t workspace_size);
 
+  // The same, with the workspace taken from the caching allocator (stream
+  // ordered): one algorithm lookup per call. pf.conv2d runs this.
+  void conv2d_forward(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
+                      const std::vector<int64_t>& weight_shape, const void* weight,
+                      const std::vector<int64_t>& output_shape, void* output, const ConvParams& params);
+
   // The workspace the chosen algorithm needs. The first call for a problem
   // chooses the algorithm (a timed search runs on scratch buffers).
   size_t conv2d_forward_workspace_size(DType dtype, const std::vector<int64_t>& input_shape,
@@ -81,6 +87,8 @@ class PF_API ROCmDNN {
     int math_type;
   };
   Choice choose(const Problem& p);
+  void run_forward(const Problem& p, const Choice& c, const void* input, const void* weight, void* output,
+                   void* workspace, size_t workspace_size);
 
   miopenHandle_t handle_ = nullptr;
   int device_ = 0;
