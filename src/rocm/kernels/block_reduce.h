@@ -8,9 +8,16 @@
 
 namespace pyflame::backend::rocm {
 
+// The shuffles exist for 32- and 64-bit types: narrower ones (bool, 8- and
+// 16-bit integers) travel as int.
+template <class A> __device__ __forceinline__ A shfl_xor(A v, int mask) {
+  if constexpr (sizeof(A) < sizeof(int)) return static_cast<A>(PF_SHFL_XOR(static_cast<int>(v), mask));
+  else return PF_SHFL_XOR(v, mask);
+}
+
 // Every lane of the warp gets f over the warp's values.
 template <class A, class F> __device__ __forceinline__ A warp_all_reduce(A v, F f) {
-  for (int mask = PF_WARP_SIZE / 2; mask > 0; mask >>= 1) v = f(v, PF_SHFL_XOR(v, mask));
+  for (int mask = PF_WARP_SIZE / 2; mask > 0; mask >>= 1) v = f(v, shfl_xor(v, mask));
   return v;
 }
 
