@@ -38,6 +38,9 @@ std::vector<int64_t> as_dims(nb::handle dim);
 Device as_device(nb::handle h);
 nb::object scalar_to_python(const Scalar& s);
 
+// The ops of each area (CUSTOM family and compositions), called from NB_MODULE.
+void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor);
+
 // In-place methods return the very object they were called on, as in PyTorch.
 template <class F> nb::object in_place(nb::handle self, const F& f) {
   f(nb::cast<Tensor&>(self));

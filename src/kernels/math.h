@@ -46,6 +46,11 @@ PF_MATH_FORWARD(sqrt)
 PF_MATH_FORWARD(sin)
 PF_MATH_FORWARD(cos)
 PF_MATH_FORWARD(fabs)
+PF_MATH_FORWARD(log1p)
+PF_MATH_FORWARD(expm1)
+PF_MATH_FORWARD(floor)
+PF_MATH_FORWARD(ceil)
+PF_MATH_FORWARD(rint)  // round half to even (the default rounding mode)
 
 PF_HOST_DEVICE float tanh(float x) {
 #if PF_DEVICE_PASS
