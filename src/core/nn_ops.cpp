@@ -490,7 +490,8 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
              " does not broadcast to the attention scores' shape ", scores_shape);
   }
   const double sc = scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
-  Tensor scores = mul(matmul(q, k.transpose(-2, -1)), Scalar(sc));
+  // Scaling the query costs L x E multiplications instead of L x S on the scores.
+  Tensor scores = matmul(mul(q, Scalar(sc)), k.transpose(-2, -1));
   const Tensor neg_inf = Tensor::scalar(Scalar(-kInf));
   if (is_causal) {
     // Query i attends to keys 0..i (the top-left aligned lower triangle).

@@ -1,8 +1,9 @@
 // CPU cumsum along one dim: the input (already in the result dtype) is viewed
 // as [outer, n, inner]. Running sums are kept in double for floats and int64
-// for integers (PyTorch's CPU accumulation types), one per inner position, so
-// every loop runs along contiguous memory. Work is split over (outer, blocks
-// of inner), which also parallelises a scan over the leading dim.
+// for integers (PyTorch's CPU accumulation types): one per row when the dim is
+// the last, else one per inner position, so every loop runs along contiguous
+// memory. Work is split over (outer, blocks of inner), which also
+// parallelises a scan over the leading dim.
 
 #include <algorithm>
 #include <vector>
@@ -27,6 +28,18 @@ void cumsum_kernel(OpCall& call) {
     using A = std::conditional_t<is_float_v<T>, double, int64_t>;
     const T* in = x.data<T>();
     T* out = call.out.data<T>();
+    if (inner == 1) {  // along contiguous rows: one running sum per row
+      parallel_for(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) {
+          A acc = 0;
+          for (int64_t i = 0; i < n; ++i) {
+            acc += static_cast<A>(in[o * n + i]);
+            out[o * n + i] = static_cast<T>(static_cast<acc_t<T>>(acc));
+          }
+        }
+      });
+      return;
+    }
     parallel_for(outer * blocks, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n * kInnerBlock, 1)),
                  [&](int64_t b, int64_t e) {
                    std::vector<A> acc;

@@ -1,45 +1,16 @@
 // CPU var and std. The input is viewed as [kept..., reduced...] (copied into
-// that order when needed) so each output reduces one contiguous row. Each row
-// takes two passes in double: the mean, then the sum of squared deviations
-// from it, which stays accurate where the one-pass sum(x^2) - n mean^2 would
-// cancel (data far from zero). Eight independent lanes let the loops vectorise.
+// that order when needed) so each output reduces one contiguous row, in two
+// passes in double (cpu/moments.h).
 
 #include <algorithm>
 #include <cmath>
 
 #include "core/dispatch.h"
 #include "cpu/loops.h"
+#include "cpu/moments.h"
 
 namespace pyflame::cpu {
 namespace {
-
-template <class T> double row_sum(const T* x, int64_t n) {
-  double lanes[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) lanes[l] += static_cast<double>(x[i + l]);
-  for (; i < n; ++i) lanes[0] += static_cast<double>(x[i]);
-  double total = 0;
-  for (double l : lanes) total += l;
-  return total;
-}
-
-template <class T> double row_squared_deviation(const T* x, int64_t n, double mean) {
-  double lanes[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) {
-      double d = static_cast<double>(x[i + l]) - mean;
-      lanes[l] += d * d;
-    }
-  for (; i < n; ++i) {
-    double d = static_cast<double>(x[i]) - mean;
-    lanes[0] += d * d;
-  }
-  double total = 0;
-  for (double l : lanes) total += l;
-  return total;
-}
 
 template <bool kStd> void variance_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
