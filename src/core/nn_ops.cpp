@@ -54,10 +54,9 @@ Tensor norm_param(const Tensor& t, const Shape& expected, const char* what, cons
   return on_device(t, dev, op).to(DType::Float64).contiguous();
 }
 
-int64_t prod(Shape::const_iterator begin, Shape::const_iterator end) {
-  int64_t n = 1;
-  for (auto it = begin; it != end; ++it) n *= *it;
-  return n;
+// The number of elements of dims [begin, end) of a shape.
+int64_t numel_of(const Shape& s, size_t begin, size_t end) {
+  return shape_numel(Shape(s.begin() + begin, s.begin() + end));
 }
 
 Tensor moments(ir::OpType op, const Tensor& input, const std::vector<int64_t>& dims_in, double correction,
@@ -85,8 +84,8 @@ Tensor row_norm(ir::OpType op, const Tensor& input, const Shape& normalized_shap
   PF_CHECK(input.dim() >= k && trailing == normalized_shape, ValueError, name, ": expected an input whose trailing ",
            k, " dimension(s) are normalized_shape ", normalized_shape, ", got input shape ", input.shape());
   Device dev = current_device();
-  const int64_t m = prod(normalized_shape.begin(), normalized_shape.end());
-  const int64_t rows = prod(input.shape().begin(), input.shape().end() - k);
+  const int64_t m = shape_numel(normalized_shape);
+  const int64_t rows = numel_of(input.shape(), 0, input.shape().size() - k);
   Tensor w = norm_param(weight, normalized_shape, "weight", "normalized_shape", dev, op);
   Tensor b = norm_param(bias, normalized_shape, "bias", "normalized_shape", dev, op);
   OpCall call{op, {on_device(input, dev, op).contiguous().view({rows, m}), w.defined() ? w.view({m}) : w,
@@ -100,13 +99,13 @@ Tensor row_norm(ir::OpType op, const Tensor& input, const Shape& normalized_shap
 // Input (N, C, ...) as a contiguous (N, C, S) view on `dev`.
 Tensor channels_view(const Tensor& input, Device dev, ir::OpType op) {
   const Shape& s = input.shape();
-  return on_device(input, dev, op).contiguous().view({s[0], s[1], prod(s.begin() + 2, s.end())});
+  return on_device(input, dev, op).contiguous().view({s[0], s[1], numel_of(s, 2, s.size())});
 }
 
 void check_channels_input(const Tensor& input, ir::OpType op) {
   check_float(input, op_name(op), "input");
-  PF_CHECK(input.dim() >= 2, ValueError, op_name(op), ": expected an input of shape (N, C, ...) with at least 2 dimensions, got shape ",
-           input.shape());
+  PF_CHECK(input.dim() >= 2, ValueError, op_name(op),
+           ": expected an input of shape (N, C, ...) with at least 2 dimensions, got shape ", input.shape());
 }
 
 // Composite losses compute float16/bfloat16 in float32 and round once at the end.
@@ -127,6 +126,22 @@ void check_pointwise(const Tensor& input, const Tensor& target, const char* op) 
   check_float(target, op, "target");
   PF_CHECK(target.shape() == input.shape(), ValueError, op, ": target shape ", target.shape(),
            " does not match input shape ", input.shape());
+}
+
+// mse_loss and l1_loss: an optional weight of the input's shape.
+void check_elementwise_weight(const Tensor& weight, const Tensor& input, const char* op) {
+  if (!weight.defined()) return;
+  check_float(weight, op, "weight");
+  PF_CHECK(weight.shape() == input.shape(), ValueError, op, ": weight shape ", weight.shape(),
+           " does not match input shape ", input.shape());
+}
+
+// As PyTorch: with a weight, 'mean' divides the weighted sum by the sum of the weights.
+Tensor weighted_reduce(const Tensor& loss, const Tensor& weight, Reduction r) {
+  if (!weight.defined()) return reduce_loss(loss, r);
+  Tensor w = weight.to(loss.dtype());
+  Tensor weighted = mul(loss, w);
+  return r == Reduction::Mean ? div(sum(weighted), sum(w)) : reduce_loss(weighted, r);
 }
 
 // A weight that must broadcast to the input's shape without enlarging it.
@@ -159,7 +174,7 @@ Tensor nll_impl(const char* name, const Tensor& logp, const Tensor& target, cons
     PF_CHECK(t[i] == ignore_index || (t[i] >= 0 && t[i] < c), IndexError, name, ": target ", t[i],
              " is out of bounds for ", c, " classes (valid: 0 to ", c - 1, ", or ignore_index ", ignore_index, ")");
   const int64_t n = batched ? s[0] : 1;
-  const int64_t inner = batched ? prod(s.begin() + 2, s.end()) : 1;
+  const int64_t inner = batched ? numel_of(s, 2, s.size()) : 1;
   OpCall call{op,
               {on_device(logp, dev, op).contiguous().view({n, c, inner}), host.to(dev).view({n, inner}),
                w.defined() ? w : ones({c}, DType::Float64)},
@@ -283,33 +298,18 @@ Tensor dropout(const Tensor& input, double p, bool training) {
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction, const Tensor& weight) {
   Reduction r = parse_reduction(reduction, "mse_loss");
   check_pointwise(input, target, "mse_loss");
-  if (weight.defined()) {
-    check_float(weight, "mse_loss", "weight");
-    PF_CHECK(weight.shape() == input.shape(), ValueError, "mse_loss: weight shape ", weight.shape(),
-             " does not match input shape ", input.shape());
-  }
+  check_elementwise_weight(weight, input, "mse_loss");
   DType dt = compute_dtype(input.dtype());
   Tensor d = sub(input.to(dt), target.to(dt));
-  Tensor loss = mul(d, d);
-  if (!weight.defined()) return reduce_loss(loss, r).to(input.dtype());
-  loss = mul(loss, weight.to(dt));
-  // As PyTorch: a weighted mean divides by the sum of the weights.
-  return (r == Reduction::Mean ? div(sum(loss), sum(weight.to(dt))) : reduce_loss(loss, r)).to(input.dtype());
+  return weighted_reduce(mul(d, d), weight, r).to(input.dtype());
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction, const Tensor& weight) {
   Reduction r = parse_reduction(reduction, "l1_loss");
   check_pointwise(input, target, "l1_loss");
-  if (weight.defined()) {
-    check_float(weight, "l1_loss", "weight");
-    PF_CHECK(weight.shape() == input.shape(), ValueError, "l1_loss: weight shape ", weight.shape(),
-             " does not match input shape ", input.shape());
-  }
+  check_elementwise_weight(weight, input, "l1_loss");
   DType dt = compute_dtype(input.dtype());
-  Tensor loss = abs(sub(input.to(dt), target.to(dt)));
-  if (!weight.defined()) return reduce_loss(loss, r).to(input.dtype());
-  loss = mul(loss, weight.to(dt));
-  return (r == Reduction::Mean ? div(sum(loss), sum(weight.to(dt))) : reduce_loss(loss, r)).to(input.dtype());
+  return weighted_reduce(abs(sub(input.to(dt), target.to(dt))), weight, r).to(input.dtype());
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction, double beta) {
@@ -409,13 +409,10 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 
 Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& reduction, bool log_target) {
   const char* name = "kl_div";
-  bool batchmean = reduction == "batchmean";
-  Reduction r = batchmean ? Reduction::Sum : Reduction::Mean;
-  if (!batchmean) {
-    PF_CHECK(reduction == "mean" || reduction == "sum" || reduction == "none", ValueError, name,
-             ": reduction must be 'mean', 'batchmean', 'sum' or 'none', got '", reduction, "'");
-    r = parse_reduction(reduction, name);
-  }
+  const bool batchmean = reduction == "batchmean";  // the sum over the batch size
+  PF_CHECK(batchmean || reduction == "mean" || reduction == "sum" || reduction == "none", ValueError, name,
+           ": reduction must be 'mean', 'batchmean', 'sum' or 'none', got '", reduction, "'");
+  Reduction r = batchmean ? Reduction::Sum : parse_reduction(reduction, name);
   check_pointwise(input, target, name);
   DType dt = compute_dtype(input.dtype());
   Tensor x = input.to(dt), t = target.to(dt);

@@ -405,6 +405,43 @@ def test_statistics_far_from_zero():
     assert np.max(np.abs(got - truth.numpy())) < 2e-3
 
 
+def test_large_inputs_take_the_parallel_paths(rng):
+    """Sizes past the one-thread grain, with non-contiguous inputs, against torch."""
+    x, tx = pair(rng, (300, 700), "float32", layout="T")
+    close(pf.var(x, dim=0), torch.var(tx, dim=0), "float32", "var dim 0", scale=5)
+    close(pf.std(x, dim=1), torch.std(tx, dim=1), "float32", "std dim 1", scale=5)
+    close(pf.layer_norm(x, (700,)), F.layer_norm(tx, (700,)), "float32", "layer_norm", scale=5)
+    close(pf.rms_norm(x, (700,)), F.rms_norm(tx, (700,)), "float32", "rms_norm", scale=5)
+    close(pf.cumsum(x, 0), torch.cumsum(tx, 0), "float32", "cumsum dim 0", scale=50)
+    close(pf.cumsum(x, 1), torch.cumsum(tx, 1), "float32", "cumsum dim 1", scale=50)
+    img, timg = pair(rng, (16, 8, 20, 20), "float32")
+    close(pf.batch_norm(img, None, None, training=True), F.batch_norm(timg, None, None, training=True), "float32",
+          "batch_norm", scale=5)
+    close(pf.group_norm(img, 4), F.group_norm(timg, 4), "float32", "group_norm", scale=5)
+    logits, tl = pair(rng, (3000, 40), "float32", layout="T")
+    target, tt = index_pair(rng, (3000,), 40, ignore=-100)
+    close(pf.cross_entropy(logits, target, label_smoothing=0.1), F.cross_entropy(tl, tt, label_smoothing=0.1),
+          "float32", "cross_entropy", scale=5)
+
+
+def test_results_do_not_depend_on_the_thread_count(rng):
+    x = pf.tensor(make_values(rng, (400, 300), "float32"))
+    target = pf.tensor(np.asarray(rng.integers(0, 300, 400)))
+    ops = [lambda: pf.var(x, dim=1), lambda: pf.var(x, dim=0), lambda: pf.layer_norm(x, (300,)),
+           lambda: pf.batch_norm(x, None, None, training=True), lambda: pf.cumsum(x, 0),
+           lambda: pf.cross_entropy(x, target), lambda: pf.group_norm(x.view(4, 100, 300), 10)]
+    n = pf.cpu_threads()
+    try:
+        pf.set_cpu_threads(1)
+        one = [pf_to_numpy(f()) for f in ops]
+        pf.set_cpu_threads(max(2, n))
+        many = [pf_to_numpy(f()) for f in ops]
+    finally:
+        pf.set_cpu_threads(n)
+    for a, b in zip(one, many):
+        np.testing.assert_array_equal(a, b)
+
+
 # ----------------------------------------------------------------- argument forms
 
 
