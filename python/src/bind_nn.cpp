@@ -88,7 +88,12 @@ void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor) {
       "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = nb::none());
 
   // ---- dropout
-  def_with_method(m, tensor, "dropout", &pyflame::dropout, "p"_a = 0.5, "training"_a = true);
+  def_with_method(m, tensor, "dropout", [](nb::handle self, double p, bool training, bool inplace) -> nb::object {
+    Tensor& x = nb::cast<Tensor&>(self);
+    Tensor r = pyflame::dropout(x, p, training);
+    if (!inplace) return nb::cast(r);
+    return in_place(self, [&](Tensor& t) { if (!r.same_storage(t)) t.copy_(r); });
+  }, "p"_a = 0.5, "training"_a = true, "inplace"_a = false);
 
   // ---- losses
   def_with_method(m, tensor, "nll_loss",

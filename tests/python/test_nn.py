@@ -331,10 +331,16 @@ def test_dropout_layouts_and_identities():
     pf.manual_seed(5)
     b = pf.dropout(t.contiguous(), 0.4)
     np.testing.assert_array_equal(pf_to_numpy(a), pf_to_numpy(b))  # the mask follows logical order
-    assert pf.dropout(base, 0.5, training=False) is base or pf.dropout(base, 0.5, False).data_ptr() == base.data_ptr()
+    assert pf.dropout(base, 0.5, training=False).data_ptr() == base.data_ptr()
     assert pf.dropout(base, 0.0).data_ptr() == base.data_ptr()
     assert np.all(pf_to_numpy(pf.dropout(base, 1.0)) == 0)
     assert base.dropout(0.0).data_ptr() == base.data_ptr()
+    y = pf.ones(5, 7)
+    pf.manual_seed(9)
+    expected = pf_to_numpy(pf.dropout(y, 0.5))
+    pf.manual_seed(9)
+    assert pf.dropout(y, 0.5, inplace=True) is y
+    np.testing.assert_array_equal(pf_to_numpy(y), expected)
 
 
 # ----------------------------------------------------------------- batch_norm running statistics
