@@ -178,7 +178,10 @@ template <class T> struct Round {
 };
 // -1, 0 or 1; NaN gives 0 and -0.0 gives 0, as PyTorch.
 template <class T> struct Sign {
-  PF_HOST_DEVICE T operator()(T x) const { return static_cast<T>(T(0) < x) - static_cast<T>(x < T(0)); }
+  PF_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_unsigned_v<T>) return static_cast<T>(x != T(0));
+    else return static_cast<T>(T(0) < x) - static_cast<T>(x < T(0));
+  }
 };
 
 template <class T> struct Reciprocal { PF_HOST_DEVICE T operator()(T x) const { return T(1) / x; } };

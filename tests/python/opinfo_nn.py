@@ -17,6 +17,7 @@ from op_registry import (
     NONBOOL_DTYPES,
     REDUCE_CLASSES,
     UNARY_CLASSES,
+    _STD,
     Arg,
     OpInfo,
     Sample,
@@ -30,7 +31,6 @@ from op_registry import (
     make_values,
 )
 
-_STD = dict(low=-5, high=5, ilow=-9, ihigh=9)
 _TIES = dict(low=-5, high=5, ilow=-9, ihigh=9, discrete=True)  # multiples of 0.5: round's ties
 _TRUTH = dict(low=-1, high=1, ilow=-1, ihigh=1, discrete=True)  # zeros are frequent
 
