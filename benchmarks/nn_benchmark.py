@@ -81,8 +81,12 @@ def main():
     print(f"threads: {pf.cpu_threads()} (both); torch {torch.__version__}; commit {git_commit()}")
     print(f"{'case':40} {'torch ms':>10} {'pyflame ms':>11} {'ratio':>7}")
     for name, pf_fn, torch_fn in cases():
+        # Each library's idle OpenMP threads spin for a while after a parallel
+        # region; the pauses keep them from slowing the other on few cores.
         t_torch = median_seconds(torch_fn, args.repeat) * 1e3
+        time.sleep(0.5)
         t_pf = median_seconds(pf_fn, args.repeat) * 1e3
+        time.sleep(0.5)
         rows.append(dict(case=name, torch_ms=t_torch, pyflame_ms=t_pf, ratio=t_pf / t_torch))
         print(f"{name:40} {t_torch:10.3f} {t_pf:11.3f} {t_pf / t_torch:7.2f}")
     if args.json:

@@ -489,18 +489,22 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   const double sc = scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
   // Scaling the query costs L x E multiplications instead of L x S on the scores.
   Tensor scores = matmul(mul(q, Scalar(sc)), k.transpose(-2, -1));
-  const Tensor neg_inf = Tensor::scalar(Scalar(-kInf));
+  // Masks become an additive bias (0 or -inf) of the mask's own shape: adding
+  // it over the batch runs the vectorised broadcast loop, where `where` would not.
+  const Tensor neg_inf = Tensor::scalar(Scalar(-kInf)), zero = Tensor::scalar(Scalar(0.0));
+  Tensor bias;
   if (is_causal) {
     // Query i attends to keys 0..i (the top-left aligned lower triangle).
-    Tensor causal = ge(arange(Scalar(int64_t{0}), Scalar(l)).unsqueeze(1), arange(Scalar(int64_t{0}), Scalar(s)).unsqueeze(0));
-    scores = where(causal, scores, neg_inf);
+    Tensor rows = arange(Scalar(int64_t{0}), Scalar(l)).unsqueeze(1), cols = arange(Scalar(int64_t{0}), Scalar(s));
+    bias = where(ge(rows, cols.unsqueeze(0)), zero, neg_inf).to(dt);
   } else if (attn_mask.defined()) {
-    scores = attn_mask.dtype() == DType::Bool ? where(attn_mask, scores, neg_inf) : add(scores, attn_mask.to(dt));
+    bias = attn_mask.dtype() == DType::Bool ? where(attn_mask, zero, neg_inf).to(dt) : attn_mask.to(dt);
   }
+  if (bias.defined()) binary_op_(ir::OpType::add, scores, bias);  // scores is ours: in place saves a buffer
   Tensor attn = softmax(scores, -1);
   if (attn_mask.defined() && s > 0) {
     // A query that may attend to nothing gets zeros, as PyTorch (softmax alone would give NaN).
-    attn = where(eq(max(scores, {-1}, true), neg_inf), Tensor::scalar(Scalar(0.0)), attn);
+    attn = where(eq(max(scores, {-1}, true), neg_inf), zero, attn);
   }
   if (dropout_p > 0) attn = dropout(attn, dropout_p, true);
   return matmul(attn, v).to(query.dtype());
