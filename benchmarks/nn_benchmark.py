@@ -1,7 +1,7 @@
 """PyFlame's nn ops (activations, norms, losses, attention) next to PyTorch on
 the CPU, in one run on the same machine with the same thread count.
 
-    python benchmarks/nn_benchmark.py [--repeat 20] [--json out.json]
+    python benchmarks/nn_benchmark.py [--repeat 20] [--threads N] [--json out.json]
 
 Each case runs on fresh random (non-zero) inputs, is warmed up, and reports
 the median of `--repeat` timed runs. The ratio column is PyFlame's time over
@@ -74,8 +74,11 @@ def cases():
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--threads", type=int, help="threads of both libraries (default: PyFlame's default)")
     ap.add_argument("--json")
     args = ap.parse_args()
+    if args.threads:
+        pf.set_cpu_threads(args.threads)
     torch.set_num_threads(pf.cpu_threads())
     rows = []
     print(f"threads: {pf.cpu_threads()} (both); torch {torch.__version__}; commit {git_commit()}")
