@@ -13,13 +13,15 @@
 
 namespace pyflame {
 
-#define PF_DECL_UNARY(name) PF_API Tensor name(const Tensor& x);
+// params: the op's parameters (op_params.def) in order; missing trailing ones take their defaults.
+#define PF_DECL_UNARY(name) PF_API Tensor name(const Tensor& x, const std::vector<Scalar>& params = {});
 #define PF_DECL_BINARY(name)                            \
   PF_API Tensor name(const Tensor& a, const Tensor& b); \
   PF_API Tensor name(const Tensor& a, Scalar b);        \
   PF_API Tensor name(Scalar a, const Tensor& b);
 #define PF_FAMILY_UNARY(name, functor) PF_DECL_UNARY(name)
 #define PF_FAMILY_UNARY_FLOAT(name, functor) PF_DECL_UNARY(name)
+#define PF_FAMILY_UNARY_BOOL(name, functor) PF_DECL_UNARY(name)
 #define PF_FAMILY_BINARY(name, functor) PF_DECL_BINARY(name)
 #define PF_FAMILY_BINARY_FLOAT(name, functor) PF_DECL_BINARY(name)
 #define PF_FAMILY_COMPARE(name, functor) PF_DECL_BINARY(name)
@@ -40,12 +42,18 @@ PF_API Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Sc
 PF_API Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
 
 // Generic entry points (used by the bindings, which are generated from the table).
-PF_API Tensor unary_op(ir::OpType op, const Tensor& x);
+PF_API Tensor unary_op(ir::OpType op, const Tensor& x, const std::vector<Scalar>& params = {});
 PF_API Tensor binary_op(ir::OpType op, const Tensor& a, const Tensor& b);
 // In place: a = op(a, b). TypeError if the result dtype cannot be stored in a.
 PF_API Tensor& binary_op_(ir::OpType op, Tensor& a, const Tensor& b);
-PF_API Tensor& unary_op_(ir::OpType op, Tensor& x);
+PF_API Tensor& unary_op_(ir::OpType op, Tensor& x, const std::vector<Scalar>& params = {});
 PF_API Tensor reduce_op(ir::OpType op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim);
+// The parameters of an elementwise op (op_params.def), in order, with their defaults.
+struct OpParam {
+  const char* name;
+  Scalar default_value;
+};
+PF_API std::vector<OpParam> op_params(ir::OpType op);
 // PyTorch's result_type for the operands of an elementwise op.
 PF_API DType result_type(const std::vector<Tensor>& operands);
 
@@ -72,3 +80,5 @@ PF_API Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype
 #include "pyflame/shape_ops.h"
 
 #include "pyflame/conv_ops.h"
+
+#include "pyflame/nn_ops.h"

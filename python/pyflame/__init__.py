@@ -53,6 +53,18 @@ from ._C import (  # noqa: E402,F401
     strict_device_placement,
     synchronize,
 )
+from ._C import (  # noqa: E402,F401  losses and attention (compositions, outside the op table)
+    bce_loss,
+    bce_with_logits,
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    kl_div,
+    l1_loss,
+    mse_loss,
+    scaled_dot_product_attention,
+    smooth_l1_loss,
+)
 from ._creation import (  # noqa: E402,F401
     arange,
     empty,

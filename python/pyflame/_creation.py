@@ -29,7 +29,7 @@ def tensor(data, dtype=None, device=None):
             raise ValueError(f"tensor(): data is not a regular nested sequence of numbers: {e}") from None
         if arr.dtype.kind not in _NUMPY_KINDS or arr.dtype.itemsize > 8 or arr.dtype in (np.uint16, np.uint32, np.uint64):
             raise TypeError(f"tensor(): cannot make a tensor from data of NumPy dtype {arr.dtype}")
-        if from_python and arr.dtype == np.float64:
+        if from_python and arr.dtype == np.float64 and dtype is None:  # with a dtype, round once, into it
             arr = arr.astype(np.float32)
         t = _C.from_numpy(np.asarray(arr, order="C")).clone()  # (ascontiguousarray would make 0-d 1-d)
     if dtype is not None:

@@ -325,6 +325,57 @@ PyObject* new_exception(nb::module_& m, const char* name, PyObject* base, const 
   return e;
 }
 
+// ------------------------------------------------------------ unary ops
+
+std::vector<Scalar> param_values(OpType op, std::initializer_list<nb::handle> values) {
+  std::vector<Scalar> out;
+  for (nb::handle v : values) out.push_back(as_scalar(v, pyflame::op_name(op)));
+  return out;
+}
+
+// A unary elementwise op as pf.<op>(input, ...), Tensor.<op>(...) and the
+// in-place Tensor.<op>_(...). Its parameters (op_params.def) become keyword
+// arguments with PyTorch's names and defaults.
+void bind_unary(nb::module_& m, nb::class_<Tensor>& tensor, OpType op) {
+  const char* name = pyflame::op_name(op);
+  const std::string inplace = std::string(name) + "_";
+  std::vector<pyflame::OpParam> params = pyflame::op_params(op);
+  auto arg = [&](size_t i) { return nb::arg(params[i].name) = scalar_to_python(params[i].default_value); };
+  switch (params.size()) {
+    case 0: {
+      auto f = [op](const Tensor& x) { return pyflame::unary_op(op, x); };
+      m.def(name, f, "input"_a);
+      tensor.def(name, f);
+      tensor.def(inplace.c_str(), [op](nb::handle self) {
+        return in_place(self, [&](Tensor& x) { pyflame::unary_op_(op, x); });
+      });
+      break;
+    }
+    case 1: {
+      auto f = [op](const Tensor& x, nb::handle a) { return pyflame::unary_op(op, x, param_values(op, {a})); };
+      m.def(name, f, "input"_a, arg(0));
+      tensor.def(name, f, arg(0));
+      tensor.def(inplace.c_str(), [op](nb::handle self, nb::handle a) {
+        return in_place(self, [&](Tensor& x) { pyflame::unary_op_(op, x, param_values(op, {a})); });
+      }, arg(0));
+      break;
+    }
+    case 2: {
+      auto f = [op](const Tensor& x, nb::handle a, nb::handle b) {
+        return pyflame::unary_op(op, x, param_values(op, {a, b}));
+      };
+      m.def(name, f, "input"_a, arg(0), arg(1));
+      tensor.def(name, f, arg(0), arg(1));
+      tensor.def(inplace.c_str(), [op](nb::handle self, nb::handle a, nb::handle b) {
+        return in_place(self, [&](Tensor& x) { pyflame::unary_op_(op, x, param_values(op, {a, b})); });
+      }, arg(0), arg(1));
+      break;
+    }
+    default:
+      throw std::logic_error(std::string(name) + ": bind_unary handles up to 2 parameters; add a case");
+  }
+}
+
 nb::dict device_info_dict(const pyflame::backend::rocm::DeviceInfo& info) {
   nb::dict d;
   d["device_id"] = info.device_id;
@@ -507,10 +558,7 @@ NB_MODULE(_C, m) {
 
   // ---- ops, generated from the op table: pf.<op>(...) and Tensor.<op>(...),
   // plus in-place Tensor.<op>_ for elementwise ops that keep their input's shape.
-#define PF_BIND_UNARY(name)                                                                          \
-  m.def(#name, [](const Tensor& x) { return pyflame::unary_op(OpType::name, x); }, "x"_a);           \
-  tensor.def(#name, [](const Tensor& x) { return pyflame::unary_op(OpType::name, x); });             \
-  tensor.def(#name "_", [](nb::handle self) { return in_place(self, [](Tensor& x) { pyflame::unary_op_(OpType::name, x); }); });
+#define PF_BIND_UNARY(name) bind_unary(m, tensor, OpType::name);
 #define PF_BIND_BINARY(name)                                                                              \
   m.def(#name, [](nb::handle a, nb::handle b) { return pyflame::binary_op(OpType::name, as_operand(a), as_operand(b)); }, \
         "input"_a, "other"_a);                                                                            \
@@ -520,6 +568,7 @@ NB_MODULE(_C, m) {
     return in_place(self, [&](Tensor& a) { pyflame::binary_op_(OpType::name, a, as_operand(b)); }); }, "other"_a);
 #define PF_FAMILY_UNARY(name, functor) PF_BIND_UNARY(name)
 #define PF_FAMILY_UNARY_FLOAT(name, functor) PF_BIND_UNARY(name)
+#define PF_FAMILY_UNARY_BOOL(name, functor) PF_BIND_UNARY(name)
 #define PF_FAMILY_BINARY(name, functor) PF_BIND_BINARY(name)
 #define PF_FAMILY_BINARY_FLOAT(name, functor) PF_BIND_BINARY(name)
 #define PF_FAMILY_COMPARE(name, functor) PF_BIND_BINARY(name)
@@ -546,7 +595,7 @@ NB_MODULE(_C, m) {
 
   // Ops whose signature is their own.
   auto gelu = [](const Tensor& x, const std::string& approximate) { return pyflame::gelu(x, approximate); };
-  m.def("gelu", gelu, "x"_a, "approximate"_a = "none");
+  m.def("gelu", gelu, "input"_a, "approximate"_a = "none");
   tensor.def("gelu", gelu, "approximate"_a = "none");
   auto clamp = [](const Tensor& x, nb::handle lo, nb::handle hi) {
     std::optional<Scalar> l, h;
@@ -561,6 +610,7 @@ NB_MODULE(_C, m) {
   m.def("transpose", &pyflame::transpose, "x"_a, "dim0"_a, "dim1"_a);
   bind_shape(m, tensor);
   bind_conv(m, tensor);
+  bind_nn(m, tensor);
 
   m.def("op_table", [] {
     std::vector<std::pair<std::string, std::string>> ops;

@@ -38,7 +38,10 @@ std::vector<int64_t> as_dims(nb::handle dim);
 Device as_device(nb::handle h);
 nb::object scalar_to_python(const Scalar& s);
 
-// The areas' bindings (python/src/bind_<area>.cpp), called from NB_MODULE.
+// The ops of each area (CUSTOM family and compositions), python/src/bind_<area>.cpp,
+// called from NB_MODULE.
+void bind_conv(nb::module_& m, nb::class_<Tensor>& tensor);
+void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_shape(nb::module_& m, nb::class_<Tensor>& tensor);
 
 // In-place methods return the very object they were called on, as in PyTorch.
@@ -47,7 +50,5 @@ template <class F> nb::object in_place(nb::handle self, const F& f) {
   return nb::borrow(self);
 }
 
-// Op areas (python/src/bind_<area>.cpp), called from NB_MODULE.
-void bind_conv(nb::module_& m, nb::class_<Tensor>& tensor);
 
 }  // namespace pyflame::python

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "core/dispatch.h"
+#include "core/random_state.h"
 #include "cpu/cpu.h"
 #include "pyflame/error.h"
 #include "pyflame/ops.h"
@@ -20,14 +21,8 @@ struct Generator {
 
 Tensor random_tensor(const Shape& shape, DType dtype, cpu::RandomKind kind, double a, double b) {
   Tensor t = Tensor::empty(shape, dtype, Device::cpu());
-  uint64_t seed, offset;
-  {
-    std::lock_guard<std::mutex> lock(g_generator.mutex);
-    seed = g_generator.seed;
-    offset = g_generator.offset;
-    g_generator.offset += static_cast<uint64_t>(t.numel());
-  }
-  cpu::fill_random(t, kind, a, b, seed, offset);
+  PhiloxRange r = reserve_random(static_cast<uint64_t>(t.numel()));
+  cpu::fill_random(t, kind, a, b, r.seed, r.offset);
   return t.to(current_device());
 }
 
@@ -37,6 +32,13 @@ Tensor filled(const Shape& shape, DType dtype, Scalar value) {
   return t;
 }
 }  // namespace
+
+PhiloxRange reserve_random(uint64_t count) {
+  std::lock_guard<std::mutex> lock(g_generator.mutex);
+  PhiloxRange r{g_generator.seed, g_generator.offset};
+  g_generator.offset += count;
+  return r;
+}
 
 void manual_seed(uint64_t seed) {
   std::lock_guard<std::mutex> lock(g_generator.mutex);

@@ -32,8 +32,8 @@ constexpr OpEntry kOps[] = {
     {"fill", OpFamily::COPY},
 };
 static_assert(sizeof(kOps) / sizeof(kOps[0]) == kNumOps, "op table and OpType disagree");
-constexpr const char* kFamilyNames[] = {"UNARY", "UNARY_FLOAT", "BINARY", "BINARY_FLOAT", "COMPARE",
-                                        "WHERE", "CLAMP", "REDUCE", "ARG_REDUCE", "MATMUL",
+constexpr const char* kFamilyNames[] = {"UNARY", "UNARY_FLOAT", "UNARY_BOOL", "BINARY", "BINARY_FLOAT",
+                                        "COMPARE", "WHERE", "CLAMP", "REDUCE", "ARG_REDUCE", "MATMUL",
                                         "SOFTMAX", "VIEW", "CUSTOM", "COPY"};
 }  // namespace
 

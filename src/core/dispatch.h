@@ -12,6 +12,9 @@
 
 namespace pyflame {
 
+// How a loss combines its per-element values.
+enum class Reduction : int8_t { None, Mean, Sum };
+
 // Arguments beyond the tensors. One struct for all ops keeps the kernel
 // signature uniform, which the graph executor relies on.
 struct OpAttrs {
@@ -24,10 +27,23 @@ struct OpAttrs {
   // Convolution and pooling, one entry per spatial dim; padding is symmetric
   // (the op layer pads the input explicitly for asymmetric 'same' padding).
   std::vector<int64_t> kernel_size, stride, padding, dilation, output_padding;
-  int64_t groups = 1;
   bool ceil_mode = false;          // pooling (already reflected in the output shape)
   bool count_include_pad = true;   // avg pooling: padded zeros count in the divisor
   int64_t divisor_override = 0;    // avg pooling: divide by this instead (0: no override)
+  int64_t groups = 1;            // convolution; group_norm's num_groups
+  // Parameters of elementwise ops (include/pyflame/op_params.def), in table
+  // order with the defaults filled in; the functor's constructor reads them.
+  std::vector<Scalar> params;
+  // Statistics, normalization, losses, dropout (src/core/nn_ops.cpp).
+  double correction = 1;          // var/std: the divisor is n - correction
+  double eps = 0;                 // norms
+  bool training = false;          // batch_norm: batch statistics, running ones updated
+  double momentum = 0;            // batch_norm: weight of the batch in the running update
+  double p = 0;                   // dropout probability
+  uint64_t seed = 0, offset = 0;  // random ops: Philox key and first counter
+  int64_t ignore_index = -100;    // nll_loss
+  Reduction reduction = Reduction::Mean;
+  double label_smoothing = 0;     // nll_loss on behalf of cross_entropy
 };
 
 struct OpCall {

@@ -46,7 +46,8 @@ DType elementwise_out_dtype(ir::OpType op, DType compute) {
   switch (op_family(op)) {
     case OpFamily::UNARY_FLOAT:
     case OpFamily::BINARY_FLOAT: return is_floating(compute) ? compute : default_float();
-    case OpFamily::COMPARE: return DType::Bool;
+    case OpFamily::COMPARE:
+    case OpFamily::UNARY_BOOL: return DType::Bool;
     default: return compute;
   }
 }
@@ -91,6 +92,8 @@ Tensor elementwise(ir::OpType op, const std::vector<Tensor>& operands, Tensor ou
   return call.out;
 }
 
+}  // namespace
+
 std::vector<int64_t> normalize_dims(const std::vector<int64_t>& dims, int64_t ndim, ir::OpType op) {
   std::vector<int64_t> out;
   if (dims.empty()) {
@@ -118,8 +121,6 @@ Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& dims, bool k
   return out;
 }
 
-}  // namespace
-
 DType result_type(const std::vector<Tensor>& operands) {
   // PyTorch's rule: dimensioned tensors outrank 0-d tensors, which outrank
   // Python numbers; a lower rank only matters if it is a higher category.
@@ -143,7 +144,51 @@ DType result_type(const std::vector<Tensor>& operands) {
   return all.second;
 }
 
-Tensor unary_op(ir::OpType op, const Tensor& x) { return elementwise(op, {x}, Tensor()); }
+std::vector<OpParam> op_params(ir::OpType op) {
+  std::vector<OpParam> out;
+#define PF_OP_PARAM(op_, name, default_) \
+  if (op == ir::OpType::op_) out.push_back({#name, Scalar(default_)});
+#include "pyflame/op_params.def"
+#undef PF_OP_PARAM
+  return out;
+}
+
+namespace {
+// Constraints of particular ops between their parameters and the input's dtype.
+void check_params(ir::OpType op, const std::vector<Scalar>& p, DType dtype) {
+  if (op == ir::OpType::hardtanh) {
+    PF_CHECK(p[0].f <= p[1].f, ValueError, "hardtanh: min_val (", p[0].f, ") cannot be greater than max_val (",
+             p[1].f, ")");
+    PF_CHECK(dtype != DType::UInt8 || (p[0].f >= 0 && p[1].f >= 0), ValueError,
+             "hardtanh: negative limits (min_val ", p[0].f, ", max_val ", p[1].f, ") for a uint8 tensor");
+  } else if (op == ir::OpType::round) {
+    PF_CHECK(p[0].i == 0 || is_floating(dtype), TypeError, "round: decimals=", p[0].i,
+             " needs a floating-point input, got ", dtype);
+  }
+}
+
+// The OpAttrs of an elementwise op called with `given` parameters: the rest
+// take their defaults; integer parameters refuse floats.
+OpAttrs param_attrs(ir::OpType op, const std::vector<Scalar>& given, DType dtype) {
+  std::vector<OpParam> params = op_params(op);
+  PF_CHECK(given.size() <= params.size(), TypeError, op_name(op), ": takes ", params.size(),
+           " parameter(s), got ", given.size());
+  OpAttrs attrs;
+  for (size_t i = 0; i < params.size(); ++i) {
+    Scalar v = i < given.size() ? given[i] : params[i].default_value;
+    bool integer = params[i].default_value.kind == Scalar::Kind::Int;
+    PF_CHECK(!integer || v.kind != Scalar::Kind::Float, TypeError, op_name(op), ": ", params[i].name,
+             " must be an integer, got ", v.f);
+    attrs.params.push_back(v);
+  }
+  check_params(op, attrs.params, dtype);
+  return attrs;
+}
+}  // namespace
+
+Tensor unary_op(ir::OpType op, const Tensor& x, const std::vector<Scalar>& params) {
+  return elementwise(op, {x}, Tensor(), param_attrs(op, params, x.dtype()));
+}
 Tensor binary_op(ir::OpType op, const Tensor& a, const Tensor& b) {
   if (op == ir::OpType::pow && b.is_wrapped_number() && !is_floating(b.dtype()) && b.item().i < 0)
     PF_CHECK(is_floating(result_type({a, b})), ValueError,
@@ -156,19 +201,20 @@ Tensor& binary_op_(ir::OpType op, Tensor& a, const Tensor& b) {
   return a;
 }
 
-Tensor& unary_op_(ir::OpType op, Tensor& x) {
-  elementwise(op, {x}, x);
+Tensor& unary_op_(ir::OpType op, Tensor& x, const std::vector<Scalar>& params) {
+  elementwise(op, {x}, x, param_attrs(op, params, x.dtype()));
   return x;
 }
 
 #define PF_DEF_UNARY(name) \
-  Tensor name(const Tensor& x) { return unary_op(ir::OpType::name, x); }
+  Tensor name(const Tensor& x, const std::vector<Scalar>& params) { return unary_op(ir::OpType::name, x, params); }
 #define PF_DEF_BINARY(name)                                                                              \
   Tensor name(const Tensor& a, const Tensor& b) { return binary_op(ir::OpType::name, a, b); }             \
   Tensor name(const Tensor& a, Scalar b) { return binary_op(ir::OpType::name, a, Tensor::scalar(b)); }    \
   Tensor name(Scalar a, const Tensor& b) { return binary_op(ir::OpType::name, Tensor::scalar(a), b); }
 #define PF_FAMILY_UNARY(name, functor) PF_DEF_UNARY(name)
 #define PF_FAMILY_UNARY_FLOAT(name, functor) PF_DEF_UNARY(name)
+#define PF_FAMILY_UNARY_BOOL(name, functor) PF_DEF_UNARY(name)
 #define PF_FAMILY_BINARY(name, functor) PF_DEF_BINARY(name)
 #define PF_FAMILY_BINARY_FLOAT(name, functor) PF_DEF_BINARY(name)
 #define PF_FAMILY_COMPARE(name, functor) PF_DEF_BINARY(name)

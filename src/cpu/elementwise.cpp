@@ -12,24 +12,26 @@ namespace {
 
 template <class T> T& at(char* p, int64_t i, int64_t stride) { return *reinterpret_cast<T*>(p + i * stride); }
 
-template <template <class> class F, kernels::DTypeSet kTypes> void unary_kernel(OpCall& call) {
-  visit_dtype(call.out.dtype(), [&](auto tag) {
+// Unary ops: input of type T, output of type O (T, or bool for UNARY_BOOL).
+template <template <class> class F, kernels::DTypeSet kTypes, bool kToBool> void unary_kernel(OpCall& call) {
+  visit_dtype(call.inputs[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (kernels::accepts<kTypes, T>()) {
       using A = acc_t<T>;
+      using O = std::conditional_t<kToBool, bool, T>;
       const auto functor = kernels::make_functor<F<A>>(call.attrs);
       for_each_strided<2>({&call.out, &call.inputs[0]}, [&](auto p, auto s, int64_t n) {
         const auto f = functor;  // a local copy: its fields provably do not alias the output
-        if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
-          T* o = reinterpret_cast<T*>(p[0]);
+        if (s[0] == sizeof(O) && s[1] == sizeof(T)) {
+          O* o = reinterpret_cast<O*>(p[0]);
           const T* x = reinterpret_cast<const T*>(p[1]);
-          for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(f(static_cast<A>(x[i])));
+          for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(f(static_cast<A>(x[i])));
         } else {
-          for (int64_t i = 0; i < n; ++i) at<T>(p[0], i, s[0]) = static_cast<T>(f(static_cast<A>(at<T>(p[1], i, s[1]))));
+          for (int64_t i = 0; i < n; ++i) at<O>(p[0], i, s[0]) = static_cast<O>(f(static_cast<A>(at<T>(p[1], i, s[1]))));
         }
       });
     } else {
-      throw TypeError(std::string(op_name(call.op)) + ": no CPU kernel for " + dtype_name(call.out.dtype()));
+      throw TypeError(std::string(op_name(call.op)) + ": no CPU kernel for " + dtype_name(call.inputs[0].dtype()));
     }
   });
 }
@@ -76,9 +78,10 @@ void where_kernel(OpCall& call) {
   });
 }
 
-#define PF_FAMILY_UNARY(name, F) PF_REGISTER_KERNEL(name, CPU, (&unary_kernel<kernels::F, kernels::DTypeSet::NoBool>));
-#define PF_FAMILY_CLAMP(name, F) PF_REGISTER_KERNEL(name, CPU, (&unary_kernel<kernels::F, kernels::DTypeSet::NoBool>));
-#define PF_FAMILY_UNARY_FLOAT(name, F) PF_REGISTER_KERNEL(name, CPU, (&unary_kernel<kernels::F, kernels::DTypeSet::FloatOnly>));
+#define PF_FAMILY_UNARY(name, F) PF_REGISTER_KERNEL(name, CPU, (&unary_kernel<kernels::F, kernels::DTypeSet::NoBool, false>));
+#define PF_FAMILY_CLAMP(name, F) PF_REGISTER_KERNEL(name, CPU, (&unary_kernel<kernels::F, kernels::DTypeSet::NoBool, false>));
+#define PF_FAMILY_UNARY_FLOAT(name, F) PF_REGISTER_KERNEL(name, CPU, (&unary_kernel<kernels::F, kernels::DTypeSet::FloatOnly, false>));
+#define PF_FAMILY_UNARY_BOOL(name, F) PF_REGISTER_KERNEL(name, CPU, (&unary_kernel<kernels::F, kernels::DTypeSet::All, true>));
 #define PF_FAMILY_BINARY(name, F) PF_REGISTER_KERNEL(name, CPU, (&binary_kernel<kernels::F, kernels::DTypeSet::All, false>));
 #define PF_FAMILY_BINARY_FLOAT(name, F) PF_REGISTER_KERNEL(name, CPU, (&binary_kernel<kernels::F, kernels::DTypeSet::FloatOnly, false>));
 #define PF_FAMILY_COMPARE(name, F) PF_REGISTER_KERNEL(name, CPU, (&binary_kernel<kernels::F, kernels::DTypeSet::All, true>));

@@ -5,6 +5,7 @@
 // for float16/bfloat16). A functor with parameters takes them from OpAttrs in
 // its constructor; the others are empty.
 
+#include <cmath>
 #include <limits>
 #include <type_traits>
 
@@ -111,20 +112,24 @@ template <class T> struct Gelu {
   PF_HOST_DEVICE static T erf_form(T x) { return T(0.5) * x * (T(1) + math::erf(x * T(0.7071067811865476))); }
 };
 
+// A number argument (bound, parameter) as compute type T: integer types take
+// it truncated toward zero, as PyTorch does.
+template <class T> T scalar_param(const Scalar& s) {
+  if constexpr (std::is_floating_point_v<T>) return static_cast<T>(s.f);
+  else return static_cast<T>(s.i);
+}
+
 template <class T> struct Clamp {
   T lo, hi;
   explicit Clamp(const OpAttrs& a)
-      : lo(a.lo ? bound(*a.lo) : std::numeric_limits<T>::lowest()),
-        hi(a.hi ? bound(*a.hi) : std::numeric_limits<T>::max()) {
+      : lo(a.lo ? scalar_param<T>(*a.lo) : std::numeric_limits<T>::lowest()),
+        hi(a.hi ? scalar_param<T>(*a.hi) : std::numeric_limits<T>::max()) {
     if constexpr (std::is_floating_point_v<T>) {
       if (!a.lo) lo = -std::numeric_limits<T>::infinity();
       if (!a.hi) hi = std::numeric_limits<T>::infinity();
     }
   }
-  static T bound(const Scalar& s) {
-    if constexpr (std::is_floating_point_v<T>) return static_cast<T>(s.f);
-    else return static_cast<T>(s.i);
-  }
+  Clamp(T lo_, T hi_) : lo(lo_), hi(hi_) {}
   // As PyTorch: min(max(x, lo), hi), so hi wins when lo > hi; NaN stays NaN.
   PF_HOST_DEVICE T operator()(T x) const {
     if (math::isnan(x)) return x;
@@ -132,6 +137,85 @@ template <class T> struct Clamp {
     return y > hi ? hi : y;
   }
 };
+
+// hardtanh(x, min_val, max_val): a clamp whose bounds are parameters (the op
+// layer has checked min_val <= max_val).
+template <class T> struct Hardtanh : Clamp<T> {
+  explicit Hardtanh(const OpAttrs& a) : Clamp<T>(scalar_param<T>(a.params[0]), scalar_param<T>(a.params[1])) {}
+};
+
+// Rounding. Integers are already whole (the op layer refuses decimals for them).
+template <class T> struct Floor {
+  PF_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return math::floor(x);
+    else return x;
+  }
+};
+template <class T> struct Ceil {
+  PF_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return math::ceil(x);
+    else return x;
+  }
+};
+// Half to even; with decimals d, as PyTorch: rint(x * 10^d) / 10^d, or
+// rint(x / 10^-d) * 10^-d for negative d (so 10^-d stays exact).
+template <class T> struct Round {
+  T ten_pow = T(1);
+  T negative = T(0);  // a T (not a bool) so the CPU loop vectorises
+  explicit Round(const OpAttrs& a) {
+    int64_t d = a.params[0].i;
+    negative = d < 0 ? T(1) : T(0);
+    ten_pow = static_cast<T>(std::pow(10.0, static_cast<double>(d < 0 ? -d : d)));
+  }
+  PF_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      T up = math::rint(x * ten_pow) / ten_pow, down = math::rint(x / ten_pow) * ten_pow;
+      return negative != T(0) ? down : up;
+    } else {
+      return x;
+    }
+  }
+};
+// -1, 0 or 1; NaN gives 0 and -0.0 gives 0, as PyTorch.
+template <class T> struct Sign {
+  PF_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_unsigned_v<T>) return static_cast<T>(x != T(0));
+    else return static_cast<T>(T(0) < x) - static_cast<T>(x < T(0));
+  }
+};
+
+template <class T> struct Reciprocal { PF_HOST_DEVICE T operator()(T x) const { return T(1) / x; } };
+template <class T> struct Log1p { PF_HOST_DEVICE T operator()(T x) const { return math::log1p(x); } };
+
+// Activations with parameters (op_params.def).
+template <class T> struct LeakyRelu {
+  T negative_slope;
+  explicit LeakyRelu(const OpAttrs& a) : negative_slope(scalar_param<T>(a.params[0])) {}
+  PF_HOST_DEVICE T operator()(T x) const { return x > T(0) ? x : x * negative_slope; }
+};
+template <class T> struct Elu {
+  T alpha;
+  explicit Elu(const OpAttrs& a) : alpha(scalar_param<T>(a.params[0])) {}
+  PF_HOST_DEVICE T operator()(T x) const { return x > T(0) ? x : alpha * math::expm1(x); }
+};
+// log(1 + exp(beta x)) / beta, linear where beta x > threshold (as PyTorch).
+template <class T> struct Softplus {
+  T beta, threshold;
+  explicit Softplus(const OpAttrs& a) : beta(scalar_param<T>(a.params[0])), threshold(scalar_param<T>(a.params[1])) {}
+  PF_HOST_DEVICE T operator()(T x) const {
+    T bx = x * beta;
+    return bx > threshold ? x : math::log1p(math::exp(bx)) / beta;
+  }
+};
+
+// Logical ops: nonzero (NaN included) is true; the result is bool.
+template <class T> struct LogicalAnd {
+  PF_HOST_DEVICE bool operator()(T a, T b) const { return a != T(0) && b != T(0); }
+};
+template <class T> struct LogicalOr {
+  PF_HOST_DEVICE bool operator()(T a, T b) const { return a != T(0) || b != T(0); }
+};
+template <class T> struct LogicalNot { PF_HOST_DEVICE bool operator()(T x) const { return x == T(0); } };
 
 // Which storage types a family's kernels are built for, in every backend; the
 // op layer never sends others (ints go to float for UNARY_FLOAT, bool is

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "pyflame/dtype.h"
 #include "pyflame/macros.h"
@@ -46,6 +47,9 @@ PF_MATH_FORWARD(sqrt)
 PF_MATH_FORWARD(sin)
 PF_MATH_FORWARD(cos)
 PF_MATH_FORWARD(fabs)
+PF_MATH_FORWARD(floor)
+PF_MATH_FORWARD(ceil)
+PF_MATH_FORWARD(rint)  // round half to even (the default rounding mode)
 
 PF_HOST_DEVICE float tanh(float x) {
 #if PF_DEVICE_PASS
@@ -63,6 +67,53 @@ PF_HOST_DEVICE float tanh(float x) {
 #endif
 }
 PF_HOST_DEVICE double tanh(double x) { return ::tanh(x); }
+
+// log1p and expm1 for float, branch-free so that the softplus, elu and log1p
+// loops vectorise (libm's are opaque calls); within 2 ulp of the correctly
+// rounded result. The double versions are libm's.
+PF_HOST_DEVICE float log1p(float x) {
+#if PF_DEVICE_PASS
+  return ::log1pf(x);
+#else
+  // u = 1 + x, rounded; log1p(x) = log(u) - ((u - 1) - x) / u undoes that rounding.
+  float u = 1.0f + x;
+  // log(u), Cephes' logf: u = m 2^e with m in [sqrt(1/2), sqrt(2)), a polynomial in f = m - 1.
+  uint32_t bits = float_bits(u);
+  float e = static_cast<float>(static_cast<int32_t>((bits >> 23) & 0xffu) - 127);
+  float m = bits_float((bits & 0x007fffffu) | 0x3f800000u);  // in [1, 2)
+  bool high = m > 1.41421356f;
+  m = high ? 0.5f * m : m;
+  e = high ? e + 1.0f : e;
+  float f = m - 1.0f;
+  float z = f * f;
+  float y = ((((((((7.0376836292e-2f * f - 1.1514610310e-1f) * f + 1.1676998740e-1f) * f - 1.2420140846e-1f) * f +
+                 1.4249322787e-1f) * f - 1.6668057665e-1f) * f + 2.0000714765e-1f) * f - 2.4999993993e-1f) * f +
+             3.3333331174e-1f) * f * z;
+  y += -2.12194440e-4f * e - 0.5f * z;
+  float r = (f + y) + 0.693359375f * e;
+  r -= ((u - 1.0f) - x) / u;
+  // x = -1 gives -inf, x < -1 NaN, x = inf inf, NaN NaN.
+  r = u == 0.0f ? -std::numeric_limits<float>::infinity() : r;
+  r = u < 0.0f ? std::numeric_limits<float>::quiet_NaN() : r;
+  r = u == std::numeric_limits<float>::infinity() ? u : r;
+  return x != x ? x : r;
+#endif
+}
+PF_HOST_DEVICE double log1p(double x) { return ::log1p(x); }
+
+PF_HOST_DEVICE float expm1(float x) {
+#if PF_DEVICE_PASS
+  return ::expm1f(x);
+#else
+  // |x| < 0.5: Taylor series to x^9 (relative error < 1e-9); beyond, exp(x) - 1 loses under 2 bits.
+  float series =
+      x * (1.0f + x * (0.5f + x * (1.6666667e-1f + x * (4.1666668e-2f + x * (8.3333338e-3f + x * (1.3888889e-3f +
+          x * (1.9841270e-4f + x * (2.4801587e-5f + x * 2.7557319e-6f))))))));
+  float e = math::exp(x) - 1.0f;
+  return math::fabs(x) < 0.5f ? series : e;
+#endif
+}
+PF_HOST_DEVICE double expm1(double x) { return ::expm1(x); }
 
 PF_HOST_DEVICE float erf(float x) {
 #if PF_DEVICE_PASS

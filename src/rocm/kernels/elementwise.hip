@@ -107,32 +107,34 @@ std::string describe(const OpCall& call) {
 
 // ---- launchers
 
-template <template <class> class F, DTypeSet kSet> void unary_entry(OpCall& call) {
+// O is T, or bool for UNARY_BOOL.
+template <template <class> class F, DTypeSet kSet, bool kToBool> void unary_entry(OpCall& call) {
   int device = call.out.device().index;
   DeviceGuard guard(device);
   hipStream_t stream = current_stream(device);
   const Tensor& in = call.inputs[0];
   const int64_t n = call.out.numel();
-  visit_dtype(call.out.dtype(), [&](auto tag) {
+  visit_dtype(in.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (kernels::accepts<kSet, T>()) {
+      using O = std::conditional_t<kToBool, bool, T>;
       const auto f = kernels::make_functor<F<acc_t<T>>>(call.attrs);
       constexpr int V = kVec<T>;
       if (in.is_contiguous() && call.out.is_contiguous()) {
-        T* o = call.out.data<T>();
+        O* o = call.out.data<O>();
         const T* x = in.data<T>();
-        if (aligned(o, sizeof(T) * V) && aligned(x, sizeof(T) * V))
+        if (aligned(o, sizeof(O) * V) && aligned(x, sizeof(T) * V))
           unary_contiguous<V><<<grid_for((n + V * kUnaryUnroll - 1) / (V * kUnaryUnroll)), kThreads, 0, stream>>>(
               o, x, n, f);
         else
           unary_contiguous<1><<<grid_for((n + kUnaryUnroll - 1) / kUnaryUnroll), kThreads, 0, stream>>>(o, x, n, f);
       } else {
-        unary_strided<T, T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<char*>(call.out.data_ptr()),
+        unary_strided<O, T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<char*>(call.out.data_ptr()),
                                                                   static_cast<const char*>(in.data_ptr()),
                                                                   make_offsets<2>({&call.out, &in}, op_name(call.op)), n, f);
       }
     } else {
-      throw TypeError(std::string(op_name(call.op)) + ": no GPU kernel for " + dtype_name(call.out.dtype()));
+      throw TypeError(std::string(op_name(call.op)) + ": no GPU kernel for " + dtype_name(in.dtype()));
     }
   });
   check_launch(op_name(call.op), describe(call));
@@ -186,9 +188,10 @@ void where_entry(OpCall& call) {
   check_launch("where", describe(call));
 }
 
-#define PF_FAMILY_UNARY(name, F) PF_REGISTER_KERNEL(name, ROCm, (&unary_entry<kernels::F, DTypeSet::NoBool>));
-#define PF_FAMILY_CLAMP(name, F) PF_REGISTER_KERNEL(name, ROCm, (&unary_entry<kernels::F, DTypeSet::NoBool>));
-#define PF_FAMILY_UNARY_FLOAT(name, F) PF_REGISTER_KERNEL(name, ROCm, (&unary_entry<kernels::F, DTypeSet::FloatOnly>));
+#define PF_FAMILY_UNARY(name, F) PF_REGISTER_KERNEL(name, ROCm, (&unary_entry<kernels::F, DTypeSet::NoBool, false>));
+#define PF_FAMILY_CLAMP(name, F) PF_REGISTER_KERNEL(name, ROCm, (&unary_entry<kernels::F, DTypeSet::NoBool, false>));
+#define PF_FAMILY_UNARY_FLOAT(name, F) PF_REGISTER_KERNEL(name, ROCm, (&unary_entry<kernels::F, DTypeSet::FloatOnly, false>));
+#define PF_FAMILY_UNARY_BOOL(name, F) PF_REGISTER_KERNEL(name, ROCm, (&unary_entry<kernels::F, DTypeSet::All, true>));
 #define PF_FAMILY_BINARY(name, F) PF_REGISTER_KERNEL(name, ROCm, (&binary_entry<kernels::F, DTypeSet::All, false>));
 #define PF_FAMILY_BINARY_FLOAT(name, F) PF_REGISTER_KERNEL(name, ROCm, (&binary_entry<kernels::F, DTypeSet::FloatOnly, false>));
 #define PF_FAMILY_COMPARE(name, F) PF_REGISTER_KERNEL(name, ROCm, (&binary_entry<kernels::F, DTypeSet::All, true>));

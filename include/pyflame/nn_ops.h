@@ -1,0 +1,78 @@
+#pragma once
+// Ops of neural networks beyond the elementwise ones: statistics (var, std,
+// cumsum), normalization, dropout, losses and attention, with PyTorch's
+// functional names, argument order and defaults. An undefined Tensor (Tensor())
+// stands for None. Validation is in src/core/nn_ops.cpp; var, std, cumsum, the
+// norms, dropout and nll_loss have kernels (CPU: src/cpu/{variance,cumsum,norm,
+// dropout,loss}.cpp), the other losses and attention are compositions of ops.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pyflame/tensor.h"
+
+namespace pyflame {
+
+// ---- statistics
+// Over `dims` ({} = all); the divisor is max(0, n - correction) (1: unbiased).
+PF_API Tensor var(const Tensor& input, const std::vector<int64_t>& dims = {}, double correction = 1,
+                  bool keepdim = false);
+PF_API Tensor std(const Tensor& input, const std::vector<int64_t>& dims = {}, double correction = 1,
+                  bool keepdim = false);
+// Integer and bool inputs give int64 unless `dtype` says otherwise.
+PF_API Tensor cumsum(const Tensor& input, int64_t dim, std::optional<DType> dtype = std::nullopt);
+
+// ---- normalization (statistics in float64)
+// training: batch statistics, and running_mean/running_var (when given) are
+// updated in place with the unbiased batch variance; otherwise the running
+// statistics normalize.
+PF_API Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                         const Tensor& weight = {}, const Tensor& bias = {}, bool training = false,
+                         double momentum = 0.1, double eps = 1e-5);
+PF_API Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight = {},
+                         const Tensor& bias = {}, double eps = 1e-5);
+PF_API Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {}, const Tensor& bias = {},
+                         double eps = 1e-5);
+// eps defaults to the machine epsilon of the computation (float or double).
+PF_API Tensor rms_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight = {},
+                       std::optional<double> eps = std::nullopt);
+
+// ---- dropout: zeroes elements with probability p (draws from the generator
+// that pf.manual_seed seeds) and scales the others by 1 / (1 - p). Returns
+// `input` itself when not training or p == 0.
+PF_API Tensor dropout(const Tensor& input, double p = 0.5, bool training = true);
+
+// ---- losses; reduction is "mean", "sum" or "none"
+PF_API Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",
+                       const Tensor& weight = {});
+PF_API Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",
+                      const Tensor& weight = {});
+PF_API Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",
+                             double beta = 1.0);
+// input (N, C, d1, ...) or (C); target: class indices (N, d1, ...) or (), or
+// class probabilities shaped like input.
+PF_API Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                            int64_t ignore_index = -100, const std::string& reduction = "mean",
+                            double label_smoothing = 0.0);
+PF_API Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                       int64_t ignore_index = -100, const std::string& reduction = "mean");
+// log terms clamped at -100, as PyTorch; bce_loss is the same function.
+PF_API Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                                   const std::string& reduction = "mean");
+PF_API Tensor bce_loss(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                       const std::string& reduction = "mean");
+PF_API Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                                               const std::string& reduction = "mean", const Tensor& pos_weight = {});
+// reduction may also be "batchmean" (the sum divided by the batch size).
+PF_API Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",
+                     bool log_target = false);
+
+// ---- attention: softmax(q k^T * scale + mask) v over any leading batch dims.
+// attn_mask: bool (true = attend) or float (added), broadcastable to (..., L, S).
+PF_API Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                           const Tensor& attn_mask = {}, double dropout_p = 0.0,
+                                           bool is_causal = false, std::optional<double> scale = std::nullopt,
+                                           bool enable_gqa = false);
+
+}  // namespace pyflame

@@ -1,0 +1,168 @@
+// Python bindings of include/pyflame/nn_ops.h with PyTorch's argument names,
+// order and defaults (torch.var/std/cumsum and torch.nn.functional). None
+// becomes an undefined Tensor. The ops of the op table are also Tensor methods.
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "pyflame/error.h"
+#include "pyflame/nn_ops.h"
+
+namespace pyflame::python {
+
+namespace {
+
+Tensor opt(const std::optional<Tensor>& t) { return t.value_or(Tensor()); }
+
+// PyTorch's deprecated size_average/reduce arguments, when given, decide the reduction.
+std::string legacy_reduction(std::optional<bool> size_average, std::optional<bool> reduce, const std::string& reduction) {
+  if (!size_average && !reduce) return reduction;
+  bool mean = size_average.value_or(true), keep = reduce.value_or(true);
+  return !keep ? "none" : mean ? "mean" : "sum";
+}
+
+// var/std's dim argument, which may also be PyTorch's positional `unbiased` (torch.var(x, False)).
+double correction_of(nb::handle& dim, std::optional<bool> unbiased, std::optional<double> correction, const char* op) {
+  if (PyBool_Check(dim.ptr())) {
+    if (unbiased) throw pyflame::TypeError(std::string(op) + ": unbiased given twice");
+    unbiased = dim.ptr() == Py_True;
+    dim = nb::none();
+  }
+  if (unbiased && correction)
+    throw pyflame::ValueError(std::string(op) + ": cannot specify both unbiased and correction");
+  if (unbiased) return *unbiased ? 1.0 : 0.0;
+  return correction.value_or(1.0);
+}
+
+// pf.<name>(input, ...) and Tensor.<name>(...) from one function whose first argument is the input.
+template <class F, class... Extra>
+void def_with_method(nb::module_& m, nb::class_<Tensor>& tensor, const char* name, F f, const Extra&... extra) {
+  m.def(name, f, "input"_a, extra...);
+  tensor.def(name, f, extra...);
+}
+
+}  // namespace
+
+void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor) {
+  // ---- statistics
+  for (auto [name, fn] : {std::pair{"var", &pyflame::var}, std::pair{"std", &pyflame::std}}) {
+    def_with_method(m, tensor, name,
+        [fn, name](const Tensor& x, nb::handle dim, std::optional<bool> unbiased, bool keepdim,
+                   std::optional<double> correction) {
+          double c = correction_of(dim, unbiased, correction, name);
+          return fn(x, as_dims(dim), c, keepdim);
+        },
+        "dim"_a = nb::none(), "unbiased"_a = nb::none(), "keepdim"_a = false, nb::kw_only(),
+        "correction"_a = nb::none());
+  }
+  def_with_method(m, tensor, "cumsum", [](const Tensor& x, int64_t dim, nb::handle dtype) {
+    return pyflame::cumsum(x, dim, as_opt_dtype(dtype));
+  }, "dim"_a, nb::kw_only(), "dtype"_a = nb::none());
+
+  // ---- normalization
+  def_with_method(m, tensor, "batch_norm",
+      [](const Tensor& x, std::optional<Tensor> running_mean, std::optional<Tensor> running_var,
+         std::optional<Tensor> weight, std::optional<Tensor> bias, bool training, double momentum, double eps) {
+        return pyflame::batch_norm(x, opt(running_mean), opt(running_var), opt(weight), opt(bias), training,
+                                   momentum, eps);
+      },
+      "running_mean"_a.none(), "running_var"_a.none(), "weight"_a = nb::none(), "bias"_a = nb::none(),
+      "training"_a = false, "momentum"_a = 0.1, "eps"_a = 1e-5);
+  def_with_method(m, tensor, "layer_norm",
+      [](const Tensor& x, nb::handle normalized_shape, std::optional<Tensor> weight, std::optional<Tensor> bias,
+         double eps) {
+        return pyflame::layer_norm(x, as_shape(nb::make_tuple(normalized_shape)), opt(weight), opt(bias), eps);
+      },
+      "normalized_shape"_a, "weight"_a = nb::none(), "bias"_a = nb::none(), "eps"_a = 1e-5);
+  def_with_method(m, tensor, "group_norm",
+      [](const Tensor& x, int64_t num_groups, std::optional<Tensor> weight, std::optional<Tensor> bias, double eps) {
+        return pyflame::group_norm(x, num_groups, opt(weight), opt(bias), eps);
+      },
+      "num_groups"_a, "weight"_a = nb::none(), "bias"_a = nb::none(), "eps"_a = 1e-5);
+  def_with_method(m, tensor, "rms_norm",
+      [](const Tensor& x, nb::handle normalized_shape, std::optional<Tensor> weight, std::optional<double> eps) {
+        return pyflame::rms_norm(x, as_shape(nb::make_tuple(normalized_shape)), opt(weight), eps);
+      },
+      "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = nb::none());
+
+  // ---- dropout
+  def_with_method(m, tensor, "dropout", [](nb::handle self, double p, bool training, bool inplace) -> nb::object {
+    Tensor& x = nb::cast<Tensor&>(self);
+    Tensor r = pyflame::dropout(x, p, training);
+    if (!inplace) return nb::cast(r);
+    return in_place(self, [&](Tensor& t) { if (!r.same_storage(t)) t.copy_(r); });
+  }, "p"_a = 0.5, "training"_a = true, "inplace"_a = false);
+
+  // ---- losses
+  def_with_method(m, tensor, "nll_loss",
+      [](const Tensor& x, const Tensor& target, std::optional<Tensor> weight, std::optional<bool> size_average,
+         int64_t ignore_index, std::optional<bool> reduce, const std::string& reduction) {
+        return pyflame::nll_loss(x, target, opt(weight), ignore_index,
+                                 legacy_reduction(size_average, reduce, reduction));
+      },
+      "target"_a, "weight"_a = nb::none(), "size_average"_a = nb::none(), "ignore_index"_a = -100,
+      "reduce"_a = nb::none(), "reduction"_a = "mean");
+  m.def("cross_entropy",
+      [](const Tensor& x, const Tensor& target, std::optional<Tensor> weight, std::optional<bool> size_average,
+         int64_t ignore_index, std::optional<bool> reduce, const std::string& reduction, double label_smoothing) {
+        return pyflame::cross_entropy(x, target, opt(weight), ignore_index,
+                                      legacy_reduction(size_average, reduce, reduction), label_smoothing);
+      },
+      "input"_a, "target"_a, "weight"_a = nb::none(), "size_average"_a = nb::none(), "ignore_index"_a = -100,
+      "reduce"_a = nb::none(), "reduction"_a = "mean", "label_smoothing"_a = 0.0);
+  for (auto [name, fn] : {std::pair{"mse_loss", &pyflame::mse_loss}, std::pair{"l1_loss", &pyflame::l1_loss}}) {
+    m.def(name,
+        [fn](const Tensor& x, const Tensor& target, std::optional<bool> size_average, std::optional<bool> reduce,
+             const std::string& reduction, std::optional<Tensor> weight) {
+          return fn(x, target, legacy_reduction(size_average, reduce, reduction), opt(weight));
+        },
+        "input"_a, "target"_a, "size_average"_a = nb::none(), "reduce"_a = nb::none(), "reduction"_a = "mean",
+        "weight"_a = nb::none());
+  }
+  m.def("smooth_l1_loss",
+      [](const Tensor& x, const Tensor& target, std::optional<bool> size_average, std::optional<bool> reduce,
+         const std::string& reduction, double beta) {
+        return pyflame::smooth_l1_loss(x, target, legacy_reduction(size_average, reduce, reduction), beta);
+      },
+      "input"_a, "target"_a, "size_average"_a = nb::none(), "reduce"_a = nb::none(), "reduction"_a = "mean",
+      "beta"_a = 1.0);
+  for (const char* name : {"binary_cross_entropy", "bce_loss"}) {
+    m.def(name,
+        [](const Tensor& x, const Tensor& target, std::optional<Tensor> weight, std::optional<bool> size_average,
+           std::optional<bool> reduce, const std::string& reduction) {
+          return pyflame::binary_cross_entropy(x, target, opt(weight), legacy_reduction(size_average, reduce, reduction));
+        },
+        "input"_a, "target"_a, "weight"_a = nb::none(), "size_average"_a = nb::none(), "reduce"_a = nb::none(),
+        "reduction"_a = "mean");
+  }
+  for (const char* name : {"binary_cross_entropy_with_logits", "bce_with_logits"}) {
+    m.def(name,
+        [](const Tensor& x, const Tensor& target, std::optional<Tensor> weight, std::optional<bool> size_average,
+           std::optional<bool> reduce, const std::string& reduction, std::optional<Tensor> pos_weight) {
+          return pyflame::binary_cross_entropy_with_logits(
+              x, target, opt(weight), legacy_reduction(size_average, reduce, reduction), opt(pos_weight));
+        },
+        "input"_a, "target"_a, "weight"_a = nb::none(), "size_average"_a = nb::none(), "reduce"_a = nb::none(),
+        "reduction"_a = "mean", "pos_weight"_a = nb::none());
+  }
+  m.def("kl_div",
+      [](const Tensor& x, const Tensor& target, std::optional<bool> size_average, std::optional<bool> reduce,
+         const std::string& reduction, bool log_target) {
+        return pyflame::kl_div(x, target, legacy_reduction(size_average, reduce, reduction), log_target);
+      },
+      "input"_a, "target"_a, "size_average"_a = nb::none(), "reduce"_a = nb::none(), "reduction"_a = "mean",
+      "log_target"_a = false);
+
+  // ---- attention
+  m.def("scaled_dot_product_attention",
+      [](const Tensor& q, const Tensor& k, const Tensor& v, std::optional<Tensor> attn_mask, double dropout_p,
+         bool is_causal, std::optional<double> scale, bool enable_gqa) {
+        return pyflame::scaled_dot_product_attention(q, k, v, opt(attn_mask), dropout_p, is_causal, scale, enable_gqa);
+      },
+      "query"_a, "key"_a, "value"_a, "attn_mask"_a = nb::none(), "dropout_p"_a = 0.0, "is_causal"_a = false,
+      nb::kw_only(), "scale"_a = nb::none(), "enable_gqa"_a = false);
+}
+
+}  // namespace pyflame::python

@@ -1,0 +1,513 @@
+// The op layer of include/pyflame/nn_ops.h. Ops with kernels (var, std,
+// cumsum, the norms, dropout, nll_loss) are validated here and handed
+// contiguous inputs in a fixed layout:
+//   var/std     input as is, attrs.dims (sorted), correction
+//   cumsum      input converted to the result dtype, attrs.dim
+//   batch_norm  x (N, C, S), running_mean, running_var, weight, bias
+//   group_norm  x (N, C, S), weight, bias; attrs.groups
+//   layer_norm, rms_norm   x (rows, M), weight (M), bias (M)
+//   dropout     x, attrs.p and the Philox range
+//   nll_loss    log-probabilities (N, C, S), target (N, S) int64, weight (C)
+// Per-channel tensors (weight, bias, running statistics) are float64 and
+// contiguous, undefined when not given; batch_norm's running statistics are
+// written by the kernel and copied back when they were converted. The other
+// losses and attention are compositions of ops, computed in float32 for
+// float16/bfloat16 inputs and rounded once at the end.
+
+#include "pyflame/nn_ops.h"
+
+#include <cmath>
+#include <limits>
+
+#include "core/dispatch.h"
+#include "core/op_utils.h"
+#include "core/random_state.h"
+#include "pyflame/error.h"
+#include "pyflame/ops.h"
+
+namespace pyflame {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+void check_float(const Tensor& t, const char* op, const char* what) {
+  PF_CHECK(is_floating(t.dtype()), TypeError, op, ": ", what, " must be a floating-point tensor, got ", t.dtype(),
+           " (convert with .to(float32))");
+}
+
+Reduction parse_reduction(const std::string& r, const char* op) {
+  if (r == "mean") return Reduction::Mean;
+  if (r == "sum") return Reduction::Sum;
+  if (r == "none") return Reduction::None;
+  throw ValueError(detail::cat(op, ": reduction must be 'mean', 'sum' or 'none', got '", r, "'"));
+}
+
+// A per-channel (or per-element) parameter of a norm: checked against its
+// expected shape, then float64, contiguous, on `dev`; undefined stays undefined.
+Tensor norm_param(const Tensor& t, const Shape& expected, const char* what, const char* against, Device dev,
+                  ir::OpType op) {
+  if (!t.defined()) return t;
+  check_float(t, op_name(op), what);
+  PF_CHECK(t.shape() == expected, ValueError, op_name(op), ": ", what, " has shape ", t.shape(), " but ", against,
+           " is ", expected);
+  return on_device(t, dev, op).to(DType::Float64).contiguous();
+}
+
+// The number of elements of dims [begin, end) of a shape.
+int64_t numel_of(const Shape& s, size_t begin, size_t end) {
+  return shape_numel(Shape(s.begin() + begin, s.begin() + end));
+}
+
+Tensor moments(ir::OpType op, const Tensor& input, const std::vector<int64_t>& dims_in, double correction,
+               bool keepdim) {
+  check_float(input, op_name(op), "input");
+  std::vector<int64_t> dims = normalize_dims(dims_in, input.dim(), op);
+  Device dev = current_device();
+  OpCall call{op, {on_device(input, dev, op)},
+              Tensor::empty(reduced_shape(input.shape(), dims, keepdim), input.dtype(), dev), {}};
+  call.attrs.dims = dims;
+  call.attrs.keepdim = keepdim;
+  call.attrs.correction = correction;
+  run_kernel(call, dev);
+  return call.out;
+}
+
+// layer_norm and rms_norm: the trailing dims of `input` must be normalized_shape.
+Tensor row_norm(ir::OpType op, const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
+                const Tensor& bias, double eps) {
+  const char* name = op_name(op);
+  check_float(input, name, "input");
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  PF_CHECK(k >= 1, ValueError, name, ": normalized_shape must have at least one dimension");
+  Shape trailing = input.dim() >= k ? Shape(input.shape().end() - k, input.shape().end()) : input.shape();
+  PF_CHECK(input.dim() >= k && trailing == normalized_shape, ValueError, name, ": expected an input whose trailing ",
+           k, " dimension(s) are normalized_shape ", normalized_shape, ", got input shape ", input.shape());
+  Device dev = current_device();
+  const int64_t m = shape_numel(normalized_shape);
+  const int64_t rows = numel_of(input.shape(), 0, input.shape().size() - k);
+  Tensor w = norm_param(weight, normalized_shape, "weight", "normalized_shape", dev, op);
+  Tensor b = norm_param(bias, normalized_shape, "bias", "normalized_shape", dev, op);
+  OpCall call{op, {on_device(input, dev, op).contiguous().view({rows, m}), w.defined() ? w.view({m}) : w,
+                   b.defined() ? b.view({m}) : b},
+              Tensor::empty({rows, m}, input.dtype(), dev), {}};
+  call.attrs.eps = eps;
+  run_kernel(call, dev);
+  return call.out.view(input.shape());
+}
+
+// Input (N, C, ...) as a contiguous (N, C, S) view on `dev`.
+Tensor channels_view(const Tensor& input, Device dev, ir::OpType op) {
+  const Shape& s = input.shape();
+  return on_device(input, dev, op).contiguous().view({s[0], s[1], numel_of(s, 2, s.size())});
+}
+
+void check_channels_input(const Tensor& input, ir::OpType op) {
+  check_float(input, op_name(op), "input");
+  PF_CHECK(input.dim() >= 2, ValueError, op_name(op),
+           ": expected an input of shape (N, C, ...) with at least 2 dimensions, got shape ", input.shape());
+}
+
+// Composite losses compute float16/bfloat16 in float32 and round once at the end.
+DType compute_dtype(DType d) { return d == DType::Float16 || d == DType::BFloat16 ? DType::Float32 : d; }
+
+Tensor reduce_loss(const Tensor& loss, Reduction r) {
+  switch (r) {
+    case Reduction::None: return loss;
+    case Reduction::Sum: return sum(loss);
+    case Reduction::Mean: break;
+  }
+  return mean(loss);
+}
+
+// input and target of a pointwise loss: floats of the same shape.
+void check_pointwise(const Tensor& input, const Tensor& target, const char* op) {
+  check_float(input, op, "input");
+  check_float(target, op, "target");
+  PF_CHECK(target.shape() == input.shape(), ValueError, op, ": target shape ", target.shape(),
+           " does not match input shape ", input.shape());
+}
+
+// mse_loss and l1_loss: an optional weight of the input's shape.
+void check_elementwise_weight(const Tensor& weight, const Tensor& input, const char* op) {
+  if (!weight.defined()) return;
+  check_float(weight, op, "weight");
+  PF_CHECK(weight.shape() == input.shape(), ValueError, op, ": weight shape ", weight.shape(),
+           " does not match input shape ", input.shape());
+}
+
+// As PyTorch: with a weight, 'mean' divides the weighted sum by the sum of the weights.
+Tensor weighted_reduce(const Tensor& loss, const Tensor& weight, Reduction r) {
+  if (!weight.defined()) return reduce_loss(loss, r);
+  Tensor w = weight.to(loss.dtype());
+  Tensor weighted = mul(loss, w);
+  return r == Reduction::Mean ? div(sum(weighted), sum(w)) : reduce_loss(weighted, r);
+}
+
+// A weight that must broadcast to the input's shape without enlarging it.
+void check_weight_broadcasts(const Tensor& weight, const Tensor& input, const char* op, const char* what) {
+  if (!weight.defined()) return;
+  check_float(weight, op, what);
+  PF_CHECK(broadcast_shapes(weight.shape(), input.shape(), op) == input.shape(), ValueError, op, ": ", what,
+           " of shape ", weight.shape(), " does not broadcast to the input shape ", input.shape());
+}
+
+Tensor nll_impl(const char* name, const Tensor& logp, const Tensor& target, const Tensor& weight,
+                int64_t ignore_index, Reduction reduction, double label_smoothing) {
+  const ir::OpType op = ir::OpType::nll_loss;
+  PF_CHECK(logp.dim() >= 1, ValueError, name, ": input must have a class dimension, got a 0-d tensor");
+  PF_CHECK(is_integral(target.dtype()), TypeError, name, ": target must hold class indices (an integer tensor), got ",
+           target.dtype());
+  const Shape& s = logp.shape();
+  const bool batched = logp.dim() >= 2;
+  const int64_t c = batched ? s[1] : s[0];
+  Shape expected = batched ? s : Shape{};
+  if (batched) expected.erase(expected.begin() + 1);
+  PF_CHECK(target.shape() == expected, ValueError, name, ": target shape ", target.shape(), " does not match input shape ",
+           s, " (expected target shape ", expected, ")");
+  Device dev = current_device();
+  Tensor w = norm_param(weight, {c}, "weight", "the number of classes", dev, op);
+  // Class indices are checked on the host: an index past C would read out of bounds.
+  Tensor host = target.to(Device::cpu()).to(DType::Int64).contiguous();
+  const int64_t* t = host.data<int64_t>();
+  for (int64_t i = 0; i < host.numel(); ++i)
+    PF_CHECK(t[i] == ignore_index || (t[i] >= 0 && t[i] < c), IndexError, name, ": target ", t[i],
+             " is out of bounds for ", c, " classes (valid: 0 to ", c - 1, ", or ignore_index ", ignore_index, ")");
+  const int64_t n = batched ? s[0] : 1;
+  const int64_t inner = batched ? numel_of(s, 2, s.size()) : 1;
+  OpCall call{op,
+              {on_device(logp, dev, op).contiguous().view({n, c, inner}), host.to(dev).view({n, inner}),
+               w.defined() ? w : ones({c}, DType::Float64)},
+              Tensor::empty(reduction == Reduction::None ? expected : Shape{}, logp.dtype(), dev),
+              {}};
+  call.attrs.ignore_index = ignore_index;
+  call.attrs.reduction = reduction;
+  call.attrs.label_smoothing = label_smoothing;
+  run_kernel(call, dev);
+  return call.out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- statistics
+
+Tensor var(const Tensor& input, const std::vector<int64_t>& dims, double correction, bool keepdim) {
+  return moments(ir::OpType::var, input, dims, correction, keepdim);
+}
+
+Tensor std(const Tensor& input, const std::vector<int64_t>& dims, double correction, bool keepdim) {
+  return moments(ir::OpType::std, input, dims, correction, keepdim);
+}
+
+Tensor cumsum(const Tensor& input, int64_t dim, std::optional<DType> dtype) {
+  const ir::OpType op = ir::OpType::cumsum;
+  int64_t d = wrap_dim(dim, input.dim(), "cumsum");
+  DType out = dtype.value_or(is_floating(input.dtype()) ? input.dtype() : DType::Int64);
+  Device dev = current_device();
+  Tensor in = on_device(input, dev, op).to(out);
+  if (input.dim() == 0) in = in.reshape({1});
+  OpCall call{op, {in}, Tensor::empty(in.shape(), out, dev), {}};
+  call.attrs.dim = d;
+  run_kernel(call, dev);
+  return call.out.view(input.shape());
+}
+
+// ---------------------------------------------------------------- normalization
+
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum, double eps) {
+  const ir::OpType op = ir::OpType::batch_norm;
+  check_channels_input(input, op);
+  PF_CHECK(training || (running_mean.defined() && running_var.defined()), ValueError,
+           "batch_norm: running_mean and running_var are needed when training=False");
+  const int64_t c = input.shape()[1];
+  if (training)
+    PF_CHECK(input.numel() / std::max<int64_t>(c, 1) > 1, ValueError,
+             "batch_norm: expected more than 1 value per channel when training, got input shape ", input.shape());
+  Device dev = current_device();
+  const char* against = "the number of channels (input.shape[1])";
+  Tensor rm = norm_param(running_mean, {c}, "running_mean", against, dev, op);
+  Tensor rv = norm_param(running_var, {c}, "running_var", against, dev, op);
+  OpCall call{op,
+              {channels_view(input, dev, op), rm, rv, norm_param(weight, {c}, "weight", against, dev, op),
+               norm_param(bias, {c}, "bias", against, dev, op)},
+              Tensor(), {}};
+  call.out = Tensor::empty(call.inputs[0].shape(), input.dtype(), dev);
+  call.attrs.training = training;
+  call.attrs.momentum = momentum;
+  call.attrs.eps = eps;
+  run_kernel(call, dev);
+  // The kernel updated float64 working copies of the running statistics; write back those that were copies.
+  for (auto [updated, given] : {std::pair{rm, running_mean}, std::pair{rv, running_var}}) {
+    Tensor dst = given;  // a handle onto the caller's storage
+    if (training && updated.defined() && !updated.same_storage(given)) dst.copy_(updated);
+  }
+  return call.out.view(input.shape());
+}
+
+Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps) {
+  return row_norm(ir::OpType::layer_norm, input, normalized_shape, weight, bias, eps);
+}
+
+Tensor rms_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, std::optional<double> eps) {
+  // PyTorch's default: the epsilon of the type the statistics are computed in.
+  double e = eps.value_or(input.dtype() == DType::Float64 ? std::numeric_limits<double>::epsilon()
+                                                          : std::numeric_limits<float>::epsilon());
+  return row_norm(ir::OpType::rms_norm, input, normalized_shape, weight, Tensor(), e);
+}
+
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
+  const ir::OpType op = ir::OpType::group_norm;
+  check_channels_input(input, op);
+  const int64_t c = input.shape()[1];
+  PF_CHECK(num_groups > 0 && c % num_groups == 0, ValueError, "group_norm: num_groups (", num_groups,
+           ") must be positive and divide the number of channels (", c, ") of input shape ", input.shape());
+  Device dev = current_device();
+  const char* against = "the number of channels (input.shape[1])";
+  OpCall call{op,
+              {channels_view(input, dev, op), norm_param(weight, {c}, "weight", against, dev, op),
+               norm_param(bias, {c}, "bias", against, dev, op)},
+              Tensor(), {}};
+  call.out = Tensor::empty(call.inputs[0].shape(), input.dtype(), dev);
+  call.attrs.groups = num_groups;
+  call.attrs.eps = eps;
+  run_kernel(call, dev);
+  return call.out.view(input.shape());
+}
+
+// ---------------------------------------------------------------- dropout
+
+Tensor dropout(const Tensor& input, double p, bool training) {
+  const ir::OpType op = ir::OpType::dropout;
+  PF_CHECK(p >= 0 && p <= 1, ValueError, "dropout: probability has to be between 0 and 1, got ", p);
+  check_float(input, "dropout", "input");
+  if (!training || p == 0 || input.numel() == 0) return input;
+  Device dev = current_device();
+  OpCall call{op, {on_device(input, dev, op).contiguous()}, Tensor::empty(input.shape(), input.dtype(), dev), {}};
+  PhiloxRange r = reserve_random(static_cast<uint64_t>(input.numel()));
+  call.attrs.p = p;
+  call.attrs.seed = r.seed;
+  call.attrs.offset = r.offset;
+  run_kernel(call, dev);
+  return call.out;
+}
+
+// ---------------------------------------------------------------- losses
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction, const Tensor& weight) {
+  Reduction r = parse_reduction(reduction, "mse_loss");
+  check_pointwise(input, target, "mse_loss");
+  check_elementwise_weight(weight, input, "mse_loss");
+  DType dt = compute_dtype(input.dtype());
+  Tensor d = sub(input.to(dt), target.to(dt));
+  return weighted_reduce(mul(d, d), weight, r).to(input.dtype());
+}
+
+Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction, const Tensor& weight) {
+  Reduction r = parse_reduction(reduction, "l1_loss");
+  check_pointwise(input, target, "l1_loss");
+  check_elementwise_weight(weight, input, "l1_loss");
+  DType dt = compute_dtype(input.dtype());
+  return weighted_reduce(abs(sub(input.to(dt), target.to(dt))), weight, r).to(input.dtype());
+}
+
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction, double beta) {
+  Reduction r = parse_reduction(reduction, "smooth_l1_loss");
+  check_pointwise(input, target, "smooth_l1_loss");
+  PF_CHECK(beta >= 0, ValueError, "smooth_l1_loss: beta must be non-negative, got ", beta);
+  if (beta == 0) return l1_loss(input, target, reduction);  // as PyTorch
+  DType dt = compute_dtype(input.dtype());
+  Tensor z = abs(sub(input.to(dt), target.to(dt)));
+  // 0.5 z^2 / beta below beta, z - 0.5 beta above, in PyTorch's order of operations.
+  Tensor loss = where(lt(z, Scalar(beta)), div(mul(mul(z, Scalar(0.5)), z), Scalar(beta)), sub(z, Scalar(0.5 * beta)));
+  return reduce_loss(loss, r).to(input.dtype());
+}
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                const std::string& reduction) {
+  Reduction r = parse_reduction(reduction, "nll_loss");
+  check_float(input, "nll_loss", "input");
+  return nll_impl("nll_loss", input, target, weight, ignore_index, r, 0.0);
+}
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                     const std::string& reduction, double label_smoothing) {
+  Reduction r = parse_reduction(reduction, "cross_entropy");
+  check_float(input, "cross_entropy", "input");
+  PF_CHECK(label_smoothing >= 0 && label_smoothing <= 1, ValueError,
+           "cross_entropy: label_smoothing must be between 0.0 and 1.0, got ", label_smoothing);
+  PF_CHECK(input.dim() >= 1, ValueError, "cross_entropy: input must have a class dimension, got a 0-d tensor");
+  const int64_t class_dim = input.dim() == 1 ? 0 : 1;
+  if (!is_floating(target.dtype())) {
+    // log_softmax subtracts the row maximum, so large logits stay finite.
+    return nll_impl("cross_entropy", log_softmax(input, class_dim), target, weight, ignore_index, r, label_smoothing);
+  }
+  // Class probabilities: -sum_c weight_c q_c log p_c per sample, q smoothed
+  // toward uniform; 'mean' divides by the number of samples, as PyTorch.
+  PF_CHECK(target.shape() == input.shape(), ValueError, "cross_entropy: probability target shape ", target.shape(),
+           " does not match input shape ", input.shape(), " (class-index targets must be an integer tensor)");
+  const int64_t c = input.shape()[class_dim];
+  DType dt = compute_dtype(input.dtype());
+  Tensor logp = log_softmax(input.to(dt), class_dim);
+  Tensor q = target.to(dt);
+  if (label_smoothing > 0) q = add(mul(q, Scalar(1 - label_smoothing)), Scalar(label_smoothing / c));
+  if (weight.defined()) {
+    check_float(weight, "cross_entropy", "weight");
+    PF_CHECK(weight.shape() == Shape{c}, ValueError, "cross_entropy: weight has shape ", weight.shape(), " but there are ",
+             c, " classes");
+    Shape ws(input.dim(), 1);
+    ws[class_dim] = c;
+    logp = mul(logp, weight.to(dt).view(ws));
+  }
+  Tensor loss = neg(sum(mul(logp, q), {class_dim}));
+  return reduce_loss(loss, r).to(input.dtype());
+}
+
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                            const std::string& reduction) {
+  const char* name = "binary_cross_entropy";
+  Reduction r = parse_reduction(reduction, name);
+  check_pointwise(input, target, name);
+  check_weight_broadcasts(weight, input, name, "weight");
+  if (input.numel() > 0) {
+    // As PyTorch; passing logits here instead of probabilities is a common mistake.
+    PF_CHECK(min(input).item().f >= 0 && max(input).item().f <= 1, ValueError, name,
+             ": all elements of input should be between 0 and 1 (use binary_cross_entropy_with_logits for logits)");
+  }
+  DType dt = compute_dtype(input.dtype());
+  Tensor x = input.to(dt), t = target.to(dt);
+  // -(t log x + (1 - t) log(1 - x)) with both logs clamped at -100, as PyTorch.
+  Tensor log_x = clamp(log(x), Scalar(-100.0), std::nullopt);
+  Tensor log_1mx = clamp(log1p(neg(x)), Scalar(-100.0), std::nullopt);
+  Tensor loss = sub(mul(sub(t, Scalar(1.0)), log_1mx), mul(t, log_x));
+  if (weight.defined()) loss = mul(loss, weight.to(dt));
+  return reduce_loss(loss, r).to(input.dtype());
+}
+
+Tensor bce_loss(const Tensor& input, const Tensor& target, const Tensor& weight, const std::string& reduction) {
+  return binary_cross_entropy(input, target, weight, reduction);
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
+                                        const std::string& reduction, const Tensor& pos_weight) {
+  const char* name = "binary_cross_entropy_with_logits";
+  Reduction r = parse_reduction(reduction, name);
+  check_pointwise(input, target, name);
+  check_weight_broadcasts(weight, input, name, "weight");
+  check_weight_broadcasts(pos_weight, input, name, "pos_weight");
+  DType dt = compute_dtype(input.dtype());
+  Tensor x = input.to(dt), t = target.to(dt);
+  // log sigmoid(x) = min(x, 0) - log1p(exp(-|x|)): no overflow for any x.
+  Tensor log_sigmoid = sub(minimum(x, Scalar(0.0)), log1p(exp(neg(abs(x)))));
+  // (1 - t) x - (1 + (pos_weight - 1) t) log sigmoid(x), as PyTorch.
+  Tensor log_weight = pos_weight.defined() ? add(mul(sub(pos_weight.to(dt), Scalar(1.0)), t), Scalar(1.0)) : Tensor();
+  Tensor loss = sub(mul(sub(Scalar(1.0), t), x), log_weight.defined() ? mul(log_weight, log_sigmoid) : log_sigmoid);
+  if (weight.defined()) loss = mul(loss, weight.to(dt));
+  return reduce_loss(loss, r).to(input.dtype());
+}
+
+Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& reduction, bool log_target) {
+  const char* name = "kl_div";
+  const bool batchmean = reduction == "batchmean";  // the sum over the batch size
+  PF_CHECK(batchmean || reduction == "mean" || reduction == "sum" || reduction == "none", ValueError, name,
+           ": reduction must be 'mean', 'batchmean', 'sum' or 'none', got '", reduction, "'");
+  Reduction r = batchmean ? Reduction::Sum : parse_reduction(reduction, name);
+  check_pointwise(input, target, name);
+  DType dt = compute_dtype(input.dtype());
+  Tensor x = input.to(dt), t = target.to(dt);
+  Tensor loss;
+  if (log_target) {
+    loss = mul(exp(t), sub(t, x));
+  } else {
+    // t log t - t x, with 0 log 0 = 0 (PyTorch's xlogy).
+    loss = sub(where(eq(t, Scalar(0.0)), Tensor::scalar(Scalar(0.0)), mul(t, log(t))), mul(t, x));
+  }
+  Tensor out = reduce_loss(loss, r);
+  if (batchmean && input.dim() > 0) out = div(out, Scalar(input.shape()[0]));
+  return out.to(input.dtype());
+}
+
+// ---------------------------------------------------------------- attention
+
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& attn_mask, double dropout_p, bool is_causal,
+                                    std::optional<double> scale, bool enable_gqa) {
+  const char* name = "scaled_dot_product_attention";
+  check_float(query, name, "query");
+  PF_CHECK(key.dtype() == query.dtype() && value.dtype() == query.dtype(), TypeError, name,
+           ": query, key and value must have the same dtype, got ", query.dtype(), ", ", key.dtype(), " and ",
+           value.dtype());
+  PF_CHECK(query.dim() >= 2 && key.dim() >= 2 && value.dim() >= 2, ValueError, name,
+           ": query, key and value need at least 2 dimensions (..., L or S, E), got shapes ", query.shape(), ", ",
+           key.shape(), " and ", value.shape());
+  PF_CHECK(query.size(-1) == key.size(-1), ValueError, name, ": query and key must have the same last dimension, got shapes ",
+           query.shape(), " and ", key.shape());
+  PF_CHECK(key.size(-2) == value.size(-2), ValueError, name,
+           ": key and value must have the same sequence length (dim -2), got shapes ", key.shape(), " and ",
+           value.shape());
+  PF_CHECK(!(is_causal && attn_mask.defined()), ValueError, name,
+           ": pass either attn_mask or is_causal=True, not both");
+  PF_CHECK(dropout_p >= 0 && dropout_p <= 1, ValueError, name, ": dropout_p has to be between 0 and 1, got ", dropout_p);
+  if (attn_mask.defined())
+    PF_CHECK(attn_mask.dtype() == DType::Bool || is_floating(attn_mask.dtype()), TypeError, name,
+             ": attn_mask must be a bool or floating-point tensor, got ", attn_mask.dtype());
+  DType dt = compute_dtype(query.dtype());
+  Tensor q = query.to(dt), k = key.to(dt), v = value.to(dt);
+  if (enable_gqa) {
+    // Grouped-query attention: each key/value head serves Hq / Hk query heads.
+    PF_CHECK(q.dim() >= 3 && k.dim() >= 3 && v.dim() >= 3, ValueError, name,
+             ": enable_gqa needs a head dimension (dim -3) in query, key and value");
+    const int64_t hq = q.size(-3), hk = k.size(-3);
+    PF_CHECK(hk > 0 && hq % hk == 0 && v.size(-3) == hk, ValueError, name,
+             ": with enable_gqa the query heads (", hq, ") must be a multiple of the key/value heads (", hk, ", ",
+             v.size(-3), ")");
+    auto repeat_heads = [&](const Tensor& t) {
+      Shape grouped = t.shape();
+      grouped.insert(grouped.end() - 2, hq / hk);
+      Shape merged = t.shape();
+      merged[merged.size() - 3] = hq;
+      return t.unsqueeze(-3).expand(grouped).reshape(merged);
+    };
+    k = repeat_heads(k);
+    v = repeat_heads(v);
+  }
+  const int64_t l = q.size(-2), s = k.size(-2);
+  if (attn_mask.defined()) {
+    Shape scores_shape = broadcast_shapes(Shape(q.shape().begin(), q.shape().end() - 2),
+                                          Shape(k.shape().begin(), k.shape().end() - 2), name);
+    scores_shape.insert(scores_shape.end(), {l, s});
+    bool fits;
+    try {
+      fits = broadcast_shapes(attn_mask.shape(), scores_shape, name) == scores_shape;
+    } catch (const ValueError&) {
+      fits = false;
+    }
+    PF_CHECK(fits, ValueError, name, ": attn_mask of shape ", attn_mask.shape(),
+             " does not broadcast to the attention scores' shape ", scores_shape);
+  }
+  const double sc = scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  // Scaling the query costs L x E multiplications instead of L x S on the scores.
+  Tensor scores = matmul(mul(q, Scalar(sc)), k.transpose(-2, -1));
+  // Masks become an additive bias (0 or -inf) of the mask's own shape: adding
+  // it over the batch runs the vectorised broadcast loop, where `where` would not.
+  const Tensor neg_inf = Tensor::scalar(Scalar(-kInf)), zero = Tensor::scalar(Scalar(0.0));
+  Tensor bias;
+  if (is_causal) {
+    // Query i attends to keys 0..i (the top-left aligned lower triangle).
+    Tensor rows = arange(Scalar(int64_t{0}), Scalar(l)).unsqueeze(1), cols = arange(Scalar(int64_t{0}), Scalar(s));
+    bias = where(ge(rows, cols.unsqueeze(0)), zero, neg_inf).to(dt);
+  } else if (attn_mask.defined()) {
+    bias = attn_mask.dtype() == DType::Bool ? where(attn_mask, zero, neg_inf).to(dt) : attn_mask.to(dt);
+  }
+  if (bias.defined()) binary_op_(ir::OpType::add, scores, bias);  // scores is ours: in place saves a buffer
+  Tensor attn = softmax(scores, -1);
+  if (attn_mask.defined() && s > 0) {
+    // A query that may attend to nothing gets zeros, as PyTorch (softmax alone would give NaN).
+    attn = where(eq(max(scores, {-1}, true), neg_inf), zero, attn);
+  }
+  if (dropout_p > 0) attn = dropout(attn, dropout_p, true);
+  return matmul(attn, v).to(query.dtype());
+}
+
+}  // namespace pyflame

@@ -1,0 +1,64 @@
+// CPU nll_loss (and cross_entropy's, which hands it log_softmax output and a
+// label smoothing): log-probabilities (N, C, S), class indices (N, S) already
+// checked against C, weight (C) as float64. Each element's loss is
+//   (1 - eps) * -w[t] logp[t]  +  eps / C * -sum_c w[c] logp[c]
+// (0 where t == ignore_index), computed in double; 'mean' divides the sum by
+// the sum of w[t] over the elements not ignored, as PyTorch. Sums run in a
+// fixed order, so results do not depend on the thread count.
+
+#include <vector>
+
+#include "core/dispatch.h"
+#include "cpu/loops.h"
+
+namespace pyflame::cpu {
+namespace {
+
+void nll_loss_kernel(OpCall& call) {
+  const Tensor& logp = call.inputs[0];
+  const int64_t n = logp.shape()[0], c = logp.shape()[1], s = logp.shape()[2];
+  const int64_t* target = call.inputs[1].data<int64_t>();
+  const double* weight = call.inputs[2].data<double>();
+  const OpAttrs& at = call.attrs;
+  const double eps = at.label_smoothing;
+  std::vector<double> loss(n * s), w(n * s);
+  visit_dtype(logp.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      const T* lp = logp.data<T>();
+      parallel_for(n * s, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(eps > 0 ? c : 1, 1)),
+                   [&](int64_t b, int64_t e) {
+                     for (int64_t k = b; k < e; ++k) {
+                       const int64_t t = target[k], i = k / s, j = k % s;
+                       if (t == at.ignore_index) {
+                         loss[k] = w[k] = 0;
+                         continue;
+                       }
+                       const T* row = lp + i * c * s + j;  // class q at row[q * s]
+                       w[k] = weight[t];
+                       double l = -weight[t] * static_cast<double>(row[t * s]);
+                       if (eps > 0) {
+                         double smooth = 0;
+                         for (int64_t q = 0; q < c; ++q) smooth -= weight[q] * static_cast<double>(row[q * s]);
+                         l = (1 - eps) * l + eps / static_cast<double>(c) * smooth;
+                       }
+                       loss[k] = l;
+                     }
+                   });
+      T* out = call.out.data<T>();
+      if (at.reduction == Reduction::None) {
+        for (int64_t k = 0; k < n * s; ++k) out[k] = static_cast<T>(static_cast<acc_t<T>>(loss[k]));
+        return;
+      }
+      double total = 0, total_w = 0;
+      for (int64_t k = 0; k < n * s; ++k) total += loss[k], total_w += w[k];
+      const double r = at.reduction == Reduction::Mean ? total / total_w : total;
+      out[0] = static_cast<T>(static_cast<acc_t<T>>(r));
+    }
+  });
+}
+
+PF_REGISTER_KERNEL(nll_loss, CPU, &nll_loss_kernel);
+
+}  // namespace
+}  // namespace pyflame::cpu

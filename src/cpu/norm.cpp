@@ -1,0 +1,174 @@
+// CPU normalization: layer_norm and rms_norm over rows (rows, M), group_norm
+// over (N, C, S) with rows of (C / G) * S elements, batch_norm over the
+// (N, S) values of each channel. Statistics are computed in double, in two
+// passes (cpu/moments.h); normalizing, (x - mean) * scale + shift, then runs
+// in the compute type (float for the 16-bit floats and float32, double for
+// float64). Centring before scaling keeps data far from zero accurate, where
+// x * scale + shift' would cancel. Weight, bias and running statistics
+// arrive as float64 (src/core/nn_ops.cpp), undefined when not given.
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "cpu/loops.h"
+#include "cpu/moments.h"
+
+namespace pyflame::cpu {
+namespace {
+
+// y = (x - mean) * scale + shift over n contiguous values.
+template <class T> void normalize(const T* x, T* y, int64_t n, acc_t<T> mean, acc_t<T> scale, acc_t<T> shift) {
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>((static_cast<acc_t<T>>(x[i]) - mean) * scale + shift);
+}
+
+template <class F> void for_float(DType d, const F& f) {
+  visit_dtype(d, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) f(tag);
+  });
+}
+
+// A per-channel or per-element parameter in the compute type A; `fill` where not given.
+template <class A> std::vector<A> param_as(const Tensor& t, int64_t n, A fill) {
+  std::vector<A> out(n, fill);
+  if (t.defined())
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<A>(t.data<double>()[i]);
+  return out;
+}
+
+// layer_norm (kRms false) and rms_norm (kRms true): x (rows, M), weight (M), bias (M).
+template <bool kRms> void row_norm_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const int64_t rows = x.shape()[0], m = x.shape()[1];
+  const double eps = call.attrs.eps;
+  for_float(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = acc_t<T>;
+    // Missing weight and bias are ones and zeros: one loop that vectorises, exact.
+    const std::vector<A> w = param_as<A>(call.inputs[1], m, A(1)), b = param_as<A>(call.inputs[2], m, A(0));
+    const T* in = x.data<T>();
+    T* out = call.out.data<T>();
+    parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(m, 1)), [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r) {
+        const T* src = in + r * m;
+        T* dst = out + r * m;
+        // rms_norm: mean square about 0; layer_norm: variance about the mean.
+        const double mean = kRms ? 0.0 : row_sum(src, m) / static_cast<double>(m);
+        const double rstd = 1.0 / std::sqrt(row_squared_deviation(src, m, mean) / static_cast<double>(m) + eps);
+        const A mu = static_cast<A>(mean), scale = static_cast<A>(rstd);
+        for (int64_t j = 0; j < m; ++j) dst[j] = static_cast<T>((static_cast<A>(src[j]) - mu) * scale * w[j] + b[j]);
+      }
+    });
+  });
+}
+
+// group_norm: x (N, C, S); group g of sample n is the contiguous run of
+// channels [g C/G, (g+1) C/G).
+void group_norm_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const int64_t n = x.shape()[0], c = x.shape()[1], s = x.shape()[2], groups = call.attrs.groups;
+  const int64_t cg = c / groups, len = cg * s;
+  const double eps = call.attrs.eps;
+  for_float(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = acc_t<T>;
+    const std::vector<double> w = param_as<double>(call.inputs[1], c, 1.0), b = param_as<double>(call.inputs[2], c, 0.0);
+    const T* in = x.data<T>();
+    T* out = call.out.data<T>();
+    parallel_for(n * groups, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(len, 1)), [&](int64_t lo, int64_t hi) {
+      for (int64_t ng = lo; ng < hi; ++ng) {
+        const T* src = in + ng * len;
+        T* dst = out + ng * len;
+        const double mean = row_sum(src, len) / static_cast<double>(len);
+        const double rstd = 1.0 / std::sqrt(row_squared_deviation(src, len, mean) / static_cast<double>(len) + eps);
+        for (int64_t k = 0; k < cg; ++k) {
+          const int64_t ch = (ng % groups) * cg + k;
+          normalize(src + k * s, dst + k * s, s, static_cast<A>(mean), static_cast<A>(rstd * w[ch]),
+                    static_cast<A>(b[ch]));
+        }
+      }
+    });
+  });
+}
+
+// batch_norm: x (N, C, S); inputs running_mean, running_var, weight, bias.
+void batch_norm_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const int64_t n = x.shape()[0], c = x.shape()[1], s = x.shape()[2];
+  double* running_mean = call.inputs[1].defined() ? call.inputs[1].data<double>() : nullptr;
+  double* running_var = call.inputs[2].defined() ? call.inputs[2].data<double>() : nullptr;
+  const std::vector<double> w = param_as<double>(call.inputs[3], c, 1.0), b = param_as<double>(call.inputs[4], c, 0.0);
+  const OpAttrs& at = call.attrs;
+  std::vector<double> mean(c, 0.0), var(c, 0.0);
+  for_float(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = acc_t<T>;
+    const T* in = x.data<T>();
+    T* out = call.out.data<T>();
+    if (at.training) {
+      // Threads split the channels; each walks the N runs of S values of its
+      // channels in memory order (for S = 1 the inner loop runs across channels).
+      const double count = static_cast<double>(n * s);
+      parallel_for(c, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n * s, 1)), [&](int64_t lo, int64_t hi) {
+        for (int64_t i = 0; i < n; ++i) {
+          const T* row = in + i * c * s;
+          if (s == 1) {
+            for (int64_t ch = lo; ch < hi; ++ch) mean[ch] += static_cast<double>(row[ch]);
+          } else {
+            for (int64_t ch = lo; ch < hi; ++ch) mean[ch] += row_sum(row + ch * s, s);
+          }
+        }
+        for (int64_t ch = lo; ch < hi; ++ch) mean[ch] /= count;
+        for (int64_t i = 0; i < n; ++i) {
+          const T* row = in + i * c * s;
+          if (s == 1) {
+            for (int64_t ch = lo; ch < hi; ++ch) {
+              const double d = static_cast<double>(row[ch]) - mean[ch];
+              var[ch] += d * d;
+            }
+          } else {
+            for (int64_t ch = lo; ch < hi; ++ch) var[ch] += row_squared_deviation(row + ch * s, s, mean[ch]);
+          }
+        }
+        for (int64_t ch = lo; ch < hi; ++ch) {
+          var[ch] /= count;
+          // The running variance takes the unbiased batch variance, as PyTorch.
+          if (running_mean) running_mean[ch] = (1 - at.momentum) * running_mean[ch] + at.momentum * mean[ch];
+          if (running_var)
+            running_var[ch] = (1 - at.momentum) * running_var[ch] + at.momentum * var[ch] * count / (count - 1);
+        }
+      });
+    } else {
+      mean.assign(running_mean, running_mean + c);
+      var.assign(running_var, running_var + c);
+    }
+    std::vector<A> mu(c), scale(c), shift(c);
+    for (int64_t ch = 0; ch < c; ++ch) {
+      mu[ch] = static_cast<A>(mean[ch]);
+      scale[ch] = static_cast<A>(w[ch] / std::sqrt(var[ch] + at.eps));
+      shift[ch] = static_cast<A>(b[ch]);
+    }
+    if (s == 1) {  // (N, C): rows of channels
+      parallel_for(n, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(c, 1)), [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i)
+          for (int64_t ch = 0; ch < c; ++ch)
+            out[i * c + ch] = static_cast<T>((static_cast<A>(in[i * c + ch]) - mu[ch]) * scale[ch] + shift[ch]);
+      });
+      return;
+    }
+    parallel_for(n * c, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(s, 1)), [&](int64_t lo, int64_t hi) {
+      for (int64_t row = lo; row < hi; ++row)
+        normalize(in + row * s, out + row * s, s, mu[row % c], scale[row % c], shift[row % c]);
+    });
+  });
+}
+
+PF_REGISTER_KERNEL(layer_norm, CPU, &row_norm_kernel<false>);
+PF_REGISTER_KERNEL(rms_norm, CPU, &row_norm_kernel<true>);
+PF_REGISTER_KERNEL(group_norm, CPU, &group_norm_kernel);
+PF_REGISTER_KERNEL(batch_norm, CPU, &batch_norm_kernel);
+
+}  // namespace
+}  // namespace pyflame::cpu

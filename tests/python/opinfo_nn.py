@@ -1,0 +1,277 @@
+"""OpInfos of the nn area: activations and rounding (elementwise, with
+parameters), logical ops, var/std/cumsum, the norms, dropout and nll_loss.
+
+The compositions outside the op table (losses, attention) are tested in
+test_nn.py."""
+
+import warnings
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from op_registry import (
+    ALL_DTYPES,
+    BINARY_CLASSES,
+    FLOAT_DTYPES,
+    NONBOOL_DTYPES,
+    REDUCE_CLASSES,
+    UNARY_CLASSES,
+    _STD,
+    Arg,
+    OpInfo,
+    Sample,
+    _binary,
+    _binary_samples,
+    _float_unary,
+    _reduce_samples,
+    _unary_samples,
+    _x,
+    is_float,
+    make_values,
+)
+
+_TIES = dict(low=-5, high=5, ilow=-9, ihigh=9, discrete=True)  # multiples of 0.5: round's ties
+_TRUTH = dict(low=-1, high=1, ilow=-1, ihigh=1, discrete=True)  # zeros are frequent
+
+
+def _by_dtype(dom, float_kwargs, int_kwargs=({},)):
+    """Unary samples whose keyword variants depend on the dtype."""
+
+    def gen(rng, dtype, cls):
+        return _unary_samples(dom, float_kwargs if is_float(dtype) else int_kwargs)(rng, dtype, cls)
+
+    return gen
+
+
+def _hardtanh_samples(rng, dtype, cls):
+    if dtype == "uint8":  # PyTorch refuses negative limits for unsigned types
+        variants = (dict(min_val=0, max_val=4), dict(min_val=2.5, max_val=6.5))
+    elif is_float(dtype):
+        variants = ({}, dict(min_val=-2.0, max_val=3.5), dict(min_val=0.5, max_val=0.5), dict(max_val=2.0))
+    else:
+        variants = ({}, dict(min_val=-1.5, max_val=2.7), dict(min_val=-3, max_val=4))
+    return _unary_samples(_STD, variants)(rng, dtype, cls)
+
+
+# ----------------------------------------------------------------- var, std, cumsum
+
+
+def _moment_samples(rng, dtype, cls):
+    out = _reduce_samples(dict(low=-3, high=3))(rng, dtype, cls)
+    extra = []
+    for s in out[:4]:
+        extra.append(Sample(s.args, dict(s.kwargs, correction=0)))
+        extra.append(Sample(s.args, dict(s.kwargs, unbiased=False)))
+        extra.append(Sample(s.args, dict(s.kwargs, correction=2.5)))
+    if cls == "plain":
+        # far from zero: the two-pass variance must not cancel
+        extra.append(Sample((_x(rng, (4, 33), dtype, dict(low=1000, high=1001)),), dict(dim=1)))
+    return out + extra
+
+
+def _cumsum_samples(rng, dtype, cls):
+    dom = dict(low=-2, high=2, ilow=-5, ihigh=5)
+
+    def x(shape, layout="contig"):
+        return _x(rng, shape, dtype, dom, layout)
+
+    if cls == "plain":
+        return [Sample((x((3, 4, 5)),), dict(dim=d)) for d in (0, 1, 2, -1)] + [Sample((x((37,)),), dict(dim=0))]
+    if cls == "noncontig":
+        return [Sample((x((4, 5), "T"),), dict(dim=d)) for d in (0, 1)] + [Sample((x((3, 4), "strided"),), dict(dim=1))]
+    if cls == "empty":
+        return [Sample((x((0, 3)),), dict(dim=0)), Sample((x((2, 0)),), dict(dim=0)), Sample((x((2, 0)),), dict(dim=1))]
+    if cls == "size1":
+        return [Sample((x((1, 5)),), dict(dim=0)), Sample((x((4, 1)),), dict(dim=1))]
+    if cls == "scalar0d":
+        return [Sample((x(()),), dict(dim=0)), Sample((x(()),), dict(dim=-1))]
+    return []
+
+
+def _moment_ref(fn):
+    def ref(x, dim=None, keepdim=False, **kw):
+        with warnings.catch_warnings():  # "degrees of freedom <= 0": NaN or inf is the expected result
+            warnings.simplefilter("ignore")
+            return fn(x, dim=dim, keepdim=keepdim, **kw)
+
+    return ref
+
+
+# ----------------------------------------------------------------- norms
+
+
+def _param(rng, shape, dtype, low=-2.0, high=2.0):
+    return Arg(make_values(rng, shape, dtype, low=low, high=high))
+
+
+def _batch_norm_samples(rng, dtype, cls):
+    def x(shape, layout="contig"):
+        return _x(rng, shape, dtype, dict(low=-3, high=3), layout)
+
+    def eval_sample(inp, c, affine=True, **kw):
+        stats = (_param(rng, (c,), dtype), _param(rng, (c,), dtype, low=0.5, high=2.0))
+        aff = (_param(rng, (c,), dtype), _param(rng, (c,), dtype)) if affine else (None, None)
+        return Sample((inp, *stats, *aff), kw)
+
+    def train_sample(inp, c, **kw):  # running statistics None: nothing is updated in place
+        return Sample((inp, None, None, _param(rng, (c,), dtype), _param(rng, (c,), dtype)), dict(training=True, **kw))
+
+    if cls == "plain":
+        return [eval_sample(x((4, 3)), 3), eval_sample(x((2, 3, 5)), 3, affine=False, eps=1e-3),
+                eval_sample(x((2, 3, 2, 3)), 3), train_sample(x((4, 3)), 3), train_sample(x((2, 3, 5)), 3),
+                train_sample(x((2, 3, 2, 3)), 3, eps=0.1, momentum=0.5)]
+    if cls == "noncontig":
+        return [eval_sample(x((2, 3, 5), "T"), 3), train_sample(x((4, 3), "T"), 3),
+                train_sample(x((2, 4, 6), "strided"), 4)]
+    if cls == "empty":
+        return [eval_sample(x((0, 3)), 3), eval_sample(x((2, 3, 0)), 3)]
+    if cls == "size1":
+        return [eval_sample(x((1, 1)), 1), train_sample(x((1, 2, 3)), 2), train_sample(x((2, 1)), 1)]
+    return []
+
+
+def _row_norm_samples(rms):
+    def gen(rng, dtype, cls):
+        def x(shape, layout="contig"):
+            return _x(rng, shape, dtype, dict(low=-3, high=3), layout)
+
+        def s(inp, shape, affine=True, **kw):
+            w = _param(rng, shape, dtype) if affine else None
+            if rms:
+                return Sample((inp, shape, w), kw)
+            b = _param(rng, shape, dtype) if affine else None
+            return Sample((inp, shape, w, b), kw)
+
+        eps = dict(eps=1e-3)
+        if cls == "plain":
+            return [s(x((3, 5)), (5,)), s(x((2, 3, 4)), (3, 4)), s(x((2, 3, 4)), (4,), affine=False),
+                    s(x((2, 3, 4)), (2, 3, 4), **eps), s(x((6, 40)), (40,)),
+                    s(_x(rng, (4, 33), dtype, dict(low=10, high=11)), (33,))]  # off zero (test_nn.py goes further)
+        if cls == "noncontig":
+            return [s(x((4, 5), "T"), (5,)), s(x((2, 3, 4), "strided"), (4,)), s(x((2, 3, 4), "T"), (3, 4), **eps)]
+        if cls == "empty":
+            return [s(x((0, 5)), (5,)), s(x((2, 0, 3)), (3,))]
+        if cls == "size1":
+            return [s(x((1, 1)), (1,)), s(x((4, 1)), (1,)), s(x((1, 5)), (5,))]
+        return []
+
+    return gen
+
+
+def _group_norm_samples(rng, dtype, cls):
+    def x(shape, layout="contig"):
+        return _x(rng, shape, dtype, dict(low=-3, high=3), layout)
+
+    def s(inp, groups, c, affine=True, **kw):
+        aff = (_param(rng, (c,), dtype), _param(rng, (c,), dtype)) if affine else ()
+        return Sample((inp, groups, *aff), kw)
+
+    if cls == "plain":
+        return [s(x((2, 6, 5)), 3, 6), s(x((2, 6, 5)), 1, 6), s(x((2, 6, 5)), 6, 6, affine=False),
+                s(x((3, 4, 2, 3)), 2, 4, eps=1e-3), s(x((4, 6)), 2, 6)]
+    if cls == "noncontig":
+        return [s(x((2, 4, 5), "T"), 2, 4), s(x((2, 4, 6), "strided"), 4, 4)]
+    if cls == "empty":
+        return [s(x((0, 4, 3)), 2, 4), s(x((2, 4, 0)), 2, 4)]
+    if cls == "size1":
+        return [s(x((1, 2, 1)), 1, 2), s(x((1, 1, 5)), 1, 1)]
+    return []
+
+
+# ----------------------------------------------------------------- dropout, nll_loss
+
+
+def _dropout_samples(rng, dtype, cls):
+    # Only the deterministic cases compare with torch; random masks are tested in test_nn.py.
+    variants = (dict(training=False), dict(p=0.0), dict(p=0.7, training=False), dict(p=1.0))
+    return _unary_samples(_STD, variants)(rng, dtype, cls)
+
+
+def _nll_samples(rng, dtype, cls):
+    def logits(shape, layout="contig"):
+        return _x(rng, shape, dtype, dict(low=-4, high=0), layout)
+
+    def target(shape, c, ignore=None, tdtype="int64"):
+        v = np.asarray(rng.integers(0, c, size=shape))
+        if ignore is not None and v.size:
+            v.reshape(-1)[:: 3] = ignore
+        return Arg(v.astype("int64"), dtype=tdtype)
+
+    def w(c):
+        return _param(rng, (c,), dtype, low=0.1, high=2.0)
+
+    out = []
+    reductions = ("mean", "sum", "none")
+    if cls == "plain":
+        for r in reductions:
+            out.append(Sample((logits((5, 4)), target((5,), 4)), dict(reduction=r)))
+            out.append(Sample((logits((3, 4, 2, 3)), target((3, 2, 3), 4), w(4)), dict(reduction=r)))
+            out.append(Sample((logits((6, 3)), target((6,), 3, ignore=-100)), dict(reduction=r)))
+            out.append(Sample((logits((6, 3)), target((6,), 3, ignore=1), w(3)), dict(ignore_index=1, reduction=r)))
+        out.append(Sample((logits((7,)), target((), 7))))  # unbatched: input (C), target ()
+        out.append(Sample((logits((5, 4)), target((5,), 4, tdtype="int32"))))
+    elif cls == "noncontig":
+        out.append(Sample((logits((5, 4), "T"), target((5,), 4))))
+        out.append(Sample((logits((2, 4, 3), "T"), target((2, 3), 4), w(4)), dict(reduction="none")))
+        out.append(Sample((logits((3, 4), "strided"), target((3,), 4)), dict(reduction="sum")))
+    elif cls == "empty":
+        for r in reductions:
+            out.append(Sample((logits((0, 4)), target((0,), 4)), dict(reduction=r)))
+    elif cls == "size1":
+        out.append(Sample((logits((1, 1)), target((1,), 1))))
+        out.append(Sample((logits((1, 3, 1)), target((1, 1), 3)), dict(reduction="none")))
+    return out
+
+
+def _nll_ref(input, target, *args, **kwargs):
+    return F.nll_loss(input, target.long(), *args, **kwargs)
+
+
+NORM_CLASSES = ("plain", "noncontig", "empty", "size1")
+
+OP_INFOS = [
+    # UNARY: rounding and sign (exact), hardtanh (parameters min_val, max_val)
+    OpInfo("floor", "UNARY", NONBOOL_DTYPES, _unary_samples(_STD), torch.floor, UNARY_CLASSES, exact_float=True),
+    OpInfo("ceil", "UNARY", NONBOOL_DTYPES, _unary_samples(_STD), torch.ceil, UNARY_CLASSES, exact_float=True),
+    OpInfo("round", "UNARY", NONBOOL_DTYPES,
+           _by_dtype(_TIES, ({}, dict(decimals=0), dict(decimals=1), dict(decimals=-1), dict(decimals=3))),
+           torch.round, UNARY_CLASSES, exact_float=True),
+    OpInfo("sign", "UNARY", NONBOOL_DTYPES, _unary_samples(_TIES), torch.sign, UNARY_CLASSES, exact_float=True),
+    OpInfo("hardtanh", "UNARY", NONBOOL_DTYPES, _hardtanh_samples, F.hardtanh, UNARY_CLASSES, exact_float=True),
+    # UNARY_FLOAT: integer and bool inputs are computed in float32
+    OpInfo("reciprocal", "UNARY_FLOAT", ALL_DTYPES, _unary_samples(dict(_STD, nonzero=True)),
+           _float_unary(torch.reciprocal), UNARY_CLASSES),
+    OpInfo("log1p", "UNARY_FLOAT", ALL_DTYPES, _unary_samples(dict(low=-0.9, high=5, ilow=0, ihigh=20)),
+           _float_unary(torch.log1p), UNARY_CLASSES),
+    OpInfo("leaky_relu", "UNARY_FLOAT", ALL_DTYPES, _unary_samples(_STD, ({}, dict(negative_slope=0.2),
+                                                                         dict(negative_slope=-1.5))),
+           _float_unary(F.leaky_relu), UNARY_CLASSES),
+    OpInfo("elu", "UNARY_FLOAT", ALL_DTYPES, _unary_samples(_STD, ({}, dict(alpha=0.5))), _float_unary(F.elu),
+           UNARY_CLASSES),
+    OpInfo("softplus", "UNARY_FLOAT", ALL_DTYPES,
+           _unary_samples(dict(low=-8, high=8, ilow=-9, ihigh=9), ({}, dict(beta=2.0), dict(beta=0.5, threshold=2.0))),
+           _float_unary(F.softplus), UNARY_CLASSES),
+    # logical: any dtype in, bool out
+    OpInfo("logical_not", "UNARY_BOOL", ALL_DTYPES, _unary_samples(_TRUTH), torch.logical_not, UNARY_CLASSES),
+    *[OpInfo(n, "COMPARE", ALL_DTYPES, _binary_samples(_TRUTH, scalars=(0, 1.5, True), scalar_first=(0.0, 2, False)),
+             _binary(getattr(torch, n)), BINARY_CLASSES)
+      for n in ("logical_and", "logical_or")],
+    # statistics
+    OpInfo("var", "CUSTOM", FLOAT_DTYPES, _moment_samples, _moment_ref(torch.var), REDUCE_CLASSES),
+    OpInfo("std", "CUSTOM", FLOAT_DTYPES, _moment_samples, _moment_ref(torch.std), REDUCE_CLASSES),
+    OpInfo("cumsum", "CUSTOM", ALL_DTYPES, _cumsum_samples, torch.cumsum, REDUCE_CLASSES,
+           tol={"float16": (1e-3, 2e-3)}),
+    # normalization
+    OpInfo("batch_norm", "CUSTOM", FLOAT_DTYPES, _batch_norm_samples, F.batch_norm, NORM_CLASSES,
+           tol={"float16": (2e-3, 2e-3), "float32": (1e-5, 2e-5)}),
+    OpInfo("layer_norm", "CUSTOM", FLOAT_DTYPES, _row_norm_samples(False), F.layer_norm, NORM_CLASSES,
+           tol={"float16": (2e-3, 2e-3), "float32": (1e-5, 2e-5)}),
+    OpInfo("rms_norm", "CUSTOM", FLOAT_DTYPES, _row_norm_samples(True), F.rms_norm, NORM_CLASSES,
+           tol={"float16": (2e-3, 2e-3), "float32": (1e-5, 2e-5)}),
+    OpInfo("group_norm", "CUSTOM", FLOAT_DTYPES, _group_norm_samples, F.group_norm, NORM_CLASSES,
+           tol={"float16": (2e-3, 2e-3), "float32": (1e-5, 2e-5)}),
+    # dropout (deterministic cases), nll_loss
+    OpInfo("dropout", "CUSTOM", FLOAT_DTYPES, _dropout_samples, F.dropout, UNARY_CLASSES, exact_float=True),
+    OpInfo("nll_loss", "CUSTOM", FLOAT_DTYPES, _nll_samples, _nll_ref, NORM_CLASSES),
+]
