@@ -69,3 +69,4 @@ PF_API Tensor randn(const Shape& shape, DType dtype = DType::Float32);  // N(0, 
 PF_API Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = DType::Int64);
 
 }  // namespace pyflame
+#include "pyflame/modules_ops.h"

@@ -349,6 +349,9 @@ NB_MODULE(_C, m) {
   // ---- Tensor
   nb::class_<Tensor> tensor(m, "Tensor", "An n-dimensional array on a device (see pyflame.tensor).");
   tensor
+      .def(nb::init<const Tensor&>(), "data"_a,
+           "Tensor(data): a second tensor object for data's elements (same storage and view, no copy); "
+           "nn.Parameter wraps tensors this way.")
       .def_prop_ro("shape", [](const Tensor& t) { return nb::tuple(nb::cast(t.shape())); })
       .def_prop_ro("dtype", &Tensor::dtype)
       .def_prop_ro("device", [](const Tensor& t) { return pyflame::to_string(t.device()); })
@@ -525,6 +528,7 @@ NB_MODULE(_C, m) {
   m.def("where", [](const Tensor& c, nb::handle a, nb::handle b) { return pyflame::where(c, as_operand(a), as_operand(b)); },
         "condition"_a, "input"_a, "other"_a);
   m.def("transpose", &pyflame::transpose, "x"_a, "dim0"_a, "dim1"_a);
+  bind_modules(m, tensor);
 
   m.def("op_table", [] {
     std::vector<std::pair<std::string, std::string>> ops;

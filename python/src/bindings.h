@@ -38,6 +38,9 @@ std::vector<int64_t> as_dims(nb::handle dim);
 Device as_device(nb::handle h);
 nb::object scalar_to_python(const Scalar& s);
 
+// The area bindings (python/src/bind_<area>.cpp).
+void bind_modules(nb::module_& m, nb::class_<Tensor>& tensor);
+
 // In-place methods return the very object they were called on, as in PyTorch.
 template <class F> nb::object in_place(nb::handle self, const F& f) {
   f(nb::cast<Tensor&>(self));

@@ -9,23 +9,12 @@
 
 #include "core/backend.h"
 #include "core/dispatch.h"
+#include "core/op_utils.h"
 #include "pyflame/error.h"
 
 namespace pyflame {
 
 namespace {
-
-// Brings an input to the device the op runs on (the current device).
-Tensor on_device(const Tensor& t, Device dev, ir::OpType op) {
-  if (t.device() == dev) return t;
-  if (!t.is_wrapped_number()) {  // numbers from Python move freely, as in PyTorch
-    PF_CHECK(!strict_device_placement(), DeviceError, op_name(op), ": an input is on '", to_string(t.device()),
-             "' but the op runs on '", to_string(dev),
-             "' and strict device placement is on; move it with .to('", to_string(dev), "')");
-    count_implicit_copy();
-  }
-  return t.to(dev);
-}
 
 // Moves, converts and broadcasts one operand for an elementwise kernel.
 Tensor prepare(const Tensor& t, DType dtype, const Shape& shape, Device dev, ir::OpType op) {
