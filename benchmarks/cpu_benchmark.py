@@ -1,7 +1,7 @@
 """PyFlame's CPU backend next to NumPy, and next to PyTorch (CPU) for network
 layers, in one run on the same machine.
 
-    python benchmarks/cpu_benchmark.py [--repeat 20] [--section all|numpy|torch] [--json out.json]
+    python benchmarks/cpu_benchmark.py [--repeat 20] [--section all|numpy|torch] [--threads N] [--json out.json]
 
 Each case runs on fresh random (non-zero) inputs, is warmed up, and reports
 the median of `--repeat` timed runs. The ratio column is PyFlame's time over
@@ -105,8 +105,11 @@ def main():
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--section", choices=("all", "numpy", "torch"), default="all",
                     help="run only the cases against NumPy or only those against PyTorch")
+    ap.add_argument("--threads", type=int, help="CPU threads for PyFlame and PyTorch (default: one per core)")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args()
+    if args.threads:
+        pf.set_cpu_threads(args.threads)
 
     print(f"machine: {pf.device_info()['name']}, {os.cpu_count()} cores; numpy {np.__version__}; "
           f"commit {git_commit()}; {time.strftime('%Y-%m-%d')}")
@@ -123,6 +126,8 @@ def main():
     if args.section in ("all", "torch"):
         import torch
 
+        if args.threads:
+            torch.set_num_threads(args.threads)
         print(f"\nvs PyTorch {torch.__version__} (CPU, {torch.get_num_threads()} threads)")
         print(f"{'case':28s} {'torch ms':>10s} {'pyflame ms':>11s} {'ratio':>7s}")
         t_cases = list(torch_cases())
