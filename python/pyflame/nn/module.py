@@ -36,6 +36,7 @@ def _parse_to(args, kwargs):
     """(device, dtype) from Module.to's arguments: to(device), to(dtype), to(device, dtype), to(tensor)."""
     device = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
+    kwargs.pop("non_blocking", None)  # a hint in PyTorch; accepted so that PyTorch code runs
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     for a in args:
