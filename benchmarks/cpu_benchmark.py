@@ -1,7 +1,7 @@
 """PyFlame's CPU backend next to NumPy (and PyTorch CPU for the ops NumPy
 lacks: convolution, pooling), in one run on the same machine.
 
-    python benchmarks/cpu_benchmark.py [--repeat 20] [--json out.json]
+    python benchmarks/cpu_benchmark.py [--repeat 20] [--threads N] [--json out.json]
 
 Each case runs on fresh random (non-zero) inputs, is warmed up, and reports
 the median of `--repeat` timed runs. The ratio column is PyFlame's time over
@@ -110,16 +110,42 @@ def cases():
     yield "max_pool2d 32x64x56x56, k3 s2 p1", 4 * (x.size + x.size // 4), "byte", "torch", \
         (lambda: F.max_pool2d(tx, 3, 2, 1)), (lambda: pf.max_pool2d(px, 3, 2, 1))
 
+    # The seed's MLP (docs 001, "Running Neural Networks"): 784-256-128-10 with ReLU,
+    # the same weights in both libraries.
+    import pyflame.nn as nn
+
+    pf.manual_seed(0)
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
+    tmodel = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128),
+                                 torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    tmodel.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in model.state_dict().items()})
+    for batch in (32, 4096):
+        xb = rng.standard_normal((batch, 784), dtype=np.float32)
+        pxb, txb = pf.tensor(xb), torch.from_numpy(xb)
+
+        def run_torch(txb=txb):
+            with torch.no_grad():
+                return tmodel(txb)
+
+        yield f"MLP forward, batch {batch}", 2 * batch * (784 * 256 + 256 * 128 + 128 * 10), "flop", "torch", \
+            run_torch, (lambda pxb=pxb: model(pxb))
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--threads", type=int, help="threads for both libraries (default: all cores)")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args()
+    if args.threads:
+        pf.set_cpu_threads(args.threads)
 
     versions = f"numpy {np.__version__}"
     try:
         import torch
+
+        if args.threads:
+            torch.set_num_threads(args.threads)
         versions += f", torch {torch.__version__} ({torch.get_num_threads()} threads)"
     except ImportError:
         pass

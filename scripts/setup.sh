@@ -2,7 +2,7 @@
 # Sets up a virtual environment (.venv) with PyFlame built from this checkout.
 # Sourced by demo.sh and test.sh; installs only from PyPI and Debian.
 #   PYFLAME_TEST_DEPS=1   also install what the tests need (PyTorch CPU, pytest,
-#                         doctest for the C++ tests)
+#                         safetensors, doctest for the C++ tests)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -16,7 +16,7 @@ python -m pip install -q --upgrade pip >/dev/null
 python -m pip install -q cmake ninja
 
 if [ "${PYFLAME_TEST_DEPS:-0}" = 1 ]; then
-  python -m pip install -q "torch==2.13.0" pytest
+  python -m pip install -q "torch==2.13.0" pytest safetensors
   if [ ! -f /usr/include/doctest/doctest.h ]; then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO=sudo

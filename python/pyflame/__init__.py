@@ -117,3 +117,7 @@ double = float64
 short = int16
 int = int32  # noqa: A001
 long = int64
+
+# Last: pyflame.nn.functional re-exports the ops defined above.
+from .serialization import load, save  # noqa: E402,F401
+from . import nn  # noqa: E402,F401

@@ -31,7 +31,10 @@ def tensor(data, dtype=None, device=None):
             raise TypeError(f"tensor(): cannot make a tensor from data of NumPy dtype {arr.dtype}")
         if from_python and arr.dtype == np.float64 and dtype is None:  # with a dtype, round once, into it
             arr = arr.astype(np.float32)
-        t = _C.from_numpy(np.asarray(arr, order="C")).clone()  # (ascontiguousarray would make 0-d 1-d)
+        arr = np.asarray(arr, order="C")  # (ascontiguousarray would make 0-d 1-d)
+        if not arr.flags.writeable:  # from_numpy shares memory, so it takes writable arrays only
+            arr = arr.copy()
+        t = _C.from_numpy(arr).clone()
     if dtype is not None:
         t = t.to(dtype)
     return t.to(device if device is not None else _C.get_device())

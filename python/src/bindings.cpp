@@ -434,6 +434,9 @@ NB_MODULE(_C, m) {
   // ---- Tensor
   nb::class_<Tensor> tensor(m, "Tensor", "An n-dimensional array on a device (see pyflame.tensor).");
   tensor
+      .def(nb::init<const Tensor&>(), "data"_a,
+           "Tensor(data): a second tensor object for data's elements (same storage and view, no copy); "
+           "nn.Parameter wraps tensors this way.")
       .def_prop_ro("shape", [](const Tensor& t) { return nb::tuple(nb::cast(t.shape())); })
       .def_prop_ro("dtype", &Tensor::dtype)
       .def_prop_ro("device", [](const Tensor& t) { return pyflame::to_string(t.device()); })
@@ -611,6 +614,7 @@ NB_MODULE(_C, m) {
   bind_shape(m, tensor);
   bind_conv(m, tensor);
   bind_nn(m, tensor);
+  bind_modules(m, tensor);
 
   m.def("op_table", [] {
     std::vector<std::pair<std::string, std::string>> ops;

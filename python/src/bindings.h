@@ -41,6 +41,7 @@ nb::object scalar_to_python(const Scalar& s);
 // The ops of each area (CUSTOM family and compositions), python/src/bind_<area>.cpp,
 // called from NB_MODULE.
 void bind_conv(nb::module_& m, nb::class_<Tensor>& tensor);
+void bind_modules(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_shape(nb::module_& m, nb::class_<Tensor>& tensor);
 

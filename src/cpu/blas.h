@@ -9,14 +9,14 @@
 
 namespace pyflame::cpu {
 
-// Row-major C = A * B (with A, B optionally transposed), float or double.
+// Row-major C = A * B + beta * C (with A, B optionally transposed), float or double.
 template <class T> void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-                             const T* b, int64_t ldb, T* c, int64_t ldc) {
+                             const T* b, int64_t ldb, T* c, int64_t ldc, T beta = T(0)) {
   auto op = [](bool t) { return t ? CblasTrans : CblasNoTrans; };
   if constexpr (std::is_same_v<T, float>)
-    scipy_cblas_sgemm(CblasRowMajor, op(ta), op(tb), m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+    scipy_cblas_sgemm(CblasRowMajor, op(ta), op(tb), m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
   else
-    scipy_cblas_dgemm(CblasRowMajor, op(ta), op(tb), m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+    scipy_cblas_dgemm(CblasRowMajor, op(ta), op(tb), m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
 }
 
 // While alive, BLAS calls run on their calling thread alone: for work that

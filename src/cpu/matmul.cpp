@@ -2,6 +2,8 @@
 // Row-major operands map onto CBLAS directly; a transposed view becomes a
 // transpose flag, so only layouts BLAS cannot address are copied. float16 and
 // bfloat16 go through float32; integer products use a plain loop (no BLAS has them).
+// linear writes its bias into the output and lets BLAS accumulate onto it
+// (beta = 1), as PyTorch's addmm does, instead of a separate pass to add it.
 
 #include <climits>
 
@@ -21,6 +23,21 @@ template <class T> void blas_matmul(Tensor a, Tensor b, Tensor& out) {
   for (int64_t i = 0; i < batches; ++i)
     gemm<T>(la.trans, lb.trans, m, n, k, a.data<T>() + batch_offset(a, i), la.ld, b.data<T>() + batch_offset(b, i),
             lb.ld, out.data<T>() + i * m * n, n);
+}
+
+// out (M, N) = x (M, K) w (N, K)^T + bias (N, one per column; null: none).
+template <class T> void blas_linear(Tensor x, Tensor w, const Tensor* bias, Tensor& out) {
+  const int64_t m = x.size(0), k = x.size(1), n = w.size(0);
+  if (bias) out.copy_(bias->expand(out.shape()));
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: BLAS would want leading dimensions of at least 1
+    if (!bias) out.fill_(Scalar(int64_t{0}));
+    return;
+  }
+  MatrixLayout lx, lw;
+  if (!blas_layout(m, k, x.strides()[0], x.strides()[1], lx)) x = x.contiguous(), lx = {false, k};
+  if (!blas_layout(k, n, w.strides()[1], w.strides()[0], lw)) w = w.contiguous(), lw = {true, k};
+  gemm<T>(lx.trans, lw.trans, m, n, k, x.data<T>(), lx.ld, w.data<T>(), lw.ld, out.data<T>(), n, T(bias ? 1 : 0));
 }
 
 template <class T> void loop_matmul(const Tensor& a, const Tensor& b, Tensor& out) {
@@ -67,8 +84,28 @@ void matmul_kernel(OpCall& call) {
   }
 }
 
+void linear_kernel(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& w = call.inputs[1];
+  const Tensor* bias = call.inputs.size() > 2 ? &call.inputs[2] : nullptr;
+  for (int64_t s : {x.size(0), x.size(1), w.size(0)})
+    PF_CHECK(s <= INT_MAX, ValueError, "linear: matrix dimension ", s, " exceeds the CPU BLAS limit of 2^31-1 (shapes ",
+             x.shape(), " and ", w.shape(), ")");
+  switch (x.dtype()) {
+    case DType::Float32: return blas_linear<float>(x, w, bias, call.out);
+    case DType::Float64: return blas_linear<double>(x, w, bias, call.out);
+    default: {  // float16, bfloat16: in float32, rounded once
+      Tensor out32 = Tensor::empty(call.out.shape(), DType::Float32, call.out.device());
+      Tensor bias32 = bias ? bias->to(DType::Float32) : Tensor();
+      blas_linear<float>(x.to(DType::Float32), w.to(DType::Float32), bias ? &bias32 : nullptr, out32);
+      call.out.copy_(out32);
+    }
+  }
+}
+
 PF_REGISTER_KERNEL(matmul, CPU, &matmul_kernel);
 PF_REGISTER_KERNEL(batch_matmul, CPU, &matmul_kernel);
+PF_REGISTER_KERNEL(linear, CPU, &linear_kernel);
 
 }  // namespace
 }  // namespace pyflame::cpu

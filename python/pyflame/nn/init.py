@@ -1,0 +1,116 @@
+"""Parameter initialisation, as torch.nn.init: each function fills a tensor in place and returns it.
+
+Random draws come from pf.rand/pf.randn, so pf.manual_seed makes them
+reproducible; they are drawn in the tensor's dtype (float32 for float16 and
+bfloat16, then rounded once) on the current device and copied into the tensor.
+"""
+
+import math
+
+from .. import _C
+from .._creation import rand, randn
+
+
+def _float_tensor(tensor, fn):
+    if not isinstance(tensor, _C.Tensor):
+        raise TypeError(f"{fn}: expected a pyflame Tensor, got {type(tensor).__name__}")
+    if not tensor.dtype.is_floating_point:
+        raise TypeError(f"{fn}: needs a floating-point tensor, got {tensor.dtype}")
+    return tensor
+
+
+def _draw_dtype(tensor):
+    return tensor.dtype if tensor.dtype in (_C.dtype.float32, _C.dtype.float64) else _C.dtype.float32
+
+
+def calculate_gain(nonlinearity, param=None):
+    """The recommended gain for a nonlinearity (PyTorch's values)."""
+    if nonlinearity in ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                        "conv_transpose3d", "sigmoid"):
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, (int, float)) and not isinstance(param, bool):
+            slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + slope**2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _calculate_fan_in_and_fan_out(tensor):
+    if tensor.dim() < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
+    receptive = 1
+    for s in tensor.shape[2:]:
+        receptive *= s
+    return tensor.shape[1] * receptive, tensor.shape[0] * receptive
+
+
+def _calculate_correct_fan(tensor, mode):
+    mode = mode.lower()
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def uniform_(tensor, a=0.0, b=1.0):
+    """Fills with draws from U(a, b)."""
+    _float_tensor(tensor, "uniform_")
+    return tensor.copy_(rand(*tensor.shape, dtype=_draw_dtype(tensor)) * (b - a) + a)
+
+
+def normal_(tensor, mean=0.0, std=1.0):
+    """Fills with draws from N(mean, std^2)."""
+    _float_tensor(tensor, "normal_")
+    return tensor.copy_(randn(*tensor.shape, dtype=_draw_dtype(tensor)) * std + mean)
+
+
+def constant_(tensor, val):
+    return tensor.fill_(val)
+
+
+def ones_(tensor):
+    return tensor.fill_(1)
+
+
+def zeros_(tensor):
+    return tensor.fill_(0)
+
+
+def xavier_uniform_(tensor, gain=1.0):
+    """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot and Bengio, 2010)."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    a = gain * math.sqrt(6.0 / float(fan_in + fan_out))
+    return uniform_(tensor, -a, a)
+
+
+def xavier_normal_(tensor, gain=1.0):
+    """N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))
+
+
+def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
+    """U(-bound, bound) with bound = gain * sqrt(3 / fan) (He et al., 2015); a zero-element tensor is left as is."""
+    if 0 in tensor.shape:
+        return tensor
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound)
+
+
+def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
+    """N(0, std^2) with std = gain / sqrt(fan); a zero-element tensor is left as is."""
+    if 0 in tensor.shape:
+        return tensor
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
+    return normal_(tensor, 0.0, std)

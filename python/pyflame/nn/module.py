@@ -1,0 +1,386 @@
+"""Module: the base class of every layer, following torch.nn.Module.
+
+A module keeps its parameters, buffers and submodules in three ordered dicts
+(_parameters, _buffers, _modules); __setattr__ routes a Parameter, a Module or
+a tensor assigned to a registered buffer name into them, and __getattr__ finds
+them there. Everything else (state_dict keys, repr, to(), train()) walks these
+dicts, so the keys and the printed form match PyTorch's for the same model.
+"""
+
+from collections import OrderedDict, namedtuple
+
+from .. import _C
+from .parameter import Parameter
+
+_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
+def _addindent(s, num_spaces):
+    lines = s.split("\n")
+    if len(lines) == 1:
+        return s
+    first = lines.pop(0)
+    return first + "\n" + "\n".join(" " * num_spaces + line for line in lines)
+
+
+def _check_name(kind, name):
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
+    if name == "":
+        raise KeyError(f'{kind} name can\'t be empty string ""')
+    if "." in name:
+        raise KeyError(f'{kind} name can\'t contain ".", got "{name}"')
+
+
+def _parse_to(args, kwargs):
+    """(device, dtype) from Module.to's arguments: to(device), to(dtype), to(device, dtype), to(tensor)."""
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    kwargs.pop("non_blocking", None)  # a hint in PyTorch; accepted so that PyTorch code runs
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, _C.Tensor):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, _C.dtype):
+            dtype = a
+        elif isinstance(a, str):
+            device = a
+        else:
+            raise TypeError(f"to() expects a device string, a pyflame dtype or a tensor, got {type(a).__name__}")
+    if device is not None:
+        device = _C._parse_device(device)
+    if dtype is not None and not dtype.is_floating_point:
+        raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+    return device, dtype
+
+
+class Module:
+    """Base class of all layers: subclasses assign parameters and submodules in
+    __init__ and define forward(); calling the module runs forward."""
+
+    def __init__(self):
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # ------------------------------------------------------------ registration
+
+    def register_parameter(self, name, param):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        _check_name("parameter", name)
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                            "(pyflame.nn.Parameter or None required)")
+        self._parameters[name] = param
+
+    def register_buffer(self, name, tensor, persistent=True):
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        _check_name("buffer", name)
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, _C.Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                            "(pyflame Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers.discard(name)
+        else:
+            self._non_persistent_buffers.add(name)
+
+    def add_module(self, name, module):
+        if not isinstance(module, Module) and module is not None:
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        _check_name("module", name)
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def get_submodule(self, target):
+        mod = self
+        for item in target.split(".") if target else []:
+            if not isinstance(mod._modules.get(item), Module):
+                raise AttributeError(f"{mod._get_name()} has no submodule `{item}` (looking up '{target}')")
+            mod = mod._modules[item]
+        return mod
+
+    def __getattr__(self, name):
+        # Only called when normal lookup fails: parameters, buffers, submodules.
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            if store in d and name in d[store]:
+                return d[store][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __setattr__(self, name, value):
+        d = self.__dict__
+
+        def forget(*stores):  # the name leaves the other stores
+            d.pop(name, None)
+            for store in stores:
+                d[store].pop(name, None)
+            d["_non_persistent_buffers"].discard(name)
+
+        params = d.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            forget("_buffers", "_modules")
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                                "(pyflame.nn.Parameter or None expected)")
+            params[name] = None
+        elif isinstance(value, Module):
+            if d.get("_modules") is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            forget("_parameters", "_buffers")
+            self._modules[name] = value
+        elif d.get("_modules") is not None and name in d["_modules"]:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                                "(pyflame.nn.Module or None expected)")
+            d["_modules"][name] = None
+        elif d.get("_buffers") is not None and name in d["_buffers"]:
+            if value is not None and not isinstance(value, _C.Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                                "(pyflame Tensor or None expected)")
+            d["_buffers"][name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        for store in ("_parameters", "_buffers", "_modules"):
+            if name in self.__dict__.get(store, ()):
+                del self.__dict__[store][name]
+                self._non_persistent_buffers.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules))
+
+    # ------------------------------------------------------------ traversal
+
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            yield from module.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self):
+        seen = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def children(self):
+        for _, m in self.named_children():
+            yield m
+
+    def _named_members(self, store, prefix, recurse, remove_duplicate):
+        seen = set()
+        mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        for mod_prefix, mod in mods:
+            for name, value in getattr(mod, store).items():
+                if value is None or (remove_duplicate and id(value) in seen):
+                    continue
+                if remove_duplicate:
+                    seen.add(id(value))
+                yield mod_prefix + ("." if mod_prefix else "") + name, value
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse=True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def apply(self, fn):
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    # ------------------------------------------------------------ modes
+
+    def train(self, mode=True):
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    # ------------------------------------------------------------ devices and dtypes
+
+    def to(self, *args, **kwargs):
+        """to(device), to(dtype), to(device, dtype) or to(tensor): moves and/or converts the
+        parameters and buffers (dtype conversion applies to floating-point ones only, as in PyTorch).
+        Converted parameters are new Parameter objects in the module."""
+        device, dtype = _parse_to(args, kwargs)
+
+        def convert(t):
+            target_dtype = dtype if dtype is not None and t.dtype.is_floating_point else t.dtype
+            target_device = device if device is not None else t.device
+            if t.dtype == target_dtype and t.device == target_device:
+                return t
+            return t.to(target_device, target_dtype)
+
+        return self._apply(convert)
+
+    def _apply(self, fn):
+        for m in self.modules():
+            for name, p in m._parameters.items():
+                if p is not None:
+                    new = fn(p)
+                    if new is not p:
+                        m._parameters[name] = Parameter(new)
+            for name, b in m._buffers.items():
+                if b is not None:
+                    m._buffers[name] = fn(b)
+        return self
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def float(self):
+        return self.to(_C.dtype.float32)
+
+    def double(self):
+        return self.to(_C.dtype.float64)
+
+    def half(self):
+        return self.to(_C.dtype.float16)
+
+    def bfloat16(self):
+        return self.to(_C.dtype.bfloat16)
+
+    # ------------------------------------------------------------ state
+
+    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+        """An OrderedDict of every parameter and persistent buffer, keyed by dotted path as in PyTorch.
+        Values share storage with the module's tensors (plain Tensors unless keep_vars=True)."""
+        if destination is None:
+            destination = OrderedDict()
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else _C.Tensor(p)
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers:
+                destination[prefix + name] = b
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        return destination
+
+    def _state_entries(self):
+        """(key, module, store, name) of every entry state_dict() would hold."""
+        for mod_prefix, mod in self.named_modules(remove_duplicate=False):
+            p = mod_prefix + "." if mod_prefix else ""
+            for name, t in mod._parameters.items():
+                if t is not None:
+                    yield p + name, mod, "_parameters", name
+            for name, t in mod._buffers.items():
+                if t is not None and name not in mod._non_persistent_buffers:
+                    yield p + name, mod, "_buffers", name
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copies the tensors of `state_dict` into this module's parameters and buffers.
+
+        Everything is checked before anything is written: with strict=True a missing or
+        unexpected key raises RuntimeError listing them all, and a shape mismatch or a
+        non-tensor value always does; the module is then unchanged. Values are converted
+        to each parameter's dtype and device (assign=True puts the given tensors in place
+        instead). Returns (missing_keys, unexpected_keys)."""
+        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+        entries = list(self._state_entries())
+        expected = {key for key, *_ in entries}
+        missing = [key for key, *_ in entries if key not in state_dict]
+        unexpected = [key for key in state_dict.keys() if key not in expected]
+        errors = []
+        if strict:
+            if unexpected:
+                errors.append("Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+            if missing:
+                errors.append("Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
+        for key, mod, store, name in entries:
+            if key not in state_dict:
+                continue
+            value, current = state_dict[key], getattr(mod, store)[name]
+            if not isinstance(value, _C.Tensor):
+                errors.append(f'While copying the parameter named "{key}", expected a pyflame Tensor from the '
+                              f"checkpoint but received {type(value).__name__}")
+            elif tuple(value.shape) != tuple(current.shape):
+                errors.append(f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} from "
+                              f"checkpoint, the shape in current model is {tuple(current.shape)}.")
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(errors))
+        for key, mod, store, name in entries:
+            if key not in state_dict:
+                continue
+            value = state_dict[key]
+            if assign:
+                getattr(mod, store)[name] = Parameter(value) if store == "_parameters" else value
+            else:
+                getattr(mod, store)[name].copy_(value)
+        return _IncompatibleKeys(missing, unexpected)
+
+    # ------------------------------------------------------------ printing
+
+    def _get_name(self):
+        return type(self).__name__
+
+    def extra_repr(self):
+        """The module's own settings for repr(); one line, or several separated by newlines."""
+        return ""
+
+    def __repr__(self):
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({key}): " + _addindent(repr(module), 2) for key, module in self._modules.items()]
+        lines = extra_lines + child_lines
+        main = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main += extra_lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"
