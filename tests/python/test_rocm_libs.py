@@ -88,4 +88,4 @@ def test_conv2d_tf32_switch(on_gpu, rng):
         tf32 = _rel_err(pf.conv2d(pf.tensor(x), pf.tensor(w), padding=1).numpy(), want)
     finally:
         rocm.set_conv_allow_tf32(False)
-    assert full < 1e-5 and tf32 < 1e-2
+    assert full < 1e-4 and tf32 < 1e-2  # 2304-term float32 sums against float64
