@@ -1,6 +1,6 @@
 """Seed 001's examples that use the GPU ops of this release, run as written on 'rocm':
-"Running Operations", "Synchronization" and "Numerical Differences from CPU".
-Skips (with the reason) without a usable GPU."""
+"Running Operations", "Synchronization" and "Numerical Differences from CPU" (skipped,
+with the reason, without a usable GPU); "Running Operations" also on the CPU."""
 
 import textwrap
 
@@ -8,7 +8,7 @@ import pytest
 
 import pyflame as pf
 
-pytestmark = pytest.mark.skipif(not pf.rocm_is_available(), reason=f"no usable GPU: {pf.rocm_unavailable_reason()}")
+needs_gpu = pytest.mark.skipif(not pf.rocm_is_available(), reason=f"no usable GPU: {pf.rocm_unavailable_reason()}")
 
 RUNNING_OPERATIONS = """
 import pyflame as pf
@@ -69,12 +69,14 @@ def _run(source, namespace):
     return namespace
 
 
-def test_running_operations():
-    ns = _run(RUNNING_OPERATIONS, {})
+@pytest.mark.parametrize("device", ["cpu", pytest.param("rocm", marks=needs_gpu)])
+def test_running_operations(device):
+    ns = _run(RUNNING_OPERATIONS.replace("'rocm'", repr(device)), {})
     assert ns["c"].shape == (1024, 1024) and ns["output"].shape == (32, 64, 112, 112)
     pf.set_device("cpu")
 
 
+@needs_gpu
 def test_numerical_differences_as_written():
     # The snippet's tolerance (rtol 1e-5, atol 1e-6) holds when the products are exact in
     # float32: small integers. With randn inputs, 1024-term float32 sums in two summation
@@ -85,11 +87,13 @@ def test_numerical_differences_as_written():
     _run(NUMERICAL_DIFFERENCES, ns)
 
 
+@needs_gpu
 def test_numerical_differences_random_inputs():
     ns = _run(RUNNING_OPERATIONS, {})
     _run(NUMERICAL_DIFFERENCES.replace("rtol=1e-5, atol=1e-6", "rtol=1e-4, atol=2e-4"), ns)
 
 
+@needs_gpu
 def test_synchronization(capsys):
     _run(SYNCHRONIZATION, {})
     assert capsys.readouterr().out.startswith("Time: ")
