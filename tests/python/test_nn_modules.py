@@ -6,10 +6,9 @@ build" until that op is there; they are written against torch's behaviour.
 """
 
 import math
+import re
 import warnings
 from collections import OrderedDict
-
-import re
 
 import numpy as np
 import pytest
