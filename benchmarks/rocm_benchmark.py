@@ -249,6 +249,10 @@ def write_chart(results, path, title):
     colors = ["#2a9d4b" if r.speed >= 1 else "#d08c2a" if r.speed >= 0.95 else "#c0392b" for r in rows]
     ax.barh([r.case for r in rows][::-1], [r.speed for r in rows][::-1], color=colors[::-1])
     ax.axvline(1.0, color="black", linewidth=0.8)
+    # Ratios near 1 are what matters: clip the axis, print each value.
+    ax.set_xlim(0, 2)
+    for y, r in enumerate(rows[::-1]):
+        ax.text(min(r.speed, 1.9), y, f" {r.speed:.2f}x", va="center", fontsize=8)
     ax.set_xlabel("speed relative to PyTorch (PyTorch time / PyFlame time)")
     ax.set_title(title)
     fig.tight_layout()
