@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <mutex>
 #include <unordered_map>
 
 #include "core/dispatch.h"
@@ -35,6 +36,17 @@ std::string library_version() {
   MIOPEN_CHECK(miopenGetVersion(&major, &minor, &patch));
   return "miopen-" + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 #endif
+}
+
+// "<architecture>|<library version>" of a device, read once: reading device
+// properties costs far more than a convolution's launch, so never per call.
+const std::string& device_tag(int device) {
+  static std::mutex mutex;
+  static std::unordered_map<int, std::string> tags;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = tags.find(device);
+  if (it == tags.end()) it = tags.emplace(device, get_device_info(device).architecture + "|" + library_version()).first;
+  return it->second;
 }
 
 std::string join(const std::vector<int64_t>& v) {
@@ -148,7 +160,7 @@ struct ROCmDNN::Problem {
     const bool tf32 = dt == DType::Float32 && conv_allow_tf32();
     key = std::string("conv2d_fwd|") + dtype_name(dt) + "|x" + join(xs) + "|w" + join(ws) + "|y" + join(ys) + "|p" +
           join(p.padding) + "|s" + join(p.stride) + "|d" + join(p.dilation) + "|g" + std::to_string(p.groups) +
-          (tf32 ? "|tf32" : "|fp32") + "|" + get_device_info(device).architecture + "|" + library_version();
+          (tf32 ? "|tf32" : "|fp32") + "|" + device_tag(device);
     auto i = [](int64_t v) { return static_cast<int>(v); };
 #if defined(PYFLAME_HIP_NVIDIA)
     const cudnnDataType_t t = dnn_type(dt);
