@@ -11,7 +11,7 @@ Sections: --runtime (allocator, pinned host-to-device, device-to-device),
 
 Each case runs PyFlame and PyTorch on fresh non-zero inputs, after warm-up
 runs, timed with device events over `iterations` calls (the median of
-`--repeats` such timings). The table gives both times, the throughput (TB/s
+`--repeats` such timings, the two libraries' timings alternating). The table gives both times, the throughput (TB/s
 of bytes read and written, or TFLOP/s) and PyFlame's speed relative to
 PyTorch (PyTorch's time / PyFlame's: above 1.0 PyFlame is faster). With
 --out DIR it writes DIR/rocm_benchmark.json and DIR/rocm_benchmark.png.
@@ -84,6 +84,24 @@ def torch_ms(fn, args):
                           args.iterations, args.warmup, args.repeats)
 
 
+def side_by_side(pf_fn, torch_fn, args):
+    """(PyFlame ms, PyTorch ms), each the median over --repeats timings; the timings of the
+    two alternate, so that clock and temperature drift during the run (power-limited
+    GEMMs) reach both alike."""
+    if not HAVE_TORCH:
+        return pf_ms(pf_fn, args), None
+    for fn in (pf_fn, torch_fn):
+        for _ in range(args.warmup):
+            fn()
+    ours, theirs = [], []
+    for _ in range(args.repeats):
+        ours.append(_event_time_ms(pf_fn, lambda: rocm.Event(enable_timing=True), lambda e: e.synchronize(),
+                                   args.iterations, 0, 1))
+        theirs.append(_event_time_ms(torch_fn, lambda: torch.cuda.Event(enable_timing=True),
+                                     lambda e: e.synchronize(), args.iterations, 0, 1))
+    return statistics.median(ours), statistics.median(theirs)
+
+
 def _randn(shape, dtype="float32"):
     """The same standard-normal values for both libraries (drawn by PyFlame, copied to torch)."""
     base = pf.randn(*shape)
@@ -150,10 +168,10 @@ def runtime_cases(args):
 def elementwise_cases(args):
     n = 256 * 2**20
     (a, ta), (b, tb) = _randn((n,)), _randn((n,))
-    yield Result("elementwise", "add 256M fp32", pf_ms(lambda: pf.add(a, b), args),
-                 torch_ms(lambda: torch.add(ta, tb), args), 3 * 4 * n, "TB/s")
-    yield Result("elementwise", "gelu 256M fp32", pf_ms(lambda: pf.gelu(a), args),
-                 torch_ms(lambda: torch.nn.functional.gelu(ta), args), 2 * 4 * n, "TB/s")
+    yield Result("elementwise", "add 256M fp32", *side_by_side(lambda: pf.add(a, b),
+                 lambda: torch.add(ta, tb), args), 3 * 4 * n, "TB/s")
+    yield Result("elementwise", "gelu 256M fp32", *side_by_side(lambda: pf.gelu(a),
+                 lambda: torch.nn.functional.gelu(ta), args), 2 * 4 * n, "TB/s")
     del a, b, ta, tb
 
     # Python overhead: 10,000 adds of 1000 elements, synchronised at the end.
@@ -182,8 +200,8 @@ def matmul_cases(args):
         label = "tf32" if tf32 else {"float32": "fp32", "bfloat16": "bf16"}[dtype]
         for n in (4096, 8192):
             (a, ta), (b, tb) = _randn((n, n), dtype), _randn((n, n), dtype)
-            yield Result("matmul", f"GEMM {n} {label}", pf_ms(lambda: pf.matmul(a, b), args),
-                         torch_ms(lambda: torch.matmul(ta, tb), args), 2.0 * n**3, "TFLOP/s")
+            yield Result("matmul", f"GEMM {n} {label}", *side_by_side(lambda: pf.matmul(a, b),
+                         lambda: torch.matmul(ta, tb), args), 2.0 * n**3, "TFLOP/s")
             del a, b, ta, tb
     rocm.set_allow_tf32(False)
     if HAVE_TORCH:
@@ -196,35 +214,35 @@ def conv_cases(args):
     flops = 2.0 * 32 * 64 * 56 * 56 * 64 * 9
     if HAVE_TORCH:
         torch.backends.cudnn.benchmark = True  # PyTorch's algorithm search, as PyFlame's tuning cache does
-    yield Result("conv", "conv2d 3x3 32x64x56x56 fp32", pf_ms(lambda: pf.conv2d(x, w, padding=1), args),
-                 torch_ms(lambda: torch.nn.functional.conv2d(tx, tw, padding=1), args), flops, "TFLOP/s")
+    yield Result("conv", "conv2d 3x3 32x64x56x56 fp32", *side_by_side(lambda: pf.conv2d(x, w, padding=1),
+                 lambda: torch.nn.functional.conv2d(tx, tw, padding=1), args), flops, "TFLOP/s")
 
 
 def softmax_cases(args):
     rows, cols = 16384, 4096
     x, tx = _randn((rows, cols))
     nbytes = 2 * 4 * rows * cols
-    yield Result("softmax", "softmax 16384x4096 fp32", pf_ms(lambda: pf.softmax(x, -1), args),
-                 torch_ms(lambda: torch.softmax(tx, -1), args), nbytes, "TB/s")
-    yield Result("softmax", "log_softmax 16384x4096 fp32", pf_ms(lambda: pf.log_softmax(x, -1), args),
-                 torch_ms(lambda: torch.log_softmax(tx, -1), args), nbytes, "TB/s")
+    yield Result("softmax", "softmax 16384x4096 fp32", *side_by_side(lambda: pf.softmax(x, -1),
+                 lambda: torch.softmax(tx, -1), args), nbytes, "TB/s")
+    yield Result("softmax", "log_softmax 16384x4096 fp32", *side_by_side(lambda: pf.log_softmax(x, -1),
+                 lambda: torch.log_softmax(tx, -1), args), nbytes, "TB/s")
     if pf.has_kernel("layer_norm", "rocm"):
-        yield Result("softmax", "layer_norm 16384x4096 fp32", pf_ms(lambda: pf.layer_norm(x, (cols,)), args),
-                     torch_ms(lambda: torch.nn.functional.layer_norm(tx, (cols,)), args), nbytes, "TB/s")
+        yield Result("softmax", "layer_norm 16384x4096 fp32", *side_by_side(lambda: pf.layer_norm(x, (cols,)),
+                     lambda: torch.nn.functional.layer_norm(tx, (cols,)), args), nbytes, "TB/s")
 
 
 def reduce_cases(args):
     rows, cols = 16384, 4096
     x, tx = _randn((rows, cols))
     nbytes = 4 * rows * cols
-    yield Result("reduce", "row sum 16384x4096 fp32", pf_ms(lambda: pf.sum(x, -1), args),
-                 torch_ms(lambda: torch.sum(tx, -1), args), nbytes, "TB/s")
-    yield Result("reduce", "row max 16384x4096 fp32", pf_ms(lambda: pf.max(x, -1), args),
-                 torch_ms(lambda: torch.amax(tx, -1), args), nbytes, "TB/s")
-    yield Result("reduce", "column sum 16384x4096 fp32", pf_ms(lambda: pf.sum(x, 0), args),
-                 torch_ms(lambda: torch.sum(tx, 0), args), nbytes, "TB/s")
-    yield Result("reduce", "full sum 16384x4096 fp32", pf_ms(lambda: pf.sum(x), args),
-                 torch_ms(lambda: torch.sum(tx), args), nbytes, "TB/s")
+    yield Result("reduce", "row sum 16384x4096 fp32", *side_by_side(lambda: pf.sum(x, -1),
+                 lambda: torch.sum(tx, -1), args), nbytes, "TB/s")
+    yield Result("reduce", "row max 16384x4096 fp32", *side_by_side(lambda: pf.max(x, -1),
+                 lambda: torch.amax(tx, -1), args), nbytes, "TB/s")
+    yield Result("reduce", "column sum 16384x4096 fp32", *side_by_side(lambda: pf.sum(x, 0),
+                 lambda: torch.sum(tx, 0), args), nbytes, "TB/s")
+    yield Result("reduce", "full sum 16384x4096 fp32", *side_by_side(lambda: pf.sum(x),
+                 lambda: torch.sum(tx), args), nbytes, "TB/s")
 
 
 SECTIONS = {"runtime": runtime_cases, "elementwise": elementwise_cases, "matmul": matmul_cases,
