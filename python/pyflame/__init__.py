@@ -9,6 +9,14 @@ written once in HIP for AMD ROCm and NVIDIA.
 import ctypes as _ctypes
 import os as _os
 
+# OpenMP threads that wait passively: the CPU kernels' OpenMP threads and
+# OpenBLAS's own threads take turns on the same cores (matmul, then an
+# elementwise op, then matmul), and threads spinning after their region steal
+# the cores from the other pool (an MLP ran 2.8x slower). Read by the OpenMP
+# runtime when it starts, so set before the core library loads; a value set by
+# the user wins.
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 def _preload_openblas():
     # libpyflame links OpenBLAS from the scipy-openblas32 package; loading it
