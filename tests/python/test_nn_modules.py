@@ -22,12 +22,6 @@ from op_registry import make_values
 tnn = torch.nn
 
 
-def requires_ops(*names):
-    """Skips a test whose ops are not in this build (they come from other areas' branches)."""
-    missing = [n for n in names if not hasattr(pf, n)]
-    return pytest.mark.skipif(bool(missing), reason=f"pf.{missing[0]} not in this build" if missing else "")
-
-
 def randn(rng, *shape, low=-3.0, high=3.0):
     return make_values(rng, shape, "float32", low=low, high=high)
 
@@ -545,7 +539,6 @@ def test_inplace_activation_writes_the_input(rng, cls):
     check_output(t, expected, 1e-6, 1e-6)
 
 
-@requires_ops("leaky_relu")
 @pytest.mark.parametrize("kwargs", [{}, dict(negative_slope=0.2)])
 def test_leaky_relu(rng, kwargs):
     run_both(nn.LeakyReLU(**kwargs), tnn.LeakyReLU(**kwargs), randn(rng, 3, 7, 5))
@@ -563,7 +556,6 @@ def test_dropout_eval_is_identity(rng):
         nn.Dropout(1.5)
 
 
-@requires_ops("dropout")
 def test_dropout_train(rng):
     p = 0.3
     x = randn(rng, 400, 250, low=0.5, high=2.0)  # no zeros in the input
@@ -582,7 +574,6 @@ def test_dropout_train(rng):
     assert nn.Dropout(p, inplace=True)(t) is t and np.any(t.numpy() == 0)
 
 
-@requires_ops("conv1d")
 @pytest.mark.parametrize("shape,args,kwargs", [
     ((2, 3, 11), (3, 5, 3), dict(stride=2, padding=1)),
     ((1, 4, 9), (4, 6, 3), dict(dilation=2, groups=2, bias=False)),
@@ -593,7 +584,6 @@ def test_conv1d(rng, shape, args, kwargs):
     run_both(*pair(nn.Conv1d, tnn.Conv1d, *args, **kwargs), randn(rng, *shape), rtol=1e-4, atol=1e-5)
 
 
-@requires_ops("conv2d")
 @pytest.mark.parametrize("shape,args,kwargs", [
     ((1, 3, 7, 7), (3, 4, 3), {}),
     ((2, 3, 9, 11), (3, 6, (3, 5)), dict(stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=3)),
@@ -606,7 +596,6 @@ def test_conv2d(rng, shape, args, kwargs):
     run_both(*pair(nn.Conv2d, tnn.Conv2d, *args, **kwargs), randn(rng, *shape), rtol=1e-4, atol=1e-5)
 
 
-@requires_ops("conv2d", "pad")
 def test_conv2d_padding_modes(rng):
     for mode in ("reflect", "replicate", "circular"):
         pmod, tmod = pair(nn.Conv2d, tnn.Conv2d, 3, 4, 3, padding=1, padding_mode=mode)
@@ -633,7 +622,6 @@ def test_conv_constructor_errors():
         nn.ConvTranspose2d(3, 4, 3, padding_mode="reflect")
 
 
-@requires_ops("conv3d")
 @pytest.mark.parametrize("shape,args,kwargs", [
     ((1, 2, 5, 6, 7), (2, 3, 3), dict(padding=1)),
     ((2, 4, 5, 5, 5), (4, 2, (1, 3, 2)), dict(stride=(1, 2, 1), groups=2)),
@@ -643,7 +631,6 @@ def test_conv3d(rng, shape, args, kwargs):
     run_both(*pair(nn.Conv3d, tnn.Conv3d, *args, **kwargs), randn(rng, *shape), rtol=1e-4, atol=1e-5)
 
 
-@requires_ops("conv_transpose2d")
 @pytest.mark.parametrize("shape,args,kwargs", [
     ((2, 3, 5, 5), (3, 4, 3), dict(stride=2, padding=1, output_padding=1)),
     ((1, 4, 7, 6), (4, 6, (3, 2)), dict(groups=2, dilation=2, bias=False)),
@@ -654,7 +641,6 @@ def test_conv_transpose2d(rng, shape, args, kwargs):
              rtol=1e-4, atol=1e-5)
 
 
-@requires_ops("conv_transpose2d")
 def test_conv_transpose2d_output_size(rng):
     pmod, tmod = pair(nn.ConvTranspose2d, tnn.ConvTranspose2d, 3, 4, 3, stride=2, padding=1)
     x = randn(rng, 1, 3, 5, 5)
@@ -673,7 +659,6 @@ def test_conv_transpose2d_output_size_errors():
     assert m._output_padding(x, (10, 9)) == (1, 0)
 
 
-@requires_ops("max_pool1d", "max_pool2d", "max_pool3d")
 @pytest.mark.parametrize("pcls,tcls,shape,args,kwargs", [
     (nn.MaxPool2d, tnn.MaxPool2d, (2, 3, 7, 7), (3, 2, 1), {}),
     (nn.MaxPool2d, tnn.MaxPool2d, (1, 3, 7, 7), (2,), dict(ceil_mode=True)),
@@ -686,7 +671,6 @@ def test_max_pool(rng, pcls, tcls, shape, args, kwargs):
     run_both(pcls(*args, **kwargs), tcls(*args, **kwargs), randn(rng, *shape))
 
 
-@requires_ops("avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool2d")
 @pytest.mark.parametrize("pcls,tcls,shape,args,kwargs", [
     (nn.AvgPool2d, tnn.AvgPool2d, (2, 3, 7, 7), (3, 2, 1), dict(count_include_pad=False)),
     (nn.AvgPool2d, tnn.AvgPool2d, (1, 3, 7, 7), (2,), dict(ceil_mode=True)),
@@ -708,7 +692,6 @@ def test_pool_unsupported_options():
         nn.AvgPool2d(2, divisor_override=3)
 
 
-@requires_ops("batch_norm")
 @pytest.mark.parametrize("pcls,tcls,shape,kwargs", [
     (nn.BatchNorm2d, tnn.BatchNorm2d, (4, 3, 7, 7), {}),
     (nn.BatchNorm2d, tnn.BatchNorm2d, (2, 3, 5, 5), dict(momentum=None)),
@@ -742,7 +725,6 @@ def test_batch_norm_input_rank_checks():
         nn.BatchNorm1d(3)(pf.ones(2, 3, 4, 4))
 
 
-@requires_ops("layer_norm")
 @pytest.mark.parametrize("shape,args,kwargs", [
     ((2, 3, 5), (5,), {}), ((4, 3, 5), ((3, 5),), dict(elementwise_affine=False)),
     ((7, 9), (9,), dict(bias=False, eps=1e-3)), ((0, 5), (5,), {}),
@@ -752,7 +734,6 @@ def test_layer_norm(rng, shape, args, kwargs):
              atol=1e-5)
 
 
-@requires_ops("group_norm")
 @pytest.mark.parametrize("shape,args,kwargs", [
     ((2, 6, 5, 5), (2, 6), {}), ((1, 3, 7), (3, 3), dict(affine=False)), ((3, 4, 7, 7), (1, 4), dict(eps=1e-3)),
 ])
@@ -766,7 +747,6 @@ def test_group_norm_channels_must_divide():
         nn.GroupNorm(2, 5)
 
 
-@requires_ops("rms_norm")
 @pytest.mark.parametrize("shape,args,kwargs", [
     ((2, 3, 5), (5,), {}), ((4, 3, 5), ((3, 5),), dict(eps=1e-3)), ((7, 9), (9,), dict(elementwise_affine=False)),
 ])
@@ -774,7 +754,6 @@ def test_rms_norm(rng, shape, args, kwargs):
     run_both(*pair(nn.RMSNorm, tnn.RMSNorm, *args, rng=rng, **kwargs), randn(rng, *shape), rtol=1e-4, atol=1e-5)
 
 
-@requires_ops("embedding")
 @pytest.mark.parametrize("kwargs", [{}, dict(padding_idx=0), dict(padding_idx=-2)])
 def test_embedding(rng, kwargs):
     pmod, tmod = pair(nn.Embedding, tnn.Embedding, 10, 3, **kwargs)
@@ -801,7 +780,6 @@ def _class_targets(rng, n, c, shape=()):
     return rng.integers(0, c, size=(n,) + shape)
 
 
-@requires_ops("cross_entropy")
 @pytest.mark.parametrize("kwargs", [{}, dict(reduction="sum"), dict(reduction="none"), dict(label_smoothing=0.1),
                                     dict(ignore_index=2), dict(weight=True)])
 def test_cross_entropy_loss(rng, kwargs):
@@ -818,7 +796,6 @@ def test_cross_entropy_loss(rng, kwargs):
         check_output(pl(pf.tensor(x), pf.tensor(y)), tl(torch.from_numpy(x), torch.from_numpy(y)), 1e-5, 1e-5)
 
 
-@requires_ops("nll_loss")
 @pytest.mark.parametrize("kwargs", [{}, dict(reduction="sum"), dict(reduction="none"), dict(ignore_index=1)])
 def test_nll_loss(rng, kwargs):
     x = torch.log_softmax(torch.from_numpy(randn(rng, 6, 4)), dim=1).numpy()
@@ -884,7 +861,6 @@ def test_seed_mlp_forward_matches_torch():
     check_output(logits, expected, 1e-4, 1e-5)
 
 
-@requires_ops("cross_entropy")
 def test_seed_running_neural_networks_example():
     # docs 001, "Running Neural Networks", as written but on the CPU
     pf.set_device("cpu")
