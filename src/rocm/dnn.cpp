@@ -11,14 +11,13 @@
 #include <unordered_map>
 
 #include "core/dispatch.h"
-#include "pyflame/ops.h"
-
 #include "pyflame/backend/rocm/device.h"
 #include "pyflame/backend/rocm/hip_check.h"
 #include "pyflame/backend/rocm/math_mode.h"
 #include "pyflame/backend/rocm/memory.h"
 #include "pyflame/backend/rocm/stream.h"
 #include "pyflame/backend/rocm/tuning.h"
+#include "pyflame/ops.h"
 #include "rocm/device_guard.h"
 
 namespace pyflame::backend::rocm {
