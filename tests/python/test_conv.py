@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import pyflame as pf
+from host_memory import needs_free_memory
 from op_registry import Arg, assert_matches, make_pf, make_values, pf_to_numpy
 from opinfo_conv import EXTRA_OP_INFOS
 from test_errors import expect
@@ -224,18 +225,7 @@ def test_kernels_registered():
 # ----------------------------------------------------------------- past 2^31 elements
 
 
-def _free_bytes():
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-@pytest.mark.skipif(_free_bytes() < 8 * 2**30, reason="needs about 8 GiB of free memory")
+@needs_free_memory(8)
 def test_pool_and_pad_past_int32_indexing():
     """Planes and offsets past 2^31 elements (64-bit indexing in the kernels and views)."""
     x = pf.zeros(3, 1, 24576, 32768, dtype=pf.float16)  # 2.4e9 elements, 4.5 GiB

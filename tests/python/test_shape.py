@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import pyflame as pf
+from host_memory import needs_free_memory
 from op_registry import (
     ALL_DTYPES,
     FLOAT_DTYPES,
@@ -609,18 +610,7 @@ def test_tensor_key_errors():
 N = 2**31 + 16
 
 
-def _free_bytes():
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-@pytest.mark.skipif(_free_bytes() < 5 * 2**30, reason="needs about 5 GiB of free memory")
+@needs_free_memory(5)
 def test_past_int32_indexing():
     t = pf.zeros(N, dtype=pf.uint8)
     t[N - 1] = 7

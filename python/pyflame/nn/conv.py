@@ -1,6 +1,5 @@
 """Convolution layers: Conv1d, Conv2d, Conv3d and ConvTranspose2d over F.conv*d (torch.nn's arguments and init)."""
 
-import math
 
 from .. import _creation
 from . import functional as F
@@ -58,11 +57,7 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        init._default_weight_and_bias_(self.weight, self.bias)
 
     def extra_repr(self):
         s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"
@@ -87,37 +82,33 @@ class _ConvNd(Module):
         return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
-class Conv1d(_ConvNd):
+class _Conv(_ConvNd):
+    """Conv1d/2d/3d: `_ntuple` expands per-dim arguments, `_conv` is the functional op."""
+
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, _single(kernel_size), _single(stride),
-                         padding if isinstance(padding, str) else _single(padding), _single(dilation), False,
-                         _single(0), groups, bias, padding_mode, device, dtype)
+        t = type(self)._ntuple
+        super().__init__(in_channels, out_channels, t(kernel_size), t(stride),
+                         padding if isinstance(padding, str) else t(padding), t(dilation), False, t(0), groups,
+                         bias, padding_mode, device, dtype)
 
     def forward(self, input):
-        return self._conv_forward(F.conv1d, input, _single(0))
+        return self._conv_forward(type(self)._conv, input, type(self)._ntuple(0))
 
 
-class Conv2d(_ConvNd):
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
-                 padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, _pair(kernel_size), _pair(stride),
-                         padding if isinstance(padding, str) else _pair(padding), _pair(dilation), False,
-                         _pair(0), groups, bias, padding_mode, device, dtype)
-
-    def forward(self, input):
-        return self._conv_forward(F.conv2d, input, _pair(0))
+class Conv1d(_Conv):
+    _ntuple = staticmethod(_single)
+    _conv = staticmethod(F.conv1d)
 
 
-class Conv3d(_ConvNd):
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
-                 padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, _triple(kernel_size), _triple(stride),
-                         padding if isinstance(padding, str) else _triple(padding), _triple(dilation), False,
-                         _triple(0), groups, bias, padding_mode, device, dtype)
+class Conv2d(_Conv):
+    _ntuple = staticmethod(_pair)
+    _conv = staticmethod(F.conv2d)
 
-    def forward(self, input):
-        return self._conv_forward(F.conv3d, input, _triple(0))
+
+class Conv3d(_Conv):
+    _ntuple = staticmethod(_triple)
+    _conv = staticmethod(F.conv3d)
 
 
 class ConvTranspose2d(_ConvNd):

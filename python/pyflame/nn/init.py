@@ -114,3 +114,13 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
     return normal_(tensor, 0.0, std)
+
+
+def _default_weight_and_bias_(weight, bias):
+    """Linear and convolution layers' default: kaiming_uniform_(a=sqrt(5)) weights, that is
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias (if any) in the same bound (as torch)."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        uniform_(bias, -bound, bound)

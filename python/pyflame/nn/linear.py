@@ -1,6 +1,5 @@
 """Identity and Linear (y = x W^T + b), with PyTorch's default initialisation."""
 
-import math
 
 from .. import _creation
 from . import functional as F
@@ -32,12 +31,7 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        """kaiming_uniform_(a=sqrt(5)) weights, i.e. U(-1/sqrt(in), 1/sqrt(in)), and bias of the same bound."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        init._default_weight_and_bias_(self.weight, self.bias)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)

@@ -14,12 +14,24 @@ from .module import Module
 from .parameter import Parameter
 
 
-def _affine(module, shape, bias, dtype, device):
-    module.weight = Parameter(_creation.empty(*shape, dtype=dtype, device=device))
-    if bias:
+def _affine(module, shape, affine, bias, dtype, device):
+    """The norms' `weight` and `bias` parameters of `shape` (None when not affine / no bias)."""
+    if affine:
+        module.weight = Parameter(_creation.empty(*shape, dtype=dtype, device=device))
+    else:
+        module.register_parameter("weight", None)
+    if affine and bias:
         module.bias = Parameter(_creation.empty(*shape, dtype=dtype, device=device))
     else:
         module.register_parameter("bias", None)
+
+
+def _reset_affine(module):
+    """Weight ones, bias zeros, as torch initialises the norms."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
 
 
 class _BatchNorm(Module):
@@ -31,11 +43,7 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            _affine(self, (num_features,), bias, dtype, device)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, (num_features,), affine, bias, dtype, device)
         if track_running_stats:
             self.register_buffer("running_mean", _creation.zeros(num_features, dtype=dtype, device=device))
             self.register_buffer("running_var", _creation.ones(num_features, dtype=dtype, device=device))
@@ -54,10 +62,7 @@ class _BatchNorm(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         self._check_input_dim(input)
@@ -102,18 +107,11 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            _affine(self, self.normalized_shape, bias, dtype, device)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, self.normalized_shape, elementwise_affine, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -132,18 +130,11 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            _affine(self, (num_channels,), bias, dtype, device)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, (num_channels,), affine, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -168,7 +159,7 @@ class RMSNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.elementwise_affine:
+        if self.weight is not None:
             init.ones_(self.weight)
 
     def forward(self, x):
