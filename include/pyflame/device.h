@@ -30,6 +30,20 @@ struct PF_API Device {
 
 PF_API std::string to_string(const Device& d);  // 'cpu' or 'rocm:N'
 
+// What a backend reports about one of its devices. Backend-neutral: the CPU
+// fills name and compute_units; GPU backends fill the rest.
+struct DeviceInfo {
+  int device_id = 0;
+  std::string name;
+  std::string architecture;  // 'gfx90a' on AMD, 'sm_90' on NVIDIA
+  size_t total_memory = 0;
+  size_t free_memory = 0;
+  int compute_units = 0;
+  std::string platform;         // 'amd' or 'nvidia'
+  int warp_size = 0;            // 64 on CDNA (gfx9), 32 on RDNA and NVIDIA
+  std::string runtime_version;  // e.g. 'HIP 6.2.41133' or 'CUDA runtime 13.0, driver 13.0'
+};
+
 // The current device of this process (not per thread, like the spec's set_device).
 PF_API Device current_device();
 // Checks that the device exists and is usable; raises otherwise.
@@ -43,6 +57,12 @@ PF_API int64_t implicit_copy_count();
 PF_API void reset_implicit_copy_count();
 PF_API void set_strict_device_placement(bool strict);
 PF_API bool strict_device_placement();
+
+// How many times the host has waited for a device: synchronize(), reads of
+// device memory on the host (item(), numpy(), to('cpu')) and copies that must
+// wait for queued work. Ops whose output shapes do not depend on values never
+// add to it; tests use it to prove that.
+PF_API int64_t synchronization_count();
 
 // Number of CPU threads used by the CPU backend (OpenMP and BLAS).
 PF_API int cpu_threads();

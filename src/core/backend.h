@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <string>
 
-#include "pyflame/backend/rocm/device.h"
 #include "pyflame/device.h"
 
 namespace pyflame {
@@ -25,7 +24,7 @@ class DeviceBackend {
   virtual void copy_from_host(void* dst, const void* src, size_t nbytes, int index) = 0;
   virtual void synchronize(int index) = 0;
   virtual void set_current(int index) = 0;
-  virtual backend::rocm::DeviceInfo device_info(int index) const = 0;
+  virtual DeviceInfo device_info(int index) const = 0;
 };
 
 // nullptr when the device type has no backend in this process. The first
@@ -36,5 +35,7 @@ PF_API void register_backend(DeviceType type, DeviceBackend* backend);
 PF_API std::string rocm_unavailable_reason();
 // Called by the op layer for each input it moves to the op's device.
 PF_API void count_implicit_copy();
+// Called by a backend each time the host waits for its device (see synchronization_count()).
+PF_API void count_synchronization();
 
 }  // namespace pyflame

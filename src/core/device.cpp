@@ -36,6 +36,7 @@ namespace {
 std::atomic<int32_t> g_current{0};
 std::atomic<int64_t> g_implicit_copies{0};
 std::atomic<bool> g_strict{false};
+std::atomic<int64_t> g_synchronizations{0};
 }  // namespace
 
 Device current_device() {
@@ -65,5 +66,7 @@ void reset_implicit_copy_count() { g_implicit_copies.store(0); }
 void set_strict_device_placement(bool strict) { g_strict.store(strict); }
 bool strict_device_placement() { return g_strict.load(); }
 void count_implicit_copy() { g_implicit_copies.fetch_add(1, std::memory_order_relaxed); }
+int64_t synchronization_count() { return g_synchronizations.load(); }
+void count_synchronization() { g_synchronizations.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace pyflame

@@ -38,8 +38,8 @@ class CpuBackend final : public DeviceBackend {
   void copy_from_host(void* dst, const void* src, size_t n, int) override { std::memcpy(dst, src, n); }
   void synchronize(int) override {}
   void set_current(int) override {}
-  backend::rocm::DeviceInfo device_info(int) const override {
-    backend::rocm::DeviceInfo info;
+  DeviceInfo device_info(int) const override {
+    DeviceInfo info;
     info.name = "cpu";
     info.compute_units = omp_get_num_procs();
     return info;

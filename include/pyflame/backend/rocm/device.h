@@ -7,21 +7,13 @@
 #include <cstddef>
 #include <string>
 
+#include "pyflame/device.h"
 #include "pyflame/macros.h"
 
 namespace pyflame::backend::rocm {
 
-struct DeviceInfo {
-  int device_id = 0;
-  std::string name;
-  std::string architecture;  // 'gfx90a' on AMD, 'sm_90' on NVIDIA
-  size_t total_memory = 0;
-  size_t free_memory = 0;
-  int compute_units = 0;
-  std::string platform;         // 'amd' or 'nvidia'
-  int warp_size = 0;            // 64 on CDNA (gfx9), 32 on RDNA and NVIDIA
-  std::string runtime_version;  // e.g. 'HIP 6.2.41133' or 'CUDA runtime 13.0, driver 13.0'
-};
+// The spec names it backend::rocm::DeviceInfo; the type is the core's, backend-neutral one.
+using DeviceInfo = pyflame::DeviceInfo;
 
 PF_API bool is_available();
 PF_API int get_device_count();
