@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "pyflame/generator.h"
 #include "pyflame/tensor.h"
 
 namespace pyflame {
@@ -38,10 +39,11 @@ PF_API Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& 
 PF_API Tensor rms_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight = {},
                        std::optional<double> eps = std::nullopt);
 
-// ---- dropout: zeroes elements with probability p (draws from the generator
-// that pf.manual_seed seeds) and scales the others by 1 / (1 - p). Returns
-// `input` itself when not training or p == 0.
-PF_API Tensor dropout(const Tensor& input, double p = 0.5, bool training = true);
+// ---- dropout: zeroes elements with probability p (element i is dropped when
+// the float32 uniform draw i of `generator`, default the one manual_seed
+// seeds, is below p: the mask is the same on every device) and scales the
+// others by 1 / (1 - p). Returns `input` itself when not training or p == 0.
+PF_API Tensor dropout(const Tensor& input, double p = 0.5, bool training = true, Generator* generator = nullptr);
 
 // ---- losses; reduction is "mean", "sum" or "none"
 PF_API Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",

@@ -1,14 +1,15 @@
 #pragma once
-// The op API. Every op validates its arguments here, in the op layer
-// (shapes, broadcasting, dtype promotion, device placement), then calls the
-// kernel registered for the current device. Elementwise declarations are
-// generated from the op table.
+// The op API. Each function builds an op call and hands it to apply()
+// (pyflame/ir/op_call.h), which validates it (shapes, broadcasting, dtype
+// promotion, device placement) and runs it on the current device. The
+// declarations of the table's families are generated from the op table.
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "pyflame/ir/op_type.h"
+#include "pyflame/generator.h"
+#include "pyflame/ir/op_call.h"
 #include "pyflame/tensor.h"
 
 namespace pyflame {
@@ -30,7 +31,8 @@ namespace pyflame {
 #define PF_FAMILY_ARG_REDUCE(name, functor) \
   PF_API Tensor name(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 #define PF_FAMILY_MATMUL(name, functor) PF_API Tensor name(const Tensor& a, const Tensor& b);
-#define PF_FAMILY_SOFTMAX(name, functor) PF_API Tensor name(const Tensor& x, int64_t dim = -1);
+#define PF_FAMILY_SOFTMAX(name, functor) \
+  PF_API Tensor name(const Tensor& x, int64_t dim = -1, std::optional<DType> dtype = std::nullopt);
 #include "pyflame/for_each_op.inc"
 #undef PF_DECL_UNARY
 #undef PF_DECL_BINARY
@@ -41,6 +43,15 @@ PF_API Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 PF_API Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
 PF_API Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
 
+// Copies as ops (Tensor's own copy_/fill_/to are the raw, unrecorded forms).
+// copy_ converts and broadcasts `src` into `dst`, from any device.
+PF_API Tensor& copy_(Tensor& dst, const Tensor& src);
+PF_API Tensor& fill_(Tensor& dst, Scalar value);
+PF_API Tensor to(const Tensor& x, DType dtype);    // x itself when the dtype matches
+PF_API Tensor to(const Tensor& x, Device device);  // x itself when already there
+PF_API Tensor clone(const Tensor& x);
+PF_API Tensor contiguous(const Tensor& x);         // x itself when contiguous
+
 // Generic entry points (used by the bindings, which are generated from the table).
 PF_API Tensor unary_op(ir::OpType op, const Tensor& x, const std::vector<Scalar>& params = {});
 PF_API Tensor binary_op(ir::OpType op, const Tensor& a, const Tensor& b);
@@ -48,12 +59,6 @@ PF_API Tensor binary_op(ir::OpType op, const Tensor& a, const Tensor& b);
 PF_API Tensor& binary_op_(ir::OpType op, Tensor& a, const Tensor& b);
 PF_API Tensor& unary_op_(ir::OpType op, Tensor& x, const std::vector<Scalar>& params = {});
 PF_API Tensor reduce_op(ir::OpType op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim);
-// The parameters of an elementwise op (op_params.def), in order, with their defaults.
-struct OpParam {
-  const char* name;
-  Scalar default_value;
-};
-PF_API std::vector<OpParam> op_params(ir::OpType op);
 // PyTorch's result_type for the operands of an elementwise op.
 PF_API DType result_type(const std::vector<Tensor>& operands);
 
@@ -69,12 +74,13 @@ PF_API Tensor full_like(const Tensor& x, Scalar value, std::optional<DType> dtyp
 PF_API Tensor zeros_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
 PF_API Tensor ones_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
 
-// Random numbers: a counter-based generator (Philox4x32-10), so a seed gives
+// Random numbers (pyflame/generator.h): drawn on the current device from
+// `generator`, or the default generator that manual_seed seeds; a seed gives
 // the same draws on every run and every device.
-PF_API void manual_seed(uint64_t seed);
-PF_API Tensor rand(const Shape& shape, DType dtype = DType::Float32);   // U[0, 1)
-PF_API Tensor randn(const Shape& shape, DType dtype = DType::Float32);  // N(0, 1)
-PF_API Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = DType::Int64);
+PF_API Tensor rand(const Shape& shape, DType dtype = DType::Float32, Generator* generator = nullptr);   // U[0, 1)
+PF_API Tensor randn(const Shape& shape, DType dtype = DType::Float32, Generator* generator = nullptr);  // N(0, 1)
+PF_API Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = DType::Int64,
+                      Generator* generator = nullptr);
 
 }  // namespace pyflame
 #include "pyflame/shape_ops.h"

@@ -2,6 +2,11 @@
 // Tensor: a strided view (shape, strides in elements, offset) onto a
 // reference-counted Storage. Views share the storage; ops allocate fresh,
 // contiguous outputs. Indexing math is 64-bit throughout.
+//
+// The methods below are the raw building blocks that the op layer and the
+// kernels use: they call kernels directly and are never recorded by autograd
+// or graph capture. The public ops (pyflame/ops.h: transpose, copy_, to, ...)
+// go through apply().
 
 #include <cstdint>
 #include <functional>
@@ -56,6 +61,10 @@ struct PF_API Scalar {
   Scalar(int v) : Scalar(static_cast<int64_t>(v)) {}
   Scalar(bool v) : kind(Kind::Bool), f(v), i(v) {}
   DType dtype() const;  // bool, int64 or float32 (the default float)
+  // Same kind and value (NaN equals NaN: equal scalars make equal op calls).
+  bool operator==(const Scalar& o) const {
+    return kind == o.kind && i == o.i && (f == o.f || (f != f && o.f != o.f));
+  }
 };
 
 class PF_API Tensor {

@@ -106,11 +106,12 @@ bfloat16 = dtype.bfloat16
 float32 = dtype.float32
 float64 = dtype.float64
 
-# Every op of the op table, as pf.<name> (pf.add, pf.softmax, ...). These
-# shadow Python's max/min/sum/abs/pow inside this module, so nothing below
-# may use those builtins.
+# Every op of the op table, as pf.<name> (pf.add, pf.softmax, ...); the
+# random ones are the factories of _creation. These shadow Python's
+# max/min/sum/abs/pow inside this module, so nothing below may use those builtins.
 for _name, _family in _C.op_table():
-    globals()[_name] = getattr(_C, _name)
+    if _family != "RANDOM":
+        globals()[_name] = getattr(_C, _name)
 del _name, _family
 
 # Ops outside the op table: they run as table ops (conv1d and the 1-D pools

@@ -1,11 +1,12 @@
 // The conv area's op layer (include/pyflame/conv_ops.h): convolution,
-// transposed convolution, pooling and constant padding. Each op checks its
-// arguments against PyTorch's limits before anything is allocated, brings the
-// inputs to the current device as contiguous (N, C, spatial...) tensors of
-// one float dtype, allocates the output and runs its op-table kernel with
-// attrs holding one entry per spatial dim. An unbatched input gets a batch
-// dim of 1. The 1-D ops add a spatial dim of 1 in front of the length and run
-// as the 2-D ops, so every device with a 2-D kernel runs them too. pad is a
+// transposed convolution, pooling and constant padding. The table ops
+// (conv2d, conv3d, conv_transpose2d, max/avg_pool2d/3d, adaptive_avg_pool2d)
+// are inferred here: arguments checked against PyTorch's limits, per-dim
+// values made one per spatial dim, and the kernel handed contiguous
+// (N, C, spatial...) inputs of the input's dtype (an unbatched input gets a
+// batch dim of 1, dropped from the result). The 1-D ops are checked as 1-D
+// and then run as the 2-D ops on views with a spatial dim of 1 in front of
+// the length, so every device with a 2-D kernel runs them. pad is a
 // composition (fill, then copy into a view), so it runs on every device.
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "core/op_utils.h"
 #include "pyflame/conv_ops.h"
 #include "pyflame/error.h"
+#include "pyflame/ops.h"
 
 namespace pyflame {
 namespace {
@@ -50,19 +52,31 @@ void check_input_rank(const char* op, const Tensor& x, int64_t nd) {
            nd + 2, "-D (batched) input, got shape ", x.shape());
 }
 
-// The input batched, on `dev`, contiguous.
-Tensor batched(const Tensor& x, int64_t nd, Device dev, const char* op) {
-  Tensor t = on_device(x, dev, op);
-  if (x.dim() == nd + 1) t = t.unsqueeze(0);
-  return t.contiguous();
+bool unbatched(const Tensor& x, int64_t nd) { return x.dim() == nd + 1; }
+
+// The plan of a (N, C, spatial...) input: batched, contiguous.
+InputPlan batched_plan(const Tensor& x, int64_t nd) {
+  InputPlan p;
+  if (unbatched(x, nd)) {
+    Shape s = x.shape();
+    s.insert(s.begin(), 1);
+    p.reshape = s;
+  }
+  p.contiguous = true;
+  return p;
 }
 
-// The result of a 2-D op that ran for a 1-D one (drop the spatial dim of 1),
-// and of an unbatched input (drop the batch dim).
-Tensor finish(Tensor out, bool lifted, bool unbatched) {
-  if (lifted) out = out.squeeze(2);
-  if (unbatched) out = out.squeeze(0);
-  return out;
+InputPlan contiguous_plan() {
+  InputPlan p;
+  p.contiguous = true;
+  return p;
+}
+
+// The output plan: kernel shape `out` (batched); an unbatched input's result drops the batch dim.
+OutputPlan batched_output(const Shape& out, DType dtype, bool drop_batch) {
+  OutputPlan p{out, dtype};
+  if (drop_batch) p.result = Shape(out.begin() + 1, out.end());
+  return p;
 }
 
 // 1-D arguments as the 2-D op's: a size-1 spatial dim in front of the length.
@@ -75,75 +89,128 @@ void check_conv_weight(const char* op, const Tensor& weight, int64_t nd, const c
            weight.shape());
 }
 
-void check_bias(const char* op, const std::optional<Tensor>& bias, const Tensor& input, int64_t out_channels) {
-  if (!bias) return;
-  check_same_dtype(op, "bias", *bias, input);
-  PF_CHECK(bias->dim() == 1 && bias->shape()[0] == out_channels, ValueError, op, ": expected a bias of shape [",
-           out_channels, "], got ", bias->shape());
+void check_bias(const char* op, const Tensor& bias, const Tensor& input, int64_t out_channels) {
+  if (!bias.defined()) return;
+  check_same_dtype(op, "bias", bias, input);
+  PF_CHECK(bias.dim() == 1 && bias.shape()[0] == out_channels, ValueError, op, ": expected a bias of shape [",
+           out_channels, "], got ", bias.shape());
 }
 
-Tensor convolution(int64_t nd, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
-                   Ints stride, Ints padding, Ints dilation, int64_t groups) {
+// Checks a convolution with `nd` spatial dims, makes `a` canonical, and
+// returns the (batched) output shape.
+Shape check_convolution(int64_t nd, const Tensor& input, const Tensor& weight, const Tensor& bias, ConvAttrs& a) {
   const char* op = conv_name(nd);
   check_float(op, input);
   check_same_dtype(op, "weight", weight, input);
   check_input_rank(op, input, nd);
   check_conv_weight(op, weight, nd, "(out_channels, in_channels / groups, kernel...)");
-  stride = per_dim(op, "stride", stride, nd);
-  padding = per_dim(op, "padding", padding, nd);
-  dilation = per_dim(op, "dilation", dilation, nd);
-  check_min(op, "stride", stride, 1);
-  check_min(op, "padding", padding, 0);
-  check_min(op, "dilation", dilation, 1);
-  PF_CHECK(groups > 0, ValueError, op, ": groups must be positive, got ", groups);
-  const bool unbatched = input.dim() == nd + 1;
-  const int64_t channels = input.shape()[unbatched ? 0 : 1], out_channels = weight.shape()[0];
-  PF_CHECK(channels % groups == 0, ValueError, op, ": the input's ", channels, " channels (input shape ",
-           input.shape(), ") are not divisible by groups=", groups);
-  PF_CHECK(out_channels % groups == 0, ValueError, op, ": the weight's ", out_channels,
-           " output channels (weight shape ", weight.shape(), ") are not divisible by groups=", groups);
-  PF_CHECK(weight.shape()[1] * groups == channels, ValueError, op, ": expected an input with ",
-           weight.shape()[1] * groups, " channels (weight shape ", weight.shape(), ", groups=", groups, "), got ",
+  a.stride = per_dim(op, "stride", a.stride, nd);
+  a.padding = per_dim(op, "padding", a.padding, nd);
+  a.dilation = per_dim(op, "dilation", a.dilation, nd);
+  a.output_padding.clear();
+  check_min(op, "stride", a.stride, 1);
+  check_min(op, "padding", a.padding, 0);
+  check_min(op, "dilation", a.dilation, 1);
+  PF_CHECK(a.groups > 0, ValueError, op, ": groups must be positive, got ", a.groups);
+  const int64_t channels = input.shape()[unbatched(input, nd) ? 0 : 1], out_channels = weight.shape()[0];
+  PF_CHECK(channels % a.groups == 0, ValueError, op, ": the input's ", channels, " channels (input shape ",
+           input.shape(), ") are not divisible by groups=", a.groups);
+  PF_CHECK(out_channels % a.groups == 0, ValueError, op, ": the weight's ", out_channels,
+           " output channels (weight shape ", weight.shape(), ") are not divisible by groups=", a.groups);
+  PF_CHECK(weight.shape()[1] * a.groups == channels, ValueError, op, ": expected an input with ",
+           weight.shape()[1] * a.groups, " channels (weight shape ", weight.shape(), ", groups=", a.groups, "), got ",
            channels, " channels (input shape ", input.shape(), ")");
   check_bias(op, bias, input, out_channels);
-  Shape out_shape = {unbatched ? 1 : input.shape()[0], out_channels};
+  Shape out_shape = {unbatched(input, nd) ? 1 : input.shape()[0], out_channels};
   for (int64_t i = 0; i < nd; ++i) {
     const int64_t size = input.shape()[input.dim() - nd + i], k = weight.shape()[2 + i];
-    const int64_t padded = size + 2 * padding[i], span = dilation[i] * (k - 1) + 1;
+    const int64_t padded = size + 2 * a.padding[i], span = a.dilation[i] * (k - 1) + 1;
     PF_CHECK(span <= padded, ValueError, op, ": the kernel (", k, " wide, spanning ", span, " with dilation ",
-             dilation[i], ") is larger than the padded input (", size, " + 2 * ", padding[i], " = ", padded,
+             a.dilation[i], ") is larger than the padded input (", size, " + 2 * ", a.padding[i], " = ", padded,
              ") in spatial dim ", i, "; input shape ", input.shape(), ", weight shape ", weight.shape());
-    out_shape.push_back((padded - span) / stride[i] + 1);
+    out_shape.push_back((padded - span) / a.stride[i] + 1);
   }
-
-  const Device dev = current_device();
-  const ir::OpType op_type = nd == 3 ? ir::OpType::conv3d : ir::OpType::conv2d;
-  OpCall call{op_type, {batched(input, nd, dev, op), on_device(weight, dev, op).contiguous()}, Tensor(), {}};
-  if (bias) call.inputs.push_back(on_device(*bias, dev, op).contiguous());
-  const bool lifted = nd == 1;
-  if (lifted) {
-    call.inputs[0] = call.inputs[0].unsqueeze(2);
-    call.inputs[1] = call.inputs[1].unsqueeze(2);
-    out_shape.insert(out_shape.begin() + 2, 1);
-    stride = lift(stride, 1);
-    padding = lift(padding, 0);
-    dilation = lift(dilation, 1);
-  }
-  call.out = Tensor::empty(out_shape, input.dtype(), dev);
-  call.attrs.stride = stride;
-  call.attrs.padding = padding;
-  call.attrs.dilation = dilation;
-  call.attrs.groups = groups;
-  if (weight.shape()[1] == 0) {  // no input channels: every sum is empty
-    Shape bias_shape(out_shape.size(), 1);
-    bias_shape[1] = out_channels;
-    if (bias) call.out.copy_(call.inputs[2].view(bias_shape));
-    else call.out.fill_(Scalar(0.0));
-  } else {
-    run_kernel(call, dev);
-  }
-  return finish(call.out, lifted, unbatched);
+  return out_shape;
 }
+
+// conv2d and conv3d: input, weight, bias (undefined: none).
+Inferred infer_conv(OpCall& call) {
+  const int64_t nd = call.op == ir::OpType::conv3d ? 3 : 2;
+  const Tensor &input = call.inputs[0], &weight = call.inputs[1], &bias = call.inputs[2];
+  Shape out = check_convolution(nd, input, weight, bias, std::get<ConvAttrs>(call.attrs));
+  Inferred inf{current_device(),
+               {batched_plan(input, nd), contiguous_plan(), contiguous_plan()},
+               {batched_output(out, input.dtype(), unbatched(input, nd))},
+               {}};
+  if (weight.shape()[1] == 0 && !bias.defined()) inf.constant = Scalar(0.0);  // no input channels: empty sums
+  return inf;
+}
+
+Inferred infer_conv_transpose(OpCall& call) {
+  const char* op = "conv_transpose2d";
+  const int64_t nd = 2;
+  const Tensor &input = call.inputs[0], &weight = call.inputs[1], &bias = call.inputs[2];
+  auto& a = std::get<ConvAttrs>(call.attrs);
+  check_float(op, input);
+  check_same_dtype(op, "weight", weight, input);
+  check_input_rank(op, input, nd);
+  check_conv_weight(op, weight, nd, "(in_channels, out_channels / groups, kH, kW)");
+  a.stride = per_dim(op, "stride", a.stride, nd);
+  a.padding = per_dim(op, "padding", a.padding, nd);
+  a.output_padding = per_dim(op, "output_padding", a.output_padding, nd);
+  a.dilation = per_dim(op, "dilation", a.dilation, nd);
+  check_min(op, "stride", a.stride, 1);
+  check_min(op, "padding", a.padding, 0);
+  check_min(op, "output_padding", a.output_padding, 0);
+  check_min(op, "dilation", a.dilation, 1);
+  PF_CHECK(a.groups > 0, ValueError, op, ": groups must be positive, got ", a.groups);
+  const int64_t channels = input.shape()[unbatched(input, nd) ? 0 : 1], out_channels = weight.shape()[1] * a.groups;
+  PF_CHECK(weight.shape()[0] == channels, ValueError, op, ": expected an input with ", weight.shape()[0],
+           " channels (weight shape ", weight.shape(), "), got ", channels, " channels (input shape ", input.shape(),
+           ")");
+  PF_CHECK(channels % a.groups == 0, ValueError, op, ": the input's ", channels, " channels (input shape ",
+           input.shape(), ") are not divisible by groups=", a.groups);
+  check_bias(op, bias, input, out_channels);
+  Shape out_shape = {unbatched(input, nd) ? 1 : input.shape()[0], out_channels};
+  for (int64_t i = 0; i < nd; ++i) {
+    PF_CHECK(a.output_padding[i] < a.stride[i] || a.output_padding[i] < a.dilation[i], ValueError, op,
+             ": output_padding must be smaller than either stride or dilation, got output_padding ",
+             Shape(a.output_padding), ", stride ", Shape(a.stride), ", dilation ", Shape(a.dilation));
+    const int64_t size = input.shape()[input.dim() - nd + i];
+    PF_CHECK(size > 0, ValueError, op, ": expected non-empty spatial dims, got input shape ", input.shape());
+    const int64_t out = (size - 1) * a.stride[i] - 2 * a.padding[i] + a.dilation[i] * (weight.shape()[2 + i] - 1) +
+                        a.output_padding[i] + 1;
+    PF_CHECK(out > 0, ValueError, op, ": the output size ", out, " in spatial dim ", i, " is too small (input shape ",
+             input.shape(), ", weight shape ", weight.shape(), ", stride ", Shape(a.stride), ", padding ",
+             Shape(a.padding), ")");
+    out_shape.push_back(out);
+  }
+  return {current_device(),
+          {batched_plan(input, nd), contiguous_plan(), contiguous_plan()},
+          {batched_output(out_shape, input.dtype(), unbatched(input, nd))},
+          {}};
+}
+
+Tensor conv_call(ir::OpType op, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                 ConvAttrs attrs) {
+  return apply({op, {input, weight, bias.value_or(Tensor())}, std::move(attrs), {}})[0];
+}
+
+// conv<nd>d. The 1-D form is checked as itself, then runs as conv2d on views
+// with a spatial dim of 1 in front of the length.
+Tensor convolution(int64_t nd, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                   Ints stride, Ints padding, Ints dilation, int64_t groups) {
+  ConvAttrs a{std::move(stride), std::move(padding), std::move(dilation), {}, groups};
+  if (nd == 3) return conv_call(ir::OpType::conv3d, input, weight, bias, std::move(a));
+  if (nd == 2) return conv_call(ir::OpType::conv2d, input, weight, bias, std::move(a));
+  check_convolution(1, input, weight, bias.value_or(Tensor()), a);
+  ConvAttrs lifted{lift(a.stride, 1), lift(a.padding, 0), lift(a.dilation, 1), {}, a.groups};
+  return conv_call(ir::OpType::conv2d, input.unsqueeze(-2), weight.unsqueeze(2), bias, std::move(lifted)).squeeze(-2);
+}
+
+PF_REGISTER_INFER(conv2d, &infer_conv);
+PF_REGISTER_INFER(conv3d, &infer_conv);
+PF_REGISTER_INFER(conv_transpose2d, &infer_conv_transpose);
 
 }  // namespace
 
@@ -190,56 +257,9 @@ Tensor detail::conv_padding_mode(int64_t nd, const Tensor& input, const Tensor& 
 
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, Ints stride,
                         Ints padding, Ints output_padding, int64_t groups, Ints dilation) {
-  const char* op = "conv_transpose2d";
-  const int64_t nd = 2;
-  check_float(op, input);
-  check_same_dtype(op, "weight", weight, input);
-  check_input_rank(op, input, nd);
-  check_conv_weight(op, weight, nd, "(in_channels, out_channels / groups, kH, kW)");
-  stride = per_dim(op, "stride", stride, nd);
-  padding = per_dim(op, "padding", padding, nd);
-  output_padding = per_dim(op, "output_padding", output_padding, nd);
-  dilation = per_dim(op, "dilation", dilation, nd);
-  check_min(op, "stride", stride, 1);
-  check_min(op, "padding", padding, 0);
-  check_min(op, "output_padding", output_padding, 0);
-  check_min(op, "dilation", dilation, 1);
-  PF_CHECK(groups > 0, ValueError, op, ": groups must be positive, got ", groups);
-  const bool unbatched = input.dim() == nd + 1;
-  const int64_t channels = input.shape()[unbatched ? 0 : 1], out_channels = weight.shape()[1] * groups;
-  PF_CHECK(weight.shape()[0] == channels, ValueError, op, ": expected an input with ", weight.shape()[0],
-           " channels (weight shape ", weight.shape(), "), got ", channels, " channels (input shape ", input.shape(),
-           ")");
-  PF_CHECK(channels % groups == 0, ValueError, op, ": the input's ", channels, " channels (input shape ",
-           input.shape(), ") are not divisible by groups=", groups);
-  check_bias(op, bias, input, out_channels);
-  Shape out_shape = {unbatched ? 1 : input.shape()[0], out_channels};
-  for (int64_t i = 0; i < nd; ++i) {
-    PF_CHECK(output_padding[i] < stride[i] || output_padding[i] < dilation[i], ValueError, op,
-             ": output_padding must be smaller than either stride or dilation, got output_padding ",
-             Shape(output_padding), ", stride ", Shape(stride), ", dilation ", Shape(dilation));
-    const int64_t size = input.shape()[input.dim() - nd + i];
-    PF_CHECK(size > 0, ValueError, op, ": expected non-empty spatial dims, got input shape ", input.shape());
-    const int64_t out = (size - 1) * stride[i] - 2 * padding[i] + dilation[i] * (weight.shape()[2 + i] - 1) +
-                        output_padding[i] + 1;
-    PF_CHECK(out > 0, ValueError, op, ": the output size ", out, " in spatial dim ", i,
-             " is too small (input shape ", input.shape(), ", weight shape ", weight.shape(), ", stride ",
-             Shape(stride), ", padding ", Shape(padding), ")");
-    out_shape.push_back(out);
-  }
-  const Device dev = current_device();
-  OpCall call{ir::OpType::conv_transpose2d,
-              {batched(input, nd, dev, op), on_device(weight, dev, op).contiguous()},
-              Tensor::empty(out_shape, input.dtype(), dev),
-              {}};
-  if (bias) call.inputs.push_back(on_device(*bias, dev, op).contiguous());
-  call.attrs.stride = stride;
-  call.attrs.padding = padding;
-  call.attrs.output_padding = output_padding;
-  call.attrs.dilation = dilation;
-  call.attrs.groups = groups;
-  run_kernel(call, dev);
-  return finish(call.out, false, unbatched);
+  return conv_call(ir::OpType::conv_transpose2d, input, weight, bias,
+                   ConvAttrs{std::move(stride), std::move(padding), std::move(dilation), std::move(output_padding),
+                             groups});
 }
 
 // ------------------------------------------------------------------ pooling
@@ -270,13 +290,9 @@ void check_pool_input(const char* op, const Tensor& x, int64_t nd) {
              x.shape());
 }
 
-struct PoolArgs {
-  Ints kernel_size, stride, padding, dilation;
-  bool ceil_mode = false, count_include_pad = true;
-  int64_t divisor_override = 0;
-};
-
-Tensor pool(bool is_max, int64_t nd, const Tensor& input, PoolArgs a) {
+// Checks a pooling with `nd` spatial dims, makes `a` canonical, and returns
+// the (batched) output shape.
+Shape check_pool(bool is_max, int64_t nd, const Tensor& input, PoolAttrs& a) {
   const char* op = pool_name(is_max, nd);
   check_pool_input(op, input, nd);
   a.kernel_size = per_dim(op, "kernel_size", a.kernel_size, nd);
@@ -287,56 +303,78 @@ Tensor pool(bool is_max, int64_t nd, const Tensor& input, PoolArgs a) {
   check_min(op, "stride", a.stride, 1);
   check_min(op, "padding", a.padding, 0);
   check_min(op, "dilation", a.dilation, 1);
-  const bool unbatched = input.dim() == nd + 1;
-  Shape out_shape = {unbatched ? 1 : input.shape()[0], input.shape()[input.dim() - nd - 1]};
+  Shape out_shape = {unbatched(input, nd) ? 1 : input.shape()[0], input.shape()[input.dim() - nd - 1]};
   for (int64_t i = 0; i < nd; ++i) {
     PF_CHECK(a.padding[i] <= a.kernel_size[i] / 2, ValueError, op,
              ": padding must be at most half of the kernel size, got padding ", Shape(a.padding), " for kernel_size ",
              Shape(a.kernel_size));
     const int64_t size = input.shape()[input.dim() - nd + i];
     const int64_t out = pooled_size(size, a.kernel_size[i], a.stride[i], a.padding[i], a.dilation[i], a.ceil_mode);
-    PF_CHECK(out > 0, ValueError, op, ": the output size ", out, " in spatial dim ", i,
-             " is too small (input shape ", input.shape(), ", kernel_size ", Shape(a.kernel_size), ", dilation ",
-             Shape(a.dilation), ", padding ", Shape(a.padding), ")");
+    PF_CHECK(out > 0, ValueError, op, ": the output size ", out, " in spatial dim ", i, " is too small (input shape ",
+             input.shape(), ", kernel_size ", Shape(a.kernel_size), ", dilation ", Shape(a.dilation), ", padding ",
+             Shape(a.padding), ")");
     out_shape.push_back(out);
   }
-  const Device dev = current_device();
-  const ir::OpType op_type = is_max ? (nd == 3 ? ir::OpType::max_pool3d : ir::OpType::max_pool2d)
-                                    : (nd == 3 ? ir::OpType::avg_pool3d : ir::OpType::avg_pool2d);
-  OpCall call{op_type, {batched(input, nd, dev, op)}, Tensor(), {}};
-  const bool lifted = nd == 1;
-  if (lifted) {
-    call.inputs[0] = call.inputs[0].unsqueeze(2);
-    out_shape.insert(out_shape.begin() + 2, 1);
-    a.kernel_size = lift(a.kernel_size, 1);
-    a.stride = lift(a.stride, 1);
-    a.padding = lift(a.padding, 0);
-    a.dilation = lift(a.dilation, 1);
-  }
-  call.out = Tensor::empty(out_shape, input.dtype(), dev);
-  call.attrs.kernel_size = a.kernel_size;
-  call.attrs.stride = a.stride;
-  call.attrs.padding = a.padding;
-  call.attrs.dilation = a.dilation;
-  call.attrs.ceil_mode = a.ceil_mode;
-  call.attrs.count_include_pad = a.count_include_pad;
-  call.attrs.divisor_override = a.divisor_override;
-  run_kernel(call, dev);
-  return finish(call.out, lifted, unbatched);
+  return out_shape;
+}
+
+Inferred infer_pool(OpCall& call) {
+  const ir::OpType op = call.op;
+  const bool is_max = op == ir::OpType::max_pool2d || op == ir::OpType::max_pool3d;
+  const int64_t nd = op == ir::OpType::max_pool3d || op == ir::OpType::avg_pool3d ? 3 : 2;
+  const Tensor& input = call.inputs[0];
+  Shape out = check_pool(is_max, nd, input, std::get<PoolAttrs>(call.attrs));
+  return {current_device(), {batched_plan(input, nd)}, {batched_output(out, input.dtype(), unbatched(input, nd))}, {}};
+}
+
+Inferred infer_adaptive_pool(OpCall& call) {
+  const char* op = "adaptive_avg_pool2d";
+  const Tensor& input = call.inputs[0];
+  auto& a = std::get<PoolAttrs>(call.attrs);
+  check_pool_input(op, input, 2);
+  PF_CHECK(a.output_size.size() == 2, ValueError, op, ": output_size must have 2 entries, got ", Shape(a.output_size));
+  for (int64_t size : a.output_size)
+    PF_CHECK(size >= 0, ValueError, op, ": output_size entries must be non-negative, got ", size);
+  Shape out = {unbatched(input, 2) ? 1 : input.shape()[0], input.shape()[input.dim() - 3], a.output_size[0],
+               a.output_size[1]};
+  return {current_device(), {batched_plan(input, 2)}, {batched_output(out, input.dtype(), unbatched(input, 2))}, {}};
+}
+
+PF_REGISTER_INFER(max_pool2d, &infer_pool);
+PF_REGISTER_INFER(max_pool3d, &infer_pool);
+PF_REGISTER_INFER(avg_pool2d, &infer_pool);
+PF_REGISTER_INFER(avg_pool3d, &infer_pool);
+PF_REGISTER_INFER(adaptive_avg_pool2d, &infer_adaptive_pool);
+
+// pool<nd>d; the 1-D form is checked as itself, then runs as the 2-D op on
+// views with a spatial dim of 1 in front of the length.
+Tensor pool(bool is_max, int64_t nd, const Tensor& input, PoolAttrs a) {
+  const ir::OpType op2 = is_max ? ir::OpType::max_pool2d : ir::OpType::avg_pool2d;
+  const ir::OpType op = nd == 3 ? (is_max ? ir::OpType::max_pool3d : ir::OpType::avg_pool3d) : op2;
+  if (nd > 1) return apply({op, {input}, std::move(a), {}})[0];
+  check_pool(is_max, 1, input, a);
+  PoolAttrs lifted = a;
+  lifted.kernel_size = lift(a.kernel_size, 1);
+  lifted.stride = lift(a.stride, 1);
+  lifted.padding = lift(a.padding, 0);
+  lifted.dilation = lift(a.dilation, 1);
+  return apply({op2, {input.unsqueeze(-2)}, std::move(lifted), {}})[0].squeeze(-2);
 }
 
 Tensor max_pool(int64_t nd, const Tensor& input, Ints kernel_size, Ints stride, Ints padding, Ints dilation,
                 bool ceil_mode) {
-  return pool(true, nd, input, {std::move(kernel_size), std::move(stride), std::move(padding), std::move(dilation),
-                                ceil_mode, true, 0});
+  return pool(true, nd, input,
+              PoolAttrs{std::move(kernel_size), std::move(stride), std::move(padding), std::move(dilation), {},
+                        ceil_mode, true, 0});
 }
 
 Tensor avg_pool(int64_t nd, const Tensor& input, Ints kernel_size, Ints stride, Ints padding, bool ceil_mode,
                 bool count_include_pad, std::optional<int64_t> divisor_override) {
   PF_CHECK(!divisor_override || *divisor_override != 0, ValueError, pool_name(false, nd),
            ": divisor_override must not be zero");
-  return pool(false, nd, input, {std::move(kernel_size), std::move(stride), std::move(padding), {1}, ceil_mode,
-                                 count_include_pad, divisor_override.value_or(0)});
+  return pool(false, nd, input,
+              PoolAttrs{std::move(kernel_size), std::move(stride), std::move(padding), {1}, {}, ceil_mode,
+                        count_include_pad, divisor_override.value_or(0)});
 }
 
 }  // namespace
@@ -375,18 +413,9 @@ Tensor adaptive_avg_pool2d(const Tensor& input, std::vector<std::optional<int64_
   PF_CHECK(output_size.size() == 1 || output_size.size() == 2, ValueError, op,
            ": output_size must be an int or 2 values (ints or None), got ", output_size.size(), " values");
   if (output_size.size() == 1) output_size.push_back(output_size[0]);
-  const bool unbatched = input.dim() == 3;
-  Shape out_shape = {unbatched ? 1 : input.shape()[0], input.shape()[input.dim() - 3]};
-  for (int64_t i = 0; i < 2; ++i) {
-    const int64_t size = output_size[i].value_or(input.shape()[input.dim() - 2 + i]);
-    PF_CHECK(size >= 0, ValueError, op, ": output_size entries must be non-negative, got ", size);
-    out_shape.push_back(size);
-  }
-  const Device dev = current_device();
-  OpCall call{ir::OpType::adaptive_avg_pool2d, {batched(input, 2, dev, op)}, Tensor::empty(out_shape, input.dtype(), dev),
-              {}};
-  run_kernel(call, dev);
-  return finish(call.out, false, unbatched);
+  PoolAttrs a;
+  for (int64_t i = 0; i < 2; ++i) a.output_size.push_back(output_size[i].value_or(input.shape()[input.dim() - 2 + i]));
+  return apply({ir::OpType::adaptive_avg_pool2d, {input}, std::move(a), {}})[0];
 }
 
 // ------------------------------------------------------------------ pad
@@ -415,7 +444,7 @@ Tensor pad(const Tensor& input, Ints pad, const std::string& mode, Scalar value)
   const Device dev = current_device();
   Tensor out = Tensor::empty(out_shape, input.dtype(), dev);
   // The input (cropped) goes into a view of the output; positive padding is the border around it.
-  Tensor src = on_device(input, dev, "pad"), dst = out;
+  Tensor src = input, dst = out;
   bool border = false;
   for (int64_t j = 0; j < n / 2; ++j) {
     const int64_t d = input.dim() - 1 - j, before = pad[2 * j], after = pad[2 * j + 1];
@@ -423,8 +452,9 @@ Tensor pad(const Tensor& input, Ints pad, const std::string& mode, Scalar value)
     dst = dst.slice(d, std::max<int64_t>(0, before), out_shape[d] - std::max<int64_t>(0, after), 1);
     border = border || before > 0 || after > 0;
   }
-  if (border) out.fill_(value);
-  if (dst.numel() > 0) dst.copy_(src);
+  if (border) fill_(out, value);
+  if (input.device() != dev) note_implicit_copy(input, dev, "pad");
+  if (dst.numel() > 0) copy_(dst, src);
   return out;
 }
 

@@ -1,65 +1,99 @@
-// Creation ops. Values are produced on the CPU (random draws, ranges) or by
-// the device's fill kernel, then placed on the current device.
+// Creation ops. Random tensors are ops of the table (rand, randn, randint),
+// drawn by the kernel of the device they are made on; filled tensors are a
+// fill op into a new tensor; ranges are computed on the host and copied to
+// the current device.
 
 #include <cmath>
-#include <mutex>
 
 #include "core/dispatch.h"
-#include "core/random_state.h"
-#include "cpu/cpu.h"
 #include "pyflame/error.h"
+#include "pyflame/generator.h"
 #include "pyflame/ops.h"
 
 namespace pyflame {
 
 namespace {
-struct Generator {
-  std::mutex mutex;
-  uint64_t seed = 67280421310721ULL;  // PyTorch's default seed: runs are reproducible by default
-  uint64_t offset = 0;
-} g_generator;
 
-Tensor random_tensor(const Shape& shape, DType dtype, cpu::RandomKind kind, double a, double b) {
-  Tensor t = Tensor::empty(shape, dtype, Device::cpu());
-  PhiloxRange r = reserve_random(static_cast<uint64_t>(t.numel()));
-  cpu::fill_random(t, kind, a, b, r.seed, r.offset);
-  return t.to(current_device());
+void check_sizes(const Shape& shape, const char* op) {
+  for (int64_t s : shape) PF_CHECK(s >= 0, ValueError, op, ": negative dimension in shape ", shape);
+}
+
+Inferred infer_random(OpCall& call) {
+  const char* op = op_name(call.op);
+  const auto& a = call.attr<RandomAttrs>();
+  check_sizes(a.shape, op);
+  if (call.op == ir::OpType::randint) {
+    PF_CHECK(a.low < a.high, ValueError, "randint: low (", a.low, ") must be less than high (", a.high, ")");
+    PF_CHECK(a.dtype != DType::Bool || (a.low >= 0 && a.high <= 2), ValueError,
+             "randint: bool values need 0 <= low < high <= 2");
+  } else {
+    PF_CHECK(is_floating(a.dtype), TypeError, op, ": dtype must be floating point, got ", a.dtype);
+  }
+  return {current_device(), {}, {{a.shape, a.dtype}}, {}};
+}
+
+PF_REGISTER_INFER(rand, &infer_random);
+PF_REGISTER_INFER(randn, &infer_random);
+PF_REGISTER_INFER(randint, &infer_random);
+
+Tensor random(ir::OpType op, const Shape& shape, DType dtype, double low, double high, Generator* generator) {
+  check_sizes(shape, op_name(op));
+  RandomAttrs a;
+  a.shape = shape, a.dtype = dtype, a.low = low, a.high = high;
+  PhiloxRange r = generator_or_default(generator).reserve(static_cast<uint64_t>(shape_numel(shape)));
+  a.seed = r.seed, a.offset = r.offset;
+  return apply({op, {}, std::move(a), {}})[0];
 }
 
 Tensor filled(const Shape& shape, DType dtype, Scalar value) {
   Tensor t = Tensor::empty(shape, dtype);
-  t.fill_(value);
-  return t;
+  return fill_(t, value);
 }
+
 }  // namespace
 
-PhiloxRange reserve_random(uint64_t count) {
-  std::lock_guard<std::mutex> lock(g_generator.mutex);
-  PhiloxRange r{g_generator.seed, g_generator.offset};
-  g_generator.offset += count;
+void Generator::manual_seed(uint64_t seed) { set_state(seed, 0); }
+
+uint64_t Generator::initial_seed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return seed_;
+}
+
+uint64_t Generator::offset() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return offset_;
+}
+
+void Generator::set_state(uint64_t seed, uint64_t offset) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  seed_ = seed;
+  offset_ = offset;
+}
+
+PhiloxRange Generator::reserve(uint64_t count) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  PhiloxRange r{seed_, offset_};
+  offset_ += count;
   return r;
 }
 
-void manual_seed(uint64_t seed) {
-  std::lock_guard<std::mutex> lock(g_generator.mutex);
-  g_generator.seed = seed;
-  g_generator.offset = 0;
+Generator& default_generator() {
+  static Generator g;
+  return g;
 }
 
-Tensor rand(const Shape& shape, DType dtype) {
-  PF_CHECK(is_floating(dtype), TypeError, "rand: dtype must be floating point, got ", dtype);
-  return random_tensor(shape, dtype, cpu::RandomKind::Uniform, 0.0, 1.0);
+void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
+
+Tensor rand(const Shape& shape, DType dtype, Generator* generator) {
+  return random(ir::OpType::rand, shape, dtype, 0.0, 1.0, generator);
 }
 
-Tensor randn(const Shape& shape, DType dtype) {
-  PF_CHECK(is_floating(dtype), TypeError, "randn: dtype must be floating point, got ", dtype);
-  return random_tensor(shape, dtype, cpu::RandomKind::Normal, 0.0, 1.0);
+Tensor randn(const Shape& shape, DType dtype, Generator* generator) {
+  return random(ir::OpType::randn, shape, dtype, 0.0, 1.0, generator);
 }
 
-Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype) {
-  PF_CHECK(low < high, ValueError, "randint: low (", low, ") must be less than high (", high, ")");
-  PF_CHECK(dtype != DType::Bool || (low >= 0 && high <= 2), ValueError, "randint: bool values need 0 <= low < high <= 2");
-  return random_tensor(shape, dtype, cpu::RandomKind::Integer, static_cast<double>(low), static_cast<double>(high));
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Generator* generator) {
+  return random(ir::OpType::randint, shape, dtype, static_cast<double>(low), static_cast<double>(high), generator);
 }
 
 Tensor zeros(const Shape& shape, DType dtype) { return filled(shape, dtype, Scalar(int64_t{0})); }
@@ -90,7 +124,7 @@ Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype)
       else p[i] = static_cast<T>(start.i + i * step.i);
     }
   });
-  return t.to(current_device());
+  return to(t, current_device());
 }
 
 Tensor linspace(double start, double end, int64_t steps, DType dtype) {
@@ -105,7 +139,7 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype) {
       p[i] = static_cast<T>(i < steps / 2 ? start + step * static_cast<double>(i)
                                           : end - step * static_cast<double>(steps - 1 - i));
   });
-  return t.to(current_device());
+  return to(t, current_device());
 }
 
 Tensor eye(int64_t n, std::optional<int64_t> m_opt, DType dtype) {
@@ -115,7 +149,7 @@ Tensor eye(int64_t n, std::optional<int64_t> m_opt, DType dtype) {
   t.fill_(Scalar(int64_t{0}));
   int64_t k = std::min(n, m);
   if (k > 0) t.as_strided({k}, {m + 1}, 0).fill_(Scalar(int64_t{1}));
-  return t.to(current_device());
+  return to(t, current_device());
 }
 
 }  // namespace pyflame

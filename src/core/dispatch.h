@@ -1,71 +1,94 @@
 #pragma once
-// The kernel registry: (op, device type) -> kernel. A backend supports an op
-// by registering a kernel for it; "is supported" is never a hand-kept list.
-// Kernels get validated calls: inputs already on the kernel's device, in the
-// compute dtype, outputs allocated with the right shape.
+// The op registry: per op, its infer function (validation and output meta),
+// its kernel per device type, and optionally a composite. A backend supports
+// an op by registering a kernel for it; "is supported" is never a hand-kept
+// list.
+//
+// An infer function reads the call (shapes, dtypes, devices, attributes; never
+// values), raises ValueError/TypeError/IndexError for bad calls, may make the
+// attributes canonical, and returns an Inferred: the device the op runs on,
+// how each input is handed to the kernel (dtype, a view or broadcast of it,
+// contiguous) and each output's kernel shape, dtype and result view. It
+// allocates nothing and waits for nothing, so graph capture and autograd can
+// run it on their own. apply() then moves and converts the inputs, allocates
+// the outputs and calls the kernel with a call whose inputs are already on the
+// kernel's device, in the planned dtypes and layouts.
 
 #include <optional>
 #include <vector>
 
-#include "pyflame/ir/op_type.h"
-#include "pyflame/tensor.h"
+#include "pyflame/ir/op_call.h"
 
 namespace pyflame {
 
-// How a loss combines its per-element values.
-enum class Reduction : int8_t { None, Mean, Sum };
-
-// Arguments beyond the tensors. One struct for all ops keeps the kernel
-// signature uniform, which the graph executor relies on.
-struct OpAttrs {
-  std::vector<int64_t> dims;  // reductions: dims to reduce, sorted, non-negative
-  bool keepdim = false;
-  int64_t dim = -1;           // softmax, arg reductions (non-negative once validated)
-  bool approximate_tanh = false;  // gelu
-  std::optional<Scalar> lo, hi;   // clamp bounds
-  Scalar value;                   // fill
-  // Convolution and pooling, one entry per spatial dim; padding is symmetric
-  // (the op layer pads the input explicitly for asymmetric 'same' padding).
-  std::vector<int64_t> kernel_size, stride, padding, dilation, output_padding;
-  bool ceil_mode = false;          // pooling (already reflected in the output shape)
-  bool count_include_pad = true;   // avg pooling: padded zeros count in the divisor
-  int64_t divisor_override = 0;    // avg pooling: divide by this instead (0: no override)
-  int64_t groups = 1;            // convolution; group_norm's num_groups
-  // Parameters of elementwise ops (include/pyflame/op_params.def), in table
-  // order with the defaults filled in; the functor's constructor reads them.
-  std::vector<Scalar> params;
-  // Statistics, normalization, losses, dropout (src/core/nn_ops.cpp).
-  double correction = 1;          // var/std: the divisor is n - correction
-  double eps = 0;                 // norms
-  bool training = false;          // batch_norm: batch statistics, running ones updated
-  double momentum = 0;            // batch_norm: weight of the batch in the running update
-  double p = 0;                   // dropout probability
-  uint64_t seed = 0, offset = 0;  // random ops: Philox key and first counter
-  int64_t ignore_index = -100;    // nll_loss
-  Reduction reduction = Reduction::Mean;
-  double label_smoothing = 0;     // nll_loss on behalf of cross_entropy
+// How apply hands one input to the kernel, in this order: moved to the op's
+// device, converted to `dtype`, reshaped to `reshape` (a view where the strides
+// allow), broadcast to `expand`, made contiguous.
+struct InputPlan {
+  std::optional<DType> dtype;
+  std::optional<Shape> reshape;
+  std::optional<Shape> expand;
+  bool contiguous = false;
+  // A Python number: handed over as the 0-d host tensor it is; kernels read
+  // its value on the host (no transfer, no wait).
+  bool host_scalar = false;
+  // Moving this input to the op's device is the op's own work (copy), not an
+  // implicit copy to count or to refuse under strict placement.
+  bool transfer = false;
 };
 
-struct OpCall {
-  ir::OpType op;
-  std::vector<Tensor> inputs;
-  Tensor out;
-  OpAttrs attrs;
+struct OutputPlan {
+  Shape shape;                  // as the kernel writes it (contiguous)
+  DType dtype;
+  std::optional<Shape> result;  // the caller's view of it, when it differs
+  // The output is a view the kernel makes of its input (VIEW family): nothing is allocated.
+  bool view = false;
 };
 
+struct Inferred {
+  Device device;
+  std::vector<InputPlan> inputs;  // one per call input (undefined inputs: ignored)
+  std::vector<OutputPlan> outputs;
+  // Set when the result is this value whatever the inputs hold (an empty sum,
+  // a product over k = 0): outputs are filled with it and no kernel runs.
+  std::optional<Scalar> constant;
+};
+
+using InferFn = Inferred (*)(OpCall& call);
 using KernelFn = void (*)(OpCall& call);
 
+PF_API void register_infer(ir::OpType op, InferFn fn);
 PF_API void register_kernel(ir::OpType op, DeviceType device, KernelFn fn);
 PF_API KernelFn find_kernel(ir::OpType op, DeviceType device);  // nullptr if none
-// Runs `call` on `device` (inputs must already be there); NotSupportedError if
-// that device type has no kernel for the op.
+InferFn find_infer(ir::OpType op);
+CompositeFn find_composite(ir::OpType op);
+// The attrs alternative the op table names for `op` (an index into OpAttrs).
+size_t table_attrs_index(ir::OpType op);
+
+// Kernel-level calls for kernels, adapters and raw Tensor methods: they run a
+// registered kernel on a prepared call (inputs on `device`, outputs allocated)
+// and never pass through apply, so they are never recorded or captured.
+// NotSupportedError if the device type has no kernel for the op; nothing runs
+// when every output is empty.
 PF_API void run_kernel(OpCall& call, Device device);
 
 struct KernelRegistrar {
   KernelRegistrar(ir::OpType op, DeviceType device, KernelFn fn) { register_kernel(op, device, fn); }
 };
-#define PF_REGISTER_KERNEL(op, device, fn)                                       \
+#define PF_REGISTER_KERNEL(op, device, fn)                                                 \
   static ::pyflame::KernelRegistrar pf_kernel_##op##_##device(::pyflame::ir::OpType::op, \
-                                                            ::pyflame::DeviceType::device, fn)
+                                                              ::pyflame::DeviceType::device, fn)
+
+struct InferRegistrar {
+  InferRegistrar(ir::OpType op, InferFn fn) { register_infer(op, fn); }
+};
+#define PF_REGISTER_INFER(op, fn) \
+  static ::pyflame::InferRegistrar pf_infer_##op(::pyflame::ir::OpType::op, fn)
+
+struct CompositeRegistrar {
+  CompositeRegistrar(ir::OpType op, CompositeFn fn) { register_composite(op, fn); }
+};
+#define PF_REGISTER_COMPOSITE(op, fn) \
+  static ::pyflame::CompositeRegistrar pf_composite_##op(::pyflame::ir::OpType::op, fn)
 
 }  // namespace pyflame

@@ -1,18 +1,20 @@
-// The op layer of include/pyflame/nn_ops.h. Ops with kernels (var, std,
-// cumsum, the norms, dropout, nll_loss) are validated here and handed
+// The op layer of include/pyflame/nn_ops.h. The table ops (var, std, cumsum,
+// the norms, dropout, nll_loss) are inferred here; their kernels get
 // contiguous inputs in a fixed layout:
-//   var/std     input as is, attrs.dims (sorted), correction
-//   cumsum      input converted to the result dtype, attrs.dim
-//   batch_norm  x (N, C, S), running_mean, running_var, weight, bias
-//   group_norm  x (N, C, S), weight, bias; attrs.groups
+//   var/std     input as is; attrs dims (sorted), correction
+//   cumsum      input converted to the result dtype (at least 1-D); attrs dim
+//   batch_norm  x (N, C, S), running_mean, running_var, weight, bias; when
+//               training with running statistics, outputs 1 and 2 are their
+//               updated values (float64), which batch_norm writes back
+//   group_norm  x (N, C, S), weight, bias; attrs num_groups
 //   layer_norm, rms_norm   x (rows, M), weight (M), bias (M)
-//   dropout     x, attrs.p and the Philox range
-//   nll_loss    log-probabilities (N, C, S), target (N, S) int64, weight (C)
+//   dropout     x; attrs p and the Philox range of its draws
+//   nll_loss    log-probabilities (N, C, S), target (N, S) int64, weight (C);
+//               targets are range-checked by the kernel (kernels/kernel_error.h)
 // Per-channel tensors (weight, bias, running statistics) are float64 and
-// contiguous, undefined when not given; batch_norm's running statistics are
-// written by the kernel and copied back when they were converted. The other
-// losses and attention are compositions of ops, computed in float32 for
-// float16/bfloat16 inputs and rounded once at the end.
+// contiguous, undefined when not given. The other losses and attention are
+// compositions of ops, computed in float32 for float16/bfloat16 inputs and
+// rounded once at the end.
 
 #include "pyflame/nn_ops.h"
 
@@ -21,8 +23,8 @@
 
 #include "core/dispatch.h"
 #include "core/op_utils.h"
-#include "core/random_state.h"
 #include "pyflame/error.h"
+#include "pyflame/generator.h"
 #include "pyflame/ops.h"
 
 namespace pyflame {
@@ -44,14 +46,15 @@ Reduction parse_reduction(const std::string& r, const char* op) {
 }
 
 // A per-channel (or per-element) parameter of a norm: checked against its
-// expected shape, then float64, contiguous, on `dev`; undefined stays undefined.
-Tensor norm_param(const Tensor& t, const Shape& expected, const char* what, const char* against, Device dev,
-                  ir::OpType op) {
-  if (!t.defined()) return t;
+// expected shape; the kernel gets it float64 and contiguous.
+InputPlan param_plan(const Tensor& t, const Shape& expected, const char* what, const char* against, ir::OpType op) {
+  if (!t.defined()) return {};
   check_float(t, op_name(op), what);
   PF_CHECK(t.shape() == expected, ValueError, op_name(op), ": ", what, " has shape ", t.shape(), " but ", against,
            " is ", expected);
-  return on_device(t, dev, op).to(DType::Float64).contiguous();
+  InputPlan p{DType::Float64};
+  p.contiguous = true;
+  return p;
 }
 
 // The number of elements of dims [begin, end) of a shape.
@@ -59,53 +62,163 @@ int64_t numel_of(const Shape& s, size_t begin, size_t end) {
   return shape_numel(Shape(s.begin() + begin, s.begin() + end));
 }
 
-Tensor moments(ir::OpType op, const Tensor& input, const std::vector<int64_t>& dims_in, double correction,
-               bool keepdim) {
-  check_float(input, op_name(op), "input");
-  std::vector<int64_t> dims = normalize_dims(dims_in, input.dim(), op);
-  Device dev = current_device();
-  OpCall call{op, {on_device(input, dev, op)},
-              Tensor::empty(reduced_shape(input.shape(), dims, keepdim), input.dtype(), dev), {}};
-  call.attrs.dims = dims;
-  call.attrs.keepdim = keepdim;
-  call.attrs.correction = correction;
-  run_kernel(call, dev);
-  return call.out;
+// The input viewed as `shape`, contiguous.
+InputPlan reshaped(Shape shape) {
+  InputPlan p;
+  p.reshape = std::move(shape);
+  p.contiguous = true;
+  return p;
+}
+
+Inferred infer_moments(OpCall& call) {
+  const Tensor& input = call.inputs[0];
+  auto& a = std::get<ReduceAttrs>(call.attrs);
+  check_float(input, op_name(call.op), "input");
+  a.dims = normalize_dims(a.dims, input.dim(), call.op);
+  return {current_device(), {{}}, {{reduced_shape(input.shape(), a.dims, a.keepdim), input.dtype()}}, {}};
+}
+
+Inferred infer_cumsum(OpCall& call) {
+  const Tensor& input = call.inputs[0];
+  auto& a = std::get<DimAttrs>(call.attrs);
+  a.dim = wrap_dim(a.dim, input.dim(), "cumsum");
+  const DType out = a.dtype.value_or(is_floating(input.dtype()) ? input.dtype() : DType::Int64);
+  a.dtype = out;
+  InputPlan in{out};
+  Inferred inf{current_device(), {}, {{input.shape(), out}}, {}};
+  if (input.dim() == 0) in.reshape = Shape{1}, inf.outputs[0] = {{1}, out, Shape{}};
+  inf.inputs.push_back(in);
+  return inf;
 }
 
 // layer_norm and rms_norm: the trailing dims of `input` must be normalized_shape.
-Tensor row_norm(ir::OpType op, const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
-                const Tensor& bias, double eps) {
+Inferred infer_row_norm(OpCall& call) {
+  const ir::OpType op = call.op;
   const char* name = op_name(op);
+  const Tensor &input = call.inputs[0], &weight = call.inputs[1], &bias = call.inputs[2];
+  const Shape& normalized_shape = call.attr<NormAttrs>().normalized_shape;
   check_float(input, name, "input");
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   PF_CHECK(k >= 1, ValueError, name, ": normalized_shape must have at least one dimension");
   Shape trailing = input.dim() >= k ? Shape(input.shape().end() - k, input.shape().end()) : input.shape();
   PF_CHECK(input.dim() >= k && trailing == normalized_shape, ValueError, name, ": expected an input whose trailing ",
            k, " dimension(s) are normalized_shape ", normalized_shape, ", got input shape ", input.shape());
-  Device dev = current_device();
   const int64_t m = shape_numel(normalized_shape);
   const int64_t rows = numel_of(input.shape(), 0, input.shape().size() - k);
-  Tensor w = norm_param(weight, normalized_shape, "weight", "normalized_shape", dev, op);
-  Tensor b = norm_param(bias, normalized_shape, "bias", "normalized_shape", dev, op);
-  OpCall call{op, {on_device(input, dev, op).contiguous().view({rows, m}), w.defined() ? w.view({m}) : w,
-                   b.defined() ? b.view({m}) : b},
-              Tensor::empty({rows, m}, input.dtype(), dev), {}};
-  call.attrs.eps = eps;
-  run_kernel(call, dev);
-  return call.out.view(input.shape());
-}
-
-// Input (N, C, ...) as a contiguous (N, C, S) view on `dev`.
-Tensor channels_view(const Tensor& input, Device dev, ir::OpType op) {
-  const Shape& s = input.shape();
-  return on_device(input, dev, op).contiguous().view({s[0], s[1], numel_of(s, 2, s.size())});
+  InputPlan w = param_plan(weight, normalized_shape, "weight", "normalized_shape", op);
+  InputPlan b = param_plan(bias, normalized_shape, "bias", "normalized_shape", op);
+  if (weight.defined()) w.reshape = Shape{m};
+  if (bias.defined()) b.reshape = Shape{m};
+  return {current_device(), {reshaped({rows, m}), w, b}, {{{rows, m}, input.dtype(), input.shape()}}, {}};
 }
 
 void check_channels_input(const Tensor& input, ir::OpType op) {
   check_float(input, op_name(op), "input");
   PF_CHECK(input.dim() >= 2, ValueError, op_name(op),
            ": expected an input of shape (N, C, ...) with at least 2 dimensions, got shape ", input.shape());
+}
+
+// Input (N, C, ...) as a contiguous (N, C, S) view.
+Shape channels_shape(const Tensor& input) {
+  const Shape& s = input.shape();
+  return {s[0], s[1], numel_of(s, 2, s.size())};
+}
+
+Inferred infer_batch_norm(OpCall& call) {
+  const ir::OpType op = ir::OpType::batch_norm;
+  const Tensor &input = call.inputs[0], &running_mean = call.inputs[1], &running_var = call.inputs[2];
+  const NormAttrs& a = call.attr<NormAttrs>();
+  check_channels_input(input, op);
+  PF_CHECK(running_mean.defined() == running_var.defined(), ValueError,
+           "batch_norm: running_mean and running_var must be given together");
+  PF_CHECK(a.training || running_mean.defined(), ValueError,
+           "batch_norm: running_mean and running_var are needed when training=False");
+  const int64_t c = input.shape()[1];
+  if (a.training)
+    PF_CHECK(input.numel() / std::max<int64_t>(c, 1) > 1, ValueError,
+             "batch_norm: expected more than 1 value per channel when training, got input shape ", input.shape());
+  const char* against = "the number of channels (input.shape[1])";
+  Inferred inf{current_device(),
+               {reshaped(channels_shape(input)), param_plan(running_mean, {c}, "running_mean", against, op),
+                param_plan(running_var, {c}, "running_var", against, op),
+                param_plan(call.inputs[3], {c}, "weight", against, op),
+                param_plan(call.inputs[4], {c}, "bias", against, op)},
+               {{channels_shape(input), input.dtype(), input.shape()}},
+               {}};
+  if (a.training && running_mean.defined())
+    inf.outputs.insert(inf.outputs.end(), {{{c}, DType::Float64}, {{c}, DType::Float64}});
+  return inf;
+}
+
+Inferred infer_group_norm(OpCall& call) {
+  const ir::OpType op = ir::OpType::group_norm;
+  const Tensor& input = call.inputs[0];
+  const int64_t num_groups = call.attr<NormAttrs>().num_groups;
+  check_channels_input(input, op);
+  const int64_t c = input.shape()[1];
+  PF_CHECK(num_groups > 0 && c % num_groups == 0, ValueError, "group_norm: num_groups (", num_groups,
+           ") must be positive and divide the number of channels (", c, ") of input shape ", input.shape());
+  const char* against = "the number of channels (input.shape[1])";
+  return {current_device(),
+          {reshaped(channels_shape(input)), param_plan(call.inputs[1], {c}, "weight", against, op),
+           param_plan(call.inputs[2], {c}, "bias", against, op)},
+          {{channels_shape(input), input.dtype(), input.shape()}},
+          {}};
+}
+
+Inferred infer_dropout(OpCall& call) {
+  const Tensor& input = call.inputs[0];
+  const double p = call.attr<RandomAttrs>().p;
+  PF_CHECK(p >= 0 && p <= 1, ValueError, "dropout: probability has to be between 0 and 1, got ", p);
+  check_float(input, "dropout", "input");
+  InputPlan in;
+  in.contiguous = true;
+  return {current_device(), {in}, {{input.shape(), input.dtype()}}, {}};
+}
+
+Inferred infer_nll_loss(OpCall& call) {
+  const ir::OpType op = ir::OpType::nll_loss;
+  const char* name = "nll_loss";
+  const Tensor &logp = call.inputs[0], &target = call.inputs[1], &weight = call.inputs[2];
+  check_float(logp, name, "input");
+  PF_CHECK(logp.dim() >= 1, ValueError, name, ": input must have a class dimension, got a 0-d tensor");
+  PF_CHECK(is_integral(target.dtype()), TypeError, name, ": target must hold class indices (an integer tensor), got ",
+           target.dtype());
+  const Shape& s = logp.shape();
+  const bool batched = logp.dim() >= 2;
+  const int64_t c = batched ? s[1] : s[0];
+  Shape expected = batched ? s : Shape{};
+  if (batched) expected.erase(expected.begin() + 1);
+  PF_CHECK(target.shape() == expected, ValueError, name, ": target shape ", target.shape(), " does not match input shape ",
+           s, " (expected target shape ", expected, ")");
+  const int64_t n = batched ? s[0] : 1;
+  const int64_t inner = batched ? numel_of(s, 2, s.size()) : 1;
+  InputPlan t = reshaped({n, inner});
+  t.dtype = DType::Int64;
+  const Shape out = std::get<LossAttrs>(call.attrs).reduction == Reduction::None ? expected : Shape{};
+  return {current_device(),
+          {reshaped({n, c, inner}), t, param_plan(weight, {c}, "weight", "the number of classes", op)},
+          {{out, logp.dtype()}},
+          {}};
+}
+
+PF_REGISTER_INFER(var, &infer_moments);
+PF_REGISTER_INFER(std, &infer_moments);
+PF_REGISTER_INFER(cumsum, &infer_cumsum);
+PF_REGISTER_INFER(layer_norm, &infer_row_norm);
+PF_REGISTER_INFER(rms_norm, &infer_row_norm);
+PF_REGISTER_INFER(batch_norm, &infer_batch_norm);
+PF_REGISTER_INFER(group_norm, &infer_group_norm);
+PF_REGISTER_INFER(dropout, &infer_dropout);
+PF_REGISTER_INFER(nll_loss, &infer_nll_loss);
+
+Tensor apply_one(ir::OpType op, std::vector<Tensor> inputs, OpAttrs attrs) {
+  return apply({op, std::move(inputs), std::move(attrs), {}})[0];
+}
+
+Tensor nll(const Tensor& logp, const Tensor& target, const Tensor& weight, int64_t ignore_index, Reduction reduction,
+           double label_smoothing) {
+  return apply_one(ir::OpType::nll_loss, {logp, target, weight}, LossAttrs{ignore_index, reduction, label_smoothing});
 }
 
 // Composite losses compute float16/bfloat16 in float32 and round once at the end.
@@ -139,7 +252,7 @@ void check_elementwise_weight(const Tensor& weight, const Tensor& input, const c
 // As PyTorch: with a weight, 'mean' divides the weighted sum by the sum of the weights.
 Tensor weighted_reduce(const Tensor& loss, const Tensor& weight, Reduction r) {
   if (!weight.defined()) return reduce_loss(loss, r);
-  Tensor w = weight.to(loss.dtype());
+  Tensor w = to(weight, loss.dtype());
   Tensor weighted = mul(loss, w);
   return r == Reduction::Mean ? div(sum(weighted), sum(w)) : reduce_loss(weighted, r);
 }
@@ -152,145 +265,71 @@ void check_weight_broadcasts(const Tensor& weight, const Tensor& input, const ch
            " of shape ", weight.shape(), " does not broadcast to the input shape ", input.shape());
 }
 
-Tensor nll_impl(const char* name, const Tensor& logp, const Tensor& target, const Tensor& weight,
-                int64_t ignore_index, Reduction reduction, double label_smoothing) {
-  const ir::OpType op = ir::OpType::nll_loss;
-  PF_CHECK(logp.dim() >= 1, ValueError, name, ": input must have a class dimension, got a 0-d tensor");
-  PF_CHECK(is_integral(target.dtype()), TypeError, name, ": target must hold class indices (an integer tensor), got ",
-           target.dtype());
-  const Shape& s = logp.shape();
-  const bool batched = logp.dim() >= 2;
-  const int64_t c = batched ? s[1] : s[0];
-  Shape expected = batched ? s : Shape{};
-  if (batched) expected.erase(expected.begin() + 1);
-  PF_CHECK(target.shape() == expected, ValueError, name, ": target shape ", target.shape(), " does not match input shape ",
-           s, " (expected target shape ", expected, ")");
-  Device dev = current_device();
-  Tensor w = norm_param(weight, {c}, "weight", "the number of classes", dev, op);
-  // Class indices are checked on the host: an index past C would read out of bounds.
-  Tensor host = target.to(Device::cpu()).to(DType::Int64).contiguous();
-  const int64_t* t = host.data<int64_t>();
-  for (int64_t i = 0; i < host.numel(); ++i)
-    PF_CHECK(t[i] == ignore_index || (t[i] >= 0 && t[i] < c), IndexError, name, ": target ", t[i],
-             " is out of bounds for ", c, " classes (valid: 0 to ", c - 1, ", or ignore_index ", ignore_index, ")");
-  const int64_t n = batched ? s[0] : 1;
-  const int64_t inner = batched ? numel_of(s, 2, s.size()) : 1;
-  OpCall call{op,
-              {on_device(logp, dev, op).contiguous().view({n, c, inner}), host.to(dev).view({n, inner}),
-               w.defined() ? w : ones({c}, DType::Float64)},
-              Tensor::empty(reduction == Reduction::None ? expected : Shape{}, logp.dtype(), dev),
-              {}};
-  call.attrs.ignore_index = ignore_index;
-  call.attrs.reduction = reduction;
-  call.attrs.label_smoothing = label_smoothing;
-  run_kernel(call, dev);
-  return call.out;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- statistics
 
 Tensor var(const Tensor& input, const std::vector<int64_t>& dims, double correction, bool keepdim) {
-  return moments(ir::OpType::var, input, dims, correction, keepdim);
+  return apply_one(ir::OpType::var, {input}, ReduceAttrs{dims, keepdim, correction});
 }
 
 Tensor std(const Tensor& input, const std::vector<int64_t>& dims, double correction, bool keepdim) {
-  return moments(ir::OpType::std, input, dims, correction, keepdim);
+  return apply_one(ir::OpType::std, {input}, ReduceAttrs{dims, keepdim, correction});
 }
 
 Tensor cumsum(const Tensor& input, int64_t dim, std::optional<DType> dtype) {
-  const ir::OpType op = ir::OpType::cumsum;
-  int64_t d = wrap_dim(dim, input.dim(), "cumsum");
-  DType out = dtype.value_or(is_floating(input.dtype()) ? input.dtype() : DType::Int64);
-  Device dev = current_device();
-  Tensor in = on_device(input, dev, op).to(out);
-  if (input.dim() == 0) in = in.reshape({1});
-  OpCall call{op, {in}, Tensor::empty(in.shape(), out, dev), {}};
-  call.attrs.dim = d;
-  run_kernel(call, dev);
-  return call.out.view(input.shape());
+  return apply_one(ir::OpType::cumsum, {input}, DimAttrs{dim, dtype});
 }
 
 // ---------------------------------------------------------------- normalization
 
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps) {
-  const ir::OpType op = ir::OpType::batch_norm;
-  check_channels_input(input, op);
-  PF_CHECK(training || (running_mean.defined() && running_var.defined()), ValueError,
-           "batch_norm: running_mean and running_var are needed when training=False");
-  const int64_t c = input.shape()[1];
-  if (training)
-    PF_CHECK(input.numel() / std::max<int64_t>(c, 1) > 1, ValueError,
-             "batch_norm: expected more than 1 value per channel when training, got input shape ", input.shape());
-  Device dev = current_device();
-  const char* against = "the number of channels (input.shape[1])";
-  Tensor rm = norm_param(running_mean, {c}, "running_mean", against, dev, op);
-  Tensor rv = norm_param(running_var, {c}, "running_var", against, dev, op);
-  OpCall call{op,
-              {channels_view(input, dev, op), rm, rv, norm_param(weight, {c}, "weight", against, dev, op),
-               norm_param(bias, {c}, "bias", against, dev, op)},
-              Tensor(), {}};
-  call.out = Tensor::empty(call.inputs[0].shape(), input.dtype(), dev);
-  call.attrs.training = training;
-  call.attrs.momentum = momentum;
-  call.attrs.eps = eps;
-  run_kernel(call, dev);
-  // The kernel updated float64 working copies of the running statistics; write back those that were copies.
-  for (auto [updated, given] : {std::pair{rm, running_mean}, std::pair{rv, running_var}}) {
-    Tensor dst = given;  // a handle onto the caller's storage
-    if (training && updated.defined() && !updated.same_storage(given)) dst.copy_(updated);
+  NormAttrs a;
+  a.training = training, a.momentum = momentum, a.eps = eps;
+  std::vector<Tensor> out =
+      apply({ir::OpType::batch_norm, {input, running_mean, running_var, weight, bias}, std::move(a), {}});
+  if (out.size() == 3) {  // the updated running statistics, written back into the caller's tensors
+    Tensor rm = running_mean, rv = running_var;
+    copy_(rm, out[1]);
+    copy_(rv, out[2]);
   }
-  return call.out.view(input.shape());
+  return out[0];
 }
 
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
-  return row_norm(ir::OpType::layer_norm, input, normalized_shape, weight, bias, eps);
+  NormAttrs a;
+  a.normalized_shape = normalized_shape, a.eps = eps;
+  return apply_one(ir::OpType::layer_norm, {input, weight, bias}, std::move(a));
 }
 
 Tensor rms_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, std::optional<double> eps) {
   // PyTorch's default: the epsilon of the type the statistics are computed in.
-  double e = eps.value_or(input.dtype() == DType::Float64 ? std::numeric_limits<double>::epsilon()
-                                                          : std::numeric_limits<float>::epsilon());
-  return row_norm(ir::OpType::rms_norm, input, normalized_shape, weight, Tensor(), e);
+  NormAttrs a;
+  a.normalized_shape = normalized_shape;
+  a.eps = eps.value_or(input.dtype() == DType::Float64 ? std::numeric_limits<double>::epsilon()
+                                                       : std::numeric_limits<float>::epsilon());
+  return apply_one(ir::OpType::rms_norm, {input, weight, Tensor()}, std::move(a));
 }
 
 Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
-  const ir::OpType op = ir::OpType::group_norm;
-  check_channels_input(input, op);
-  const int64_t c = input.shape()[1];
-  PF_CHECK(num_groups > 0 && c % num_groups == 0, ValueError, "group_norm: num_groups (", num_groups,
-           ") must be positive and divide the number of channels (", c, ") of input shape ", input.shape());
-  Device dev = current_device();
-  const char* against = "the number of channels (input.shape[1])";
-  OpCall call{op,
-              {channels_view(input, dev, op), norm_param(weight, {c}, "weight", against, dev, op),
-               norm_param(bias, {c}, "bias", against, dev, op)},
-              Tensor(), {}};
-  call.out = Tensor::empty(call.inputs[0].shape(), input.dtype(), dev);
-  call.attrs.groups = num_groups;
-  call.attrs.eps = eps;
-  run_kernel(call, dev);
-  return call.out.view(input.shape());
+  NormAttrs a;
+  a.num_groups = num_groups, a.eps = eps;
+  return apply_one(ir::OpType::group_norm, {input, weight, bias}, std::move(a));
 }
 
 // ---------------------------------------------------------------- dropout
 
-Tensor dropout(const Tensor& input, double p, bool training) {
-  const ir::OpType op = ir::OpType::dropout;
+Tensor dropout(const Tensor& input, double p, bool training, Generator* generator) {
   PF_CHECK(p >= 0 && p <= 1, ValueError, "dropout: probability has to be between 0 and 1, got ", p);
   check_float(input, "dropout", "input");
   if (!training || p == 0 || input.numel() == 0) return input;
-  Device dev = current_device();
-  OpCall call{op, {on_device(input, dev, op).contiguous()}, Tensor::empty(input.shape(), input.dtype(), dev), {}};
-  PhiloxRange r = reserve_random(static_cast<uint64_t>(input.numel()));
-  call.attrs.p = p;
-  call.attrs.seed = r.seed;
-  call.attrs.offset = r.offset;
-  run_kernel(call, dev);
-  return call.out;
+  RandomAttrs a;
+  a.p = p;
+  PhiloxRange r = generator_or_default(generator).reserve(static_cast<uint64_t>(input.numel()));
+  a.seed = r.seed, a.offset = r.offset;
+  return apply_one(ir::OpType::dropout, {input}, std::move(a));
 }
 
 // ---------------------------------------------------------------- losses
@@ -300,8 +339,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& re
   check_pointwise(input, target, "mse_loss");
   check_elementwise_weight(weight, input, "mse_loss");
   DType dt = compute_dtype(input.dtype());
-  Tensor d = sub(input.to(dt), target.to(dt));
-  return weighted_reduce(mul(d, d), weight, r).to(input.dtype());
+  Tensor d = sub(to(input, dt), to(target, dt));
+  return to(weighted_reduce(mul(d, d), weight, r), input.dtype());
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction, const Tensor& weight) {
@@ -309,7 +348,7 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& red
   check_pointwise(input, target, "l1_loss");
   check_elementwise_weight(weight, input, "l1_loss");
   DType dt = compute_dtype(input.dtype());
-  return weighted_reduce(abs(sub(input.to(dt), target.to(dt))), weight, r).to(input.dtype());
+  return to(weighted_reduce(abs(sub(to(input, dt), to(target, dt))), weight, r), input.dtype());
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction, double beta) {
@@ -318,17 +357,15 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::stri
   PF_CHECK(beta >= 0, ValueError, "smooth_l1_loss: beta must be non-negative, got ", beta);
   if (beta == 0) return l1_loss(input, target, reduction);  // as PyTorch
   DType dt = compute_dtype(input.dtype());
-  Tensor z = abs(sub(input.to(dt), target.to(dt)));
+  Tensor z = abs(sub(to(input, dt), to(target, dt)));
   // 0.5 z^2 / beta below beta, z - 0.5 beta above, in PyTorch's order of operations.
   Tensor loss = where(lt(z, Scalar(beta)), div(mul(mul(z, Scalar(0.5)), z), Scalar(beta)), sub(z, Scalar(0.5 * beta)));
-  return reduce_loss(loss, r).to(input.dtype());
+  return to(reduce_loss(loss, r), input.dtype());
 }
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                 const std::string& reduction) {
-  Reduction r = parse_reduction(reduction, "nll_loss");
-  check_float(input, "nll_loss", "input");
-  return nll_impl("nll_loss", input, target, weight, ignore_index, r, 0.0);
+  return nll(input, target, weight, ignore_index, parse_reduction(reduction, "nll_loss"), 0.0);
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
@@ -341,7 +378,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
   const int64_t class_dim = input.dim() == 1 ? 0 : 1;
   if (!is_floating(target.dtype())) {
     // log_softmax subtracts the row maximum, so large logits stay finite.
-    return nll_impl("cross_entropy", log_softmax(input, class_dim), target, weight, ignore_index, r, label_smoothing);
+    return nll(log_softmax(input, class_dim), target, weight, ignore_index, r, label_smoothing);
   }
   // Class probabilities: -sum_c weight_c q_c log p_c per sample, q smoothed
   // toward uniform; 'mean' divides by the number of samples, as PyTorch.
@@ -349,8 +386,8 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
            " does not match input shape ", input.shape(), " (class-index targets must be an integer tensor)");
   const int64_t c = input.shape()[class_dim];
   DType dt = compute_dtype(input.dtype());
-  Tensor logp = log_softmax(input.to(dt), class_dim);
-  Tensor q = target.to(dt);
+  Tensor logp = log_softmax(to(input, dt), class_dim);
+  Tensor q = to(target, dt);
   if (label_smoothing > 0) q = add(mul(q, Scalar(1 - label_smoothing)), Scalar(label_smoothing / c));
   if (weight.defined()) {
     check_float(weight, "cross_entropy", "weight");
@@ -358,10 +395,10 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
              c, " classes");
     Shape ws(input.dim(), 1);
     ws[class_dim] = c;
-    logp = mul(logp, weight.to(dt).view(ws));
+    logp = mul(logp, to(weight, dt).view(ws));
   }
   Tensor loss = neg(sum(mul(logp, q), {class_dim}));
-  return reduce_loss(loss, r).to(input.dtype());
+  return to(reduce_loss(loss, r), input.dtype());
 }
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
@@ -376,13 +413,13 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
              ": all elements of input should be between 0 and 1 (use binary_cross_entropy_with_logits for logits)");
   }
   DType dt = compute_dtype(input.dtype());
-  Tensor x = input.to(dt), t = target.to(dt);
+  Tensor x = to(input, dt), t = to(target, dt);
   // -(t log x + (1 - t) log(1 - x)) with both logs clamped at -100, as PyTorch.
   Tensor log_x = clamp(log(x), Scalar(-100.0), std::nullopt);
   Tensor log_1mx = clamp(log1p(neg(x)), Scalar(-100.0), std::nullopt);
   Tensor loss = sub(mul(sub(t, Scalar(1.0)), log_1mx), mul(t, log_x));
-  if (weight.defined()) loss = mul(loss, weight.to(dt));
-  return reduce_loss(loss, r).to(input.dtype());
+  if (weight.defined()) loss = mul(loss, to(weight, dt));
+  return to(reduce_loss(loss, r), input.dtype());
 }
 
 Tensor bce_loss(const Tensor& input, const Tensor& target, const Tensor& weight, const std::string& reduction) {
@@ -397,14 +434,14 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   check_weight_broadcasts(weight, input, name, "weight");
   check_weight_broadcasts(pos_weight, input, name, "pos_weight");
   DType dt = compute_dtype(input.dtype());
-  Tensor x = input.to(dt), t = target.to(dt);
+  Tensor x = to(input, dt), t = to(target, dt);
   // log sigmoid(x) = min(x, 0) - log1p(exp(-|x|)): no overflow for any x.
   Tensor log_sigmoid = sub(minimum(x, Scalar(0.0)), log1p(exp(neg(abs(x)))));
   // (1 - t) x - (1 + (pos_weight - 1) t) log sigmoid(x), as PyTorch.
-  Tensor log_weight = pos_weight.defined() ? add(mul(sub(pos_weight.to(dt), Scalar(1.0)), t), Scalar(1.0)) : Tensor();
+  Tensor log_weight = pos_weight.defined() ? add(mul(sub(to(pos_weight, dt), Scalar(1.0)), t), Scalar(1.0)) : Tensor();
   Tensor loss = sub(mul(sub(Scalar(1.0), t), x), log_weight.defined() ? mul(log_weight, log_sigmoid) : log_sigmoid);
-  if (weight.defined()) loss = mul(loss, weight.to(dt));
-  return reduce_loss(loss, r).to(input.dtype());
+  if (weight.defined()) loss = mul(loss, to(weight, dt));
+  return to(reduce_loss(loss, r), input.dtype());
 }
 
 Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& reduction, bool log_target) {
@@ -415,7 +452,7 @@ Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& redu
   Reduction r = batchmean ? Reduction::Sum : parse_reduction(reduction, name);
   check_pointwise(input, target, name);
   DType dt = compute_dtype(input.dtype());
-  Tensor x = input.to(dt), t = target.to(dt);
+  Tensor x = to(input, dt), t = to(target, dt);
   Tensor loss;
   if (log_target) {
     loss = mul(exp(t), sub(t, x));
@@ -425,7 +462,7 @@ Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& redu
   }
   Tensor out = reduce_loss(loss, r);
   if (batchmean && input.dim() > 0) out = div(out, Scalar(input.shape()[0]));
-  return out.to(input.dtype());
+  return to(out, input.dtype());
 }
 
 // ---------------------------------------------------------------- attention
@@ -453,7 +490,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     PF_CHECK(attn_mask.dtype() == DType::Bool || is_floating(attn_mask.dtype()), TypeError, name,
              ": attn_mask must be a bool or floating-point tensor, got ", attn_mask.dtype());
   DType dt = compute_dtype(query.dtype());
-  Tensor q = query.to(dt), k = key.to(dt), v = value.to(dt);
+  Tensor q = to(query, dt), k = to(key, dt), v = to(value, dt);
   if (enable_gqa) {
     // Grouped-query attention: each key/value head serves Hq / Hk query heads.
     PF_CHECK(q.dim() >= 3 && k.dim() >= 3 && v.dim() >= 3, ValueError, name,
@@ -496,9 +533,9 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   if (is_causal) {
     // Query i attends to keys 0..i (the top-left aligned lower triangle).
     Tensor rows = arange(Scalar(int64_t{0}), Scalar(l)).unsqueeze(1), cols = arange(Scalar(int64_t{0}), Scalar(s));
-    bias = where(ge(rows, cols.unsqueeze(0)), zero, neg_inf).to(dt);
+    bias = to(where(ge(rows, cols.unsqueeze(0)), zero, neg_inf), dt);
   } else if (attn_mask.defined()) {
-    bias = attn_mask.dtype() == DType::Bool ? where(attn_mask, zero, neg_inf).to(dt) : attn_mask.to(dt);
+    bias = attn_mask.dtype() == DType::Bool ? to(where(attn_mask, zero, neg_inf), dt) : to(attn_mask, dt);
   }
   if (bias.defined()) binary_op_(ir::OpType::add, scores, bias);  // scores is ours: in place saves a buffer
   Tensor attn = softmax(scores, -1);
@@ -507,7 +544,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     attn = where(eq(max(scores, {-1}, true), neg_inf), zero, attn);
   }
   if (dropout_p > 0) attn = dropout(attn, dropout_p, true);
-  return matmul(attn, v).to(query.dtype());
+  return to(matmul(attn, v), query.dtype());
 }
 
 }  // namespace pyflame

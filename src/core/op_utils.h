@@ -1,6 +1,6 @@
 #pragma once
-// Helpers of the op layer shared by its files (ops.cpp and the <area>_ops.cpp
-// files); internal to the library.
+// Helpers of the op layer shared by its files (ops.cpp, apply.cpp and the
+// <area>_ops.cpp files); internal to the library.
 
 #include <cstdint>
 #include <vector>
@@ -12,20 +12,16 @@
 
 namespace pyflame {
 
-// Brings an input to the device the op runs on (the current device), counting
-// the copy, or raising DeviceError under strict placement; `op` names the op in
-// the error (ops outside the table pass their own name).
-inline Tensor on_device(const Tensor& t, Device dev, const char* op) {
-  if (t.device() == dev) return t;
-  if (!t.is_wrapped_number()) {  // numbers from Python move freely, as in PyTorch
-    PF_CHECK(!strict_device_placement(), DeviceError, op, ": an input is on '", to_string(t.device()),
-             "' but the op runs on '", to_string(dev),
-             "' and strict device placement is on; move it with .to('", to_string(dev), "')");
-    count_implicit_copy();
-  }
-  return t.to(dev);
+// An input of `op` lives on another device than the one the op runs on: count
+// the implicit copy, or raise DeviceError under strict placement. Python
+// numbers move freely, as in PyTorch.
+inline void note_implicit_copy(const Tensor& t, Device dev, const char* op) {
+  if (t.is_wrapped_number()) return;
+  PF_CHECK(!strict_device_placement(), DeviceError, op, ": an input is on '", to_string(t.device()),
+           "' but the op runs on '", to_string(dev), "' and strict device placement is on; move it with .to('",
+           to_string(dev), "')");
+  count_implicit_copy();
 }
-inline Tensor on_device(const Tensor& t, Device dev, ir::OpType op) { return on_device(t, dev, op_name(op)); }
 
 // Dims of a reduction, wrapped, checked for repeats and sorted; {} means all.
 std::vector<int64_t> normalize_dims(const std::vector<int64_t>& dims, int64_t ndim, ir::OpType op);

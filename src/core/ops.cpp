@@ -1,13 +1,14 @@
-// The op layer: every public op validates here (shapes, broadcasting, dtype
-// promotion, device placement) and then calls the kernel registered for the
-// current device, which therefore never sees a malformed call. A failed check
-// raises before anything is allocated or written, so no tensor is touched.
+// The op layer of the table's own families (elementwise, where, clamp,
+// reductions, matmul, softmax, transpose, copy and fill): each public function
+// builds its call and applies it; each family has one infer function
+// (validation, broadcasting, dtype promotion, placement, output meta; see
+// core/dispatch.h), registered for every op of the family from the table.
 
 #include "pyflame/ops.h"
 
 #include <algorithm>
+#include <cmath>
 
-#include "core/backend.h"
 #include "core/dispatch.h"
 #include "core/op_utils.h"
 #include "pyflame/error.h"
@@ -16,30 +17,11 @@ namespace pyflame {
 
 namespace {
 
-// Moves, converts and broadcasts one operand for an elementwise kernel.
-Tensor prepare(const Tensor& t, DType dtype, const Shape& shape, Device dev, ir::OpType op) {
-  return on_device(t, dev, op).to(dtype).expand(shape);
-}
-
 // What each operand's dtype counts as in PyTorch's promotion: a Python number
 // only contributes its category (its stored width is not meaningful).
 DType promotion_dtype(const Tensor& t) {
   if (t.is_wrapped_number() && is_floating(t.dtype())) return default_float();
   return t.dtype();
-}
-
-bool can_cast(DType from, DType to) {
-  if (is_floating(from) && !is_floating(to)) return false;
-  if (from != DType::Bool && to == DType::Bool) return false;
-  return true;
-}
-
-// Whether writing `out` while reading `in` elementwise is safe: no shared
-// storage, or exactly the same elements in the same order.
-bool safe_alias(const Tensor& out, const Tensor& in) {
-  if (!out.same_storage(in)) return true;
-  return in.offset() == out.offset() && in.shape() == out.shape() && in.strides() == out.strides() &&
-         in.dtype() == out.dtype();
 }
 
 DType elementwise_out_dtype(ir::OpType op, DType compute) {
@@ -60,37 +42,266 @@ void check_elementwise_dtype(ir::OpType op, DType compute) {
            ": not supported for bool tensors; convert with .to(int32) first");
 }
 
-// Runs an elementwise op into `out` (allocated when undefined).
-Tensor elementwise(ir::OpType op, const std::vector<Tensor>& operands, Tensor out, const OpAttrs& attrs = {}) {
-  Device dev = current_device();
-  DType compute = result_type(operands);
-  check_elementwise_dtype(op, compute);
-  DType out_dtype = elementwise_out_dtype(op, compute);
-  // Float-only ops compute in the float type they return.
-  if (op_family(op) == OpFamily::UNARY_FLOAT || op_family(op) == OpFamily::BINARY_FLOAT) compute = out_dtype;
-  Shape shape = operands[0].shape();
-  for (size_t i = 1; i < operands.size(); ++i) shape = broadcast_shapes(shape, operands[i].shape(), op_name(op));
-
-  OpCall call{op, {}, {}, attrs};
-  for (const Tensor& t : operands) call.inputs.push_back(prepare(t, compute, shape, dev, op));
-  if (out.defined()) {
-    PF_CHECK(out.shape() == shape, ValueError, op_name(op), "_: the result's broadcast shape ", shape,
-             " does not match the in-place tensor's shape ", out.shape());
-    PF_CHECK(can_cast(out_dtype, out.dtype()), TypeError, op_name(op), "_: the result type ", out_dtype,
-             " cannot be stored in a tensor of type ", out.dtype());
-    bool direct = out.dtype() == out_dtype && out.device() == dev;
-    for (const Tensor& in : call.inputs) direct = direct && safe_alias(out, in);
-    if (!direct) {
-      out.copy_(elementwise(op, operands, Tensor(), attrs));
-      return out;
-    }
-    call.out = out;
-  } else {
-    call.out = Tensor::empty(shape, out_dtype, dev);
+// Constraints of particular ops between their parameters and the input's dtype.
+void check_params(ir::OpType op, const std::vector<Scalar>& p, DType dtype) {
+  if (op == ir::OpType::hardtanh) {
+    PF_CHECK(p[0].f <= p[1].f, ValueError, "hardtanh: min_val (", p[0].f, ") cannot be greater than max_val (",
+             p[1].f, ")");
+    PF_CHECK(dtype != DType::UInt8 || (p[0].f >= 0 && p[1].f >= 0), ValueError,
+             "hardtanh: negative limits (min_val ", p[0].f, ", max_val ", p[1].f, ") for a uint8 tensor");
+  } else if (op == ir::OpType::round) {
+    PF_CHECK(p[0].i == 0 || is_floating(dtype), TypeError, "round: decimals=", p[0].i,
+             " needs a floating-point input, got ", dtype);
   }
-  run_kernel(call, dev);
-  return call.out;
 }
+
+// An elementwise op's parameters made canonical: the missing ones take their
+// defaults; integer parameters refuse floats.
+std::vector<Scalar> canonical_params(ir::OpType op, const std::vector<Scalar>& given, DType dtype) {
+  std::vector<OpParam> params = op_params(op);
+  PF_CHECK(given.size() <= params.size(), TypeError, op_name(op), ": takes ", params.size(),
+           " parameter(s), got ", given.size());
+  std::vector<Scalar> out;
+  for (size_t i = 0; i < params.size(); ++i) {
+    Scalar v = i < given.size() ? given[i] : params[i].default_value;
+    bool integer = params[i].default_value.kind == Scalar::Kind::Int;
+    PF_CHECK(!integer || v.kind != Scalar::Kind::Float, TypeError, op_name(op), ": ", params[i].name,
+             " must be an integer, got ", v.f);
+    out.push_back(v);
+  }
+  check_params(op, out, dtype);
+  return out;
+}
+
+// Elementwise families: promoted compute dtype, broadcast shape; Python
+// numbers stay on the host (kernels take them by value).
+Inferred infer_elementwise(OpCall& call) {
+  const ir::OpType op = call.op;
+  const OpFamily family = op_family(op);
+  DType compute = result_type(call.inputs);
+  check_elementwise_dtype(op, compute);
+  const DType out_dtype = elementwise_out_dtype(op, compute);
+  if (family == OpFamily::UNARY_FLOAT || family == OpFamily::BINARY_FLOAT) compute = out_dtype;
+  Shape shape = call.inputs[0].shape();
+  for (size_t i = 1; i < call.inputs.size(); ++i) shape = broadcast_shapes(shape, call.inputs[i].shape(), op_name(op));
+  if (call.inputs.size() == 1) {
+    auto& attrs = std::get<ElementwiseAttrs>(call.attrs);
+    attrs.params = canonical_params(op, attrs.params, call.inputs[0].dtype());
+  } else if (op == ir::OpType::pow) {
+    const Tensor& b = call.inputs[1];
+    if (b.is_wrapped_number() && !is_floating(b.dtype()) && b.item().i < 0)
+      PF_CHECK(is_floating(compute), ValueError,
+               "pow: integers to negative integer powers are not allowed (use a float exponent or tensor)");
+  }
+  // Numbers stay on the host unless they are all there is (then the device computes from copies).
+  bool any_tensor = false;
+  for (const Tensor& t : call.inputs) any_tensor = any_tensor || !t.is_wrapped_number();
+  Inferred inf{current_device(), {}, {{shape, out_dtype}}, {}};
+  for (const Tensor& t : call.inputs)
+    inf.inputs.push_back({compute, {}, shape, false, any_tensor && t.is_wrapped_number()});
+  return inf;
+}
+
+Inferred infer_where(OpCall& call) {
+  const Tensor &cond = call.inputs[0], &a = call.inputs[1], &b = call.inputs[2];
+  PF_CHECK(cond.dtype() == DType::Bool, TypeError, "where: the condition must be a bool tensor, got ", cond.dtype(),
+           " (compare it first, e.g. x > 0)");
+  const DType dtype = result_type({a, b});
+  const Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  Inferred inf{current_device(), {}, {{shape, dtype}}, {}};
+  inf.inputs.push_back({DType::Bool, {}, shape});
+  for (const Tensor& t : {a, b}) inf.inputs.push_back({dtype, {}, shape, false, t.is_wrapped_number()});
+  return inf;
+}
+
+Inferred infer_clamp(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const auto& a = call.attr<ClampAttrs>();
+  PF_CHECK(a.min || a.max, ValueError, "clamp: at least one of min and max must be given");
+  PF_CHECK(x.dtype() != DType::Bool, TypeError, "clamp: not supported for bool tensors");
+  std::vector<Tensor> operands = {x};
+  for (const auto& bound : {a.min, a.max})
+    if (bound) operands.push_back(Tensor::scalar(*bound));
+  const DType dtype = result_type(operands);
+  return {current_device(), {{dtype}}, {{x.shape(), dtype}}, {}};
+}
+
+Inferred infer_reduce(OpCall& call) {
+  const ir::OpType op = call.op;
+  const Tensor& x = call.inputs[0];
+  auto& a = std::get<ReduceAttrs>(call.attrs);
+  a.dims = normalize_dims(a.dims, x.dim(), op);
+  DType out_dtype = x.dtype();
+  if (op == ir::OpType::sum || op == ir::OpType::prod) {
+    if (!is_floating(x.dtype())) out_dtype = DType::Int64;  // as PyTorch: no silent overflow of small ints
+  } else if (op == ir::OpType::mean) {
+    PF_CHECK(is_floating(x.dtype()), TypeError, "mean: needs a floating-point input, got ", x.dtype(),
+             " (convert with .to(float32))");
+  }
+  const bool empty_reduction =
+      x.numel() == 0 && std::any_of(a.dims.begin(), a.dims.end(), [&](int64_t d) { return x.shape()[d] == 0; });
+  if (op == ir::OpType::max || op == ir::OpType::min)
+    PF_CHECK(!empty_reduction && !(x.dim() > 0 && x.numel() == 0 && a.dims.empty()), ValueError, op_name(op),
+             ": cannot reduce over an empty dimension (input shape ", x.shape(), "); there is no identity");
+  Inferred inf{current_device(), {{out_dtype}}, {{reduced_shape(x.shape(), a.dims, a.keepdim), out_dtype}}, {}};
+  if (x.numel() == 0)  // identities of empty reductions
+    inf.constant = op == ir::OpType::prod ? Scalar(int64_t{1}) : op == ir::OpType::mean ? Scalar(NAN) : Scalar(int64_t{0});
+  return inf;
+}
+
+// The kernel reduces dims[0] of its input (all of it, flattened, when dims is
+// empty) into an int64 output that keeps the reduced dim as size 1.
+Inferred infer_arg_reduce(OpCall& call) {
+  const ir::OpType op = call.op;
+  const Tensor& x = call.inputs[0];
+  auto& a = std::get<ReduceAttrs>(call.attrs);
+  PF_CHECK(x.dtype() != DType::Bool, TypeError, op_name(op), ": not supported for bool tensors");
+  PF_CHECK(a.dims.size() <= 1, ValueError, op_name(op), ": reduces one dim or all, got dims ", Shape(a.dims));
+  InputPlan in;
+  Shape kernel_in = x.shape(), result;
+  if (!a.dims.empty()) {
+    a.dims[0] = wrap_dim(a.dims[0], x.dim(), op_name(op));
+    if (x.dim() == 0) kernel_in = {1}, in.reshape = kernel_in, a.dims[0] = 0;
+    result = x.dim() == 0 ? Shape{} : reduced_shape(x.shape(), a.dims, a.keepdim);
+  } else {
+    kernel_in = {x.numel()};
+    in.reshape = kernel_in;
+    result = a.keepdim ? Shape(x.dim(), 1) : Shape{};
+  }
+  const int64_t d = a.dims.empty() ? 0 : a.dims[0];
+  PF_CHECK(kernel_in[d] > 0, ValueError, op_name(op), ": cannot reduce over an empty dimension (input shape ",
+           x.shape(), ")");
+  Shape kept = kernel_in;
+  kept[d] = 1;
+  return {current_device(), {in}, {{kept, DType::Int64, result}}, {}};
+}
+
+Inferred infer_matmul(OpCall& call) {
+  const ir::OpType op = call.op;
+  const char* name = op_name(op);
+  const Tensor &a = call.inputs[0], &b = call.inputs[1];
+  PF_CHECK(a.dim() >= 1 && b.dim() >= 1, ValueError, name, ": both operands need at least 1 dimension, got shapes ",
+           a.shape(), " and ", b.shape());
+  if (op == ir::OpType::batch_matmul)
+    PF_CHECK(a.dim() >= 3 && b.dim() >= 3, ValueError,
+             "batch_matmul: both operands need batch dimensions (at least 3-D), got shapes ", a.shape(), " and ",
+             b.shape(), "; use matmul for 1-D and 2-D operands");
+  PF_CHECK(a.dtype() == b.dtype(), TypeError, name, ": operands must have the same dtype, got ", a.dtype(), " and ",
+           b.dtype(), " (convert one with .to())");
+  PF_CHECK(a.dtype() != DType::Bool, TypeError, name, ": not supported for bool tensors");
+  // 1-D operands take part as a row (a) or a column (b), dropped from the result.
+  Shape sa2 = a.shape(), sb2 = b.shape();
+  if (a.dim() == 1) sa2.insert(sa2.begin(), 1);
+  if (b.dim() == 1) sb2.push_back(1);
+  const int64_t m = sa2[sa2.size() - 2], k = sa2.back(), k2 = sb2[sb2.size() - 2], n = sb2.back();
+  PF_CHECK(k == k2, ValueError, name, ": shapes ", a.shape(), " and ", b.shape(), " are not aligned (", k,
+           " columns in the first vs ", k2, " rows in the second)");
+  Shape batch;
+  try {
+    batch = broadcast_shapes(Shape(sa2.begin(), sa2.end() - 2), Shape(sb2.begin(), sb2.end() - 2), name);
+  } catch (const ValueError&) {
+    throw ValueError(detail::cat(name, ": the batch dimensions of shapes ", a.shape(), " and ", b.shape(),
+                                 " cannot be broadcast together"));
+  }
+  Shape sa = batch, sb = batch, so = batch, result = batch;
+  sa.insert(sa.end(), {m, k});
+  sb.insert(sb.end(), {k, n});
+  so.insert(so.end(), {m, n});
+  if (a.dim() > 1) result.push_back(m);
+  if (b.dim() > 1) result.push_back(n);
+  InputPlan pa, pb;
+  if (a.dim() == 1) pa.reshape = sa2;
+  if (b.dim() == 1) pb.reshape = sb2;
+  pa.expand = sa, pb.expand = sb;
+  Inferred inf{current_device(), {pa, pb}, {{so, a.dtype()}}, {}};
+  if (result != so) inf.outputs[0].result = result;
+  if (k == 0) inf.constant = Scalar(int64_t{0});
+  return inf;
+}
+
+// The kernel sees at least one dim (a 0-d input as [1]).
+Inferred infer_softmax(OpCall& call) {
+  const ir::OpType op = call.op;
+  const Tensor& x = call.inputs[0];
+  auto& a = std::get<DimAttrs>(call.attrs);
+  const DType dtype = a.dtype.value_or(x.dtype());
+  PF_CHECK(is_floating(dtype), TypeError, op_name(op), ": needs a floating-point input, got ", dtype,
+           " (convert with .to(float32))");
+  a.dim = wrap_dim(a.dim, x.dim(), op_name(op));
+  InputPlan in{dtype};
+  Shape shape = x.shape();
+  Inferred inf{current_device(), {}, {{shape, dtype}}, {}};
+  if (x.dim() == 0) {
+    in.reshape = Shape{1};
+    inf.outputs[0] = {{1}, dtype, Shape{}};
+  }
+  inf.inputs.push_back(in);
+  return inf;
+}
+
+Inferred infer_transpose(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  auto& a = std::get<ViewAttrs>(call.attrs);
+  PF_CHECK(a.dims.size() == 2, ValueError, "transpose: takes two dims, got ", Shape(a.dims));
+  for (int64_t& d : a.dims) d = wrap_dim(d, x.dim(), "transpose");
+  Shape shape = x.shape();
+  if (x.dim() > 0) std::swap(shape[a.dims[0]], shape[a.dims[1]]);
+  OutputPlan out{shape, x.dtype()};
+  out.view = true;
+  return {x.device(), {{}}, {out}, {}};
+}
+
+// Views need no kernel: the output is made from the input's metadata, on any device.
+void transpose_view(OpCall& call) {
+  const auto& a = call.attr<ViewAttrs>();
+  call.out() = call.inputs[0].transpose(a.dims[0], a.dims[1]);
+}
+
+// copy: the source is converted and broadcast into the given output, on the
+// output's device (moving the source there is the copy's own work).
+Inferred infer_copy(OpCall& call) {
+  PF_CHECK(call.outputs.size() == 1, ValueError, "copy_: needs the tensor to copy into");
+  const Tensor &dst = call.out(), &src = call.inputs[0];
+  PF_CHECK(broadcast_shapes(src.shape(), dst.shape(), "copy_") == dst.shape(), ValueError, "copy_: a source of shape ",
+           src.shape(), " does not broadcast to the destination's shape ", dst.shape());
+  InputPlan in{dst.dtype(), {}, dst.shape()};
+  in.transfer = true;
+  return {dst.device(), {in}, {{dst.shape(), dst.dtype()}}, {}};
+}
+
+Inferred infer_fill(OpCall& call) {
+  PF_CHECK(call.outputs.size() == 1, ValueError, "fill_: needs the tensor to fill");
+  const Tensor& dst = call.out();
+  return {dst.device(), {}, {{dst.shape(), dst.dtype()}}, {}};
+}
+
+Tensor apply_one(ir::OpType op, std::vector<Tensor> inputs, OpAttrs attrs) {
+  return apply({op, std::move(inputs), std::move(attrs), {}})[0];
+}
+
+Tensor& apply_into(Tensor& out, ir::OpType op, std::vector<Tensor> inputs, OpAttrs attrs) {
+  apply({op, std::move(inputs), std::move(attrs), {out}});
+  return out;
+}
+
+#define PF_FAMILY_UNARY(name, functor) PF_REGISTER_INFER(name, &infer_elementwise);
+#define PF_FAMILY_UNARY_FLOAT(name, functor) PF_REGISTER_INFER(name, &infer_elementwise);
+#define PF_FAMILY_UNARY_BOOL(name, functor) PF_REGISTER_INFER(name, &infer_elementwise);
+#define PF_FAMILY_BINARY(name, functor) PF_REGISTER_INFER(name, &infer_elementwise);
+#define PF_FAMILY_BINARY_FLOAT(name, functor) PF_REGISTER_INFER(name, &infer_elementwise);
+#define PF_FAMILY_COMPARE(name, functor) PF_REGISTER_INFER(name, &infer_elementwise);
+#define PF_FAMILY_WHERE(name, functor) PF_REGISTER_INFER(name, &infer_where);
+#define PF_FAMILY_CLAMP(name, functor) PF_REGISTER_INFER(name, &infer_clamp);
+#define PF_FAMILY_REDUCE(name, functor) PF_REGISTER_INFER(name, &infer_reduce);
+#define PF_FAMILY_ARG_REDUCE(name, functor) PF_REGISTER_INFER(name, &infer_arg_reduce);
+#define PF_FAMILY_MATMUL(name, functor) PF_REGISTER_INFER(name, &infer_matmul);
+#define PF_FAMILY_SOFTMAX(name, functor) PF_REGISTER_INFER(name, &infer_softmax);
+#include "pyflame/for_each_op.inc"
+PF_REGISTER_INFER(transpose, &infer_transpose);
+PF_REGISTER_KERNEL(transpose, CPU, &transpose_view);
+PF_REGISTER_KERNEL(transpose, ROCm, &transpose_view);
+PF_REGISTER_INFER(copy, &infer_copy);
+PF_REGISTER_INFER(fill, &infer_fill);
 
 }  // namespace
 
@@ -153,57 +364,15 @@ std::vector<OpParam> op_params(ir::OpType op) {
   return out;
 }
 
-namespace {
-// Constraints of particular ops between their parameters and the input's dtype.
-void check_params(ir::OpType op, const std::vector<Scalar>& p, DType dtype) {
-  if (op == ir::OpType::hardtanh) {
-    PF_CHECK(p[0].f <= p[1].f, ValueError, "hardtanh: min_val (", p[0].f, ") cannot be greater than max_val (",
-             p[1].f, ")");
-    PF_CHECK(dtype != DType::UInt8 || (p[0].f >= 0 && p[1].f >= 0), ValueError,
-             "hardtanh: negative limits (min_val ", p[0].f, ", max_val ", p[1].f, ") for a uint8 tensor");
-  } else if (op == ir::OpType::round) {
-    PF_CHECK(p[0].i == 0 || is_floating(dtype), TypeError, "round: decimals=", p[0].i,
-             " needs a floating-point input, got ", dtype);
-  }
-}
-
-// The OpAttrs of an elementwise op called with `given` parameters: the rest
-// take their defaults; integer parameters refuse floats.
-OpAttrs param_attrs(ir::OpType op, const std::vector<Scalar>& given, DType dtype) {
-  std::vector<OpParam> params = op_params(op);
-  PF_CHECK(given.size() <= params.size(), TypeError, op_name(op), ": takes ", params.size(),
-           " parameter(s), got ", given.size());
-  OpAttrs attrs;
-  for (size_t i = 0; i < params.size(); ++i) {
-    Scalar v = i < given.size() ? given[i] : params[i].default_value;
-    bool integer = params[i].default_value.kind == Scalar::Kind::Int;
-    PF_CHECK(!integer || v.kind != Scalar::Kind::Float, TypeError, op_name(op), ": ", params[i].name,
-             " must be an integer, got ", v.f);
-    attrs.params.push_back(v);
-  }
-  check_params(op, attrs.params, dtype);
-  return attrs;
-}
-}  // namespace
-
 Tensor unary_op(ir::OpType op, const Tensor& x, const std::vector<Scalar>& params) {
-  return elementwise(op, {x}, Tensor(), param_attrs(op, params, x.dtype()));
+  return apply_one(op, {x}, ElementwiseAttrs{params});
 }
-Tensor binary_op(ir::OpType op, const Tensor& a, const Tensor& b) {
-  if (op == ir::OpType::pow && b.is_wrapped_number() && !is_floating(b.dtype()) && b.item().i < 0)
-    PF_CHECK(is_floating(result_type({a, b})), ValueError,
-             "pow: integers to negative integer powers are not allowed (use a float exponent or tensor)");
-  return elementwise(op, {a, b}, Tensor());
-}
-
+Tensor binary_op(ir::OpType op, const Tensor& a, const Tensor& b) { return apply_one(op, {a, b}, ElementwiseAttrs{}); }
 Tensor& binary_op_(ir::OpType op, Tensor& a, const Tensor& b) {
-  elementwise(op, {a, b}, a);
-  return a;
+  return apply_into(a, op, {a, b}, ElementwiseAttrs{});
 }
-
 Tensor& unary_op_(ir::OpType op, Tensor& x, const std::vector<Scalar>& params) {
-  elementwise(op, {x}, x, param_attrs(op, params, x.dtype()));
-  return x;
+  return apply_into(x, op, {x}, ElementwiseAttrs{params});
 }
 
 #define PF_DEF_UNARY(name) \
@@ -222,6 +391,16 @@ Tensor& unary_op_(ir::OpType op, Tensor& x, const std::vector<Scalar>& params) {
   Tensor name(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) { \
     return reduce_op(ir::OpType::name, x, dims, keepdim);                        \
   }
+#define PF_FAMILY_ARG_REDUCE(name, functor)                                          \
+  Tensor name(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {           \
+    return apply_one(ir::OpType::name, {x}, ReduceAttrs{dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{}, keepdim}); \
+  }
+#define PF_FAMILY_MATMUL(name, functor) \
+  Tensor name(const Tensor& a, const Tensor& b) { return apply_one(ir::OpType::name, {a, b}, NoAttrs{}); }
+#define PF_FAMILY_SOFTMAX(name, functor)                                                                 \
+  Tensor name(const Tensor& x, int64_t dim, std::optional<DType> dtype) {                               \
+    return apply_one(ir::OpType::name, {x}, DimAttrs{dim, dtype});                                      \
+  }
 #include "pyflame/for_each_op.inc"
 #undef PF_DEF_UNARY
 #undef PF_DEF_BINARY
@@ -229,172 +408,45 @@ Tensor& unary_op_(ir::OpType op, Tensor& x, const std::vector<Scalar>& params) {
 Tensor gelu(const Tensor& x, const std::string& approximate) {
   PF_CHECK(approximate == "none" || approximate == "tanh", ValueError,
            "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
-  OpAttrs attrs;
-  attrs.approximate_tanh = approximate == "tanh";
-  return elementwise(ir::OpType::gelu, {x}, Tensor(), attrs);
+  return unary_op(ir::OpType::gelu, x, {Scalar(int64_t{approximate == "tanh"})});
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  PF_CHECK(cond.dtype() == DType::Bool, TypeError, "where: the condition must be a bool tensor, got ",
-           cond.dtype(), " (compare it first, e.g. x > 0)");
-  Device dev = current_device();
-  DType dtype = result_type({a, b});
-  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
-  OpCall call{ir::OpType::where,
-              {prepare(cond, DType::Bool, shape, dev, ir::OpType::where),
-               prepare(a, dtype, shape, dev, ir::OpType::where), prepare(b, dtype, shape, dev, ir::OpType::where)},
-              Tensor::empty(shape, dtype, dev),
-              {}};
-  run_kernel(call, dev);
-  return call.out;
+  return apply_one(ir::OpType::where, {cond, a, b}, NoAttrs{});
 }
 
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
-  PF_CHECK(min || max, ValueError, "clamp: at least one of min and max must be given");
-  PF_CHECK(x.dtype() != DType::Bool, TypeError, "clamp: not supported for bool tensors");
-  std::vector<Tensor> operands = {x};
-  if (min) operands.push_back(Tensor::scalar(*min));
-  if (max) operands.push_back(Tensor::scalar(*max));
-  DType dtype = result_type(operands);
-  OpAttrs attrs;
-  attrs.lo = min;
-  attrs.hi = max;
-  Device dev = current_device();
-  OpCall call{ir::OpType::clamp, {on_device(x, dev, ir::OpType::clamp).to(dtype)},
-              Tensor::empty(x.shape(), dtype, dev), attrs};
-  run_kernel(call, dev);
-  return call.out;
+  return apply_one(ir::OpType::clamp, {x}, ClampAttrs{min, max});
 }
 
-Tensor reduce_op(ir::OpType op, const Tensor& x, const std::vector<int64_t>& dims_in, bool keepdim) {
-  std::vector<int64_t> dims = normalize_dims(dims_in, x.dim(), op);
-  DType out_dtype = x.dtype();
-  if (op == ir::OpType::sum || op == ir::OpType::prod) {
-    if (!is_floating(x.dtype())) out_dtype = DType::Int64;  // as PyTorch: no silent overflow of small ints
-  } else if (op == ir::OpType::mean) {
-    PF_CHECK(is_floating(x.dtype()), TypeError, "mean: needs a floating-point input, got ", x.dtype(),
-             " (convert with .to(float32))");
-  }
-  if (op == ir::OpType::max || op == ir::OpType::min) {
-    bool empty_reduction = x.numel() == 0 && std::any_of(dims.begin(), dims.end(), [&](int64_t d) {
-      return x.shape()[d] == 0;
-    });
-    PF_CHECK(!empty_reduction && !(x.dim() > 0 && x.numel() == 0 && dims.empty()), ValueError, op_name(op),
-             ": cannot reduce over an empty dimension (input shape ", x.shape(), "); there is no identity");
-  }
-  Device dev = current_device();
-  OpCall call{op, {on_device(x, dev, op).to(out_dtype)}, Tensor::empty(reduced_shape(x.shape(), dims, keepdim), out_dtype, dev), {}};
-  call.attrs.dims = dims;
-  call.attrs.keepdim = keepdim;
-  if (call.out.numel() > 0 && x.numel() == 0) {  // identities of empty reductions
-    call.out.fill_(op == ir::OpType::prod ? Scalar(int64_t{1}) : op == ir::OpType::mean ? Scalar(NAN) : Scalar(int64_t{0}));
-    return call.out;
-  }
-  run_kernel(call, dev);
-  return call.out;
+Tensor reduce_op(ir::OpType op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  return apply_one(op, {x}, ReduceAttrs{dims, keepdim});
 }
 
-namespace {
-Tensor arg_reduce(ir::OpType op, const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
-  PF_CHECK(x.dtype() != DType::Bool, TypeError, op_name(op), ": not supported for bool tensors");
-  Device dev = current_device();
-  Tensor in = on_device(x, dev, op);
-  Shape out_shape;
-  int64_t d;
-  if (dim) {
-    d = wrap_dim(*dim, x.dim(), op_name(op));
-    if (x.dim() == 0) in = in.reshape({1}), d = 0;
-    out_shape = x.dim() == 0 ? Shape{} : reduced_shape(x.shape(), {d}, keepdim);
-  } else {
-    out_shape = keepdim ? Shape(x.dim(), 1) : Shape{};
-    in = in.reshape({-1});
-    d = 0;
-  }
-  PF_CHECK(in.shape()[d] > 0, ValueError, op_name(op), ": cannot reduce over an empty dimension (input shape ",
-           x.shape(), ")");
-  OpCall call{op, {in}, Tensor::empty(out_shape, DType::Int64, dev), {}};
-  call.attrs.dim = d;
-  call.attrs.dims = {d};
-  // The kernel sees the reduced dim kept (size 1), whatever keepdim says.
-  Shape kept = in.shape();
-  kept[d] = 1;
-  call.out = call.out.view(kept);
-  run_kernel(call, dev);
-  return call.out.view(out_shape);
-}
-}  // namespace
-
-Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
-  return arg_reduce(ir::OpType::argmax, x, dim, keepdim);
-}
-Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
-  return arg_reduce(ir::OpType::argmin, x, dim, keepdim);
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
+  return apply_one(ir::OpType::transpose, {x}, ViewAttrs{{dim0, dim1}});
 }
 
-namespace {
-Tensor matmul_impl(ir::OpType op, const Tensor& a, const Tensor& b) {
-  const char* name = op_name(op);
-  PF_CHECK(a.dim() >= 1 && b.dim() >= 1, ValueError, name, ": both operands need at least 1 dimension, got shapes ",
-           a.shape(), " and ", b.shape());
-  PF_CHECK(a.dtype() == b.dtype(), TypeError, name, ": operands must have the same dtype, got ", a.dtype(), " and ",
-           b.dtype(), " (convert one with .to())");
-  PF_CHECK(a.dtype() != DType::Bool, TypeError, name, ": not supported for bool tensors");
-  Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
-  Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
-  int64_t m = a2.size(-2), k = a2.size(-1), k2 = b2.size(-2), n = b2.size(-1);
-  PF_CHECK(k == k2, ValueError, name, ": shapes ", a.shape(), " and ", b.shape(), " are not aligned (", k,
-           " columns in the first vs ", k2, " rows in the second)");
-  Shape batch;
-  try {
-    batch = broadcast_shapes(Shape(a2.shape().begin(), a2.shape().end() - 2),
-                             Shape(b2.shape().begin(), b2.shape().end() - 2), name);
-  } catch (const ValueError&) {
-    throw ValueError(detail::cat(name, ": the batch dimensions of shapes ", a.shape(), " and ", b.shape(),
-                                 " cannot be broadcast together"));
-  }
-  Device dev = current_device();
-  Shape sa = batch, sb = batch, so = batch;
-  sa.insert(sa.end(), {m, k});
-  sb.insert(sb.end(), {k, n});
-  so.insert(so.end(), {m, n});
-  OpCall call{op, {on_device(a2, dev, op).expand(sa), on_device(b2, dev, op).expand(sb)},
-              Tensor::empty(so, a.dtype(), dev), {}};
-  if (k == 0) call.out.fill_(Scalar(int64_t{0}));
-  else run_kernel(call, dev);
-  Shape final_shape = batch;
-  if (a.dim() > 1) final_shape.push_back(m);
-  if (b.dim() > 1) final_shape.push_back(n);
-  return call.out.view(final_shape);
-}
-}  // namespace
+Tensor& copy_(Tensor& dst, const Tensor& src) { return apply_into(dst, ir::OpType::copy, {src}, NoAttrs{}); }
+Tensor& fill_(Tensor& dst, Scalar value) { return apply_into(dst, ir::OpType::fill, {}, FillAttrs{value}); }
 
-Tensor matmul(const Tensor& a, const Tensor& b) { return matmul_impl(ir::OpType::matmul, a, b); }
-
-Tensor batch_matmul(const Tensor& a, const Tensor& b) {
-  PF_CHECK(a.dim() >= 3 && b.dim() >= 3, ValueError,
-           "batch_matmul: both operands need batch dimensions (at least 3-D), got shapes ", a.shape(), " and ",
-           b.shape(), "; use matmul for 1-D and 2-D operands");
-  return matmul_impl(ir::OpType::batch_matmul, a, b);
+Tensor to(const Tensor& x, DType dtype) {
+  if (x.dtype() == dtype) return x;
+  Tensor out = Tensor::empty(x.shape(), dtype, x.device());
+  return copy_(out, x);
 }
 
-Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) { return x.transpose(dim0, dim1); }
-
-namespace {
-Tensor softmax_impl(ir::OpType op, const Tensor& x, int64_t dim) {
-  PF_CHECK(is_floating(x.dtype()), TypeError, op_name(op), ": needs a floating-point input, got ", x.dtype(),
-           " (convert with .to(float32))");
-  int64_t d = wrap_dim(dim, x.dim(), op_name(op));
-  Device dev = current_device();
-  Tensor in = on_device(x, dev, op);
-  if (x.dim() == 0) in = in.reshape({1});
-  OpCall call{op, {in}, Tensor::empty(in.shape(), x.dtype(), dev), {}};
-  call.attrs.dim = d;
-  run_kernel(call, dev);
-  return call.out.view(x.shape());
+Tensor to(const Tensor& x, Device device) {
+  if (x.device() == device) return x;
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
+  return copy_(out, x);
 }
-}  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(ir::OpType::softmax, x, dim); }
-Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(ir::OpType::log_softmax, x, dim); }
+Tensor clone(const Tensor& x) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  return copy_(out, x);
+}
+
+Tensor contiguous(const Tensor& x) { return x.is_contiguous() ? x : clone(x); }
 
 }  // namespace pyflame

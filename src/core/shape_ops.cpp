@@ -1,13 +1,15 @@
 // The shape area's op layer: joining and splitting, indexing by tensors,
-// masking. Only index_select, gather, scatter and scatter_add have kernels
-// (src/cpu/index.cpp). The rest are compositions: cat copies its inputs into
-// views of the output (Tensor::copy_), stack/split/chunk are views,
-// embedding is an index_select, one_hot/masked_fill/tril/triu are elementwise
+// masking. index_select, gather, scatter and scatter_add are ops of the table
+// (infer functions here, kernels in src/cpu/index.cpp and the GPU backend).
+// The rest are compositions: cat copies its inputs into views of the output,
+// stack/split/chunk are views, embedding and x[key] are an index_select,
+// x[key] = v a scatter, one_hot a scatter into zeros, masked_fill/tril/triu
 // comparisons and where; so they run on every device that has those parts.
 //
-// Index values are checked here, before anything is written, from their
-// minimum and maximum (two reductions; on a GPU reading them waits for the
-// device, as PyTorch's checked indexing does).
+// Index values are checked by the kernels (see kernels/kernel_error.h): an
+// out-of-range index raises IndexError on the CPU at once and on a GPU at the
+// next synchronisation, and nothing here waits for a device. Only masks
+// synchronise, by nature: the result's size is the number of true entries.
 
 #include <algorithm>
 #include <numeric>
@@ -26,25 +28,16 @@ void check_index_dtype(const Tensor& index, const char* op) {
            ": index must be an int32 or int64 tensor, got ", index.dtype());
 }
 
-// The smallest and largest value of a non-empty integer tensor.
-std::pair<int64_t, int64_t> value_range(const Tensor& t) {
-  return {pyflame::min(t).item().i, pyflame::max(t).item().i};
-}
-
-// IndexError unless every value of `index` lies in [0, size), or in
-// [-size, size) when negative values count from the end. Returns the minimum.
-int64_t check_index_range(const Tensor& index, int64_t size, bool allow_negative, const char* op, int64_t dim) {
-  if (index.numel() == 0) return 0;
-  auto [lo, hi] = value_range(index);
-  int64_t first = allow_negative ? -size : 0;
-  PF_CHECK(lo >= first && hi < size, IndexError, op, ": index ", lo < first ? lo : hi,
-           " is out of bounds for dimension ", dim, " with size ", size);
-  return lo;
-}
-
 // PyTorch lets 0-d and 1-D tensors stand for each other in gather/scatter.
 int64_t nonzero_dim(const Tensor& t) { return std::max<int64_t>(t.dim(), 1); }
-Tensor at_least_1d(const Tensor& t) { return t.dim() == 0 ? t.reshape({1}) : t; }
+Shape at_least_1d(const Shape& s) { return s.empty() ? Shape{1} : s; }
+
+// A plan that shows a 0-d input to the kernel as 1-D.
+InputPlan as_1d(const Tensor& t) {
+  InputPlan p;
+  if (t.dim() == 0) p.reshape = Shape{1};
+  return p;
+}
 
 Shape replace_dim(Shape shape, int64_t dim, const Shape& with) {
   shape.erase(shape.begin() + dim);
@@ -52,83 +45,88 @@ Shape replace_dim(Shape shape, int64_t dim, const Shape& with) {
   return shape;
 }
 
-// A tensor whose elements share memory (an expanded view) cannot be written
-// in place: the result would depend on the order of the writes.
-void check_writable(const Tensor& x, const char* op) {
-  for (int64_t d = 0; d < x.dim(); ++d)
-    PF_CHECK(x.strides()[d] != 0 || x.shape()[d] <= 1, ValueError, op,
-             ": the tensor has elements that share memory (an expanded view, shape ", x.shape(), ", strides ",
-             x.strides(), "); clone() it first");
-}
-
-Tensor index_select_impl(const Tensor& x, int64_t dim, const Tensor& index, const char* op) {
+// index_select: x (at least 1-D) and a 1-D index.
+Inferred infer_index_select(OpCall& call) {
+  const Tensor &x = call.inputs[0], &index = call.inputs[1];
+  auto& a = std::get<IndexAttrs>(call.attrs);
+  const char* op = "index_select";
   check_index_dtype(index, op);
   PF_CHECK(index.dim() <= 1, ValueError, op, ": index must be 0-d or 1-D, got shape ", index.shape());
-  int64_t d = wrap_dim(dim, x.dim(), op);
-  Device dev = current_device();
-  Tensor in = at_least_1d(on_device(x, dev, op));
-  Tensor idx = at_least_1d(on_device(index, dev, op));
-  PF_CHECK(x.dim() > 0 || idx.numel() == 1, ValueError, op, ": a 0-d input takes exactly one index, got ",
-           idx.numel());
-  check_index_range(idx, in.shape()[d], false, op, d);
-  Shape shape = in.shape();
-  shape[d] = idx.numel();
-  OpCall call{ir::OpType::index_select, {in, idx}, Tensor::empty(shape, x.dtype(), dev), {}};
-  call.attrs.dim = d;
-  run_kernel(call, dev);
-  return x.dim() == 0 ? call.out.view({}) : call.out;
+  a.dim = wrap_dim(a.dim, x.dim(), op);
+  PF_CHECK(x.dim() > 0 || index.numel() == 1, ValueError, op, ": a 0-d input takes exactly one index, got ",
+           index.numel());
+  Shape shape = at_least_1d(x.shape());
+  shape[a.dim] = index.numel();
+  InputPlan idx;
+  idx.reshape = Shape{index.numel()};
+  Inferred inf{current_device(), {as_1d(x), idx}, {{shape, x.dtype()}}, {}};
+  if (x.dim() == 0) inf.outputs[0].result = Shape{};
+  return inf;
 }
 
-// Validates a scatter into `target` (x's values, on the current device) and runs it.
-void scatter_into(Tensor& target, int64_t dim, const Tensor& index, const Tensor& src, ir::OpType op) {
-  const char* name = op_name(op);
-  Device dev = current_device();
-  Tensor t = at_least_1d(target);
-  Tensor idx = at_least_1d(on_device(index, dev, op));
-  Tensor s = at_least_1d(on_device(src, dev, op));
-  PF_CHECK(nonzero_dim(index) == nonzero_dim(target) && nonzero_dim(src) == nonzero_dim(target), ValueError, name,
-           ": index and src must have as many dimensions as the input (", target.dim(), "), got index shape ",
-           index.shape(), " and src shape ", src.shape());
-  for (int64_t k = 0; k < t.dim(); ++k) {
-    PF_CHECK(idx.shape()[k] <= s.shape()[k], ValueError, name, ": index shape ", index.shape(),
-             " is larger than src shape ", src.shape(), " in dimension ", k);
-    PF_CHECK(k == dim || idx.shape()[k] <= t.shape()[k], ValueError, name, ": index shape ", index.shape(),
-             " is larger than the input's shape ", target.shape(), " in dimension ", k, " (only dimension ", dim,
+Inferred infer_gather(OpCall& call) {
+  const Tensor &x = call.inputs[0], &index = call.inputs[1];
+  auto& a = std::get<IndexAttrs>(call.attrs);
+  check_index_dtype(index, "gather");
+  a.dim = wrap_dim(a.dim, x.dim(), "gather");
+  PF_CHECK(nonzero_dim(index) == nonzero_dim(x), ValueError,
+           "gather: index must have as many dimensions as the input (", x.dim(), "), got shape ", index.shape());
+  const Shape in = at_least_1d(x.shape()), idx = at_least_1d(index.shape());
+  for (int64_t k = 0; k < static_cast<int64_t>(in.size()); ++k)
+    PF_CHECK(k == a.dim || idx[k] <= in[k], ValueError, "gather: index shape ", index.shape(),
+             " is larger than the input's shape ", x.shape(), " in dimension ", k, " (only dimension ", a.dim,
              " may be larger)");
-  }
-  check_index_range(idx, t.shape()[dim], false, name, dim);
-  OpCall call{op, {idx, s}, t, {}};
-  call.attrs.dim = dim;
-  run_kernel(call, dev);
+  Inferred inf{current_device(), {as_1d(x), as_1d(index)}, {{idx, x.dtype()}}, {}};
+  if (index.dim() == 0) inf.outputs[0].result = Shape{};
+  return inf;
 }
 
-// scatter / scatter_add, in place when `in_place` (x is then written).
-Tensor scatter_impl(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, ir::OpType op,
-                    bool in_place) {
-  const char* name = op_name(op);
+// scatter / scatter_add: inputs x, index, src; the result is x with src
+// written (added) at the indexed places.
+Inferred infer_scatter(OpCall& call) {
+  const char* name = op_name(call.op);
+  const Tensor &x = call.inputs[0], &index = call.inputs[1], &src = call.inputs[2];
+  auto& a = std::get<IndexAttrs>(call.attrs);
   check_index_dtype(index, name);
-  PF_CHECK(src.dtype() == x.dtype(), TypeError, name, ": src has dtype ", src.dtype(), " but the input has ",
-           x.dtype(), " (convert src with .to())");
-  int64_t d = wrap_dim(dim, x.dim(), name);
-  Device dev = current_device();
-  if (in_place) check_writable(x, name);
-  if (index.numel() == 0) return in_place ? x : on_device(x, dev, name).clone();  // as PyTorch: no shape to check
-  // Writes go straight into x when it lives here and no input shares its memory.
-  bool direct = in_place && x.device() == dev && !src.same_storage(x) && !index.same_storage(x);
-  Tensor target = direct ? x : on_device(x, dev, name).clone();
-  if (op == ir::OpType::scatter_add && (x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16)) {
-    // Sums of float16/bfloat16 accumulate in float32 and round once, as elementwise ops do.
-    Tensor wide = target.to(DType::Float32);
-    scatter_into(wide, d, index, src.to(DType::Float32), op);
-    target.copy_(wide);
-  } else {
-    scatter_into(target, d, index, src, op);
+  PF_CHECK(src.dtype() == x.dtype(), TypeError, name, ": src has dtype ", src.dtype(), " but the input has ", x.dtype(),
+           " (convert src with .to())");
+  a.dim = wrap_dim(a.dim, x.dim(), name);
+  if (index.numel() > 0) {  // as PyTorch: an empty index has no shape to check
+    PF_CHECK(nonzero_dim(index) == nonzero_dim(x) && nonzero_dim(src) == nonzero_dim(x), ValueError, name,
+             ": index and src must have as many dimensions as the input (", x.dim(), "), got index shape ",
+             index.shape(), " and src shape ", src.shape());
+    const Shape t = at_least_1d(x.shape()), idx = at_least_1d(index.shape()), s = at_least_1d(src.shape());
+    for (int64_t k = 0; k < static_cast<int64_t>(t.size()); ++k) {
+      PF_CHECK(idx[k] <= s[k], ValueError, name, ": index shape ", index.shape(), " is larger than src shape ",
+               src.shape(), " in dimension ", k);
+      PF_CHECK(k == a.dim || idx[k] <= t[k], ValueError, name, ": index shape ", index.shape(),
+               " is larger than the input's shape ", x.shape(), " in dimension ", k, " (only dimension ", a.dim,
+               " may be larger)");
+    }
   }
-  if (in_place && !direct) {
-    Tensor dst = x;
-    dst.copy_(target);
-  }
-  return in_place ? x : target;
+  Inferred inf{current_device(), {as_1d(x), as_1d(index), as_1d(src)}, {{at_least_1d(x.shape()), x.dtype()}}, {}};
+  if (x.dim() == 0) inf.outputs[0].result = Shape{};
+  return inf;
+}
+
+PF_REGISTER_INFER(index_select, &infer_index_select);
+PF_REGISTER_INFER(gather, &infer_gather);
+PF_REGISTER_INFER(scatter, &infer_scatter);
+PF_REGISTER_INFER(scatter_add, &infer_scatter);
+
+Tensor index_select_op(const Tensor& x, int64_t dim, const Tensor& index, bool wrap_negative) {
+  return apply({ir::OpType::index_select, {x, index}, IndexAttrs{dim, wrap_negative}, {}})[0];
+}
+
+Tensor scatter_op(ir::OpType op, const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+                  bool wrap_negative) {
+  return apply({op, {x, index, src}, IndexAttrs{dim, wrap_negative}, {}})[0];
+}
+
+Tensor& scatter_op_(ir::OpType op, Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+                    bool wrap_negative) {
+  apply({op, {x, index, src}, IndexAttrs{dim, wrap_negative}, {x}});
+  return x;
 }
 
 Tensor scalar_src(const Tensor& x, const Tensor& index, Scalar value) {
@@ -151,33 +149,23 @@ Tensor flatten_masked_dims(const Tensor& x, int64_t dim, const Tensor& mask) {
 }
 
 // The row-major positions of a mask's true entries, counted on the host: the
-// result's size depends on them.
+// result's size depends on them (this waits for the device, by nature).
 Tensor mask_positions(const Tensor& mask) {
-  Tensor host = mask.to(Device::cpu()).contiguous();
+  Tensor host = to(mask, Device::cpu()).contiguous();
   const bool* p = host.data<bool>();
   int64_t n = host.numel();
   Tensor pos = Tensor::empty({std::count(p, p + n, true)}, DType::Int64, Device::cpu());
   int64_t* q = pos.data<int64_t>();
   for (int64_t i = 0; i < n; ++i)
     if (p[i]) *q++ = i;
-  return pos.to(current_device());
+  return to(pos, current_device());
 }
 
-// An integer key as positions along dim: int32/int64, negative values wrapped.
-Tensor key_positions(const Tensor& x, int64_t dim, const Tensor& key) {
-  PF_CHECK(dim < x.dim(), IndexError, "too many indices for a tensor of dimension ", x.dim());
-  Tensor pos = on_device(key, current_device(), "index").reshape({-1});
-  int64_t size = x.shape()[dim];
-  if (check_index_range(pos, size, true, "index", dim) < 0) {
-    pos = pos.to(DType::Int64);  // size may not fit in int32
-    pos = where(lt(pos, 0), add(pos, size), pos);
-  }
-  return pos;
-}
-
-void check_key_dtype(const Tensor& key) {
+void check_key(const Tensor& x, int64_t dim, const Tensor& key) {
   PF_CHECK(key.dtype() == DType::Bool || key.dtype() == DType::Int32 || key.dtype() == DType::Int64, IndexError,
            "tensors used as indices must be int64, int32 or bool tensors, got ", key.dtype());
+  if (key.dtype() == DType::Bool) check_mask_shape(x, dim, key);
+  else PF_CHECK(dim < x.dim(), IndexError, "too many indices for a tensor of dimension ", x.dim());
 }
 
 Tensor triangle(const Tensor& x, int64_t diagonal, bool lower, const char* op) {
@@ -225,7 +213,9 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   int64_t at = 0;
   for (const Tensor& t : tensors) {
     if (skipped(t) || t.shape()[d] == 0) continue;
-    out.slice(d, at, at + t.shape()[d], 1).copy_(on_device(t, dev, "cat"));
+    Tensor part = out.slice(d, at, at + t.shape()[d], 1);
+    if (t.device() != dev) note_implicit_copy(t, dev, "cat");  // as for an op's input
+    copy_(part, t);
     at += t.shape()[d];
   }
   return out;
@@ -287,49 +277,29 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
 
 // ---------------------------------------------------------------- indexing
 
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
-  return index_select_impl(x, dim, index, "index_select");
-}
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) { return index_select_op(x, dim, index, false); }
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
-  check_index_dtype(index, "gather");
-  int64_t d = wrap_dim(dim, x.dim(), "gather");
-  PF_CHECK(nonzero_dim(index) == nonzero_dim(x), ValueError,
-           "gather: index must have as many dimensions as the input (", x.dim(), "), got shape ", index.shape());
-  Device dev = current_device();
-  Tensor in = at_least_1d(on_device(x, dev, "gather"));
-  Tensor idx = at_least_1d(on_device(index, dev, "gather"));
-  for (int64_t k = 0; k < in.dim(); ++k)
-    PF_CHECK(k == d || idx.shape()[k] <= in.shape()[k], ValueError, "gather: index shape ", index.shape(),
-             " is larger than the input's shape ", x.shape(), " in dimension ", k, " (only dimension ", d,
-             " may be larger)");
-  check_index_range(idx, in.shape()[d], false, "gather", d);
-  OpCall call{ir::OpType::gather, {in, idx}, Tensor::empty(idx.shape(), x.dtype(), dev), {}};
-  call.attrs.dim = d;
-  run_kernel(call, dev);
-  return call.out.view(index.shape());
+  return apply({ir::OpType::gather, {x, index}, IndexAttrs{dim, false}, {}})[0];
 }
 
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_impl(x, dim, index, src, ir::OpType::scatter, false);
+  return scatter_op(ir::OpType::scatter, x, dim, index, src, false);
 }
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
-  return scatter_impl(x, dim, index, scalar_src(x, index, value), ir::OpType::scatter, false);
+  return scatter_op(ir::OpType::scatter, x, dim, index, scalar_src(x, index, value), false);
 }
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_impl(x, dim, index, src, ir::OpType::scatter_add, false);
+  return scatter_op(ir::OpType::scatter_add, x, dim, index, src, false);
 }
 Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  scatter_impl(x, dim, index, src, ir::OpType::scatter, true);
-  return x;
+  return scatter_op_(ir::OpType::scatter, x, dim, index, src, false);
 }
 Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
-  scatter_impl(x, dim, index, scalar_src(x, index, value), ir::OpType::scatter, true);
-  return x;
+  return scatter_op_(ir::OpType::scatter, x, dim, index, scalar_src(x, index, value), false);
 }
 Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  scatter_impl(x, dim, index, src, ir::OpType::scatter_add, true);
-  return x;
+  return scatter_op_(ir::OpType::scatter_add, x, dim, index, src, false);
 }
 
 Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx) {
@@ -342,7 +312,7 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
              " is out of range for ", n, " embeddings");
   Shape shape = input.shape();
   shape.push_back(weight.shape()[1]);
-  return index_select_impl(weight, 0, input.reshape({-1}), "embedding").view(shape);
+  return index_select(weight, 0, input.reshape({-1})).view(shape);
 }
 
 Tensor one_hot(const Tensor& x, int64_t num_classes) {
@@ -353,65 +323,64 @@ Tensor one_hot(const Tensor& x, int64_t num_classes) {
   if (x.numel() == 0) {
     PF_CHECK(num_classes >= 0, ValueError,
              "one_hot: cannot infer the number of classes from an empty tensor; pass num_classes");
-  } else {
-    auto [lo, hi] = value_range(x);
+  } else if (num_classes == -1 || x.device().is_cpu()) {
+    // The class count is read from the values (the result's shape depends on
+    // them). On the CPU reading costs no wait, so values are checked here with
+    // one_hot's own message; on a GPU the scatter below checks them.
+    const int64_t lo = pyflame::min(x).item().i, hi = pyflame::max(x).item().i;
     if (num_classes == -1) num_classes = hi + 1;
     PF_CHECK(lo >= 0, IndexError, "one_hot: class value ", lo, " is negative");
     PF_CHECK(hi < num_classes, IndexError, "one_hot: class value ", hi, " is out of range for num_classes ",
              num_classes);
   }
-  return eq(x.unsqueeze(-1), arange(0, num_classes)).to(DType::Int64);
+  Shape shape = x.shape();
+  shape.push_back(num_classes);
+  Tensor out = zeros(shape, DType::Int64);
+  return scatter_(out, -1, x.unsqueeze(-1), Scalar(int64_t{1}));
 }
 
 Tensor advanced_index(const Tensor& x, int64_t dim, const Tensor& key) {
-  check_key_dtype(key);
-  if (key.dtype() == DType::Bool) {
-    check_mask_shape(x, dim, key);
-    return index_select_impl(flatten_masked_dims(x, dim, key), dim, mask_positions(key), "index");
-  }
-  Tensor pos = key_positions(x, dim, key);
-  return index_select_impl(x, dim, pos, "index").view(replace_dim(x.shape(), dim, key.shape()));
+  check_key(x, dim, key);
+  if (key.dtype() == DType::Bool) return index_select(flatten_masked_dims(x, dim, key), dim, mask_positions(key));
+  return index_select_op(x, dim, key.reshape({-1}), true).view(replace_dim(x.shape(), dim, key.shape()));
 }
 
 void advanced_index_put_(Tensor& x, int64_t dim, const Tensor& key, const Tensor& values) {
-  check_key_dtype(key);
-  check_writable(x, "index_put_");
+  check_key(x, dim, key);
   // A scatter along one dim of `target`: x, or for a mask x with the masked
   // dims flattened (into a copy, written back, where that is not a view).
   Tensor target = x, pos;
   Shape result_shape;  // the shape of x[..., key], which values broadcast to
   if (key.dtype() == DType::Bool) {
-    check_mask_shape(x, dim, key);
     target = flatten_masked_dims(x, dim, key);
-    if (!target.same_storage(x)) target = flatten_masked_dims(x.clone(), dim, key);
+    if (!target.same_storage(x)) target = flatten_masked_dims(clone(x), dim, key);
     pos = mask_positions(key);
     result_shape = replace_dim(target.shape(), dim, {pos.numel()});
   } else {
-    pos = key_positions(x, dim, key);
+    pos = key.reshape({-1});
     result_shape = replace_dim(x.shape(), dim, key.shape());
   }
   Shape shape = replace_dim(target.shape(), dim, {pos.numel()});
   Tensor v;
   try {
-    v = values.to(x.dtype()).expand(result_shape).reshape(shape);
+    v = to(values, x.dtype()).expand(result_shape).reshape(shape);
   } catch (const ValueError&) {
     throw ValueError(detail::cat("index_put_: values of shape ", values.shape(),
                                  " cannot be broadcast to the indexed shape ", result_shape));
   }
   Shape pos_shape(shape.size(), 1);
   pos_shape[dim] = pos.numel();
-  scatter_impl(target, dim, pos.view(pos_shape).expand(shape), v, ir::OpType::scatter, true);
-  if (!target.same_storage(x)) x.copy_(target.view(x.shape()));
+  scatter_op_(ir::OpType::scatter, target, dim, pos.view(pos_shape).expand(shape), v, true);
+  if (!target.same_storage(x)) copy_(x, target.view(x.shape()));
 }
 
 void advanced_index_put_(Tensor& x, int64_t dim, const Tensor& key, Scalar value) {
-  check_key_dtype(key);
   if (key.dtype() != DType::Bool) {
     advanced_index_put_(x, dim, key, full({}, value, x.dtype()));
     return;
   }
   // One value through a mask is a masked_fill_: no positions to count.
-  check_mask_shape(x, dim, key);
+  check_key(x, dim, key);
   Shape mask_shape = key.shape();
   mask_shape.resize(x.dim() - dim, 1);
   masked_fill_(x, key.view(mask_shape), value);
@@ -431,8 +400,7 @@ Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) {
            " (compare first, e.g. x > 0)");
   PF_CHECK(broadcast_shapes(x.shape(), mask.shape(), "masked_fill_") == x.shape(), ValueError,
            "masked_fill_: a mask of shape ", mask.shape(), " does not broadcast to the tensor's shape ", x.shape());
-  check_writable(x, "masked_fill_");
-  return x.copy_(masked_fill(x, mask, value));
+  return copy_(x, masked_fill(x, mask, value));
 }
 
 Tensor tril(const Tensor& x, int64_t diagonal) { return triangle(x, diagonal, true, "tril"); }

@@ -361,14 +361,13 @@ Tensor Tensor::to(Device dst) const {
 Tensor& Tensor::copy_(const Tensor& src) {
   Tensor s = src.expand(shape_);
   if (s.device() != device()) s = s.contiguous().to(device());
-  OpCall call{ir::OpType::copy, {s}, *this, {}};
+  OpCall call{ir::OpType::copy, {s}, NoAttrs{}, {*this}};
   run_kernel(call, device());
   return *this;
 }
 
 Tensor& Tensor::fill_(Scalar value) {
-  OpCall call{ir::OpType::fill, {}, *this, {}};
-  call.attrs.value = value;
+  OpCall call{ir::OpType::fill, {}, FillAttrs{value}, {*this}};
   run_kernel(call, device());
   return *this;
 }

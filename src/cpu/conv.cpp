@@ -119,7 +119,7 @@ void check_blas_sizes(ir::OpType op, std::initializer_list<int64_t> sizes) {
 }
 
 // inputs: x (N, C, spatial...), weight (O, C / groups, kernel...), optional bias (O); all contiguous.
-template <class T> void conv_forward(ir::OpType op, const std::vector<Tensor>& in, Tensor& out, const OpAttrs& a) {
+template <class T> void conv_forward(ir::OpType op, const std::vector<Tensor>& in, Tensor& out, const ConvAttrs& a) {
   const Tensor& x = in[0];
   const Tensor& weight = in[1];
   const Window w = make_window(x.shape(), out.shape(), Shape(weight.shape().begin() + 2, weight.shape().end()), a);
@@ -133,7 +133,7 @@ template <class T> void conv_forward(ir::OpType op, const std::vector<Tensor>& i
   int64_t block = direct ? plane : std::clamp<int64_t>(kColumnBudget / std::max<int64_t>(1, k), 1, plane);
   block = std::min(block, ceil_div(plane, ceil_div(omp_get_max_threads(), batch)));
   const int64_t blocks = ceil_div(plane, block);
-  const T* bias = in.size() > 2 ? in[2].data<T>() : nullptr;
+  const T* bias = in[2].defined() ? in[2].data<T>() : nullptr;
   run_tasks<T>(batch * blocks, out_channels * k * block, [&](int64_t t, std::vector<T>& col) {
     const int64_t n = t / blocks, p0 = (t % blocks) * block, p1 = std::min(plane, p0 + block);
     const T* xn = x.data<T>() + n * channels * in_plane;
@@ -159,7 +159,7 @@ template <class T> void conv_forward(ir::OpType op, const std::vector<Tensor>& i
 // The window is the forward convolution's from y to x: w.in describes y (the
 // output), w.out describes x. weight: (C, O / groups, kernel...).
 template <class T>
-void conv_transpose_forward(ir::OpType op, const std::vector<Tensor>& in, Tensor& out, const OpAttrs& a) {
+void conv_transpose_forward(ir::OpType op, const std::vector<Tensor>& in, Tensor& out, const ConvAttrs& a) {
   const Tensor& x = in[0];
   const Tensor& weight = in[1];
   const Window w = make_window(out.shape(), x.shape(), Shape(weight.shape().begin() + 2, weight.shape().end()), a);
@@ -170,7 +170,7 @@ void conv_transpose_forward(ir::OpType op, const std::vector<Tensor>& in, Tensor
   // Tasks own output channels, since col2im's column blocks overlap on the output.
   const int64_t chunk = ceil_div(og, ceil_div(omp_get_max_threads(), batch * groups)), chunks = ceil_div(og, chunk);
   const int64_t block = std::clamp<int64_t>(kColumnBudget / (chunk * kvol), 1, x_plane);
-  const T* bias = in.size() > 2 ? in[2].data<T>() : nullptr;
+  const T* bias = in[2].defined() ? in[2].data<T>() : nullptr;
   run_tasks<T>(batch * groups * chunks, chunk * kvol * cg * x_plane, [&](int64_t t, std::vector<T>& col) {
     const int64_t n = t / (groups * chunks), g = t / chunks % groups, c0 = t % chunks * chunk;
     const int64_t c1 = std::min(og, c0 + chunk), rows = (c1 - c0) * kvol;
@@ -193,28 +193,28 @@ void conv_transpose_forward(ir::OpType op, const std::vector<Tensor>& in, Tensor
 // Runs body(TypeTag<T>, inputs, out) in the BLAS type of the call's dtype:
 // float16 and bfloat16 convert to float32 and round once on the way back.
 template <class Body> void in_blas_type(OpCall& call, const Body& body) {
-  switch (call.out.dtype()) {
-    case DType::Float32: return body(TypeTag<float>{}, call.inputs, call.out);
-    case DType::Float64: return body(TypeTag<double>{}, call.inputs, call.out);
+  switch (call.out().dtype()) {
+    case DType::Float32: return body(TypeTag<float>{}, call.inputs, call.out());
+    case DType::Float64: return body(TypeTag<double>{}, call.inputs, call.out());
     default: {
       std::vector<Tensor> in32;
       for (const Tensor& t : call.inputs) in32.push_back(t.to(DType::Float32));
-      Tensor out32 = Tensor::empty(call.out.shape(), DType::Float32, call.out.device());
+      Tensor out32 = Tensor::empty(call.out().shape(), DType::Float32, call.out().device());
       body(TypeTag<float>{}, in32, out32);
-      call.out.copy_(out32);
+      call.out().copy_(out32);
     }
   }
 }
 
 void conv_kernel(OpCall& call) {
   in_blas_type(call, [&](auto tag, const std::vector<Tensor>& in, Tensor& out) {
-    conv_forward<typename decltype(tag)::type>(call.op, in, out, call.attrs);
+    conv_forward<typename decltype(tag)::type>(call.op, in, out, call.attr<ConvAttrs>());
   });
 }
 
 void conv_transpose_kernel(OpCall& call) {
   in_blas_type(call, [&](auto tag, const std::vector<Tensor>& in, Tensor& out) {
-    conv_transpose_forward<typename decltype(tag)::type>(call.op, in, out, call.attrs);
+    conv_transpose_forward<typename decltype(tag)::type>(call.op, in, out, call.attr<ConvAttrs>());
   });
 }
 

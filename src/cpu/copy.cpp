@@ -11,11 +11,11 @@ namespace {
 
 void copy_kernel(OpCall& call) {
   const Tensor& src = call.inputs[0];
-  visit_dtype(call.out.dtype(), [&](auto otag) {
+  visit_dtype(call.out().dtype(), [&](auto otag) {
     using O = typename decltype(otag)::type;
     visit_dtype(src.dtype(), [&](auto itag) {
       using I = typename decltype(itag)::type;
-      for_each_strided<2>({&call.out, &src}, [&](auto p, auto s, int64_t n) {
+      for_each_strided<2>({&call.out(), &src}, [&](auto p, auto s, int64_t n) {
         if constexpr (std::is_same_v<O, I>) {
           if (s[0] == sizeof(O) && s[1] == sizeof(I)) {
             std::memcpy(p[0], p[1], n * sizeof(O));
@@ -36,11 +36,11 @@ void copy_kernel(OpCall& call) {
 }
 
 void fill_kernel(OpCall& call) {
-  const Scalar& v = call.attrs.value;
-  visit_dtype(call.out.dtype(), [&](auto tag) {
+  const Scalar& v = call.attr<FillAttrs>().value;
+  visit_dtype(call.out().dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T value = kernels::scalar_as<T>(v);
-    for_each_strided<1>({&call.out}, [&](auto p, auto s, int64_t n) {
+    for_each_strided<1>({&call.out()}, [&](auto p, auto s, int64_t n) {
       for (int64_t i = 0; i < n; ++i) *reinterpret_cast<T*>(p[0] + i * s[0]) = value;
     });
   });

@@ -18,7 +18,7 @@ constexpr int64_t kInnerBlock = 1024;
 
 void cumsum_kernel(OpCall& call) {
   Tensor x = call.inputs[0].contiguous();
-  const int64_t d = call.attrs.dim, n = x.shape()[d];
+  const int64_t d = call.attr<DimAttrs>().dim, n = x.shape()[d];
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < d; ++i) outer *= x.shape()[i];
   for (int64_t i = d + 1; i < x.dim(); ++i) inner *= x.shape()[i];
@@ -27,7 +27,7 @@ void cumsum_kernel(OpCall& call) {
     using T = typename decltype(tag)::type;
     using A = std::conditional_t<is_float_v<T>, double, int64_t>;
     const T* in = x.data<T>();
-    T* out = call.out.data<T>();
+    T* out = call.out().data<T>();
     if (inner == 1) {  // along contiguous rows: one running sum per row
       parallel_for(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
         for (int64_t o = b; o < e; ++o) {

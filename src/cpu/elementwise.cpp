@@ -20,7 +20,7 @@ template <template <class> class F, kernels::DTypeSet kTypes, bool kToBool> void
       using A = acc_t<T>;
       using O = std::conditional_t<kToBool, bool, T>;
       const auto functor = kernels::make_functor<F<A>>(call.attrs);
-      for_each_strided<2>({&call.out, &call.inputs[0]}, [&](auto p, auto s, int64_t n) {
+      for_each_strided<2>({&call.out(), &call.inputs[0]}, [&](auto p, auto s, int64_t n) {
         const auto f = functor;  // a local copy: its fields provably do not alias the output
         if (s[0] == sizeof(O) && s[1] == sizeof(T)) {
           O* o = reinterpret_cast<O*>(p[0]);
@@ -44,7 +44,7 @@ template <template <class> class F, kernels::DTypeSet kTypes, bool kCompare> voi
       using A = acc_t<T>;
       using O = std::conditional_t<kCompare, bool, T>;
       const auto functor = kernels::make_functor<F<A>>(call.attrs);
-      for_each_strided<3>({&call.out, &call.inputs[0], &call.inputs[1]}, [&](auto p, auto s, int64_t n) {
+      for_each_strided<3>({&call.out(), &call.inputs[0], &call.inputs[1]}, [&](auto p, auto s, int64_t n) {
         const auto f = functor;  // a local copy: its fields provably do not alias the output
         O* o = reinterpret_cast<O*>(p[0]);
         const T* a = reinterpret_cast<const T*>(p[1]);
@@ -69,9 +69,9 @@ template <template <class> class F, kernels::DTypeSet kTypes, bool kCompare> voi
 }
 
 void where_kernel(OpCall& call) {
-  visit_dtype(call.out.dtype(), [&](auto tag) {
+  visit_dtype(call.out().dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    for_each_strided<4>({&call.out, &call.inputs[0], &call.inputs[1], &call.inputs[2]}, [&](auto p, auto s, int64_t n) {
+    for_each_strided<4>({&call.out(), &call.inputs[0], &call.inputs[1], &call.inputs[2]}, [&](auto p, auto s, int64_t n) {
       for (int64_t i = 0; i < n; ++i)
         at<T>(p[0], i, s[0]) = at<bool>(p[1], i, s[1]) ? at<T>(p[2], i, s[2]) : at<T>(p[3], i, s[3]);
     });

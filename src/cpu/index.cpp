@@ -4,17 +4,20 @@
 // `dim` is 0: the body adds index * (its real stride) to reach the element.
 // index_select is a gather whose index is broadcast over the other dims, so
 // runs that share one index are contiguous copies. scatter has a loop of its
-// own (scatter_loop) because its writes may collide. The op layer has
-// range-checked the index.
+// own (scatter_loop) because its writes may collide. Every index is checked
+// before anything is written (kernels/kernel_error.h): a bad one raises
+// IndexError and leaves the output untouched. With IndexAttrs::wrap_negative
+// (tensor keys, x[idx]) negative indices count from the end.
 // Moves go by element width only, so one instantiation serves every dtype of
-// a size; scatter_add adds in its dtype (the op layer widens float16 and
-// bfloat16 to float32 first, so that each sum is rounded once).
+// a size; scatter_add adds float16 and bfloat16 in float32, so that each sum
+// is rounded once.
 
 #include <cstdlib>
 #include <cstring>
 
 #include "core/dispatch.h"
 #include "cpu/loops.h"
+#include "kernels/kernel_error.h"
 
 namespace pyflame::cpu {
 namespace {
@@ -36,6 +39,28 @@ template <class F> void visit_index(DType d, F&& f) {
 
 template <class I> int64_t index_at(const char* p) { return static_cast<int64_t>(*reinterpret_cast<const I*>(p)); }
 
+// Raises the IndexError of the first index outside [0, size) (or [-size, size)
+// with wrap_negative). Indices are read in memory order: the check is a pass
+// over the index alone, before the op touches anything.
+void check_indices(const OpCall& call, const Tensor& index, int64_t size) {
+  const IndexAttrs& a = call.attr<IndexAttrs>();
+  visit_index(index.dtype(), [&](auto itag) {
+    using I = typename decltype(itag)::type;
+    for_each_strided<1>({&index}, [&](auto p, auto s, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t v = index_at<I>(p[0] + i * s[0]);
+        const int64_t given = v;
+        if (!index_in_range(v, size, a.wrap_negative))
+          raise_kernel_error({static_cast<int32_t>(KernelErrorCode::IndexOutOfRange), static_cast<int32_t>(call.op),
+                              given, size, a.dim});
+      }
+    });
+  });
+}
+
+// An index as the kernels use it: negative entries (already checked) count from the end.
+inline int64_t wrapped(int64_t v, int64_t size) { return v < 0 ? v + size : v; }
+
 // `t` seen with `shape` (no larger than t's outside `dim`) and stride 0 along `dim`.
 Tensor pinned_along(const Tensor& t, const Shape& shape, int64_t dim) {
   Shape strides = t.strides();
@@ -43,15 +68,16 @@ Tensor pinned_along(const Tensor& t, const Shape& shape, int64_t dim) {
   return t.as_strided(shape, strides, t.offset());
 }
 
-// out[i] = src[i + index[i] * step] over out's shape; step in bytes.
-void gather_into(Tensor& out, const Tensor& src, const Tensor& index, int64_t step) {
+// out[i] = src[i + index[i] * step] over out's shape; step in bytes; `size`
+// (the indexed dim's) wraps negative indices.
+void gather_into(Tensor& out, const Tensor& src, const Tensor& index, int64_t step, int64_t size) {
   visit_width(out.itemsize(), [&](auto wtag) {
     using T = typename decltype(wtag)::type;
     visit_index(index.dtype(), [&](auto itag) {
       using I = typename decltype(itag)::type;
       for_each_strided<3>({&out, &src, &index}, [&](auto p, auto s, int64_t n) {
         if (s[2] == 0) {  // one index for the whole run
-          const char* from = p[1] + index_at<I>(p[2]) * step;
+          const char* from = p[1] + wrapped(index_at<I>(p[2]), size) * step;
           if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
             std::memcpy(p[0], from, n * sizeof(T));
           } else {
@@ -62,7 +88,7 @@ void gather_into(Tensor& out, const Tensor& src, const Tensor& index, int64_t st
         }
         for (int64_t i = 0; i < n; ++i)
           *reinterpret_cast<T*>(p[0] + i * s[0]) =
-              *reinterpret_cast<const T*>(p[1] + i * s[1] + index_at<I>(p[2] + i * s[2]) * step);
+              *reinterpret_cast<const T*>(p[1] + i * s[1] + wrapped(index_at<I>(p[2] + i * s[2]), size) * step);
       });
     });
   });
@@ -72,20 +98,23 @@ void gather_into(Tensor& out, const Tensor& src, const Tensor& index, int64_t st
 void index_select_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const Tensor& index = call.inputs[1];
-  const int64_t d = call.attrs.dim;
-  const Shape& shape = call.out.shape();
+  const int64_t d = call.attr<IndexAttrs>().dim;
+  check_indices(call, index, x.shape()[d]);
+  const Shape& shape = call.out().shape();
   Shape index_strides(shape.size(), 0);
   index_strides[d] = index.strides()[0];
-  gather_into(call.out, pinned_along(x, shape, d), index.as_strided(shape, index_strides, index.offset()),
-              x.strides()[d] * static_cast<int64_t>(x.itemsize()));
+  gather_into(call.out(), pinned_along(x, shape, d), index.as_strided(shape, index_strides, index.offset()),
+              x.strides()[d] * static_cast<int64_t>(x.itemsize()), x.shape()[d]);
 }
 
 // inputs: x, index (the output's shape).
 void gather_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const Tensor& index = call.inputs[1];
-  const int64_t d = call.attrs.dim;
-  gather_into(call.out, pinned_along(x, index.shape(), d), index, x.strides()[d] * static_cast<int64_t>(x.itemsize()));
+  const int64_t d = call.attr<IndexAttrs>().dim;
+  check_indices(call, index, x.shape()[d]);
+  gather_into(call.out(), pinned_along(x, index.shape(), d), index, x.strides()[d] * static_cast<int64_t>(x.itemsize()),
+              x.shape()[d]);
 }
 
 // scatter / scatter_add. Positions that differ only along `dim` may write the
@@ -97,6 +126,7 @@ void gather_kernel(OpCall& call) {
 template <class T, class I, bool kAdd>
 void scatter_loop(Tensor& out, const Tensor& index, const Tensor& src, int64_t d) {
   constexpr int64_t kBlock = 256;
+  const int64_t size = out.shape()[d];
   const int64_t nd = index.shape()[d];
   const int64_t t_size = static_cast<int64_t>(sizeof(T)), i_size = static_cast<int64_t>(sizeof(I));
   Shape sizes;                                // the dims other than d, outermost first
@@ -136,7 +166,8 @@ void scatter_loop(Tensor& out, const Tensor& index, const Tensor& src, int64_t d
         }
       }
       auto one = [&](int64_t j, int64_t i) {
-        T& o = *reinterpret_cast<T*>(out_base + oo[j] + index_at<I>(index_base + io[j] + i * index_step) * out_step);
+        const int64_t at = wrapped(index_at<I>(index_base + io[j] + i * index_step), size);
+        T& o = *reinterpret_cast<T*>(out_base + oo[j] + at * out_step);
         const T v = *reinterpret_cast<const T*>(src_base + so[j] + i * src_step);
         if constexpr (kAdd) o = static_cast<T>(static_cast<acc_t<T>>(o) + static_cast<acc_t<T>>(v));
         else o = v;
@@ -152,18 +183,30 @@ void scatter_loop(Tensor& out, const Tensor& index, const Tensor& src, int64_t d
   });
 }
 
-// inputs: index, src (at least index's size); out holds the input's values and is written in place.
+// inputs: x, index, src (at least index's size). The output starts as x
+// (it is x itself for an in-place scatter) and src is written into it.
 template <bool kAdd> void scatter_kernel(OpCall& call) {
-  const Tensor& index = call.inputs[0];
-  const Tensor& src = call.inputs[1];
-  auto run = [&](auto ttag) {
+  const Tensor &x = call.inputs[0], &index = call.inputs[1], &src = call.inputs[2];
+  const int64_t d = call.attr<IndexAttrs>().dim;
+  Tensor& out = call.out();
+  check_indices(call, index, x.shape()[d]);
+  if (out.data_ptr() != x.data_ptr()) out.copy_(x);
+  if (index.numel() == 0) return;
+  auto run = [&](Tensor& target, const Tensor& values, auto ttag) {
     using T = typename decltype(ttag)::type;
-    visit_index(index.dtype(), [&](auto itag) {
-      scatter_loop<T, typename decltype(itag)::type, kAdd>(call.out, index, src, call.attrs.dim);
-    });
+    visit_index(index.dtype(), [&](auto itag) { scatter_loop<T, typename decltype(itag)::type, kAdd>(target, index, values, d); });
   };
-  if constexpr (kAdd) visit_dtype(call.out.dtype(), run);
-  else visit_width(call.out.itemsize(), run);
+  if constexpr (kAdd) {
+    if (out.dtype() == DType::Float16 || out.dtype() == DType::BFloat16) {
+      Tensor wide = out.to(DType::Float32);
+      run(wide, src.to(DType::Float32), TypeTag<float>{});
+      out.copy_(wide);
+      return;
+    }
+    visit_dtype(out.dtype(), [&](auto ttag) { run(out, src, ttag); });
+  } else {
+    visit_width(out.itemsize(), [&](auto ttag) { run(out, src, ttag); });
+  }
 }
 
 PF_REGISTER_KERNEL(index_select, CPU, &index_select_kernel);

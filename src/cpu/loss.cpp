@@ -1,6 +1,7 @@
 // CPU nll_loss (and cross_entropy's, which hands it log_softmax output and a
-// label smoothing): log-probabilities (N, C, S), class indices (N, S) already
-// checked against C, weight (C) as float64. Each element's loss is
+// label smoothing): log-probabilities (N, C, S), class indices (N, S), weight
+// (C) as float64 or undefined (all ones). Targets are checked against C before
+// anything is computed (kernels/kernel_error.h). Each element's loss is
 //   (1 - eps) * -w[t] logp[t]  +  eps / C * -sum_c w[c] logp[c]
 // (0 where t == ignore_index), computed in double; 'mean' divides the sum by
 // the sum of w[t] over the elements not ignored, as PyTorch. Sums run in a
@@ -10,6 +11,7 @@
 
 #include "core/dispatch.h"
 #include "cpu/loops.h"
+#include "kernels/kernel_error.h"
 
 namespace pyflame::cpu {
 namespace {
@@ -18,8 +20,13 @@ void nll_loss_kernel(OpCall& call) {
   const Tensor& logp = call.inputs[0];
   const int64_t n = logp.shape()[0], c = logp.shape()[1], s = logp.shape()[2];
   const int64_t* target = call.inputs[1].data<int64_t>();
-  const double* weight = call.inputs[2].data<double>();
-  const OpAttrs& at = call.attrs;
+  const LossAttrs& at = call.attr<LossAttrs>();
+  for (int64_t k = 0; k < n * s; ++k)
+    if (target[k] != at.ignore_index && (target[k] < 0 || target[k] >= c))
+      raise_kernel_error({static_cast<int32_t>(KernelErrorCode::TargetOutOfRange), static_cast<int32_t>(call.op),
+                          target[k], c, at.ignore_index});
+  std::vector<double> weight(c, 1.0);
+  if (call.inputs[2].defined()) weight.assign(call.inputs[2].data<double>(), call.inputs[2].data<double>() + c);
   const double eps = at.label_smoothing;
   std::vector<double> loss(n * s), w(n * s);
   visit_dtype(logp.dtype(), [&](auto tag) {
@@ -45,7 +52,7 @@ void nll_loss_kernel(OpCall& call) {
                        loss[k] = l;
                      }
                    });
-      T* out = call.out.data<T>();
+      T* out = call.out().data<T>();
       if (at.reduction == Reduction::None) {
         for (int64_t k = 0; k < n * s; ++k) out[k] = static_cast<T>(static_cast<acc_t<T>>(loss[k]));
         return;

@@ -67,19 +67,19 @@ void matmul_kernel(OpCall& call) {
     PF_CHECK(s <= INT_MAX, ValueError, op_name(call.op), ": matrix dimension ", s,
              " exceeds the CPU BLAS limit of 2^31-1 (shapes ", a.shape(), " and ", b.shape(), ")");
   switch (a.dtype()) {
-    case DType::Float32: return blas_matmul<float>(a, b, call.out);
-    case DType::Float64: return blas_matmul<double>(a, b, call.out);
+    case DType::Float32: return blas_matmul<float>(a, b, call.out());
+    case DType::Float64: return blas_matmul<double>(a, b, call.out());
     case DType::Float16:
     case DType::BFloat16: {
-      Tensor out32 = Tensor::empty(call.out.shape(), DType::Float32, call.out.device());
+      Tensor out32 = Tensor::empty(call.out().shape(), DType::Float32, call.out().device());
       blas_matmul<float>(a.to(DType::Float32), b.to(DType::Float32), out32);
-      call.out.copy_(out32);
+      call.out().copy_(out32);
       return;
     }
     default:
       visit_dtype(a.dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
-        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) loop_matmul<T>(a, b, call.out);
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) loop_matmul<T>(a, b, call.out());
       });
   }
 }
@@ -87,18 +87,18 @@ void matmul_kernel(OpCall& call) {
 void linear_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const Tensor& w = call.inputs[1];
-  const Tensor* bias = call.inputs.size() > 2 ? &call.inputs[2] : nullptr;
+  const Tensor* bias = call.inputs[2].defined() ? &call.inputs[2] : nullptr;
   for (int64_t s : {x.size(0), x.size(1), w.size(0)})
     PF_CHECK(s <= INT_MAX, ValueError, "linear: matrix dimension ", s, " exceeds the CPU BLAS limit of 2^31-1 (shapes ",
              x.shape(), " and ", w.shape(), ")");
   switch (x.dtype()) {
-    case DType::Float32: return blas_linear<float>(x, w, bias, call.out);
-    case DType::Float64: return blas_linear<double>(x, w, bias, call.out);
+    case DType::Float32: return blas_linear<float>(x, w, bias, call.out());
+    case DType::Float64: return blas_linear<double>(x, w, bias, call.out());
     default: {  // float16, bfloat16: in float32, rounded once
-      Tensor out32 = Tensor::empty(call.out.shape(), DType::Float32, call.out.device());
+      Tensor out32 = Tensor::empty(call.out().shape(), DType::Float32, call.out().device());
       Tensor bias32 = bias ? bias->to(DType::Float32) : Tensor();
       blas_linear<float>(x.to(DType::Float32), w.to(DType::Float32), bias ? &bias32 : nullptr, out32);
-      call.out.copy_(out32);
+      call.out().copy_(out32);
     }
   }
 }

@@ -42,14 +42,14 @@ template <class A> std::vector<A> param_as(const Tensor& t, int64_t n, A fill) {
 template <bool kRms> void row_norm_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const int64_t rows = x.shape()[0], m = x.shape()[1];
-  const double eps = call.attrs.eps;
+  const double eps = call.attr<NormAttrs>().eps;
   for_float(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = acc_t<T>;
     // Missing weight and bias are ones and zeros: one loop that vectorises, exact.
     const std::vector<A> w = param_as<A>(call.inputs[1], m, A(1)), b = param_as<A>(call.inputs[2], m, A(0));
     const T* in = x.data<T>();
-    T* out = call.out.data<T>();
+    T* out = call.out().data<T>();
     parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(m, 1)), [&](int64_t lo, int64_t hi) {
       for (int64_t r = lo; r < hi; ++r) {
         const T* src = in + r * m;
@@ -68,15 +68,15 @@ template <bool kRms> void row_norm_kernel(OpCall& call) {
 // channels [g C/G, (g+1) C/G).
 void group_norm_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
-  const int64_t n = x.shape()[0], c = x.shape()[1], s = x.shape()[2], groups = call.attrs.groups;
+  const int64_t n = x.shape()[0], c = x.shape()[1], s = x.shape()[2], groups = call.attr<NormAttrs>().num_groups;
   const int64_t cg = c / groups, len = cg * s;
-  const double eps = call.attrs.eps;
+  const double eps = call.attr<NormAttrs>().eps;
   for_float(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = acc_t<T>;
     const std::vector<double> w = param_as<double>(call.inputs[1], c, 1.0), b = param_as<double>(call.inputs[2], c, 0.0);
     const T* in = x.data<T>();
-    T* out = call.out.data<T>();
+    T* out = call.out().data<T>();
     parallel_for(n * groups, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(len, 1)), [&](int64_t lo, int64_t hi) {
       for (int64_t ng = lo; ng < hi; ++ng) {
         const T* src = in + ng * len;
@@ -94,19 +94,22 @@ void group_norm_kernel(OpCall& call) {
 }
 
 // batch_norm: x (N, C, S); inputs running_mean, running_var, weight, bias.
+// Training with running statistics, outputs 1 and 2 receive their updates.
 void batch_norm_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const int64_t n = x.shape()[0], c = x.shape()[1], s = x.shape()[2];
-  double* running_mean = call.inputs[1].defined() ? call.inputs[1].data<double>() : nullptr;
-  double* running_var = call.inputs[2].defined() ? call.inputs[2].data<double>() : nullptr;
+  const double* running_mean = call.inputs[1].defined() ? call.inputs[1].data<double>() : nullptr;
+  const double* running_var = call.inputs[2].defined() ? call.inputs[2].data<double>() : nullptr;
+  double* new_mean = call.outputs.size() > 1 ? call.outputs[1].data<double>() : nullptr;
+  double* new_var = call.outputs.size() > 1 ? call.outputs[2].data<double>() : nullptr;
   const std::vector<double> w = param_as<double>(call.inputs[3], c, 1.0), b = param_as<double>(call.inputs[4], c, 0.0);
-  const OpAttrs& at = call.attrs;
+  const NormAttrs& at = call.attr<NormAttrs>();
   std::vector<double> mean(c, 0.0), var(c, 0.0);
   for_float(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = acc_t<T>;
     const T* in = x.data<T>();
-    T* out = call.out.data<T>();
+    T* out = call.out().data<T>();
     if (at.training) {
       // Threads split the channels; each walks the N runs of S values of its
       // channels in memory order (for S = 1 the inner loop runs across channels).
@@ -135,9 +138,8 @@ void batch_norm_kernel(OpCall& call) {
         for (int64_t ch = lo; ch < hi; ++ch) {
           var[ch] /= count;
           // The running variance takes the unbiased batch variance, as PyTorch.
-          if (running_mean) running_mean[ch] = (1 - at.momentum) * running_mean[ch] + at.momentum * mean[ch];
-          if (running_var)
-            running_var[ch] = (1 - at.momentum) * running_var[ch] + at.momentum * var[ch] * count / (count - 1);
+          if (new_mean) new_mean[ch] = (1 - at.momentum) * running_mean[ch] + at.momentum * mean[ch];
+          if (new_var) new_var[ch] = (1 - at.momentum) * running_var[ch] + at.momentum * var[ch] * count / (count - 1);
         }
       });
     } else {

@@ -25,7 +25,7 @@ int64_t avg_extent(int64_t o, int64_t k, int64_t s, int64_t p, int64_t in, bool 
   return std::min(end, in) - std::max<int64_t>(start, 0);
 }
 
-template <class T, bool kMax> void sliding_pool(const Window& w, const OpAttrs& a, const T* in, T* out, int64_t planes) {
+template <class T, bool kMax> void sliding_pool(const Window& w, const PoolAttrs& a, const T* in, T* out, int64_t planes) {
   using A = acc_t<T>;
   const int64_t width = w.out[2];
   std::vector<A> width_extent(width);  // average pooling: the width part of each column's divisor
@@ -76,11 +76,11 @@ template <class T, bool kMax> void sliding_pool(const Window& w, const OpAttrs& 
 
 template <bool kMax> void sliding_pool_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
-  const Window w = make_window(x.shape(), call.out.shape(), call.attrs.kernel_size, call.attrs);
+  const Window w = make_window(x.shape(), call.out().shape(), call.attr<PoolAttrs>().kernel_size, call.attr<PoolAttrs>());
   const int64_t planes = x.shape()[0] * x.shape()[1];
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (is_float_v<T>) sliding_pool<T, kMax>(w, call.attrs, x.data<T>(), call.out.data<T>(), planes);
+    if constexpr (is_float_v<T>) sliding_pool<T, kMax>(w, call.attr<PoolAttrs>(), x.data<T>(), call.out().data<T>(), planes);
   });
 }
 
@@ -91,13 +91,13 @@ int64_t adaptive_end(int64_t o, int64_t in, int64_t n) { return ((o + 1) * in + 
 void adaptive_avg_pool2d_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const int64_t planes = x.shape()[0] * x.shape()[1], ih = x.shape()[2], iw = x.shape()[3];
-  const int64_t oh = call.out.shape()[2], ow = call.out.shape()[3];
+  const int64_t oh = call.out().shape()[2], ow = call.out().shape()[3];
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
       using A = acc_t<T>;
       const T* in = x.data<T>();
-      T* out = call.out.data<T>();
+      T* out = call.out().data<T>();
       parallel_for(planes, std::max<int64_t>(1, kParallelGrain / (ih * iw)), [&](int64_t b, int64_t e) {
         std::vector<A> acc(iw);
         for (int64_t p = b; p < e; ++p)

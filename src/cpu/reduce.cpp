@@ -24,7 +24,7 @@ template <class T> struct AccumFor<kernels::ProdReduce, T> : AccumWide<T> {};
 
 template <template <class> class R> void reduce_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
-  const std::vector<int64_t>& dims = call.attrs.dims;
+  const std::vector<int64_t>& dims = call.attr<ReduceAttrs>().dims;
   std::vector<int64_t> order, kept_shape;
   int64_t rlen = 1;
   for (int64_t d = 0; d < x.dim(); ++d)
@@ -37,7 +37,7 @@ template <template <class> class R> void reduce_kernel(OpCall& call) {
     {
       using A = typename AccumFor<R, T>::type;
       const R<A> r;
-      T* out = call.out.data<T>();
+      T* out = call.out().data<T>();
 
       // Reduced dims leading, kept dims trailing and contiguous: combine rows.
       bool leading = x.is_contiguous() && dims.size() > 0 && dims.back() == static_cast<int64_t>(dims.size()) - 1 &&
@@ -77,12 +77,13 @@ template <template <class> class R> void reduce_kernel(OpCall& call) {
 // argmax/argmin over one dim d: x viewed as [outer, n, inner].
 template <template <class> class R> void arg_reduce_kernel(OpCall& call) {
   Tensor x = call.inputs[0].contiguous();
-  const int64_t d = call.attrs.dim;
+  const std::vector<int64_t>& dims = call.attr<ReduceAttrs>().dims;
+  const int64_t d = dims.empty() ? 0 : dims[0];
   const int64_t n = x.shape()[d];
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < d; ++i) outer *= x.shape()[i];
   for (int64_t i = d + 1; i < x.dim(); ++i) inner *= x.shape()[i];
-  int64_t* out = call.out.data<int64_t>();
+  int64_t* out = call.out().data<int64_t>();
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {

@@ -59,7 +59,7 @@ template <class T, bool kLog> void softmax_lines(const T* in, T* out, int64_t n,
 
 template <bool kLog> void softmax_kernel(OpCall& call) {
   Tensor x = call.inputs[0].contiguous();
-  const int64_t d = call.attrs.dim, n = x.shape()[d];
+  const int64_t d = call.attr<DimAttrs>().dim, n = x.shape()[d];
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < d; ++i) outer *= x.shape()[i];
   for (int64_t i = d + 1; i < x.dim(); ++i) inner *= x.shape()[i];
@@ -67,7 +67,7 @@ template <bool kLog> void softmax_kernel(OpCall& call) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
       const T* in = x.data<T>();
-      T* out = call.out.data<T>();
+      T* out = call.out().data<T>();
       parallel_for(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n * inner, 1)), [&](int64_t b, int64_t e) {
         for (int64_t o = b; o < e; ++o) {
           if (inner == 1) softmax_row<T, kLog>(in + o * n, out + o * n, n);

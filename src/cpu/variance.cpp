@@ -14,21 +14,21 @@ namespace {
 
 template <bool kStd> void variance_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
-  const std::vector<int64_t>& dims = call.attrs.dims;
+  const std::vector<int64_t>& dims = call.attr<ReduceAttrs>().dims;
   std::vector<int64_t> order;
   int64_t rlen = 1;
   for (int64_t d = 0; d < x.dim(); ++d)
     if (!std::binary_search(dims.begin(), dims.end(), d)) order.push_back(d);
   for (int64_t d : dims) order.push_back(d), rlen *= x.shape()[d];
-  const int64_t rows = call.out.numel();
+  const int64_t rows = call.out().numel();
   // PyTorch's divisor max(0, n - correction): a non-positive one gives inf or NaN.
-  const double divisor = std::max(0.0, static_cast<double>(rlen) - call.attrs.correction);
+  const double divisor = std::max(0.0, static_cast<double>(rlen) - call.attr<ReduceAttrs>().correction);
   Tensor in = x.permute(order).contiguous();
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
       const T* src = in.data<T>();
-      T* out = call.out.data<T>();
+      T* out = call.out().data<T>();
       parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(rlen, 1)), [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r) {
           const T* row = src + r * rlen;

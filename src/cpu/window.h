@@ -23,8 +23,9 @@ struct Window {
 
 // The window between the spatial dims of `in` and `out` ((N, C, spatial...)
 // shapes) for a kernel of the given sizes; stride, padding and dilation come
-// from the attrs (one entry per spatial dim; dilation 1 when absent).
-inline Window make_window(const Shape& in, const Shape& out, const std::vector<int64_t>& kernel, const OpAttrs& a) {
+// from the attrs (ConvAttrs or PoolAttrs: one entry per spatial dim; dilation 1 when absent).
+template <class Attrs>
+Window make_window(const Shape& in, const Shape& out, const std::vector<int64_t>& kernel, const Attrs& a) {
   Window w;
   const int64_t nd = static_cast<int64_t>(kernel.size()), lead = 3 - nd;
   for (int64_t i = 0; i < 3; ++i) {

@@ -2,8 +2,9 @@
 // One definition of each elementwise function (DESIGN.md, principle 4): the
 // CPU loops, the GPU kernels and the runtime-compiled fused kernels all
 // instantiate these. T is the compute type (acc_t of the storage type: float
-// for float16/bfloat16). A functor with parameters takes them from OpAttrs in
-// its constructor; the others are empty.
+// for float16/bfloat16). A functor with parameters takes them from its op's
+// attributes (ElementwiseAttrs::params, ClampAttrs) in its constructor; the
+// others are empty.
 
 #include <cmath>
 #include <limits>
@@ -92,7 +93,7 @@ template <class T> struct Silu {
 template <class T> struct Gelu {
   T tanh_approx = T(0);  // 1 for the tanh form; a T (not a bool) so the loop vectorises
   Gelu() = default;
-  explicit Gelu(const OpAttrs& a) : tanh_approx(a.approximate_tanh ? T(1) : T(0)) {}
+  explicit Gelu(const ElementwiseAttrs& a) : tanh_approx(a.params[0].i ? T(1) : T(0)) {}
   PF_HOST_DEVICE T operator()(T x) const {
 #if PF_DEVICE_PASS
     // On the GPU the flag is uniform across the warp: branch, computing one form.
@@ -121,12 +122,12 @@ template <class T> T scalar_param(const Scalar& s) {
 
 template <class T> struct Clamp {
   T lo, hi;
-  explicit Clamp(const OpAttrs& a)
-      : lo(a.lo ? scalar_param<T>(*a.lo) : std::numeric_limits<T>::lowest()),
-        hi(a.hi ? scalar_param<T>(*a.hi) : std::numeric_limits<T>::max()) {
+  explicit Clamp(const ClampAttrs& a)
+      : lo(a.min ? scalar_param<T>(*a.min) : std::numeric_limits<T>::lowest()),
+        hi(a.max ? scalar_param<T>(*a.max) : std::numeric_limits<T>::max()) {
     if constexpr (std::is_floating_point_v<T>) {
-      if (!a.lo) lo = -std::numeric_limits<T>::infinity();
-      if (!a.hi) hi = std::numeric_limits<T>::infinity();
+      if (!a.min) lo = -std::numeric_limits<T>::infinity();
+      if (!a.max) hi = std::numeric_limits<T>::infinity();
     }
   }
   Clamp(T lo_, T hi_) : lo(lo_), hi(hi_) {}
@@ -141,7 +142,7 @@ template <class T> struct Clamp {
 // hardtanh(x, min_val, max_val): a clamp whose bounds are parameters (the op
 // layer has checked min_val <= max_val).
 template <class T> struct Hardtanh : Clamp<T> {
-  explicit Hardtanh(const OpAttrs& a) : Clamp<T>(scalar_param<T>(a.params[0]), scalar_param<T>(a.params[1])) {}
+  explicit Hardtanh(const ElementwiseAttrs& a) : Clamp<T>(scalar_param<T>(a.params[0]), scalar_param<T>(a.params[1])) {}
 };
 
 // Rounding. Integers are already whole (the op layer refuses decimals for them).
@@ -162,7 +163,7 @@ template <class T> struct Ceil {
 template <class T> struct Round {
   T ten_pow = T(1);
   T negative = T(0);  // a T (not a bool) so the CPU loop vectorises
-  explicit Round(const OpAttrs& a) {
+  explicit Round(const ElementwiseAttrs& a) {
     int64_t d = a.params[0].i;
     negative = d < 0 ? T(1) : T(0);
     ten_pow = static_cast<T>(std::pow(10.0, static_cast<double>(d < 0 ? -d : d)));
@@ -190,18 +191,18 @@ template <class T> struct Log1p { PF_HOST_DEVICE T operator()(T x) const { retur
 // Activations with parameters (op_params.def).
 template <class T> struct LeakyRelu {
   T negative_slope;
-  explicit LeakyRelu(const OpAttrs& a) : negative_slope(scalar_param<T>(a.params[0])) {}
+  explicit LeakyRelu(const ElementwiseAttrs& a) : negative_slope(scalar_param<T>(a.params[0])) {}
   PF_HOST_DEVICE T operator()(T x) const { return x > T(0) ? x : x * negative_slope; }
 };
 template <class T> struct Elu {
   T alpha;
-  explicit Elu(const OpAttrs& a) : alpha(scalar_param<T>(a.params[0])) {}
+  explicit Elu(const ElementwiseAttrs& a) : alpha(scalar_param<T>(a.params[0])) {}
   PF_HOST_DEVICE T operator()(T x) const { return x > T(0) ? x : alpha * math::expm1(x); }
 };
 // log(1 + exp(beta x)) / beta, linear where beta x > threshold (as PyTorch).
 template <class T> struct Softplus {
   T beta, threshold;
-  explicit Softplus(const OpAttrs& a) : beta(scalar_param<T>(a.params[0])), threshold(scalar_param<T>(a.params[1])) {}
+  explicit Softplus(const ElementwiseAttrs& a) : beta(scalar_param<T>(a.params[0])), threshold(scalar_param<T>(a.params[1])) {}
   PF_HOST_DEVICE T operator()(T x) const {
     T bx = x * beta;
     return bx > threshold ? x : math::log1p(math::exp(bx)) / beta;
@@ -229,7 +230,8 @@ template <DTypeSet kSet, class T> constexpr bool accepts() {
 
 // Builds a functor, passing the op's attributes to those that take them.
 template <class F> F make_functor(const OpAttrs& attrs) {
-  if constexpr (std::is_constructible_v<F, const OpAttrs&>) return F(attrs);
+  if constexpr (std::is_constructible_v<F, const ElementwiseAttrs&>) return F(std::get<ElementwiseAttrs>(attrs));
+  else if constexpr (std::is_constructible_v<F, const ClampAttrs&>) return F(std::get<ClampAttrs>(attrs));
   else return F{};
 }
 

@@ -185,7 +185,7 @@ rocblas_operation op_of(const MatrixLayout& l) { return l.trans ? rocblas_operat
 // outer batch dims that do not (a broadcast operand) loop around it.
 void matmul_entry(OpCall& call) {
   Tensor a = call.inputs[0], b = call.inputs[1];
-  Tensor& out = call.out;
+  Tensor& out = call.out();
   if (out.numel() == 0) return;
   if (!is_floating(a.dtype())) return integer_matmul(call);
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);

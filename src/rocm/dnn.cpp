@@ -17,7 +17,6 @@
 #include "pyflame/backend/rocm/memory.h"
 #include "pyflame/backend/rocm/stream.h"
 #include "pyflame/backend/rocm/tuning.h"
-#include "pyflame/ops.h"
 #include "rocm/device_guard.h"
 
 namespace pyflame::backend::rocm {
@@ -375,16 +374,20 @@ int as_int(int64_t v, const char* what) {
 void conv2d_entry(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const Tensor& w = call.inputs[1];
-  Tensor& out = call.out;
+  Tensor& out = call.out();
   DeviceGuard guard(out.device().index);
-  const OpAttrs& a = call.attrs;
+  const ConvAttrs& a = call.attr<ConvAttrs>();
   ConvParams p = ConvParams::Conv2D(as_int(a.padding[0], "padding"), as_int(a.padding[1], "padding"),
                                     as_int(a.stride[0], "stride"), as_int(a.stride[1], "stride"),
                                     as_int(a.dilation[0], "dilation"), as_int(a.dilation[1], "dilation"),
                                     as_int(a.groups, "groups"));
   get_dnn().conv2d_forward(x.dtype(), x.shape(), x.data_ptr(), w.shape(), w.data_ptr(), out.shape(), out.data_ptr(),
                            p);
-  if (call.inputs.size() > 2) binary_op_(ir::OpType::add, out, call.inputs[2].view({1, out.shape()[1], 1, 1}));
+  if (call.inputs[2].defined()) {
+    OpCall bias{ir::OpType::add, {out, call.inputs[2].view({1, out.shape()[1], 1, 1}).expand(out.shape())},
+                ElementwiseAttrs{}, {out}};
+    run_kernel(bias, out.device());
+  }
 }
 
 PF_REGISTER_KERNEL(conv2d, ROCm, &conv2d_entry);

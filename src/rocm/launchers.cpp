@@ -51,32 +51,39 @@ void check_family(ir::OpType op, std::initializer_list<OpFamily> families, const
                    " op, not one this launcher runs");
 }
 
-void unary(ir::OpType op, float* output, const float* input, int64_t numel, hipStream_t stream, OpAttrs attrs = {}) {
+// The op's parameters at their defaults: kernels get canonical attributes.
+ElementwiseAttrs default_params(ir::OpType op) {
+  ElementwiseAttrs attrs;
+  for (const OpParam& p : op_params(op)) attrs.params.push_back(p.default_value);
+  return attrs;
+}
+
+void unary(ir::OpType op, float* output, const float* input, int64_t numel, hipStream_t stream, OpAttrs attrs) {
   CurrentStream scope(stream);
-  OpCall call{op, {wrap(input, numel)}, wrap(output, numel), attrs};
+  OpCall call{op, {wrap(input, numel)}, std::move(attrs), {wrap(output, numel)}};
   run_kernel(call, scope.device());
 }
 
 }  // namespace
 
 void launch_gelu_forward(float* output, const float* input, int64_t numel, hipStream_t stream) {
-  unary(ir::OpType::gelu, output, input, numel, stream);
+  unary(ir::OpType::gelu, output, input, numel, stream, default_params(ir::OpType::gelu));
 }
 
 void launch_silu_forward(float* output, const float* input, int64_t numel, hipStream_t stream) {
-  unary(ir::OpType::silu, output, input, numel, stream);
+  unary(ir::OpType::silu, output, input, numel, stream, default_params(ir::OpType::silu));
 }
 
 void launch_elementwise_unary(ir::OpType op, float* output, const float* input, int64_t numel, hipStream_t stream) {
   check_family(op, {OpFamily::UNARY, OpFamily::UNARY_FLOAT}, "launch_elementwise_unary");
-  unary(op, output, input, numel, stream);
+  unary(op, output, input, numel, stream, default_params(op));
 }
 
 void launch_elementwise_binary(ir::OpType op, float* output, const float* a, const float* b, int64_t numel,
                                hipStream_t stream) {
   check_family(op, {OpFamily::BINARY, OpFamily::BINARY_FLOAT}, "launch_elementwise_binary");
   CurrentStream scope(stream);
-  OpCall call{op, {wrap(a, numel), wrap(b, numel)}, wrap(output, numel), {}};
+  OpCall call{op, {wrap(a, numel), wrap(b, numel)}, ElementwiseAttrs{}, {wrap(output, numel)}};
   run_kernel(call, scope.device());
 }
 
@@ -84,26 +91,26 @@ void launch_comparison(ir::OpType op, float* output, const float* a, const float
                        hipStream_t stream) {
   check_family(op, {OpFamily::COMPARE}, "launch_comparison");
   CurrentStream scope(stream);
-  OpCall compare{op, {wrap(a, numel), wrap(b, numel)}, Tensor::empty({numel}, DType::Bool, scope.device()), {}};
+  OpCall compare{op, {wrap(a, numel), wrap(b, numel)}, ElementwiseAttrs{},
+                 {Tensor::empty({numel}, DType::Bool, scope.device())}};
   run_kernel(compare, scope.device());
-  OpCall to_float{ir::OpType::copy, {compare.out}, wrap(output, numel), {}};
+  OpCall to_float{ir::OpType::copy, {compare.out()}, NoAttrs{}, {wrap(output, numel)}};
   run_kernel(to_float, scope.device());
 }
 
 void launch_where(float* output, const float* condition, const float* x, const float* y, int64_t numel,
                   hipStream_t stream) {
   CurrentStream scope(stream);
-  OpCall to_bool{ir::OpType::copy, {wrap(condition, numel)}, Tensor::empty({numel}, DType::Bool, scope.device()), {}};
+  OpCall to_bool{ir::OpType::copy, {wrap(condition, numel)}, NoAttrs{},
+                 {Tensor::empty({numel}, DType::Bool, scope.device())}};
   run_kernel(to_bool, scope.device());
-  OpCall call{ir::OpType::where, {to_bool.out, wrap(x, numel), wrap(y, numel)}, wrap(output, numel), {}};
+  OpCall call{ir::OpType::where, {to_bool.out(), wrap(x, numel), wrap(y, numel)}, NoAttrs{}, {wrap(output, numel)}};
   run_kernel(call, scope.device());
 }
 
 void launch_clamp(float* output, const float* input, float min_val, float max_val, int64_t numel, hipStream_t stream) {
-  OpAttrs attrs;
-  attrs.lo = Scalar(static_cast<double>(min_val));
-  attrs.hi = Scalar(static_cast<double>(max_val));
-  unary(ir::OpType::clamp, output, input, numel, stream, attrs);
+  unary(ir::OpType::clamp, output, input, numel, stream,
+        ClampAttrs{Scalar(static_cast<double>(min_val)), Scalar(static_cast<double>(max_val))});
 }
 
 }  // namespace pyflame::backend::rocm

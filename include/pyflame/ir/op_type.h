@@ -10,17 +10,14 @@ namespace pyflame {
 
 enum class OpFamily : int8_t {
   UNARY, UNARY_FLOAT, UNARY_BOOL, BINARY, BINARY_FLOAT, COMPARE, WHERE, CLAMP,
-  REDUCE, ARG_REDUCE, MATMUL, SOFTMAX, VIEW, CUSTOM, COPY,
+  REDUCE, ARG_REDUCE, MATMUL, SOFTMAX, VIEW, RANDOM, COPY, CUSTOM,
 };
 
 namespace ir {
 enum class OpType : int16_t {
-#define PF_OP(name, family, functor) name,
+#define PF_OP(name, family, functor, attrs) name,
 #include "pyflame/ops.def"
 #undef PF_OP
-  // Internal ops every backend provides: dtype-converting strided copy, fill.
-  copy,
-  fill,
   kCount
 };
 }  // namespace ir

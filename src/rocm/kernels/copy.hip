@@ -62,15 +62,15 @@ void launch_fill(Tensor& out, const Scalar& value, hipStream_t stream) {
 }
 
 void copy_entry(OpCall& call) {
-  int device = call.out.device().index;
+  int device = call.out().device().index;
   DeviceGuard guard(device);
-  launch_copy(call.out, call.inputs[0], current_stream(device));
+  launch_copy(call.out(), call.inputs[0], current_stream(device));
 }
 
 void fill_entry(OpCall& call) {
-  int device = call.out.device().index;
+  int device = call.out().device().index;
   DeviceGuard guard(device);
-  launch_fill(call.out, call.attrs.value, current_stream(device));
+  launch_fill(call.out(), call.attr<FillAttrs>().value, current_stream(device));
 }
 
 PF_REGISTER_KERNEL(copy, ROCm, &copy_entry);

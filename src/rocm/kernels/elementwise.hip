@@ -3,7 +3,7 @@
 // PF_HOST_DEVICE functor the CPU uses. Contiguous operands take a vectorised
 // path (16-byte loads and stores when every pointer is 16-byte aligned);
 // broadcast and strided operands walk their coalesced layout with 64-bit
-// offsets. Grid-stride loops make the launch independent of the warp size,
+// offsets. A Python number operand stays on the host and is passed by value. Grid-stride loops make the launch independent of the warp size,
 // so the same code is right for wave64 and wave32.
 
 #include "core/dispatch.h"
@@ -86,53 +86,70 @@ static __global__ void binary_strided(char* out, const char* a, const char* b, O
   }
 }
 
+// A branch taken from the host (a Python number) is passed by value: its pointer is never read.
+template <class T> struct WhereBranch {
+  const char* data;
+  T value;
+  bool on_host;
+  PF_HOST_DEVICE T at(int64_t off) const { return on_host ? value : *reinterpret_cast<const T*>(data + off); }
+};
+
 template <class T>
-static __global__ void where_strided(char* out, const char* cond, const char* a, const char* b, Offsets<4> offsets,
-                                     int64_t n) {
+static __global__ void where_strided(char* out, const char* cond, WhereBranch<T> a, WhereBranch<T> b,
+                                     Offsets<4> offsets, int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t off[4];
     offsets.at(i, off);
-    *reinterpret_cast<T*>(out + off[0]) = *reinterpret_cast<const bool*>(cond + off[1])
-                                              ? *reinterpret_cast<const T*>(a + off[2])
-                                              : *reinterpret_cast<const T*>(b + off[3]);
+    *reinterpret_cast<T*>(out + off[0]) = *reinterpret_cast<const bool*>(cond + off[1]) ? a.at(off[2]) : b.at(off[3]);
   }
 }
 
 std::string describe(const OpCall& call) {
   std::string s = "shapes";
   for (const Tensor& t : call.inputs) s += " " + detail::to_piece(t.shape());
-  return s + " -> " + detail::to_piece(call.out.shape()) + " (" + dtype_name(call.out.dtype()) + ")";
+  return s + " -> " + detail::to_piece(call.out().shape()) + " (" + dtype_name(call.out().dtype()) + ")";
 }
 
 // ---- launchers
 
-// O is T, or bool for UNARY_BOOL.
+// A binary functor with one operand fixed: a Python number, read on the host
+// and passed by value (no transfer, no wait for the device).
+template <class F, class A, bool kLeft> struct BindScalar {
+  F f;
+  A value;
+  PF_HOST_DEVICE auto operator()(A x) const { return kLeft ? f(value, x) : f(x, value); }
+};
+
+// out = f(in) elementwise; O is T, or bool for UNARY_BOOL and comparisons.
+template <class O, class T, class F>
+void launch_unary(Tensor& out, const Tensor& in, const F& f, hipStream_t stream, ir::OpType op) {
+  const int64_t n = out.numel();
+  constexpr int V = kVec<T>;
+  if (in.is_contiguous() && out.is_contiguous()) {
+    O* o = out.data<O>();
+    const T* x = in.data<T>();
+    if (aligned(o, sizeof(O) * V) && aligned(x, sizeof(T) * V))
+      unary_contiguous<V><<<grid_for((n + V * kUnaryUnroll - 1) / (V * kUnaryUnroll)), kThreads, 0, stream>>>(o, x, n, f);
+    else
+      unary_contiguous<1><<<grid_for((n + kUnaryUnroll - 1) / kUnaryUnroll), kThreads, 0, stream>>>(o, x, n, f);
+  } else {
+    unary_strided<O, T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<char*>(out.data_ptr()),
+                                                              static_cast<const char*>(in.data_ptr()),
+                                                              make_offsets<2>({&out, &in}, op_name(op)), n, f);
+  }
+}
+
 template <template <class> class F, DTypeSet kSet, bool kToBool> void unary_entry(OpCall& call) {
-  int device = call.out.device().index;
+  int device = call.out().device().index;
   DeviceGuard guard(device);
-  hipStream_t stream = current_stream(device);
   const Tensor& in = call.inputs[0];
-  const int64_t n = call.out.numel();
   visit_dtype(in.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (kernels::accepts<kSet, T>()) {
       using O = std::conditional_t<kToBool, bool, T>;
-      const auto f = kernels::make_functor<F<acc_t<T>>>(call.attrs);
-      constexpr int V = kVec<T>;
-      if (in.is_contiguous() && call.out.is_contiguous()) {
-        O* o = call.out.data<O>();
-        const T* x = in.data<T>();
-        if (aligned(o, sizeof(O) * V) && aligned(x, sizeof(T) * V))
-          unary_contiguous<V><<<grid_for((n + V * kUnaryUnroll - 1) / (V * kUnaryUnroll)), kThreads, 0, stream>>>(
-              o, x, n, f);
-        else
-          unary_contiguous<1><<<grid_for((n + kUnaryUnroll - 1) / kUnaryUnroll), kThreads, 0, stream>>>(o, x, n, f);
-      } else {
-        unary_strided<O, T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<char*>(call.out.data_ptr()),
-                                                                  static_cast<const char*>(in.data_ptr()),
-                                                                  make_offsets<2>({&call.out, &in}, op_name(call.op)), n, f);
-      }
+      launch_unary<O, T>(call.out(), in, kernels::make_functor<F<acc_t<T>>>(call.attrs), current_stream(device),
+                         call.op);
     } else {
       throw TypeError(std::string(op_name(call.op)) + ": no GPU kernel for " + dtype_name(in.dtype()));
     }
@@ -140,21 +157,28 @@ template <template <class> class F, DTypeSet kSet, bool kToBool> void unary_entr
   check_launch(op_name(call.op), describe(call));
 }
 
+// An operand on the host is a Python number (see InputPlan::host_scalar).
 template <template <class> class F, DTypeSet kSet, bool kCompare> void binary_entry(OpCall& call) {
-  int device = call.out.device().index;
+  int device = call.out().device().index;
   DeviceGuard guard(device);
   hipStream_t stream = current_stream(device);
   const Tensor& a = call.inputs[0];
   const Tensor& b = call.inputs[1];
-  const int64_t n = call.out.numel();
+  Tensor& out = call.out();
+  const int64_t n = out.numel();
   visit_dtype(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
+    using A = acc_t<T>;
     if constexpr (kernels::accepts<kSet, T>()) {
       using O = std::conditional_t<kCompare, bool, T>;
-      const auto f = kernels::make_functor<F<acc_t<T>>>(call.attrs);
+      const auto f = kernels::make_functor<F<A>>(call.attrs);
       constexpr int V = kVec<T>;
-      if (a.is_contiguous() && b.is_contiguous() && call.out.is_contiguous()) {
-        O* o = call.out.data<O>();
+      if (a.device().is_cpu()) {
+        launch_unary<O, T>(out, b, BindScalar<decltype(f), A, true>{f, static_cast<A>(*a.data<T>())}, stream, call.op);
+      } else if (b.device().is_cpu()) {
+        launch_unary<O, T>(out, a, BindScalar<decltype(f), A, false>{f, static_cast<A>(*b.data<T>())}, stream, call.op);
+      } else if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous()) {
+        O* o = out.data<O>();
         const T* x = a.data<T>();
         const T* y = b.data<T>();
         if (aligned(o, sizeof(O) * V) && aligned(x, sizeof(T) * V) && aligned(y, sizeof(T) * V))
@@ -163,8 +187,8 @@ template <template <class> class F, DTypeSet kSet, bool kCompare> void binary_en
           binary_contiguous<1><<<grid_for(n), kThreads, 0, stream>>>(o, x, y, n, f);
       } else {
         binary_strided<O, T><<<grid_for(n), kThreads, 0, stream>>>(
-            static_cast<char*>(call.out.data_ptr()), static_cast<const char*>(a.data_ptr()),
-            static_cast<const char*>(b.data_ptr()), make_offsets<3>({&call.out, &a, &b}, op_name(call.op)), n, f);
+            static_cast<char*>(out.data_ptr()), static_cast<const char*>(a.data_ptr()),
+            static_cast<const char*>(b.data_ptr()), make_offsets<3>({&out, &a, &b}, op_name(call.op)), n, f);
       }
     } else {
       throw TypeError(std::string(op_name(call.op)) + ": no GPU kernel for " + dtype_name(a.dtype()));
@@ -174,16 +198,19 @@ template <template <class> class F, DTypeSet kSet, bool kCompare> void binary_en
 }
 
 void where_entry(OpCall& call) {
-  int device = call.out.device().index;
+  int device = call.out().device().index;
   DeviceGuard guard(device);
-  const int64_t n = call.out.numel();
-  Offsets<4> offsets = make_offsets<4>({&call.out, &call.inputs[0], &call.inputs[1], &call.inputs[2]}, "where");
-  visit_dtype(call.out.dtype(), [&](auto tag) {
+  const int64_t n = call.out().numel();
+  Offsets<4> offsets = make_offsets<4>({&call.out(), &call.inputs[0], &call.inputs[1], &call.inputs[2]}, "where");
+  visit_dtype(call.out().dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
+    auto branch = [](const Tensor& t) {
+      const bool on_host = t.device().is_cpu();
+      return WhereBranch<T>{static_cast<const char*>(t.data_ptr()), on_host ? *t.data<T>() : T(), on_host};
+    };
     where_strided<T><<<grid_for(n), kThreads, 0, current_stream(device)>>>(
-        static_cast<char*>(call.out.data_ptr()), static_cast<const char*>(call.inputs[0].data_ptr()),
-        static_cast<const char*>(call.inputs[1].data_ptr()), static_cast<const char*>(call.inputs[2].data_ptr()),
-        offsets, n);
+        static_cast<char*>(call.out().data_ptr()), static_cast<const char*>(call.inputs[0].data_ptr()),
+        branch(call.inputs[1]), branch(call.inputs[2]), offsets, n);
   });
   check_launch("where", describe(call));
 }

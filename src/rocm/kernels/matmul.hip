@@ -33,7 +33,7 @@ static __global__ void integer_matmul_kernel(char* out, const char* a, const cha
 void integer_matmul(OpCall& call) {
   const Tensor& a = call.inputs[0];
   const Tensor& b = call.inputs[1];
-  Tensor& out = call.out;
+  Tensor& out = call.out();
   const int64_t k = a.size(-1), n = out.numel();
   // A's row i and B's column j, viewed with the output's shape (batch..., m, n).
   Shape row_strides = a.strides(), col_strides = b.strides();

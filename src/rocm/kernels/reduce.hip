@@ -201,9 +201,9 @@ Tensor as_rows(const Tensor& x, const std::vector<int64_t>& dims, int64_t& len) 
 }
 
 template <template <class> class R> void reduce_entry(OpCall& call) {
-  int device = call.out.device().index;
+  int device = call.out().device().index;
   DeviceGuard guard(device);
-  const std::vector<int64_t>& dims = call.attrs.dims;
+  const std::vector<int64_t>& dims = call.attr<ReduceAttrs>().dims;
   Tensor x = call.inputs[0];
   int64_t outer = 1, len = 1, inner = 1;
   const bool adjacent = dims.empty() || dims.back() - dims.front() + 1 == static_cast<int64_t>(dims.size());
@@ -222,28 +222,30 @@ template <template <class> class R> void reduce_entry(OpCall& call) {
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = typename GpuAccum<R, T>::type;
-    launch_reduce<T, T, A, R<A>>(call.out.data<T>(), x.data<T>(), outer, len, inner, len, current_stream(device),
-                                 call.out.device());
+    launch_reduce<T, T, A, R<A>>(call.out().data<T>(), x.data<T>(), outer, len, inner, len, current_stream(device),
+                                 call.out().device());
   });
   check_launch(op_name(call.op), "shape " + detail::to_piece(call.inputs[0].shape()) + " over dims " +
-                                     detail::to_piece(call.attrs.dims) + " (" + dtype_name(x.dtype()) + ")");
+                                     detail::to_piece(dims) + " (" + dtype_name(x.dtype()) + ")");
 }
 
 template <template <class> class R> void arg_reduce_entry(OpCall& call) {
-  int device = call.out.device().index;
+  int device = call.out().device().index;
   DeviceGuard guard(device);
+  const std::vector<int64_t>& dims = call.attr<ReduceAttrs>().dims;
+  const int64_t d = dims.empty() ? 0 : dims[0];  // empty: the input was flattened
   int64_t len = 0;
-  Tensor rows = as_rows(call.inputs[0], {call.attrs.dim}, len);
-  const int64_t n_rows = call.out.numel();
+  Tensor rows = as_rows(call.inputs[0], {d}, len);
+  const int64_t n_rows = call.out().numel();
   visit_dtype(rows.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
       arg_reduce_rows<T><<<row_grid(n_rows), kReduceThreads, 0, current_stream(device)>>>(
-          call.out.data<int64_t>(), rows.data<T>(), n_rows, len, R<acc_t<T>>());
+          call.out().data<int64_t>(), rows.data<T>(), n_rows, len, R<acc_t<T>>());
     }
   });
   check_launch(op_name(call.op), "shape " + detail::to_piece(call.inputs[0].shape()) + " over dim " +
-                                     std::to_string(call.attrs.dim) + " (" + dtype_name(rows.dtype()) + ")");
+                                     std::to_string(d) + " (" + dtype_name(rows.dtype()) + ")");
 }
 
 #define PF_FAMILY_REDUCE(name, F) PF_REGISTER_KERNEL(name, ROCm, &reduce_entry<kernels::F>);

@@ -127,13 +127,13 @@ void launch_softmax(T* out, const T* in, int64_t rows, int64_t len, hipStream_t 
 }
 
 template <bool kLog> void softmax_entry(OpCall& call) {
-  int device = call.out.device().index;
+  int device = call.out().device().index;
   DeviceGuard guard(device);
   const Tensor& x = call.inputs[0];
-  const int64_t d = call.attrs.dim, last = x.dim() - 1;
+  const int64_t d = call.attr<DimAttrs>().dim, last = x.dim() - 1;
   const bool innermost = d == last;
   Tensor rows = innermost ? x.contiguous() : x.transpose(d, last).contiguous();
-  Tensor result = innermost ? call.out : Tensor::empty(rows.shape(), rows.dtype(), rows.device());
+  Tensor result = innermost ? call.out() : Tensor::empty(rows.shape(), rows.dtype(), rows.device());
   const int64_t len = x.shape()[d];
   const int64_t n_rows = len > 0 ? rows.numel() / len : 0;
   visit_dtype(x.dtype(), [&](auto tag) {
@@ -144,7 +144,7 @@ template <bool kLog> void softmax_entry(OpCall& call) {
   });
   check_launch(op_name(call.op), "shape " + detail::to_piece(x.shape()) + " over dim " + std::to_string(d) + " (" +
                                      dtype_name(x.dtype()) + ")");
-  if (!innermost) call.out.copy_(result.transpose(d, last));
+  if (!innermost) call.out().copy_(result.transpose(d, last));
 }
 
 PF_REGISTER_KERNEL(softmax, ROCm, &softmax_entry<false>);

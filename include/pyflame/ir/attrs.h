@@ -1,0 +1,160 @@
+#pragma once
+// Typed attributes of op calls: one small struct per op family, named by the
+// op table's attrs column (ops.def). A call is then a value (op, inputs,
+// attributes) that can be compared, hashed and printed, which the kernel
+// cache, autograd and graph capture rely on.
+//
+// Each struct lists its fields once, in `fields(visitor)`; equality, hashing
+// and printing are derived from that list, so adding a field is one line.
+// Attributes are stored canonical (dims wrapped and sorted, one entry per
+// spatial dim): two calls that mean the same compare equal.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "pyflame/dtype.h"
+#include "pyflame/tensor.h"
+
+namespace pyflame {
+
+// How a loss combines its per-element values.
+enum class Reduction : int8_t { None, Mean, Sum };
+PF_API const char* reduction_name(Reduction r);
+
+struct NoAttrs {
+  bool operator==(const NoAttrs&) const = default;
+  template <class V> void fields(V&&) const {}
+};
+
+// Elementwise ops: their parameters (op_params.def) in table order, defaults filled in.
+struct ElementwiseAttrs {
+  std::vector<Scalar> params;
+  bool operator==(const ElementwiseAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("params", params); }
+};
+
+struct ClampAttrs {
+  std::optional<Scalar> min, max;
+  bool operator==(const ClampAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("min", min), v("max", max); }
+};
+
+// Reductions over dims (sorted, non-negative; empty: all). var/std also take
+// the divisor's correction; arg reductions reduce one dim or (empty) all.
+struct ReduceAttrs {
+  std::vector<int64_t> dims;
+  bool keepdim = false;
+  double correction = 0;
+  bool operator==(const ReduceAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("dims", dims), v("keepdim", keepdim), v("correction", correction); }
+};
+
+// Indexing along one dim (index_select, gather, scatter, scatter_add). With
+// wrap_negative, index -1 is the last position (tensor keys, x[idx]); without,
+// negative indices are out of range (as in PyTorch's functions).
+struct IndexAttrs {
+  int64_t dim = 0;
+  bool wrap_negative = false;
+  bool operator==(const IndexAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("dim", dim), v("wrap_negative", wrap_negative); }
+};
+
+// Ops along one dim: softmax, log_softmax and cumsum, with the dtype they compute in.
+struct DimAttrs {
+  int64_t dim = 0;
+  std::optional<DType> dtype;
+  bool operator==(const DimAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("dim", dim), v("dtype", dtype); }
+};
+
+// Views: transpose's two dims.
+struct ViewAttrs {
+  std::vector<int64_t> dims;
+  bool operator==(const ViewAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("dims", dims); }
+};
+
+// Convolutions: one entry per spatial dim; padding is symmetric.
+struct ConvAttrs {
+  std::vector<int64_t> stride, padding, dilation, output_padding;
+  int64_t groups = 1;
+  bool operator==(const ConvAttrs&) const = default;
+  template <class V> void fields(V&& v) const {
+    v("stride", stride), v("padding", padding), v("dilation", dilation), v("output_padding", output_padding),
+        v("groups", groups);
+  }
+};
+
+// Pooling windows, one entry per spatial dim. output_size: adaptive pooling.
+struct PoolAttrs {
+  std::vector<int64_t> kernel_size, stride, padding, dilation, output_size;
+  bool ceil_mode = false;
+  bool count_include_pad = true;  // avg: padded zeros count in the divisor
+  int64_t divisor_override = 0;   // avg: divide by this instead (0: none)
+  bool operator==(const PoolAttrs&) const = default;
+  template <class V> void fields(V&& v) const {
+    v("kernel_size", kernel_size), v("stride", stride), v("padding", padding), v("dilation", dilation),
+        v("output_size", output_size), v("ceil_mode", ceil_mode), v("count_include_pad", count_include_pad),
+        v("divisor_override", divisor_override);
+  }
+};
+
+// Normalizations: batch_norm (training, momentum), layer/rms norm
+// (normalized_shape), group_norm (num_groups); all take eps.
+struct NormAttrs {
+  std::vector<int64_t> normalized_shape;
+  int64_t num_groups = 0;
+  bool training = false;
+  double momentum = 0;
+  double eps = 0;
+  bool operator==(const NormAttrs&) const = default;
+  template <class V> void fields(V&& v) const {
+    v("normalized_shape", normalized_shape), v("num_groups", num_groups), v("training", training),
+        v("momentum", momentum), v("eps", eps);
+  }
+};
+
+// Random ops: the Philox key and first counter (the draws this call made),
+// the distribution's parameters (uniform [low, high), normal mean low and
+// std high, integers in [low, high), dropout's probability p) and, for
+// creation, the shape and dtype.
+struct RandomAttrs {
+  Shape shape;
+  DType dtype = DType::Float32;
+  double low = 0, high = 1, p = 0;
+  uint64_t seed = 0, offset = 0;
+  bool operator==(const RandomAttrs&) const = default;
+  template <class V> void fields(V&& v) const {
+    v("shape", shape), v("dtype", dtype), v("low", low), v("high", high), v("p", p), v("seed", seed),
+        v("offset", offset);
+  }
+};
+
+struct LossAttrs {
+  int64_t ignore_index = -100;
+  Reduction reduction = Reduction::Mean;
+  double label_smoothing = 0;
+  bool operator==(const LossAttrs&) const = default;
+  template <class V> void fields(V&& v) const {
+    v("ignore_index", ignore_index), v("reduction", reduction), v("label_smoothing", label_smoothing);
+  }
+};
+
+struct FillAttrs {
+  Scalar value;
+  bool operator==(const FillAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("value", value); }
+};
+
+using OpAttrs = std::variant<NoAttrs, ElementwiseAttrs, ClampAttrs, ReduceAttrs, IndexAttrs, DimAttrs, ViewAttrs,
+                             ConvAttrs, PoolAttrs, NormAttrs, RandomAttrs, LossAttrs, FillAttrs>;
+
+PF_API size_t hash_attrs(const OpAttrs& attrs);
+// "stride=[1, 1], padding=[0, 0], ..." (empty for NoAttrs).
+PF_API std::string attrs_to_string(const OpAttrs& attrs);
+PF_API const char* attrs_name(const OpAttrs& attrs);  // "ConvAttrs"
+
+}  // namespace pyflame

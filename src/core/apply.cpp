@@ -1,0 +1,285 @@
+// apply(): the one entry point of every public op (see pyflame/ir/op_call.h
+// and core/dispatch.h for the design). This file is the eager executor: it
+// runs the op's infer function, then moves and converts the inputs as the
+// plan says, allocates the outputs (or checks and uses the ones given for an
+// in-place op) and calls the device's kernel, or the op's composite where the
+// device has no kernel.
+
+#include <cmath>
+#include <functional>
+
+#include "core/backend.h"
+#include "core/dispatch.h"
+#include "core/op_utils.h"
+#include "pyflame/error.h"
+
+namespace pyflame {
+
+namespace {
+
+// ---------------------------------------------------------------- attributes as values
+
+void hash_combine(size_t& seed, size_t h) { seed ^= h + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2); }
+
+struct AttrHasher {
+  size_t h = 0;
+  void add(int64_t v) { hash_combine(h, std::hash<int64_t>()(v)); }
+  void add(uint64_t v) { hash_combine(h, std::hash<uint64_t>()(v)); }
+  void add(bool v) { add(static_cast<int64_t>(v)); }
+  void add(double v) { hash_combine(h, std::isnan(v) ? 0x7ff8ULL : std::hash<double>()(v == 0 ? 0.0 : v)); }
+  void add(DType v) { add(static_cast<int64_t>(v)); }
+  void add(Reduction v) { add(static_cast<int64_t>(v)); }
+  void add(const Scalar& s) {
+    add(static_cast<int64_t>(s.kind));
+    if (s.kind == Scalar::Kind::Float) add(s.f);
+    else add(s.i);
+  }
+  template <class T> void add(const std::vector<T>& v) {
+    add(static_cast<int64_t>(v.size()));
+    for (const T& x : v) add(x);
+  }
+  template <class T> void add(const std::optional<T>& v) {
+    add(v.has_value());
+    if (v) add(*v);
+  }
+  template <class T> void operator()(const char*, const T& v) { add(v); }
+};
+
+std::string piece(int64_t v) { return std::to_string(v); }
+std::string piece(uint64_t v) { return std::to_string(v); }
+std::string piece(bool v) { return v ? "true" : "false"; }
+std::string piece(double v) {
+  std::string s = std::to_string(v);  // fixed 6 decimals; trim zeros so 0.5 prints as 0.5
+  if (s.find('.') != std::string::npos && s.find_first_of("en") == std::string::npos) {
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+  }
+  return s;
+}
+std::string piece(DType v) { return dtype_name(v); }
+std::string piece(Reduction v) { return reduction_name(v); }
+std::string piece(const Scalar& s) {
+  switch (s.kind) {
+    case Scalar::Kind::Bool: return s.i ? "true" : "false";
+    case Scalar::Kind::Int: return std::to_string(s.i);
+    case Scalar::Kind::Float: break;
+  }
+  return piece(s.f);
+}
+template <class T> std::string piece(const std::vector<T>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + piece(v[i]);
+  return s + "]";
+}
+template <class T> std::string piece(const std::optional<T>& v) { return v ? piece(*v) : "None"; }
+
+struct AttrPrinter {
+  std::string s;
+  template <class T> void operator()(const char* name, const T& v) {
+    if (!s.empty()) s += ", ";
+    s += std::string(name) + "=" + piece(v);
+  }
+};
+
+template <class A> constexpr const char* name_of();
+#define PF_ATTRS_NAME(A) \
+  template <> constexpr const char* name_of<A>() { return #A; }
+PF_ATTRS_NAME(NoAttrs)
+PF_ATTRS_NAME(ElementwiseAttrs)
+PF_ATTRS_NAME(ClampAttrs)
+PF_ATTRS_NAME(ReduceAttrs)
+PF_ATTRS_NAME(IndexAttrs)
+PF_ATTRS_NAME(DimAttrs)
+PF_ATTRS_NAME(ViewAttrs)
+PF_ATTRS_NAME(ConvAttrs)
+PF_ATTRS_NAME(PoolAttrs)
+PF_ATTRS_NAME(NormAttrs)
+PF_ATTRS_NAME(RandomAttrs)
+PF_ATTRS_NAME(LossAttrs)
+PF_ATTRS_NAME(FillAttrs)
+#undef PF_ATTRS_NAME
+
+std::string describe_input(const Tensor& t) {
+  if (!t.defined()) return "-";
+  std::string s = std::string(dtype_name(t.dtype())) + detail::to_piece(t.shape());
+  if (t.is_wrapped_number()) return s + " number";
+  return s + " " + pyflame::to_string(t.device());
+}
+
+// ---------------------------------------------------------------- execution
+
+bool can_cast(DType from, DType to) {
+  if (is_floating(from) && !is_floating(to)) return false;
+  if (from != DType::Bool && to == DType::Bool) return false;
+  return true;
+}
+
+// Whether the kernel may write `out` while reading `in`: no shared memory, or
+// exactly the same elements in the same order (x.add_(y) reading x).
+bool safe_alias(const Tensor& out, const Tensor& in) {
+  if (!in.defined() || !out.same_storage(in)) return true;
+  return in.offset() == out.offset() && in.shape() == out.shape() && in.strides() == out.strides() &&
+         in.dtype() == out.dtype();
+}
+
+// An in-place result must land in distinct memory: writing a tensor whose
+// elements share memory (an expanded view) would depend on the order of the writes.
+void check_writable(const Tensor& out, ir::OpType op) {
+  for (int64_t d = 0; d < out.dim(); ++d)
+    PF_CHECK(out.strides()[d] != 0 || out.shape()[d] <= 1, ValueError, op_name(op),
+             "_: the tensor has elements that share memory (an expanded view, shape ", out.shape(), ", strides ",
+             out.strides(), "); clone() it first");
+}
+
+Tensor prepare(const Tensor& t, const InputPlan& p, Device dev, ir::OpType op) {
+  Tensor r = t;
+  if (!p.host_scalar && r.device() != dev) {
+    if (!p.transfer) note_implicit_copy(r, dev, op_name(op));
+    r = r.to(dev);
+  }
+  if (p.dtype && r.dtype() != *p.dtype) r = r.to(*p.dtype);
+  if (p.reshape) r = r.reshape(*p.reshape);
+  if (p.expand) r = r.expand(*p.expand);
+  if (p.contiguous) r = r.contiguous();
+  return r;
+}
+
+const Shape& result_shape(const OutputPlan& p) { return p.result ? *p.result : p.shape; }
+
+// Checks the outputs given to an in-place call against the plan; true when
+// the kernel can write into them directly (else it writes fresh outputs that
+// are then copied in).
+bool check_given_outputs(const OpCall& call, const std::vector<Tensor>& given, const Inferred& inf) {
+  PF_CHECK(given.size() == inf.outputs.size(), ValueError, op_name(call.op), "_: expected ", inf.outputs.size(),
+           " output tensor(s), got ", given.size());
+  bool direct = true;
+  for (size_t i = 0; i < given.size(); ++i) {
+    const Tensor& out = given[i];
+    const OutputPlan& p = inf.outputs[i];
+    PF_CHECK(out.shape() == result_shape(p), ValueError, op_name(call.op), "_: the result's shape ", result_shape(p),
+             " does not match the in-place tensor's shape ", out.shape());
+    PF_CHECK(can_cast(p.dtype, out.dtype()), TypeError, op_name(call.op), "_: the result type ", p.dtype,
+             " cannot be stored in a tensor of type ", out.dtype());
+    check_writable(out, call.op);
+    direct = direct && out.dtype() == p.dtype && out.device() == inf.device && !p.result;
+    for (const Tensor& in : call.inputs) direct = direct && safe_alias(out, in);
+  }
+  return direct;
+}
+
+std::vector<Tensor> run_composite(OpCall& call, std::vector<Tensor> given) {
+  CompositeFn composite = find_composite(call.op);
+  PF_CHECK(composite, NotSupportedError, op_name(call.op), ": no kernel for device '", to_string(current_device()),
+           "' (see docs/ops.md for what each device supports)");
+  std::vector<Tensor> results = composite(call);
+  if (given.empty()) return results;
+  for (size_t i = 0; i < given.size(); ++i) given[i].copy_(results[i]);
+  return given;
+}
+
+std::vector<Tensor> execute(OpCall& call, const Inferred& inf) {
+  const Device dev = inf.device;
+  std::vector<Tensor> given = std::move(call.outputs);
+  call.outputs.clear();
+  const bool is_view = op_family(call.op) == OpFamily::VIEW;
+  KernelFn kernel = find_kernel(call.op, dev.type);
+  if (!kernel && !is_view) return run_composite(call, std::move(given));
+
+  for (size_t i = 0; i < call.inputs.size(); ++i)
+    if (call.inputs[i].defined()) call.inputs[i] = prepare(call.inputs[i], inf.inputs[i], dev, call.op);
+  const bool direct = !given.empty() && check_given_outputs(call, given, inf);
+  call.outputs.resize(inf.outputs.size());
+  for (size_t i = 0; i < inf.outputs.size(); ++i) {
+    const OutputPlan& p = inf.outputs[i];
+    if (direct) call.outputs[i] = given[i];
+    else if (!p.view) call.outputs[i] = Tensor::empty(p.shape, p.dtype, dev);
+  }
+  if (inf.constant) {
+    for (Tensor& o : call.outputs) o.fill_(*inf.constant);
+  } else if (is_view) {
+    kernel(call);
+  } else {
+    run_kernel(call, dev);
+  }
+  if (direct) return given;
+  for (size_t i = 0; i < call.outputs.size(); ++i)
+    if (inf.outputs[i].result) call.outputs[i] = call.outputs[i].view(*inf.outputs[i].result);
+  if (given.empty()) return std::move(call.outputs);
+  for (size_t i = 0; i < given.size(); ++i) given[i].copy_(call.outputs[i]);
+  return given;
+}
+
+}  // namespace
+
+const char* reduction_name(Reduction r) {
+  switch (r) {
+    case Reduction::None: return "none";
+    case Reduction::Sum: return "sum";
+    case Reduction::Mean: break;
+  }
+  return "mean";
+}
+
+size_t hash_attrs(const OpAttrs& attrs) {
+  AttrHasher hasher;
+  hasher.add(static_cast<int64_t>(attrs.index()));
+  std::visit([&](const auto& a) { a.fields(hasher); }, attrs);
+  return hasher.h;
+}
+
+std::string attrs_to_string(const OpAttrs& attrs) {
+  AttrPrinter printer;
+  std::visit([&](const auto& a) { a.fields(printer); }, attrs);
+  return printer.s;
+}
+
+const char* attrs_name(const OpAttrs& attrs) {
+  return std::visit([](const auto& a) { return name_of<std::decay_t<decltype(a)>>(); }, attrs);
+}
+
+bool OpCall::operator==(const OpCall& o) const {
+  if (op != o.op || attrs != o.attrs || inputs.size() != o.inputs.size()) return false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor &a = inputs[i], &b = o.inputs[i];
+    if (a.defined() != b.defined()) return false;
+    if (!a.defined()) continue;
+    if (a.shape() != b.shape() || a.strides() != b.strides() || a.dtype() != b.dtype() || a.device() != b.device() ||
+        a.is_wrapped_number() != b.is_wrapped_number())
+      return false;
+  }
+  return true;
+}
+
+size_t OpCall::hash() const {
+  size_t h = hash_attrs(attrs);
+  hash_combine(h, static_cast<size_t>(op));
+  for (const Tensor& t : inputs) {
+    AttrHasher meta;
+    meta.add(t.defined());
+    if (t.defined()) {
+      meta.add(t.shape()), meta.add(t.strides()), meta.add(t.dtype()), meta.add(t.is_wrapped_number());
+      meta.add(static_cast<int64_t>(t.device().type) * 65536 + t.device().index);
+    }
+    hash_combine(h, meta.h);
+  }
+  return h;
+}
+
+std::string OpCall::to_string() const {
+  std::string s = std::string(op_name(op)) + "(";
+  for (size_t i = 0; i < inputs.size(); ++i) s += (i ? ", " : "") + describe_input(inputs[i]);
+  std::string a = attrs_to_string(attrs);
+  if (!a.empty()) s += (inputs.empty() ? "" : "; ") + a;
+  return s + ")";
+}
+
+std::vector<Tensor> apply(OpCall call) {
+  InferFn infer = find_infer(call.op);
+  PF_CHECK(infer, NotSupportedError, op_name(call.op), ": the op has no infer function (a library bug)");
+  PF_CHECK(call.attrs.index() == table_attrs_index(call.op), TypeError, op_name(call.op), ": called with ",
+           attrs_name(call.attrs), " but the op table gives it other attributes (a caller's bug)");
+  Inferred inf = infer(call);
+  return execute(call, inf);
+}
+
+}  // namespace pyflame
