@@ -138,8 +138,8 @@ Tensor prepare(const Tensor& t, const InputPlan& p, Device dev, ir::OpType op) {
     r = r.to(dev);
   }
   if (p.dtype && r.dtype() != *p.dtype) r = r.to(*p.dtype);
-  if (p.reshape) r = r.reshape(*p.reshape);
-  if (p.expand) r = r.expand(*p.expand);
+  if (p.reshape && r.shape() != *p.reshape) r = r.reshape(*p.reshape);
+  if (p.expand && r.shape() != *p.expand) r = r.expand(*p.expand);
   if (p.contiguous) r = r.contiguous();
   return r;
 }
