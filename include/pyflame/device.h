@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "pyflame/macros.h"
@@ -48,6 +49,21 @@ struct DeviceInfo {
 PF_API Device current_device();
 // Checks that the device exists and is usable; raises otherwise.
 PF_API void set_current_device(const Device& d);
+
+// Makes `device` the current device of this thread for the scope (when given):
+// what a factory's device= argument means, so that a tensor is made, and its
+// random numbers drawn, where it will live.
+class PF_API DeviceScope {
+ public:
+  explicit DeviceScope(std::optional<Device> device);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  std::optional<Device> previous_;
+  bool active_ = false;
+};
 // Waits for all queued work on the current device (no-op on the CPU).
 PF_API void synchronize();
 

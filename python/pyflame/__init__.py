@@ -31,6 +31,7 @@ _preload_openblas()
 from . import _C  # noqa: E402
 from ._C import (  # noqa: E402,F401
     DeviceError,
+    Generator,
     HIPCompilationError,
     NotSupportedError,
     ROCmError,
@@ -41,8 +42,10 @@ from ._C import (  # noqa: E402,F401
     dtype,
     from_numpy,
     get_device,
+    default_generator,
     has_kernel,
     implicit_copy_count,
+    is_supported,
     manual_seed,
     op_table,
     promote_types,
@@ -59,6 +62,7 @@ from ._C import (  # noqa: E402,F401
     set_device,
     set_strict_device_placement,
     strict_device_placement,
+    synchronization_count,
     synchronize,
 )
 from ._C import (  # noqa: E402,F401  losses and attention (compositions, outside the op table)

@@ -8,10 +8,6 @@ from . import _C
 _NUMPY_KINDS = "biuf"
 
 
-def _place(t, device):
-    return t if device is None else t.to(device)
-
-
 def tensor(data, dtype=None, device=None):
     """A new tensor holding a copy of `data` (nested lists, a number, a NumPy array or a Tensor).
 
@@ -42,65 +38,66 @@ def tensor(data, dtype=None, device=None):
 
 def empty(*size, dtype=None, device=None):
     """An uninitialised tensor of the given shape."""
-    return _place(_C._empty(*size, dtype=dtype), device)
+    return _C._empty(*size, dtype=dtype, device=device)
 
 
 def zeros(*size, dtype=None, device=None):
-    return _place(_C._zeros(*size, dtype=dtype), device)
+    return _C._zeros(*size, dtype=dtype, device=device)
 
 
 def ones(*size, dtype=None, device=None):
-    return _place(_C._ones(*size, dtype=dtype), device)
+    return _C._ones(*size, dtype=dtype, device=device)
 
 
 def full(size, fill_value, dtype=None, device=None):
     """A tensor filled with `fill_value`; dtype defaults to the value's (bool, int64 or float32)."""
-    return _place(_C._full(size, fill_value, dtype=dtype), device)
+    return _C._full(size, fill_value, dtype=dtype, device=device)
 
 
 def zeros_like(x, dtype=None, device=None):
-    return _place(_C._full_like(x, 0, dtype=dtype), device)
+    return _C._full_like(x, 0, dtype=dtype, device=device)
 
 
 def ones_like(x, dtype=None, device=None):
-    return _place(_C._full_like(x, 1, dtype=dtype), device)
+    return _C._full_like(x, 1, dtype=dtype, device=device)
 
 
 def full_like(x, fill_value, dtype=None, device=None):
-    return _place(_C._full_like(x, fill_value, dtype=dtype), device)
+    return _C._full_like(x, fill_value, dtype=dtype, device=device)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None):
     """Values from start (inclusive) to end (exclusive); int64 unless an argument is a float."""
     if end is None:
         start, end = 0, start
-    return _place(_C._arange(start, end, step, dtype=dtype), device)
+    return _C._arange(start, end, step, dtype=dtype, device=device)
 
 
 def linspace(start, end, steps, dtype=None, device=None):
-    return _place(_C._linspace(float(start), float(end), steps, dtype=dtype), device)
+    return _C._linspace(float(start), float(end), steps, dtype=dtype, device=device)
 
 
 def eye(n, m=None, dtype=None, device=None):
-    return _place(_C._eye(n, m, dtype=dtype), device)
+    return _C._eye(n, m, dtype=dtype, device=device)
 
 
-def rand(*size, dtype=None, device=None):
-    """Uniform samples in [0, 1), reproducible with pf.manual_seed."""
-    return _place(_C._rand(*size, dtype=dtype), device)
+def rand(*size, dtype=None, generator=None, device=None):
+    """Uniform samples in [0, 1), drawn on `device` from `generator` (default: the one pf.manual_seed seeds).
+    A seed gives the same numbers on every device."""
+    return _C._rand(*size, dtype=dtype, generator=generator, device=device)
 
 
-def randn(*size, dtype=None, device=None):
-    """Standard normal samples, reproducible with pf.manual_seed."""
-    return _place(_C._randn(*size, dtype=dtype), device)
+def randn(*size, dtype=None, generator=None, device=None):
+    """Standard normal samples, drawn as rand's."""
+    return _C._randn(*size, dtype=dtype, generator=generator, device=device)
 
 
-def randint(low, high=None, size=None, dtype=None, device=None):
-    """Integers in [low, high): randint(high, size) or randint(low, high, size)."""
+def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
+    """Integers in [low, high): randint(high, size) or randint(low, high, size), drawn as rand's."""
     if size is None:
         if high is None:
             raise TypeError("randint() needs a size: randint(low, high, size) or randint(high, size)")
         low, high, size = 0, low, high
     if high is None:
         raise TypeError("randint() needs high")
-    return _place(_C._randint(low, high, size, dtype=dtype), device)
+    return _C._randint(low, high, size, dtype=dtype, generator=generator, device=device)

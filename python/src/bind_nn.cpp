@@ -9,6 +9,7 @@
 #include "bindings.h"
 #include "pyflame/error.h"
 #include "pyflame/nn_ops.h"
+#include "pyflame/ops.h"
 
 namespace pyflame::python {
 
@@ -88,12 +89,15 @@ void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor) {
       "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = nb::none());
 
   // ---- dropout
-  def_with_method(m, tensor, "dropout", [](nb::handle self, double p, bool training, bool inplace) -> nb::object {
-    Tensor& x = nb::cast<Tensor&>(self);
-    Tensor r = pyflame::dropout(x, p, training);
-    if (!inplace) return nb::cast(r);
-    return in_place(self, [&](Tensor& t) { if (!r.same_storage(t)) t.copy_(r); });
-  }, "p"_a = 0.5, "training"_a = true, "inplace"_a = false);
+  def_with_method(m, tensor, "dropout",
+      [](nb::handle self, double p, bool training, bool inplace, std::optional<pyflame::Generator*> generator)
+          -> nb::object {
+        Tensor& x = nb::cast<Tensor&>(self);
+        Tensor r = pyflame::dropout(x, p, training, generator.value_or(nullptr));
+        if (!inplace) return nb::cast(r);
+        return in_place(self, [&](Tensor& t) { if (!r.same_storage(t)) pyflame::copy_(t, r); });
+      },
+      "p"_a = 0.5, "training"_a = true, "inplace"_a = false, "generator"_a = nb::none());
 
   // ---- losses
   def_with_method(m, tensor, "nll_loss",

@@ -1,8 +1,13 @@
 #pragma once
-// Shared by the binding files of pyflame._C: bindings.cpp binds the tensor and
-// the op-table families; bind_<area>.cpp files bind the ops of one area
-// (CUSTOM family) through a `void bind_<area>(nb::module_&, nb::class_<Tensor>&)`
-// called from bindings.cpp.
+// Shared by the binding files of pyflame._C, one per area, each with a
+// bind_<area> function that bindings.cpp's NB_MODULE calls in order:
+//   errors.cpp         exception classes and the translation of C++ exceptions
+//   bind_tensor.cpp    dtypes; the Tensor class, NumPy interop, indexing, operators
+//   bind_ops.cpp       the op table's own families (generated) and table queries
+//   bind_shape.cpp, bind_conv.cpp, bind_nn.cpp, bind_modules.cpp   the ops of one area
+//   bind_creation.cpp  factories, generators, from_numpy
+//   bind_device.cpp    devices, synchronisation, the rocm_* functions
+//   convert.cpp        the argument conversions declared here
 
 #include <nanobind/nanobind.h>
 
@@ -35,11 +40,19 @@ std::optional<DType> as_opt_dtype(nb::handle h);  // None -> nullopt
 Shape as_shape(nb::handle args);
 // None -> {} (all dims), an int, or a sequence of ints.
 std::vector<int64_t> as_dims(nb::handle dim);
+bool is_dtype_name(const std::string& name);
 Device as_device(nb::handle h);
 nb::object scalar_to_python(const Scalar& s);
+// A CPU tensor sharing memory with a NumPy array (bind_tensor.cpp).
+Tensor tensor_from_numpy(nb::handle array);
 
-// The ops of each area (CUSTOM family and compositions), python/src/bind_<area>.cpp,
-// called from NB_MODULE.
+void bind_errors(nb::module_& m);
+void bind_dtypes(nb::module_& m);
+void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor);
+void bind_ops(nb::module_& m, nb::class_<Tensor>& tensor);
+void bind_creation(nb::module_& m);
+void bind_device(nb::module_& m);
+// The ops of each area (CUSTOM family and compositions).
 void bind_conv(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_modules(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor);

@@ -37,23 +37,40 @@ std::atomic<int32_t> g_current{0};
 std::atomic<int64_t> g_implicit_copies{0};
 std::atomic<bool> g_strict{false};
 std::atomic<int64_t> g_synchronizations{0};
+thread_local std::optional<Device> t_scoped;  // a DeviceScope's device, which wins in its thread
+
+// Raises unless `d` exists and its backend is usable.
+void check_usable(const Device& d) {
+  if (d.is_cpu()) return;
+  DeviceBackend* be = backend_for(d.type);
+  if (!be) throw ROCmNotAvailableError("cannot use device '" + to_string(d) + "': " + rocm_unavailable_reason());
+  int n = be->device_count();
+  PF_CHECK(d.index < n, DeviceError, "device '", to_string(d), "' does not exist: ", n,
+           " ROCm device(s) visible (valid indices 0..", n - 1, ")");
+}
 }  // namespace
 
 Device current_device() {
+  if (t_scoped) return *t_scoped;
   int32_t v = g_current.load(std::memory_order_relaxed);
   return {static_cast<DeviceType>(v >> 16), v & 0xffff};
 }
 
 void set_current_device(const Device& d) {
-  if (!d.is_cpu()) {
-    DeviceBackend* be = backend_for(d.type);
-    if (!be) throw ROCmNotAvailableError("cannot use device '" + to_string(d) + "': " + rocm_unavailable_reason());
-    int n = be->device_count();
-    PF_CHECK(d.index < n, DeviceError, "device '", to_string(d), "' does not exist: ", n,
-             " ROCm device(s) visible (valid indices 0..", n - 1, ")");
-    be->set_current(d.index);
-  }
+  check_usable(d);
+  if (!d.is_cpu()) backend_for(d.type)->set_current(d.index);
   g_current.store(static_cast<int32_t>(d.type) * 65536 + d.index, std::memory_order_relaxed);
+}
+
+DeviceScope::DeviceScope(std::optional<Device> device) : previous_(t_scoped) {
+  if (!device) return;
+  check_usable(*device);
+  t_scoped = device;
+  active_ = true;
+}
+
+DeviceScope::~DeviceScope() {
+  if (active_) t_scoped = previous_;
 }
 
 void synchronize() {

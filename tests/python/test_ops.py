@@ -110,6 +110,8 @@ def test_unsupported_dtypes_raise_type_error():
             args = {"WHERE": (x > 0, x, x), "MATMUL": (x.unsqueeze(0), x.unsqueeze(0)), "VIEW": (x, 0, 1)}.get(
                 op.family, (x, x) if op.family.startswith("BINARY") or op.family == "COMPARE" else (x,))
             kwargs = {"min": 0} if op.family == "CLAMP" else {}
+            if op.family == "RANDOM":  # factories: the dtype is an argument
+                args, kwargs = (2, 2), {"dtype": PF_DTYPE[dt]}
             with pytest.raises(TypeError):
                 op.fn(*args, **kwargs)
     assert pf.add(pf.ones(2), 1).tolist() == [2.0, 2.0]  # still working

@@ -1,0 +1,151 @@
+// The ops of the op table's own families, generated from the table:
+// pf.<op>(...), Tensor.<op>(...) and the in-place Tensor.<op>_(...); the
+// table queries (op_table, has_kernel, is_supported).
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "pyflame/error.h"
+#include "pyflame/ops.h"
+
+using namespace pyflame::python;
+
+namespace {
+
+std::vector<Scalar> param_values(OpType op, std::initializer_list<nb::handle> values) {
+  std::vector<Scalar> out;
+  for (nb::handle v : values) out.push_back(as_scalar(v, pyflame::op_name(op)));
+  return out;
+}
+
+// A unary elementwise op as pf.<op>(input, ...), Tensor.<op>(...) and the
+// in-place Tensor.<op>_(...). Its parameters (op_params.def) become keyword
+// arguments with PyTorch's names and defaults.
+void bind_unary(nb::module_& m, nb::class_<Tensor>& tensor, OpType op) {
+  if (op == OpType::gelu) return;  // its parameter is a string in Python: bound below
+  const char* name = pyflame::op_name(op);
+  const std::string inplace = std::string(name) + "_";
+  std::vector<pyflame::OpParam> params = pyflame::op_params(op);
+  auto arg = [&](size_t i) { return nb::arg(params[i].name) = scalar_to_python(params[i].default_value); };
+  switch (params.size()) {
+    case 0: {
+      auto f = [op](const Tensor& x) { return pyflame::unary_op(op, x); };
+      m.def(name, f, "input"_a);
+      tensor.def(name, f);
+      tensor.def(inplace.c_str(), [op](nb::handle self) {
+        return in_place(self, [&](Tensor& x) { pyflame::unary_op_(op, x); });
+      });
+      break;
+    }
+    case 1: {
+      auto f = [op](const Tensor& x, nb::handle a) { return pyflame::unary_op(op, x, param_values(op, {a})); };
+      m.def(name, f, "input"_a, arg(0));
+      tensor.def(name, f, arg(0));
+      tensor.def(inplace.c_str(), [op](nb::handle self, nb::handle a) {
+        return in_place(self, [&](Tensor& x) { pyflame::unary_op_(op, x, param_values(op, {a})); });
+      }, arg(0));
+      break;
+    }
+    case 2: {
+      auto f = [op](const Tensor& x, nb::handle a, nb::handle b) {
+        return pyflame::unary_op(op, x, param_values(op, {a, b}));
+      };
+      m.def(name, f, "input"_a, arg(0), arg(1));
+      tensor.def(name, f, arg(0), arg(1));
+      tensor.def(inplace.c_str(), [op](nb::handle self, nb::handle a, nb::handle b) {
+        return in_place(self, [&](Tensor& x) { pyflame::unary_op_(op, x, param_values(op, {a, b})); });
+      }, arg(0), arg(1));
+      break;
+    }
+    default:
+      throw std::logic_error(std::string(name) + ": bind_unary handles up to 2 parameters; add a case");
+  }
+}
+}  // namespace
+
+namespace pyflame::python {
+
+void bind_ops(nb::module_& m, nb::class_<Tensor>& tensor) {
+  // pf.<op>(...) and Tensor.<op>(...), plus in-place Tensor.<op>_ for
+  // elementwise ops that keep their input's shape.
+#define PF_BIND_UNARY(name) bind_unary(m, tensor, OpType::name);
+#define PF_BIND_BINARY(name)                                                                              \
+  m.def(#name, [](nb::handle a, nb::handle b) { return pyflame::binary_op(OpType::name, as_operand(a), as_operand(b)); }, \
+        "input"_a, "other"_a);                                                                            \
+  tensor.def(#name, [](const Tensor& a, nb::handle b) { return pyflame::binary_op(OpType::name, a, as_operand(b)); }, \
+             "other"_a);                                                                                  \
+  tensor.def(#name "_", [](nb::handle self, nb::handle b) {                                               \
+    return in_place(self, [&](Tensor& a) { pyflame::binary_op_(OpType::name, a, as_operand(b)); }); }, "other"_a);
+#define PF_FAMILY_UNARY(name, functor) PF_BIND_UNARY(name)
+#define PF_FAMILY_UNARY_FLOAT(name, functor) PF_BIND_UNARY(name)
+#define PF_FAMILY_UNARY_BOOL(name, functor) PF_BIND_UNARY(name)
+#define PF_FAMILY_BINARY(name, functor) PF_BIND_BINARY(name)
+#define PF_FAMILY_BINARY_FLOAT(name, functor) PF_BIND_BINARY(name)
+#define PF_FAMILY_COMPARE(name, functor) PF_BIND_BINARY(name)
+#define PF_FAMILY_REDUCE(name, functor)                                                                    \
+  m.def(#name, [](const Tensor& x, nb::handle dim, bool keepdim) {                                         \
+    return pyflame::reduce_op(OpType::name, x, as_dims(dim), keepdim); }, "x"_a, "dim"_a = nb::none(),     \
+    "keepdim"_a = false);                                                                                  \
+  tensor.def(#name, [](const Tensor& x, nb::handle dim, bool keepdim) {                                    \
+    return pyflame::reduce_op(OpType::name, x, as_dims(dim), keepdim); }, "dim"_a = nb::none(), "keepdim"_a = false);
+#define PF_FAMILY_ARG_REDUCE(name, functor)                                                            \
+  m.def(#name, [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) {                         \
+    return pyflame::name(x, dim, keepdim); }, "x"_a, "dim"_a = nb::none(), "keepdim"_a = false);       \
+  tensor.def(#name, [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) {                    \
+    return pyflame::name(x, dim, keepdim); }, "dim"_a = nb::none(), "keepdim"_a = false);
+#define PF_FAMILY_MATMUL(name, functor)                                                      \
+  m.def(#name, [](const Tensor& a, const Tensor& b) { return pyflame::name(a, b); }, "input"_a, "other"_a); \
+  tensor.def(#name, [](const Tensor& a, const Tensor& b) { return pyflame::name(a, b); }, "other"_a);
+#define PF_FAMILY_SOFTMAX(name, functor)                                                                     \
+  m.def(#name, [](const Tensor& x, int64_t dim, nb::handle dtype) { return pyflame::name(x, dim, as_opt_dtype(dtype)); }, \
+        "x"_a, "dim"_a = -1, "dtype"_a = nb::none());                                                      \
+  tensor.def(#name, [](const Tensor& x, int64_t dim, nb::handle dtype) {                                  \
+    return pyflame::name(x, dim, as_opt_dtype(dtype)); }, "dim"_a = -1, "dtype"_a = nb::none());
+#include "pyflame/for_each_op.inc"
+#undef PF_BIND_UNARY
+#undef PF_BIND_BINARY
+
+  // Ops whose signature is their own.
+  auto gelu = [](const Tensor& x, const std::string& approximate) { return pyflame::gelu(x, approximate); };
+  m.def("gelu", gelu, "input"_a, "approximate"_a = "none");
+  tensor.def("gelu", gelu, "approximate"_a = "none");
+  tensor.def("gelu_", [](nb::handle self, const std::string& approximate) {
+    return in_place(self, [&](Tensor& x) {
+      PF_CHECK(approximate == "none" || approximate == "tanh", ValueError,
+               "gelu_: approximate must be 'none' or 'tanh', got '", approximate, "'");
+      pyflame::unary_op_(OpType::gelu, x, {Scalar(int64_t{approximate == "tanh"})});
+    });
+  }, "approximate"_a = "none");
+  auto clamp = [](const Tensor& x, nb::handle lo, nb::handle hi) {
+    std::optional<Scalar> l, h;
+    if (!lo.is_none()) l = as_scalar(lo, "clamp min");
+    if (!hi.is_none()) h = as_scalar(hi, "clamp max");
+    return pyflame::clamp(x, l, h);
+  };
+  m.def("clamp", clamp, "x"_a, "min"_a = nb::none(), "max"_a = nb::none());
+  tensor.def("clamp", clamp, "min"_a = nb::none(), "max"_a = nb::none());
+  m.def("where", [](const Tensor& c, nb::handle a, nb::handle b) { return pyflame::where(c, as_operand(a), as_operand(b)); },
+        "condition"_a, "input"_a, "other"_a);
+  m.def("transpose", &pyflame::transpose, "x"_a, "dim0"_a, "dim1"_a);
+  m.def("op_table", [] {
+    std::vector<std::pair<std::string, std::string>> ops;
+    for (int i = 0; i < pyflame::kNumOps; ++i) {
+      auto op = static_cast<OpType>(i);
+      if (pyflame::op_family(op) == pyflame::OpFamily::COPY) continue;
+      ops.emplace_back(pyflame::op_name(op), pyflame::family_name(pyflame::op_family(op)));
+    }
+    return ops;
+  }, "(name, family) of every op in the op table.");
+  m.def("has_kernel", [](const std::string& op, nb::handle device) {
+    return pyflame::has_kernel(pyflame::op_from_name(op), as_device(device));
+  }, "op"_a, "device"_a, "Whether `device` has a native kernel for the op.");
+  m.def("is_supported", [](const std::string& op, nb::handle device) {
+    return pyflame::is_supported(pyflame::op_from_name(op), as_device(device));
+  }, "op"_a, "device"_a, "Whether the op runs on `device` at all: a native kernel, a composite of other ops, or a view.");
+
+}
+
+}  // namespace pyflame::python

@@ -1,0 +1,344 @@
+// The Tensor class: properties, copies and conversions, NumPy interop,
+// indexing (x[key], x[key] = value) and the Python operators; also the dtype
+// enum. Methods that copy or convert (to, clone, copy_, fill_, ...) are the
+// public ops of pyflame/ops.h, so they go through the op layer.
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "pyflame/error.h"
+#include "pyflame/ops.h"
+
+using namespace pyflame::python;
+
+namespace {
+
+nb::dlpack::dtype dlpack_dtype(DType d) {
+  switch (d) {
+    case DType::Bool: return nb::dtype<bool>();
+    case DType::UInt8: return nb::dtype<uint8_t>();
+    case DType::Int8: return nb::dtype<int8_t>();
+    case DType::Int16: return nb::dtype<int16_t>();
+    case DType::Int32: return nb::dtype<int32_t>();
+    case DType::Int64: return nb::dtype<int64_t>();
+    case DType::Float16: return {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
+    case DType::Float32: return nb::dtype<float>();
+    case DType::Float64: return nb::dtype<double>();
+    case DType::BFloat16: break;
+  }
+  throw pyflame::TypeError("bfloat16 tensors have no NumPy equivalent; convert first with .to(pyflame.float32)");
+}
+
+DType from_dlpack_dtype(nb::dlpack::dtype d) {
+  using Code = nb::dlpack::dtype_code;
+  auto code = static_cast<Code>(d.code);
+  if (code == Code::Bool) return DType::Bool;
+  if (code == Code::UInt && d.bits == 8) return DType::UInt8;
+  if (code == Code::Int) {
+    switch (d.bits) {
+      case 8: return DType::Int8;
+      case 16: return DType::Int16;
+      case 32: return DType::Int32;
+      case 64: return DType::Int64;
+    }
+  }
+  if (code == Code::Float) {
+    switch (d.bits) {
+      case 16: return DType::Float16;
+      case 32: return DType::Float32;
+      case 64: return DType::Float64;
+    }
+  }
+  throw pyflame::TypeError("unsupported NumPy dtype (code " + std::to_string(d.code) + ", " + std::to_string(d.bits) +
+                           " bits); supported: bool, uint8, int8..int64, float16, float32, float64");
+}
+
+using NumpyArray = nb::ndarray<nb::numpy>;
+
+// A NumPy view of a CPU tensor (zero-copy; it keeps the storage alive).
+// Tensors elsewhere are copied to the host first.
+NumpyArray to_numpy(const Tensor& t) {
+  Tensor h = t.device().is_cpu() ? t : t.to(pyflame::Device::cpu());
+  auto dt = dlpack_dtype(h.dtype());
+  auto* owner_tensor = new Tensor(h);
+  nb::capsule owner(owner_tensor, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
+  std::vector<size_t> shape(h.shape().begin(), h.shape().end());
+  std::vector<int64_t> strides(h.strides().begin(), h.strides().end());
+  return NumpyArray(h.data_ptr(), shape.size(), shape.data(), owner, strides.data(), dt);
+}
+
+Tensor from_numpy(nb::ndarray<nb::numpy, nb::device::cpu> arr, nb::handle owner) {
+  DType dtype = from_dlpack_dtype(arr.dtype());
+  Shape shape, strides;
+  int64_t span = 1;
+  for (size_t i = 0; i < arr.ndim(); ++i) {
+    shape.push_back(static_cast<int64_t>(arr.shape(i)));
+    strides.push_back(arr.stride(i));
+    if (arr.stride(i) < 0)
+      throw pyflame::ValueError("from_numpy: arrays with negative strides are not supported; pass a copy (arr.copy())");
+    span += (shape.back() - 1) * arr.stride(i);
+  }
+  if (pyflame::shape_numel(shape) == 0) span = 0;
+  // The storage holds a reference to the array so the memory outlives every view.
+  PyObject* ref = owner.ptr();
+  Py_INCREF(ref);
+  auto storage = std::make_shared<pyflame::Storage>(
+      arr.data(), static_cast<size_t>(span) * pyflame::itemsize(dtype), pyflame::Device::cpu(), [ref](void*) {
+        nb::gil_scoped_acquire gil;
+        Py_DECREF(ref);
+      });
+  return Tensor(storage, shape, strides, 0, dtype);
+}// ------------------------------------------------------------ indexing
+
+// Whether an index item is a tensor key (advanced indexing): any tensor but a
+// 0-d integer one, which PyTorch treats as an int.
+bool is_tensor_key(nb::handle it) {
+  if (!nb::isinstance<Tensor>(it)) return false;
+  const Tensor& t = nb::cast<const Tensor&>(it);
+  return !(t.dim() == 0 && pyflame::is_integral(t.dtype()));
+}
+
+// x[key] as PyTorch: ints, slices, None and '...' make a view; one tensor key
+// (advanced indexing) is applied to that view at the dim where it stood.
+struct ParsedKey {
+  Tensor view;
+  Tensor tensor_key;  // undefined if none
+  int64_t tensor_dim = 0;
+};
+
+ParsedKey parse_key(const Tensor& self, nb::handle key) {
+  nb::tuple items = nb::isinstance<nb::tuple>(key) ? nb::borrow<nb::tuple>(key) : nb::make_tuple(key);
+  int64_t consumed = 0;
+  bool ellipsis = false;
+  for (nb::handle it : items) {
+    if (it.is(Py_Ellipsis)) {
+      if (ellipsis) throw pyflame::IndexError("an index can only have a single ellipsis ('...')");
+      ellipsis = true;
+    } else if (is_tensor_key(it)) {
+      const Tensor& t = nb::cast<const Tensor&>(it);
+      consumed += t.dtype() == DType::Bool ? t.dim() : 1;  // a mask covers as many dims as it has
+    } else if (!it.is_none()) {
+      ++consumed;
+    }
+  }
+  if (consumed > self.dim())
+    throw pyflame::IndexError("too many indices for a tensor of dimension " + std::to_string(self.dim()));
+  ParsedKey k{self, Tensor(), 0};
+  Tensor& r = k.view;
+  int64_t d = 0;
+  for (nb::handle it : items) {
+    if (it.is(Py_Ellipsis)) {
+      d += self.dim() - consumed;
+    } else if (it.is_none()) {
+      r = r.unsqueeze(d++);
+    } else if (PySlice_Check(it.ptr())) {
+      Py_ssize_t start, stop, step;
+      if (PySlice_Unpack(it.ptr(), &start, &stop, &step) < 0) throw nb::python_error();
+      if (step < 0) throw pyflame::ValueError("negative slice steps are not supported (as in PyTorch); use flip");
+      r = r.slice(d++, start, stop, step);
+    } else if (is_tensor_key(it)) {
+      if (k.tensor_key.defined())
+        throw pyflame::NotSupportedError(
+            "indexing with more than one tensor is not supported yet (docs/ops.md); index one dim at a time");
+      k.tensor_key = nb::cast<Tensor>(it);
+      k.tensor_dim = d;
+      d += k.tensor_key.dtype() == DType::Bool ? k.tensor_key.dim() : 1;
+    } else if (PyIndex_Check(it.ptr()) && !PyBool_Check(it.ptr())) {
+      r = r.select(d, nb::cast<int64_t>(nb::int_(it)));
+    } else {
+      throw pyflame::NotSupportedError(
+          "indexing with " + py_type_name(it) +
+          " is not supported: use integers, slices, None, '...' and one integer or bool tensor (docs/ops.md)");
+    }
+  }
+  return k;
+}
+
+Tensor get_item(const Tensor& self, nb::handle key) {
+  ParsedKey k = parse_key(self, key);
+  if (!k.tensor_key.defined()) return k.view;
+  return pyflame::advanced_index(k.view, k.tensor_dim, k.tensor_key);
+}
+
+void assign(Tensor& self, nb::handle key, nb::handle value) {
+  ParsedKey k = parse_key(self, key);
+  if (k.tensor_key.defined()) {
+    if (nb::isinstance<Tensor>(value))
+      pyflame::advanced_index_put_(k.view, k.tensor_dim, k.tensor_key, nb::cast<Tensor>(value));
+    else
+      pyflame::advanced_index_put_(k.view, k.tensor_dim, k.tensor_key, as_scalar(value, "the assigned value"));
+  } else if (nb::isinstance<Tensor>(value)) {
+    pyflame::copy_(k.view, nb::cast<Tensor>(value));
+  } else {
+    pyflame::fill_(k.view, as_scalar(value, "the assigned value"));
+  }
+}
+
+}  // namespace
+
+namespace pyflame::python {
+
+Tensor tensor_from_numpy(nb::handle array) {
+  return from_numpy(nb::cast<nb::ndarray<nb::numpy, nb::device::cpu>>(array), array);
+}
+
+void bind_dtypes(nb::module_& m) {
+  nb::enum_<DType>(m, "dtype", "Element type of a tensor.")
+      .value("bool", DType::Bool)
+      .value("uint8", DType::UInt8)
+      .value("int8", DType::Int8)
+      .value("int16", DType::Int16)
+      .value("int32", DType::Int32)
+      .value("int64", DType::Int64)
+      .value("float16", DType::Float16)
+      .value("bfloat16", DType::BFloat16)
+      .value("float32", DType::Float32)
+      .value("float64", DType::Float64)
+      .def("__repr__", [](DType d) { return std::string("pyflame.") + pyflame::dtype_name(d); })
+      .def("__str__", [](DType d) { return std::string("pyflame.") + pyflame::dtype_name(d); })
+      .def_prop_ro("itemsize", [](DType d) { return pyflame::itemsize(d); })
+      .def_prop_ro("is_floating_point", [](DType d) { return pyflame::is_floating(d); });
+  m.def("promote_types", [](nb::handle a, nb::handle b) { return pyflame::promote_types(as_dtype(a), as_dtype(b)); });
+  m.def("result_type", [](nb::args args) {
+    std::vector<Tensor> ops;
+    for (nb::handle h : args) ops.push_back(as_operand(h));
+    return pyflame::result_type(ops);
+  });
+
+}
+
+void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
+  tensor
+      .def(nb::init<const Tensor&>(), "data"_a,
+           "Tensor(data): a second tensor object for data's elements (same storage and view, no copy); "
+           "nn.Parameter wraps tensors this way.")
+      .def_prop_ro("shape", [](const Tensor& t) { return nb::tuple(nb::cast(t.shape())); })
+      .def_prop_ro("dtype", &Tensor::dtype)
+      .def_prop_ro("device", [](const Tensor& t) { return pyflame::to_string(t.device()); })
+      .def_prop_ro("ndim", &Tensor::dim)
+      .def_prop_ro("T", [](const Tensor& t) {
+        std::vector<int64_t> dims;
+        for (int64_t d = t.dim() - 1; d >= 0; --d) dims.push_back(d);
+        return t.permute(dims);
+      })
+      .def("dim", &Tensor::dim)
+      .def("numel", &Tensor::numel)
+      .def("size", [](const Tensor& t, std::optional<int64_t> d) -> nb::object {
+        if (d) return nb::int_(t.size(*d));
+        return nb::tuple(nb::cast(t.shape()));
+      }, "dim"_a = nb::none())
+      .def("stride", [](const Tensor& t, std::optional<int64_t> d) -> nb::object {
+        if (d) return nb::int_(t.strides()[pyflame::wrap_dim(*d, t.dim(), "stride")]);
+        return nb::tuple(nb::cast(t.strides()));
+      }, "dim"_a = nb::none())
+      .def("storage_offset", &Tensor::offset)
+      .def("element_size", &Tensor::itemsize)
+      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
+      .def("is_contiguous", &Tensor::is_contiguous)
+      .def("contiguous", [](const Tensor& t) { return pyflame::contiguous(t); })
+      .def("clone", [](const Tensor& t) { return pyflame::clone(t); })
+      .def("reshape", [](const Tensor& t, nb::args shape) { return t.reshape(as_shape(shape)); })
+      .def("view", [](const Tensor& t, nb::args shape) { return t.view(as_shape(shape)); })
+      .def("flatten", &Tensor::flatten, "start_dim"_a = 0, "end_dim"_a = -1)
+      .def("permute", [](const Tensor& t, nb::args dims) { return t.permute(as_shape(dims)); })
+      .def("transpose", [](const Tensor& t, int64_t dim0, int64_t dim1) { return pyflame::transpose(t, dim0, dim1); },
+           "dim0"_a, "dim1"_a)
+      .def("squeeze", [](const Tensor& t, std::optional<int64_t> d) { return d ? t.squeeze(*d) : t.squeeze(); },
+           "dim"_a = nb::none())
+      .def("unsqueeze", &Tensor::unsqueeze, "dim"_a)
+      .def("expand", [](const Tensor& t, nb::args shape) { return t.expand(as_shape(shape)); })
+      .def("to", [](const Tensor& t, nb::handle target, nb::handle dtype) {
+        Tensor r = t;
+        if (!dtype.is_none()) r = pyflame::to(r, as_dtype(dtype));
+        if (target.is_none()) return r;
+        if (nb::isinstance<nb::str>(target) && !is_dtype_name(nb::cast<std::string>(target)))
+          return pyflame::to(r, as_device(target));
+        return pyflame::to(r, as_dtype(target));
+      }, "target"_a = nb::none(), "dtype"_a = nb::none(),
+         "to(device) moves the tensor ('cpu', 'rocm', 'rocm:N'); to(dtype) converts it; both return self when nothing changes.")
+      .def("cpu", [](const Tensor& t) { return pyflame::to(t, pyflame::Device::cpu()); })
+      .def("float", [](const Tensor& t) { return pyflame::to(t, DType::Float32); })
+      .def("double", [](const Tensor& t) { return pyflame::to(t, DType::Float64); })
+      .def("half", [](const Tensor& t) { return pyflame::to(t, DType::Float16); })
+      .def("bfloat16", [](const Tensor& t) { return pyflame::to(t, DType::BFloat16); })
+      .def("int", [](const Tensor& t) { return pyflame::to(t, DType::Int32); })
+      .def("long", [](const Tensor& t) { return pyflame::to(t, DType::Int64); })
+      .def("bool", [](const Tensor& t) { return pyflame::to(t, DType::Bool); })
+      .def("copy_", [](nb::handle self, const Tensor& src) { return in_place(self, [&](Tensor& t) { pyflame::copy_(t, src); }); }, "src"_a)
+      .def("fill_", [](nb::handle self, nb::handle v) {
+        return in_place(self, [&](Tensor& t) { pyflame::fill_(t, as_scalar(v, "fill_ value")); }); }, "value"_a)
+      .def("zero_", [](nb::handle self) { return in_place(self, [](Tensor& t) { pyflame::fill_(t, Scalar(int64_t{0})); }); })
+      .def("numpy", &to_numpy, "A NumPy array sharing memory with a CPU tensor (a copy for device tensors).")
+      .def("__array__", [](const Tensor& t, nb::handle dtype, nb::handle copy) {
+        nb::object arr = nb::cast(to_numpy(t));
+        if (!dtype.is_none()) arr = arr.attr("astype")(dtype);
+        return arr;
+      }, "dtype"_a = nb::none(), "copy"_a = nb::none())
+      .def("item", [](const Tensor& t) { return scalar_to_python(t.item()); })
+      .def("tolist", [](const Tensor& t) {
+        if (t.dtype() == DType::BFloat16) return nb::cast(to_numpy(t.to(DType::Float32))).attr("tolist")();
+        return nb::cast(to_numpy(t)).attr("tolist")();
+      })
+      .def("__len__", [](const Tensor& t) {
+        if (t.dim() == 0) throw pyflame::TypeError("len() of a 0-d tensor");
+        return t.shape()[0];
+      })
+      .def("__iter__", [](const Tensor& t) {
+        if (t.dim() == 0) throw pyflame::TypeError("iteration over a 0-d tensor");
+        nb::list rows;
+        for (int64_t i = 0; i < t.shape()[0]; ++i) rows.append(t.select(0, i));
+        return nb::iter(rows);
+      })
+      .def("__getitem__", &get_item, nb::arg("key").none())
+      .def("__setitem__", &assign, nb::arg("key").none(), nb::arg("value"))
+      .def("__bool__", [](const Tensor& t) {
+        if (t.numel() != 1)
+          throw pyflame::ValueError("the truth value of a tensor with " + std::to_string(t.numel()) +
+                                    " elements is ambiguous; use pf.max/pf.min or compare elementwise");
+        return t.item().f != 0;
+      })
+      .def("__float__", [](const Tensor& t) { return t.item().f; })
+      .def("__int__", [](const Tensor& t) { return t.item().i; })
+      .def("__index__", [](const Tensor& t) {
+        if (!pyflame::is_integral(t.dtype()) || t.numel() != 1)
+          throw pyflame::TypeError("only integer tensors of a single element can be converted to an index");
+        return t.item().i;
+      })
+      .def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); });
+  tensor.attr("__array_priority__") = 1000;  // NumPy defers `ndarray + tensor` to us
+
+  // Python operators -> op table entries.
+  const std::pair<const char*, OpType> binary_dunders[] = {
+      {"add", OpType::add}, {"sub", OpType::sub}, {"mul", OpType::mul}, {"truediv", OpType::div},
+      {"pow", OpType::pow},
+  };
+  for (auto [dunder, op] : binary_dunders) {
+    std::string name(dunder);
+    tensor.def(("__" + name + "__").c_str(), [op](const Tensor& a, nb::handle b) {
+      return pyflame::binary_op(op, a, as_operand(b));
+    });
+    tensor.def(("__r" + name + "__").c_str(), [op](const Tensor& a, nb::handle b) {
+      return pyflame::binary_op(op, as_operand(b), a);
+    });
+    tensor.def(("__i" + name + "__").c_str(), [op](nb::handle self, nb::handle b) {
+      return in_place(self, [&](Tensor& a) { pyflame::binary_op_(op, a, as_operand(b)); });
+    });
+  }
+  const std::pair<const char*, OpType> compare_dunders[] = {
+      {"__eq__", OpType::eq}, {"__ne__", OpType::ne}, {"__lt__", OpType::lt},
+      {"__le__", OpType::le}, {"__gt__", OpType::gt}, {"__ge__", OpType::ge},
+  };
+  for (auto [dunder, op] : compare_dunders)
+    tensor.def(dunder, [op](const Tensor& a, nb::handle b) { return pyflame::binary_op(op, a, as_operand(b)); });
+  tensor.def("__neg__", [](const Tensor& a) { return pyflame::unary_op(OpType::neg, a); });
+  tensor.def("__abs__", [](const Tensor& a) { return pyflame::unary_op(OpType::abs, a); });
+  tensor.def("__matmul__", [](const Tensor& a, const Tensor& b) { return pyflame::matmul(a, b); });
+  tensor.def("__rmatmul__", [](const Tensor& a, const Tensor& b) { return pyflame::matmul(b, a); });
+
+}
+
+}  // namespace pyflame::python
