@@ -41,7 +41,21 @@ namespace pyflame {
 PF_API Tensor gelu(const Tensor& x, const std::string& approximate);
 PF_API Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 PF_API Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
+
+// Views (ops of the table; Tensor's methods of the same names are their raw,
+// unrecorded forms). Shapes may hold one -1; reshape copies when no view can
+// express the shape; squeeze removes the listed size-1 dims ({}: all of them);
+// slice has Python's slice semantics with a positive step.
+PF_API Tensor view(const Tensor& x, const Shape& shape);
+PF_API Tensor reshape(const Tensor& x, const Shape& shape);
+PF_API Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
 PF_API Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
+PF_API Tensor expand(const Tensor& x, const Shape& shape);
+PF_API Tensor squeeze(const Tensor& x, const std::vector<int64_t>& dims = {});
+PF_API Tensor unsqueeze(const Tensor& x, int64_t dim);
+PF_API Tensor select(const Tensor& x, int64_t dim, int64_t index);
+PF_API Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t stop, int64_t step = 1);
+PF_API Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);  // a reshape
 
 // Copies as ops (Tensor's own copy_/fill_/to are the raw, unrecorded forms).
 // copy_ converts and broadcasts `src` into `dst`, from any device.

@@ -129,7 +129,23 @@ void bind_ops(nb::module_& m, nb::class_<Tensor>& tensor) {
   tensor.def("clamp", clamp, "min"_a = nb::none(), "max"_a = nb::none());
   m.def("where", [](const Tensor& c, nb::handle a, nb::handle b) { return pyflame::where(c, as_operand(a), as_operand(b)); },
         "condition"_a, "input"_a, "other"_a);
-  m.def("transpose", &pyflame::transpose, "x"_a, "dim0"_a, "dim1"_a);
+  // Views (Tensor's methods of the same names are in bind_tensor.cpp).
+  m.def("transpose", &pyflame::transpose, "input"_a, "dim0"_a, "dim1"_a);
+  m.def("view", [](const Tensor& x, nb::handle shape) { return pyflame::view(x, as_shape(nb::make_tuple(shape))); },
+        "input"_a, "shape"_a);
+  m.def("reshape", [](const Tensor& x, nb::handle shape) {
+    return pyflame::reshape(x, as_shape(nb::make_tuple(shape))); }, "input"_a, "shape"_a);
+  m.def("permute", [](const Tensor& x, nb::handle dims) { return pyflame::permute(x, as_shape(nb::make_tuple(dims))); },
+        "input"_a, "dims"_a);
+  m.def("expand", [](const Tensor& x, nb::handle shape) { return pyflame::expand(x, as_shape(nb::make_tuple(shape))); },
+        "input"_a, "size"_a);
+  m.def("squeeze", [](const Tensor& x, nb::handle dim) { return pyflame::squeeze(x, as_dims(dim)); }, "input"_a,
+        "dim"_a = nb::none());
+  m.def("unsqueeze", &pyflame::unsqueeze, "input"_a, "dim"_a);
+  m.def("select", &pyflame::select, "input"_a, "dim"_a, "index"_a);
+  m.def("slice", &pyflame::slice, "input"_a, "dim"_a, "start"_a, "stop"_a, "step"_a = 1,
+        "input[..., start:stop:step, ...] along dim (the view x[...] makes).");
+  m.def("flatten", &pyflame::flatten, "input"_a, "start_dim"_a = 0, "end_dim"_a = -1);
   m.def("op_table", [] {
     std::vector<std::pair<std::string, std::string>> ops;
     for (int i = 0; i < pyflame::kNumOps; ++i) {

@@ -134,12 +134,12 @@ ParsedKey parse_key(const Tensor& self, nb::handle key) {
     if (it.is(Py_Ellipsis)) {
       d += self.dim() - consumed;
     } else if (it.is_none()) {
-      r = r.unsqueeze(d++);
+      r = pyflame::unsqueeze(r, d++);
     } else if (PySlice_Check(it.ptr())) {
       Py_ssize_t start, stop, step;
       if (PySlice_Unpack(it.ptr(), &start, &stop, &step) < 0) throw nb::python_error();
       if (step < 0) throw pyflame::ValueError("negative slice steps are not supported (as in PyTorch); use flip");
-      r = r.slice(d++, start, stop, step);
+      r = pyflame::slice(r, d++, start, stop, step);
     } else if (is_tensor_key(it)) {
       if (k.tensor_key.defined())
         throw pyflame::NotSupportedError(
@@ -148,7 +148,7 @@ ParsedKey parse_key(const Tensor& self, nb::handle key) {
       k.tensor_dim = d;
       d += k.tensor_key.dtype() == DType::Bool ? k.tensor_key.dim() : 1;
     } else if (PyIndex_Check(it.ptr()) && !PyBool_Check(it.ptr())) {
-      r = r.select(d, nb::cast<int64_t>(nb::int_(it)));
+      r = pyflame::select(r, d, nb::cast<int64_t>(nb::int_(it)));
     } else {
       throw pyflame::NotSupportedError(
           "indexing with " + py_type_name(it) +
@@ -223,7 +223,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def_prop_ro("T", [](const Tensor& t) {
         std::vector<int64_t> dims;
         for (int64_t d = t.dim() - 1; d >= 0; --d) dims.push_back(d);
-        return t.permute(dims);
+        return pyflame::permute(t, dims);
       })
       .def("dim", &Tensor::dim)
       .def("numel", &Tensor::numel)
@@ -241,16 +241,16 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("is_contiguous", &Tensor::is_contiguous)
       .def("contiguous", [](const Tensor& t) { return pyflame::contiguous(t); })
       .def("clone", [](const Tensor& t) { return pyflame::clone(t); })
-      .def("reshape", [](const Tensor& t, nb::args shape) { return t.reshape(as_shape(shape)); })
-      .def("view", [](const Tensor& t, nb::args shape) { return t.view(as_shape(shape)); })
-      .def("flatten", &Tensor::flatten, "start_dim"_a = 0, "end_dim"_a = -1)
-      .def("permute", [](const Tensor& t, nb::args dims) { return t.permute(as_shape(dims)); })
+      .def("reshape", [](const Tensor& t, nb::args shape) { return pyflame::reshape(t, as_shape(shape)); })
+      .def("view", [](const Tensor& t, nb::args shape) { return pyflame::view(t, as_shape(shape)); })
+      .def("flatten", &pyflame::flatten, "start_dim"_a = 0, "end_dim"_a = -1)
+      .def("permute", [](const Tensor& t, nb::args dims) { return pyflame::permute(t, as_shape(dims)); })
       .def("transpose", [](const Tensor& t, int64_t dim0, int64_t dim1) { return pyflame::transpose(t, dim0, dim1); },
            "dim0"_a, "dim1"_a)
-      .def("squeeze", [](const Tensor& t, std::optional<int64_t> d) { return d ? t.squeeze(*d) : t.squeeze(); },
+      .def("squeeze", [](const Tensor& t, nb::handle dim) { return pyflame::squeeze(t, as_dims(dim)); },
            "dim"_a = nb::none())
-      .def("unsqueeze", &Tensor::unsqueeze, "dim"_a)
-      .def("expand", [](const Tensor& t, nb::args shape) { return t.expand(as_shape(shape)); })
+      .def("unsqueeze", &pyflame::unsqueeze, "dim"_a)
+      .def("expand", [](const Tensor& t, nb::args shape) { return pyflame::expand(t, as_shape(shape)); })
       .def("to", [](const Tensor& t, nb::handle target, nb::handle dtype) {
         Tensor r = t;
         if (!dtype.is_none()) r = pyflame::to(r, as_dtype(dtype));
@@ -290,7 +290,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("__iter__", [](const Tensor& t) {
         if (t.dim() == 0) throw pyflame::TypeError("iteration over a 0-d tensor");
         nb::list rows;
-        for (int64_t i = 0; i < t.shape()[0]; ++i) rows.append(t.select(0, i));
+        for (int64_t i = 0; i < t.shape()[0]; ++i) rows.append(pyflame::select(t, 0, i));
         return nb::iter(rows);
       })
       .def("__getitem__", &get_item, nb::arg("key").none())

@@ -239,23 +239,49 @@ Inferred infer_softmax(OpCall& call) {
   return inf;
 }
 
-Inferred infer_transpose(OpCall& call) {
+// A view op's result, by Tensor's method of the same name (which validates).
+Tensor make_view(const OpCall& call) {
   const Tensor& x = call.inputs[0];
-  auto& a = std::get<ViewAttrs>(call.attrs);
-  PF_CHECK(a.dims.size() == 2, ValueError, "transpose: takes two dims, got ", Shape(a.dims));
-  for (int64_t& d : a.dims) d = wrap_dim(d, x.dim(), "transpose");
-  Shape shape = x.shape();
-  if (x.dim() > 0) std::swap(shape[a.dims[0]], shape[a.dims[1]]);
-  OutputPlan out{shape, x.dtype()};
-  out.view = true;
-  return {x.device(), {{}}, {out}, {}};
+  const auto& a = call.attr<ViewAttrs>();
+  switch (call.op) {
+    case ir::OpType::view: return x.view(a.shape);
+    case ir::OpType::reshape: return x.reshape(a.shape);
+    case ir::OpType::permute: return x.permute(a.dims);
+    case ir::OpType::transpose:
+      PF_CHECK(a.dims.size() == 2, ValueError, "transpose: takes two dims, got ", Shape(a.dims));
+      return x.transpose(a.dims[0], a.dims[1]);
+    case ir::OpType::expand: return x.expand(a.shape);
+    case ir::OpType::squeeze: {
+      if (a.dims.empty()) return x.squeeze();
+      std::vector<int64_t> dims;  // each listed dim of size 1 goes, as PyTorch's squeeze(tuple)
+      for (int64_t d : a.dims) dims.push_back(wrap_dim(d, x.dim(), "squeeze"));
+      std::sort(dims.begin(), dims.end());
+      PF_CHECK(std::adjacent_find(dims.begin(), dims.end()) == dims.end(), ValueError, "squeeze: dim ",
+               *std::adjacent_find(dims.begin(), dims.end()), " appears more than once in ", Shape(a.dims));
+      Tensor r = x;
+      for (size_t i = dims.size(); i-- > 0;) r = r.squeeze(dims[i]);
+      return r;
+    }
+    case ir::OpType::unsqueeze: return x.unsqueeze(a.dims.at(0));
+    case ir::OpType::select: return x.select(a.dims.at(0), a.positions.at(0));
+    case ir::OpType::slice: return x.slice(a.dims.at(0), a.positions.at(0), a.positions.at(1), a.positions.at(2));
+    default: break;
+  }
+  throw NotSupportedError(detail::cat(op_name(call.op), ": not a view op (a library bug)"));
 }
 
-// Views need no kernel: the output is made from the input's metadata, on any device.
-void transpose_view(OpCall& call) {
-  const auto& a = call.attr<ViewAttrs>();
-  call.out() = call.inputs[0].transpose(a.dims[0], a.dims[1]);
+// Views run on the input's device and allocate nothing (but a reshape that
+// must copy). Shapes given with -1 entries become the shapes they resolve to.
+Inferred infer_view(OpCall& call) {
+  const Tensor v = make_view(call);
+  auto& a = std::get<ViewAttrs>(call.attrs);
+  if (call.op == ir::OpType::view || call.op == ir::OpType::reshape || call.op == ir::OpType::expand) a.shape = v.shape();
+  OutputPlan out{v.shape(), v.dtype()};
+  out.view = true;
+  return {call.inputs[0].device(), {{}}, {out}, {}};
 }
+
+void view_kernel(OpCall& call) { call.out() = make_view(call); }
 
 // copy: the source is converted and broadcast into the given output, on the
 // output's device (moving the source there is the copy's own work).
@@ -297,9 +323,11 @@ Tensor& apply_into(Tensor& out, ir::OpType op, std::vector<Tensor> inputs, OpAtt
 #define PF_FAMILY_MATMUL(name, functor) PF_REGISTER_INFER(name, &infer_matmul);
 #define PF_FAMILY_SOFTMAX(name, functor) PF_REGISTER_INFER(name, &infer_softmax);
 #include "pyflame/for_each_op.inc"
-PF_REGISTER_INFER(transpose, &infer_transpose);
-PF_REGISTER_KERNEL(transpose, CPU, &transpose_view);
-PF_REGISTER_KERNEL(transpose, ROCm, &transpose_view);
+#define PF_FAMILY_VIEW(name, functor)    \
+  PF_REGISTER_INFER(name, &infer_view);  \
+  PF_REGISTER_KERNEL(name, CPU, &view_kernel); \
+  PF_REGISTER_KERNEL(name, ROCm, &view_kernel);
+#include "pyflame/for_each_op.inc"
 PF_REGISTER_INFER(copy, &infer_copy);
 PF_REGISTER_INFER(fill, &infer_fill);
 
@@ -423,8 +451,39 @@ Tensor reduce_op(ir::OpType op, const Tensor& x, const std::vector<int64_t>& dim
   return apply_one(op, {x}, ReduceAttrs{dims, keepdim});
 }
 
+Tensor view(const Tensor& x, const Shape& shape) { return apply_one(ir::OpType::view, {x}, ViewAttrs{{}, shape, {}}); }
+Tensor reshape(const Tensor& x, const Shape& shape) {
+  return apply_one(ir::OpType::reshape, {x}, ViewAttrs{{}, shape, {}});
+}
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
+  return apply_one(ir::OpType::permute, {x}, ViewAttrs{dims, {}, {}});
+}
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
-  return apply_one(ir::OpType::transpose, {x}, ViewAttrs{{dim0, dim1}});
+  return apply_one(ir::OpType::transpose, {x}, ViewAttrs{{dim0, dim1}, {}, {}});
+}
+Tensor expand(const Tensor& x, const Shape& shape) {
+  return apply_one(ir::OpType::expand, {x}, ViewAttrs{{}, shape, {}});
+}
+Tensor squeeze(const Tensor& x, const std::vector<int64_t>& dims) {
+  return apply_one(ir::OpType::squeeze, {x}, ViewAttrs{dims, {}, {}});
+}
+Tensor unsqueeze(const Tensor& x, int64_t dim) { return apply_one(ir::OpType::unsqueeze, {x}, ViewAttrs{{dim}, {}, {}}); }
+Tensor select(const Tensor& x, int64_t dim, int64_t index) {
+  return apply_one(ir::OpType::select, {x}, ViewAttrs{{dim}, {}, {index}});
+}
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t stop, int64_t step) {
+  return apply_one(ir::OpType::slice, {x}, ViewAttrs{{dim}, {}, {start, stop, step}});
+}
+
+Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
+  if (x.dim() == 0) return reshape(x, {1});
+  start_dim = wrap_dim(start_dim, x.dim(), "flatten");
+  end_dim = wrap_dim(end_dim, x.dim(), "flatten");
+  PF_CHECK(start_dim <= end_dim, ValueError, "flatten: start_dim ", start_dim, " is after end_dim ", end_dim);
+  Shape s(x.shape().begin(), x.shape().begin() + start_dim);
+  s.push_back(shape_numel(Shape(x.shape().begin() + start_dim, x.shape().begin() + end_dim + 1)));
+  s.insert(s.end(), x.shape().begin() + end_dim + 1, x.shape().end());
+  return reshape(x, s);
 }
 
 Tensor& copy_(Tensor& dst, const Tensor& src) { return apply_into(dst, ir::OpType::copy, {src}, NoAttrs{}); }

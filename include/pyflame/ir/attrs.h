@@ -70,11 +70,15 @@ struct DimAttrs {
   template <class V> void fields(V&& v) const { v("dim", dim), v("dtype", dtype); }
 };
 
-// Views: transpose's two dims.
+// Views: the dims an op names (permute's order, transpose's two, squeeze's,
+// unsqueeze's, select's and slice's one), a shape (view, reshape, expand; -1
+// entries resolved) and positions (select's index; slice's start, stop, step).
 struct ViewAttrs {
   std::vector<int64_t> dims;
+  Shape shape;
+  std::vector<int64_t> positions;
   bool operator==(const ViewAttrs&) const = default;
-  template <class V> void fields(V&& v) const { v("dims", dims); }
+  template <class V> void fields(V&& v) const { v("dims", dims), v("shape", shape), v("positions", positions); }
 };
 
 // Convolutions: one entry per spatial dim; padding is symmetric.
