@@ -25,9 +25,9 @@ namespace pyflame {
 // device, converted to `dtype`, reshaped to `reshape` (a view where the strides
 // allow), broadcast to `expand`, made contiguous.
 struct InputPlan {
-  std::optional<DType> dtype;
-  std::optional<Shape> reshape;
-  std::optional<Shape> expand;
+  std::optional<DType> dtype{};
+  std::optional<Shape> reshape{};
+  std::optional<Shape> expand{};
   bool contiguous = false;
   // A Python number: handed over as the 0-d host tensor it is; kernels read
   // its value on the host (no transfer, no wait).
@@ -38,9 +38,9 @@ struct InputPlan {
 };
 
 struct OutputPlan {
-  Shape shape;                  // as the kernel writes it (contiguous)
+  Shape shape;                    // as the kernel writes it (contiguous)
   DType dtype;
-  std::optional<Shape> result;  // the caller's view of it, when it differs
+  std::optional<Shape> result{};  // the caller's view of it, when it differs
   // The output is a view the kernel makes of its input (VIEW family): nothing is allocated.
   bool view = false;
 };
@@ -51,7 +51,7 @@ struct Inferred {
   std::vector<OutputPlan> outputs;
   // Set when the result is this value whatever the inputs hold (an empty sum,
   // a product over k = 0): outputs are filled with it and no kernel runs.
-  std::optional<Scalar> constant;
+  std::optional<Scalar> constant{};
 };
 
 using InferFn = Inferred (*)(OpCall& call);

@@ -40,7 +40,7 @@ template <class T, Distribution kDist> struct RandomDraw {
     } else {
       // Box-Muller; 1 - u keeps the log argument in (0, 1].
       const double u1 = uniform_double(r.out[0], r.out[1]), u2 = uniform_double(r.out[2], r.out[3]);
-      const double z = ::sqrt(-2.0 * ::log(1.0 - u1)) * ::cos(6.283185307179586 * u2);
+      const double z = math::sqrt(-2.0 * math::log(1.0 - u1)) * math::cos(6.283185307179586 * u2);
       return static_cast<T>(low + high * z);
     }
   }

@@ -57,6 +57,9 @@ using hipMemcpyKind = cudaMemcpyKind;
 #define hipMemcpyAsync cudaMemcpyAsync
 #define hipMemset cudaMemset
 #define hipMemsetAsync cudaMemsetAsync
+// Mapped page-locked memory (kernels write the host's kernel-error records into it).
+#define hipHostMallocMapped cudaHostAllocMapped
+#define hipHostGetDevicePointer cudaHostGetDevicePointer
 #define hipStreamCreateWithPriority cudaStreamCreateWithPriority
 #define hipStreamDestroy cudaStreamDestroy
 #define hipStreamSynchronize cudaStreamSynchronize

@@ -1,0 +1,212 @@
+// GPU index kernels: index_select, gather, scatter, scatter_add, with the CPU
+// kernels' semantics (src/cpu/index.cpp). As there, every operand is walked
+// over one shape with its coalesced layout (Offsets): the indexed tensor is
+// seen with stride 0 along `dim`, and the index's value times that dim's real
+// stride is added per element; index_select's 1-D index is broadcast over the
+// other dims. 64-bit offsets throughout.
+//
+// An index outside the dim (after wrapping negatives where IndexAttrs says so)
+// is recorded as a kernel error (rocm/kernel_errors.h), raised by the host at
+// its next wait, and its element is skipped: never read or written.
+//
+// scatter moves elements by width; with duplicate positions the surviving
+// write is unspecified, as on PyTorch's GPUs. scatter_add sums with atomics:
+// float32, float64, int32 and int64 natively; the 8- and 16-bit types (float16
+// and bfloat16 included) accumulate in a float32 or int32 copy that is
+// converted back once, so each sum is rounded once, as on the CPU.
+
+#include "core/dispatch.h"
+#include "pyflame/backend/rocm/hip_check.h"
+#include "pyflame/backend/rocm/stream.h"
+#include "rocm/device_guard.h"
+#include "rocm/kernel_errors.h"
+#include "rocm/kernels/launch.h"
+
+namespace pyflame::backend::rocm {
+namespace {
+
+// What a kernel needs to check one index: the dim's size, the wrap rule and where to report.
+struct IndexCheck {
+  int64_t size;
+  bool wrap_negative;
+  int64_t dim;
+  int32_t op;
+  KernelErrorSlot slot;
+
+  // The index as a position along the dim, or -1 (after recording the error).
+  __device__ int64_t position(int64_t given) const {
+    int64_t i = given;
+    if (index_in_range(i, size, wrap_negative)) return i;
+    record_kernel_error(slot, KernelErrorCode::IndexOutOfRange, op, given, size, dim);
+    return -1;
+  }
+};
+
+template <class I> __device__ int64_t load_index(const char* p) {
+  return static_cast<int64_t>(*reinterpret_cast<const I*>(p));
+}
+
+// out[i] = src[i + position(index[i]) * step]: index_select and gather.
+template <class T, class I>
+static __global__ void gather_kernel(char* out, const char* src, const char* index, Offsets<3> offsets, int64_t n,
+                                     int64_t step, IndexCheck check) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t off[3];
+    offsets.at(i, off);
+    const int64_t at = check.position(load_index<I>(index + off[2]));
+    if (at < 0) continue;
+    *reinterpret_cast<T*>(out + off[0]) = *reinterpret_cast<const T*>(src + off[1] + at * step);
+  }
+}
+
+// out[i + position(index[i]) * step] = src[i] (kAdd: += with an atomic).
+template <class T, class I, bool kAdd>
+static __global__ void scatter_kernel(char* out, const char* index, const char* src, Offsets<3> offsets, int64_t n,
+                                      int64_t step, IndexCheck check) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t off[3];
+    offsets.at(i, off);
+    const int64_t at = check.position(load_index<I>(index + off[1]));
+    if (at < 0) continue;
+    T* dst = reinterpret_cast<T*>(out + off[0] + at * step);
+    const T v = *reinterpret_cast<const T*>(src + off[2]);
+    if constexpr (kAdd) {
+      if constexpr (std::is_same_v<T, int64_t>) {
+        atomicAdd(reinterpret_cast<unsigned long long*>(dst), static_cast<unsigned long long>(v));
+      } else {
+        atomicAdd(dst, v);
+      }
+    } else {
+      *dst = v;
+    }
+  }
+}
+
+// Calls f(TypeTag<U>{}) with the unsigned integer type of `itemsize` bytes.
+template <class F> void visit_width(size_t itemsize, F&& f) {
+  switch (itemsize) {
+    case 1: return f(TypeTag<uint8_t>{});
+    case 2: return f(TypeTag<uint16_t>{});
+    case 4: return f(TypeTag<uint32_t>{});
+    default: return f(TypeTag<uint64_t>{});
+  }
+}
+
+template <class F> void visit_index(DType d, F&& f) {
+  if (d == DType::Int32) f(TypeTag<int32_t>{});
+  else f(TypeTag<int64_t>{});
+}
+
+// `t` seen with `shape` (no larger than t's outside `dim`) and stride 0 along `dim`.
+Tensor pinned_along(const Tensor& t, const Shape& shape, int64_t dim) {
+  Shape strides = t.strides();
+  strides[dim] = 0;
+  return t.as_strided(shape, strides, t.offset());
+}
+
+IndexCheck make_check(const OpCall& call, int64_t size, int device) {
+  const IndexAttrs& a = call.attr<IndexAttrs>();
+  return {size, a.wrap_negative, a.dim, static_cast<int32_t>(call.op), kernel_error_slot(device)};
+}
+
+std::string describe(const OpCall& call) {
+  std::string s = "shapes";
+  for (const Tensor& t : call.inputs) s += " " + detail::to_piece(t.shape());
+  return s + " along dim " + std::to_string(call.attr<IndexAttrs>().dim) + " (" + dtype_name(call.out().dtype()) + ")";
+}
+
+// out = src gathered along dim by `index` (already of out's shape, stride 0 where it repeats).
+void launch_gather(const OpCall& call, Tensor& out, const Tensor& src, const Tensor& index) {
+  const int device = out.device().index;
+  const int64_t d = call.attr<IndexAttrs>().dim, n = out.numel();
+  const Tensor pinned = pinned_along(src, out.shape(), d);
+  const Offsets<3> offsets = make_offsets<3>({&out, &pinned, &index}, op_name(call.op));
+  const IndexCheck check = make_check(call, src.shape()[d], device);
+  const int64_t step = src.strides()[d] * static_cast<int64_t>(src.itemsize());
+  visit_width(out.itemsize(), [&](auto wtag) {
+    using T = typename decltype(wtag)::type;
+    visit_index(index.dtype(), [&](auto itag) {
+      gather_kernel<T, typename decltype(itag)::type><<<grid_for(n), kThreads, 0, current_stream(device)>>>(
+          static_cast<char*>(out.data_ptr()), static_cast<const char*>(src.data_ptr()),
+          static_cast<const char*>(index.data_ptr()), offsets, n, step, check);
+    });
+  });
+  check_launch(op_name(call.op), describe(call));
+}
+
+// inputs: x, index (1-D).
+void index_select_entry(OpCall& call) {
+  DeviceGuard guard(call.out().device().index);
+  const Tensor& index = call.inputs[1];
+  const int64_t d = call.attr<IndexAttrs>().dim;
+  const Shape& shape = call.out().shape();
+  Shape index_strides(shape.size(), 0);
+  index_strides[d] = index.strides()[0];
+  launch_gather(call, call.out(), call.inputs[0], index.as_strided(shape, index_strides, index.offset()));
+}
+
+// inputs: x, index (the output's shape).
+void gather_entry(OpCall& call) {
+  DeviceGuard guard(call.out().device().index);
+  launch_gather(call, call.out(), call.inputs[0], call.inputs[1]);
+}
+
+template <bool kAdd> void launch_scatter(const OpCall& call, Tensor& out, const Tensor& index, const Tensor& src) {
+  const int device = out.device().index;
+  const int64_t d = call.attr<IndexAttrs>().dim, n = index.numel();
+  const Tensor pinned = pinned_along(out, index.shape(), d);
+  const Tensor values = src.as_strided(index.shape(), src.strides(), src.offset());  // src may be larger
+  const Offsets<3> offsets = make_offsets<3>({&pinned, &index, &values}, op_name(call.op));
+  const IndexCheck check = make_check(call, out.shape()[d], device);
+  const int64_t step = out.strides()[d] * static_cast<int64_t>(out.itemsize());
+  auto launch = [&](auto ttag) {
+    using T = typename decltype(ttag)::type;
+    visit_index(index.dtype(), [&](auto itag) {
+      scatter_kernel<T, typename decltype(itag)::type, kAdd><<<grid_for(n), kThreads, 0, current_stream(device)>>>(
+          static_cast<char*>(out.data_ptr()), static_cast<const char*>(index.data_ptr()),
+          static_cast<const char*>(values.data_ptr()), offsets, n, step, check);
+    });
+  };
+  if constexpr (kAdd) {
+    switch (out.dtype()) {
+      case DType::Float32: launch(TypeTag<float>{}); break;
+      case DType::Float64: launch(TypeTag<double>{}); break;
+      case DType::Int32: launch(TypeTag<int32_t>{}); break;
+      case DType::Int64: launch(TypeTag<int64_t>{}); break;
+      default: throw NotSupportedError(detail::cat(op_name(call.op), ": no GPU atomic for ", out.dtype()));
+    }
+  } else {
+    visit_width(out.itemsize(), launch);
+  }
+  check_launch(op_name(call.op), describe(call));
+}
+
+// inputs: x, index, src. The output starts as x (it is x for an in-place scatter).
+template <bool kAdd> void scatter_entry(OpCall& call) {
+  DeviceGuard guard(call.out().device().index);
+  const Tensor &x = call.inputs[0], &index = call.inputs[1], &src = call.inputs[2];
+  Tensor& out = call.out();
+  if (out.data_ptr() != x.data_ptr()) out.copy_(x);
+  if (index.numel() == 0) return;
+  const DType dt = out.dtype();
+  const bool native = !kAdd || dt == DType::Float32 || dt == DType::Float64 || dt == DType::Int32 || dt == DType::Int64;
+  if (native) {
+    launch_scatter<kAdd>(call, out, index, src);
+    return;
+  }
+  // Narrow types: sums in a float32 (floats) or int32 (integers, bool) copy, converted back once.
+  const DType wide_type = is_floating(dt) ? DType::Float32 : DType::Int32;
+  Tensor wide = out.to(wide_type);
+  launch_scatter<kAdd>(call, wide, index, src.to(wide_type));
+  out.copy_(wide);
+}
+
+PF_REGISTER_KERNEL(index_select, ROCm, &index_select_entry);
+PF_REGISTER_KERNEL(gather, ROCm, &gather_entry);
+PF_REGISTER_KERNEL(scatter, ROCm, &scatter_entry<false>);
+PF_REGISTER_KERNEL(scatter_add, ROCm, &scatter_entry<true>);
+
+}  // namespace
+}  // namespace pyflame::backend::rocm
