@@ -36,7 +36,13 @@ class ROCmMemoryManager::Source final : public DeviceMemorySource {
   void* raw_allocate(size_t bytes) override {
     DeviceGuard guard(device_);
     void* p = nullptr;
+    // A capture in this thread forbids hipMalloc (it may synchronise) unless the
+    // thread's mode is relaxed. The memory goes to the capture's private pool and
+    // is not freed while its graphs may run, so allowing it is safe (PyTorch does so).
+    hipStreamCaptureMode mode = hipStreamCaptureModeRelaxed;
+    HIP_CHECK(hipThreadExchangeStreamCaptureMode(&mode));
     hipError_t err = hipMalloc(&p, bytes);
+    HIP_CHECK(hipThreadExchangeStreamCaptureMode(&mode));
     if (err == hipErrorOutOfMemory) {
       (void)hipGetLastError();
       return nullptr;

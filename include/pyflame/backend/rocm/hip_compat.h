@@ -85,6 +85,7 @@ using hipStreamCaptureStatus = cudaStreamCaptureStatus;
 #define hipStreamBeginCapture cudaStreamBeginCapture
 #define hipStreamEndCapture cudaStreamEndCapture
 #define hipStreamIsCapturing cudaStreamIsCapturing
+#define hipThreadExchangeStreamCaptureMode cudaThreadExchangeStreamCaptureMode
 #define hipGraphInstantiateWithFlags cudaGraphInstantiateWithFlags
 #define hipGraphLaunch cudaGraphLaunch
 #define hipGraphExecDestroy cudaGraphExecDestroy
