@@ -80,12 +80,15 @@ void give_back_stream(int device, int priority, hipStream_t stream) {
 // This thread's streams, indexed by device: the one made current (nullptr:
 // the default) and the default streams it took from the pool.
 struct ThreadStreams {
+  struct Default {
+    hipStream_t stream = nullptr;
+    int priority = 0;  // the pool's key: the device's normal priority
+  };
   std::vector<hipStream_t> current;
-  std::vector<hipStream_t> defaults;
-  std::vector<int> default_priorities;
+  std::vector<Default> defaults;
   ~ThreadStreams() {
     for (size_t d = 0; d < defaults.size(); ++d)
-      if (defaults[d]) give_back_stream(static_cast<int>(d), default_priorities[d], defaults[d]);
+      if (defaults[d].stream) give_back_stream(static_cast<int>(d), defaults[d].priority, defaults[d].stream);
   }
 };
 thread_local ThreadStreams t_streams;
@@ -95,15 +98,11 @@ thread_local ThreadStreams t_streams;
 hipStream_t default_stream(int device) {
   ThreadStreams& ts = t_streams;
   auto d = static_cast<size_t>(device);
-  if (d < ts.defaults.size() && ts.defaults[d]) return ts.defaults[d];
+  if (d < ts.defaults.size() && ts.defaults[d].stream) return ts.defaults[d].stream;
   int priority = clamped_priority(device, 0);
   hipStream_t s = take_stream(device, priority);
-  if (d >= ts.defaults.size()) {
-    ts.defaults.resize(d + 1, nullptr);
-    ts.default_priorities.resize(d + 1, 0);
-  }
-  ts.defaults[d] = s;
-  ts.default_priorities[d] = priority;
+  if (d >= ts.defaults.size()) ts.defaults.resize(d + 1);
+  ts.defaults[d] = {s, priority};
   return s;
 }
 
