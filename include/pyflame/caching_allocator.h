@@ -27,6 +27,28 @@
 // on each at deallocate and returns to its pool when those events complete;
 // the check is non-blocking, made on allocate and empty_cache.
 //
+// Why private pools: a HIP graph captured on a stream replays its kernels on
+// the very addresses they used during the capture, so the memory allocated
+// then must stay the graph's for as long as the graph may run (PyTorch's graph
+// memory pools). begin_pool(stream) routes the stream's allocations to a
+// private pool: its segments are its own (never split for, or handed to, an
+// allocation from the general cache or another pool), a block freed while the
+// pool exists goes back to it, and empty_cache() leaves it alone. end_pool
+// routes the stream back to the general cache; the pool keeps its memory, and
+// a later capture may allocate from it again (begin_pool(stream, id): graphs
+// that share a pool must replay in the order they were captured).
+// release_pool(id) then gives the pool's segments to the general cache: free
+// blocks at once, blocks still held (a graph's outputs) when they are freed.
+//
+// Why nothing is freed or queried while a pool is active: a pool is active
+// for the span of a capture, and during a capture the runtime refuses queries
+// of the capturing stream or of events recorded on it, and synchronising calls
+// such as hipFree. So while any pool is active the allocator asks the source
+// only for memory: other streams count as busy (no stream_idle), events for a
+// block freed with record_stream()ed uses are recorded once no pool is active
+// (later than needed, never too early), nothing goes back to the source, and
+// running out of memory raises at once instead of emptying the cache.
+//
 // Why empty and retry: when the device says no, the memory we cache may be the
 // reason; returning every fully free segment and asking again turns most
 // apparent out-of-memory errors into a slow allocation instead of a failure.
@@ -77,6 +99,8 @@ struct PF_API AllocatorStats {  // the spec's MemoryStats plus what a caching al
   size_t oom_retries = 0;          // times the cache was emptied to satisfy a request
   size_t cached_bytes = 0;         // free bytes in the pools (reserved, not handed out)
   size_t pending_bytes = 0;        // deallocated, waiting for events of other streams
+  size_t pools = 0;                // private pools not yet released
+  size_t pool_reserved_bytes = 0;  // the part of reserved_bytes that belongs to private pools
 };
 
 // A view of one segment, for tests and memory debugging (PyTorch's snapshot).
@@ -91,6 +115,7 @@ struct PF_API MemorySegmentInfo {
   uintptr_t address = 0;
   size_t size = 0;
   bool small_pool = false;
+  uint64_t pool = 0;  // the private pool it belongs to; 0: the general cache
   std::vector<MemoryBlockInfo> blocks;  // in address order, covering the segment
 };
 
@@ -122,7 +147,23 @@ class PF_API CachingAllocator {
   // The block is also used on `stream` (not its allocation stream): its memory is reused only once
   // the work queued on `stream` up to the block's deallocation has finished.
   void record_stream(void* ptr, DeviceMemorySource::Stream stream);
-  void empty_cache();  // returns every fully free segment to the source
+  void empty_cache();  // returns every fully free segment of the general cache to the source
+                       // (none while a private pool is active)
+
+  // Private pools (the design block above). Ids start at 1; 0 means none.
+  using PoolId = uint64_t;
+  // Routes `stream`'s allocations to pool `pool`, or to a new one when 0; returns its id.
+  // ValueError when the stream is routed to a pool already, or `pool` does not exist.
+  PoolId begin_pool(DeviceMemorySource::Stream stream, PoolId pool = 0);
+  // Routes `stream`'s allocations to the general cache again (ValueError when not routed).
+  void end_pool(DeviceMemorySource::Stream stream);
+  // The streams that have allocated from `pool`: its blocks belong to them.
+  std::vector<DeviceMemorySource::Stream> pool_streams(PoolId pool) const;
+  // Gives the pool's memory to the general cache as memory of pool_streams(pool), whose
+  // queued work orders its reuse: work on other streams that may still use it (a graph's
+  // last replay) must be ordered before the work of those streams by the caller.
+  // ValueError when a stream is still routed to it, or it does not exist.
+  void release_pool(PoolId pool);
   AllocatorStats stats() const;
   void reset_stats();  // counters to zero, peaks to the current values
   size_t block_size(void* ptr) const;  // size of an allocated block: the rounded request, or more when

@@ -41,6 +41,8 @@ nb::dict stats_dict(const rocm::MemoryStats& s) {
   d["pending_bytes"] = s.pending_bytes;
   d["segments"] = s.segments;
   d["oom_retries"] = s.oom_retries;
+  d["pools"] = s.pools;
+  d["pool_reserved_bytes"] = s.pool_reserved_bytes;
   return d;
 }
 
@@ -81,6 +83,7 @@ NB_MODULE(_rocm, m) {
       .def("elapsed_time", &rocm::Event::elapsed_time, "end"_a);
 
   m.def("current_stream", [](int device) { return as_int(rocm::current_stream(device)); }, "device"_a);
+  m.def("default_stream", [](int device) { return as_int(rocm::default_stream(device)); }, "device"_a);
   m.def("set_current_stream", [](int device, uintptr_t stream) { rocm::set_current_stream(device, as_stream(stream)); },
         "device"_a, "stream_handle"_a);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <new>
 #include <set>
@@ -17,6 +18,7 @@ namespace {
 
 using Stream = DeviceMemorySource::Stream;
 using Event = DeviceMemorySource::Event;
+using PoolId = CachingAllocator::PoolId;
 
 // Requests above this cannot be rounded without overflow; they fail as out of memory.
 constexpr size_t kMaxRequest = SIZE_MAX / 4;
@@ -86,6 +88,7 @@ struct Recycler {
 };
 
 struct Segment;
+struct PrivatePool;
 
 // A piece of a segment: handed out, pending (deallocated, waiting for events)
 // or free (in its pool's set). Blocks tile their segment; prev/next link
@@ -106,13 +109,14 @@ struct Segment {
   char* base = nullptr;
   size_t size = 0;
   bool small = false;
+  PrivatePool* pool = nullptr;  // nullptr: the general cache
   size_t used = 0;  // bytes of blocks handed out or pending
   Block* first = nullptr;
   Segment* prev = nullptr;  // all segments
   Segment* next = nullptr;
   Segment* idle_prev = nullptr;  // fully free segments (used == 0)
   Segment* idle_next = nullptr;
-  bool in_idle_list = false;
+  bool in_idle_list = false;  // only segments of the general cache are ever in it
 };
 
 struct BlockLess {
@@ -134,6 +138,16 @@ struct PtrHash {
 using FreeSet = std::set<Block*, BlockLess, Recycler<Block*>>;
 using BlockMap = std::unordered_map<void*, Block*, PtrHash, std::equal_to<void*>,
                                     Recycler<std::pair<void* const, Block*>>>;
+
+// The free blocks of a private pool's segments, and the streams that allocate from it.
+struct PrivatePool {
+  PoolId id;
+  FreeSet small_free, large_free;
+  std::vector<Stream> streams;  // every stream ever routed to it
+  int routed = 0;               // streams routed to it now
+  PrivatePool(PoolId i, NodeArena* arena)
+      : id(i), small_free(BlockLess{}, Recycler<Block*>(arena)), large_free(BlockLess{}, Recycler<Block*>(arena)) {}
+};
 
 std::string format_bytes(size_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -157,6 +171,10 @@ struct CachingAllocator::Impl {
   FreeSet large_free{BlockLess{}, Recycler<Block*>(&arena)};
   BlockMap allocated{64, PtrHash{}, std::equal_to<void*>{}, Recycler<std::pair<void* const, Block*>>(&arena)};
   std::vector<std::pair<Event, Block*>> pending;  // one entry per outstanding event
+  std::vector<Block*> deferred;  // freed with stream uses while a pool was active: no events recorded yet
+  std::map<PoolId, std::unique_ptr<PrivatePool>> pools;
+  std::vector<std::pair<Stream, PrivatePool*>> routes;  // streams whose allocations go to a pool
+  PoolId next_pool_id = 1;
   Segment* segments = nullptr;
   Segment* idle_segments = nullptr;
   Block* spare_blocks = nullptr;  // recycled Block objects, linked through `next`
@@ -186,7 +204,27 @@ struct CachingAllocator::Impl {
     }
   }
 
-  FreeSet& pool_of(bool small) { return small ? small_free : large_free; }
+  // The set a free block of `seg` belongs in.
+  FreeSet& free_set(const Segment* seg) {
+    if (seg->pool) return seg->small ? seg->pool->small_free : seg->pool->large_free;
+    return seg->small ? small_free : large_free;
+  }
+
+  // While a pool is active a capture may be under way: see the header.
+  bool pools_active() const { return !routes.empty(); }
+
+  PrivatePool* route_of(Stream stream) const {
+    for (auto& [s, pool] : routes)
+      if (s == stream) return pool;
+    return nullptr;
+  }
+
+  PrivatePool* find_pool(PoolId id, const char* what) const {
+    auto it = pools.find(id);
+    PF_CHECK(it != pools.end(), ValueError, "CachingAllocator(", source.describe(), ").", what, ": private pool ", id,
+             " does not exist (or was released)");
+    return it->second.get();
+  }
 
   Block* new_block() {
     if (!spare_blocks) return new Block;
@@ -222,6 +260,7 @@ struct CachingAllocator::Impl {
 
   // A stream whose state cannot be read counts as busy: that is always safe.
   bool idle(Stream s) {
+    if (pools_active()) return false;
     try {
       return source.stream_idle(s);
     } catch (...) {
@@ -258,7 +297,7 @@ struct CachingAllocator::Impl {
 
   // A new segment of `bytes` whose single block is not in any set yet; nullptr
   // when the source is out of memory.
-  Block* new_segment(size_t bytes, bool small, Stream stream) {
+  Block* new_segment(size_t bytes, bool small, Stream stream, PrivatePool* pool) {
     void* mem = source.raw_allocate(bytes);
     if (!mem) return nullptr;
     Segment* seg = nullptr;
@@ -274,6 +313,7 @@ struct CachingAllocator::Impl {
     seg->base = static_cast<char*>(mem);
     seg->size = bytes;
     seg->small = small;
+    seg->pool = pool;
     seg->first = b;
     seg->next = segments;
     if (segments) segments->prev = seg;
@@ -286,6 +326,7 @@ struct CachingAllocator::Impl {
     st.reserved_bytes += bytes;
     st.peak_reserved_bytes = std::max(st.peak_reserved_bytes, st.reserved_bytes);
     st.cached_bytes += bytes;
+    if (pool) st.pool_reserved_bytes += bytes;
     ++st.segments;
     return b;
   }
@@ -307,7 +348,7 @@ struct CachingAllocator::Impl {
       if (b->next) b->next->prev = r;
       b->next = r;
       b->size = size;
-      pool_of(seg->small).insert(r);
+      free_set(seg).insert(r);
     }
     b->stream = stream;
     b->allocated = true;
@@ -332,8 +373,8 @@ struct CachingAllocator::Impl {
     seg->used -= b->size;
     st.cached_bytes += b->size;
     b->allocated = false;
-    if (!config.enable_pooling) return release_segment(seg);
-    FreeSet& pool = pool_of(seg->small);
+    if (!config.enable_pooling && !seg->pool && !pools_active()) return release_segment(seg);
+    FreeSet& pool = free_set(seg);
     Stream s;
     if (Block* p = b->prev; p && !p->allocated && mergeable(b->stream, p->stream, &s)) {
       pool.erase(p);
@@ -353,17 +394,25 @@ struct CachingAllocator::Impl {
       recycle(n);
     }
     pool.insert(b);
-    if (seg->used == 0) idle_link(seg);
-    while (st.cached_bytes > config.max_cached_bytes && idle_segments) release_segment(idle_segments);
+    if (seg->used == 0 && !seg->pool) idle_link(seg);
+    trim();
   }
 
-  // Returns a segment to the source; its blocks must all be free (or it is the
-  // single, unpooled block being freed).
+  // Gives fully free segments back while the cache is above its bound (all of
+  // them without pooling: they were kept only while a pool was active).
+  void trim() {
+    if (pools_active()) return;
+    while (idle_segments && (!config.enable_pooling || st.cached_bytes > config.max_cached_bytes))
+      release_segment(idle_segments);
+  }
+
+  // Returns a segment of the general cache to the source; its blocks must all
+  // be free (or it is the single, unpooled block being freed).
   void release_segment(Segment* seg) {
-    FreeSet& pool = pool_of(seg->small);
+    FreeSet& pool = free_set(seg);
     for (Block* b = seg->first; b;) {
       Block* n = b->next;
-      if (!b->allocated && config.enable_pooling) pool.erase(b);
+      if (!b->allocated) pool.erase(b);  // by key: a no-op for the unpooled block, which is in no set
       recycle(b);
       b = n;
     }
@@ -395,8 +444,34 @@ struct CachingAllocator::Impl {
     }
   }
 
-  size_t empty_cache() {
+  // Records the events of `b`'s stream uses; the block is pending until they
+  // complete. If the source fails, nothing has changed.
+  void pend(Block* b) {
+    size_t first = pending.size();
+    try {
+      pending.reserve(first + b->stream_uses.size());
+      for (Stream s : b->stream_uses) pending.emplace_back(source.record_event(s), b);
+    } catch (...) {
+      for (size_t i = first; i < pending.size(); ++i) source.release_event(pending[i].first);
+      pending.resize(first);
+      throw;
+    }
+    b->pending_events = static_cast<int>(b->stream_uses.size());
+    b->stream_uses.clear();
+  }
+
+  // What waited for the end of the pools' activity: deferred events, then completed ones.
+  void catch_up() {
+    while (!deferred.empty()) {
+      pend(deferred.back());
+      deferred.pop_back();
+    }
     if (!pending.empty()) process_events();
+  }
+
+  size_t empty_cache() {
+    if (pools_active()) return 0;
+    catch_up();
     size_t released = 0;
     while (idle_segments) {
       released += idle_segments->size;
@@ -415,6 +490,10 @@ struct CachingAllocator::Impl {
       device_memory = "the device's free and total memory are unknown";
     }
     std::string request = "tried to allocate " + format_bytes(bytes);
+    std::string pool_note;
+    if (st.pool_reserved_bytes)
+      pool_note = ", " + format_bytes(st.pool_reserved_bytes) + " of it held by private (graph) pools";
+    if (pools_active()) pool_note += "; the cache cannot be emptied while a private pool is active (a graph capture)";
     if (rounded != bytes) request += ", " + std::to_string(rounded) + " bytes after rounding";
     if (seg_bytes != rounded) request += ", in a new segment of " + format_bytes(seg_bytes);
     throw ROCmMemoryError(detail::cat(
@@ -422,18 +501,21 @@ struct CachingAllocator::Impl {
         format_bytes(st.reserved_bytes), ", of which ", format_bytes(st.cached_bytes),
         retried ? " is cached in partly used segments" : " is cached", " and ", format_bytes(st.pending_bytes),
         " waits for work on other streams", retried ? " (the cache was emptied and the allocation retried)" : "",
-        ". Free tensors you no longer need (del them, drop references), call "
+        pool_note, ". Free tensors you no longer need (del them, drop references), call "
         "pf.backend.rocm.get_memory_manager().clear_pool(), or use smaller batches."));
   }
 
   void* allocate(size_t bytes, Stream stream) {
-    if (!pending.empty()) process_events();
+    PrivatePool* private_pool = nullptr;
+    if (pools_active()) private_pool = route_of(stream);
+    else if (!deferred.empty() || !pending.empty()) catch_up();
     if (bytes > kMaxRequest) throw_oom(bytes, bytes, bytes, false);
     size_t size = round_size(bytes);
     bool small = size <= kSmallSize;
     Block* b = nullptr;
-    if (config.enable_pooling) {
-      FreeSet& pool = pool_of(small);
+    if (config.enable_pooling || private_pool) {
+      FreeSet& pool = private_pool ? (small ? private_pool->small_free : private_pool->large_free)
+                                   : (small ? small_free : large_free);
       if (auto it = find_free(pool, size, stream); it != pool.end()) {
         b = *it;
         pool.erase(it);
@@ -442,11 +524,12 @@ struct CachingAllocator::Impl {
     }
     if (!b) {
       size_t seg_bytes = config.enable_pooling ? segment_size(size) : size;
-      b = new_segment(seg_bytes, small, stream);
+      b = new_segment(seg_bytes, small, stream, private_pool);
       if (!b) {
+        if (pools_active()) throw_oom(bytes, size, seg_bytes, false);
         ++st.oom_retries;
         empty_cache();
-        b = new_segment(seg_bytes, small, stream);
+        b = new_segment(seg_bytes, small, stream, private_pool);
         if (!b) throw_oom(bytes, size, seg_bytes, true);
       }
       ++st.cache_misses;
@@ -469,25 +552,69 @@ struct CachingAllocator::Impl {
     PF_CHECK(it != allocated.end(), ValueError, "CachingAllocator(", source.describe(),
              ").deallocate: pointer was not allocated by this allocator, or was already freed");
     Block* b = it->second;
-    if (!b->stream_uses.empty()) {
-      // Record every event first: if the source fails, nothing has changed.
-      size_t first = pending.size();
-      try {
-        pending.reserve(first + b->stream_uses.size());
-        for (Stream s : b->stream_uses) pending.emplace_back(source.record_event(s), b);
-      } catch (...) {
-        for (size_t i = first; i < pending.size(); ++i) source.release_event(pending[i].first);
-        pending.resize(first);
-        throw;
-      }
+    bool held = !b->stream_uses.empty();  // until the work queued on those streams completes
+    if (held && !pools_active()) {
+      pend(b);  // first: if the source fails, nothing has changed
+    } else if (held) {
+      deferred.push_back(b);
       b->pending_events = static_cast<int>(b->stream_uses.size());
-      b->stream_uses.clear();
     }
     allocated.erase(it);
     st.total_allocated -= b->size;
     ++st.total_deallocations;
-    if (b->pending_events > 0) st.pending_bytes += b->size;
+    if (held) st.pending_bytes += b->size;
     else free_block(b);
+  }
+
+  PoolId begin_pool(Stream stream, PoolId id) {
+    if (PrivatePool* routed = route_of(stream))
+      throw ValueError(detail::cat("CachingAllocator(", source.describe(),
+                                   ").begin_pool: the stream already allocates from private pool ", routed->id,
+                                   "; end_pool it first"));
+    routes.reserve(routes.size() + 1);
+    PrivatePool* pool;
+    if (id == 0) {
+      auto fresh = std::make_unique<PrivatePool>(next_pool_id, &arena);
+      fresh->streams.push_back(stream);
+      pool = fresh.get();
+      pools.emplace(fresh->id, std::move(fresh));
+      ++next_pool_id;
+      ++st.pools;
+    } else {
+      pool = find_pool(id, "begin_pool");
+      if (std::find(pool->streams.begin(), pool->streams.end(), stream) == pool->streams.end())
+        pool->streams.push_back(stream);
+    }
+    routes.emplace_back(stream, pool);
+    ++pool->routed;
+    return pool->id;
+  }
+
+  void end_pool(Stream stream) {
+    auto it = std::find_if(routes.begin(), routes.end(), [&](const auto& r) { return r.first == stream; });
+    PF_CHECK(it != routes.end(), ValueError, "CachingAllocator(", source.describe(),
+             ").end_pool: the stream does not allocate from a private pool");
+    --it->second->routed;
+    routes.erase(it);
+    trim();
+  }
+
+  void release_pool(PoolId id) {
+    PrivatePool* pool = find_pool(id, "release_pool");
+    PF_CHECK(pool->routed == 0, ValueError, "CachingAllocator(", source.describe(), ").release_pool: private pool ", id,
+             " is still in use by ", pool->routed, " stream(s); end_pool them first");
+    // Node handles move between the sets without allocating: nothing here can fail half way.
+    while (!pool->small_free.empty()) small_free.insert(pool->small_free.extract(pool->small_free.begin()));
+    while (!pool->large_free.empty()) large_free.insert(pool->large_free.extract(pool->large_free.begin()));
+    for (Segment* seg = segments; seg; seg = seg->next) {
+      if (seg->pool != pool) continue;
+      seg->pool = nullptr;
+      st.pool_reserved_bytes -= seg->size;
+      if (seg->used == 0) idle_link(seg);
+    }
+    pools.erase(id);
+    --st.pools;
+    trim();
   }
 
   Block* lookup(void* ptr, const char* what) const {
@@ -539,6 +666,26 @@ void CachingAllocator::empty_cache() {
   impl_->empty_cache();
 }
 
+CachingAllocator::PoolId CachingAllocator::begin_pool(DeviceMemorySource::Stream stream, PoolId pool) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->begin_pool(stream, pool);
+}
+
+void CachingAllocator::end_pool(DeviceMemorySource::Stream stream) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->end_pool(stream);
+}
+
+std::vector<DeviceMemorySource::Stream> CachingAllocator::pool_streams(PoolId pool) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->find_pool(pool, "pool_streams")->streams;
+}
+
+void CachingAllocator::release_pool(PoolId pool) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->release_pool(pool);
+}
+
 AllocatorStats CachingAllocator::stats() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->st;
@@ -565,6 +712,7 @@ std::vector<MemorySegmentInfo> CachingAllocator::snapshot() const {
     info.address = reinterpret_cast<uintptr_t>(seg->base);
     info.size = seg->size;
     info.small_pool = seg->small;
+    info.pool = seg->pool ? seg->pool->id : 0;
     for (Block* b = seg->first; b; b = b->next) {
       MemoryBlockInfo bi;
       bi.address = reinterpret_cast<uintptr_t>(b->ptr);

@@ -17,7 +17,11 @@ class ROCmBackend final : public DeviceBackend {
   explicit ROCmBackend(int count) : count_(count) {}
   int device_count() const override { return count_; }
   void* allocate(size_t nbytes, int index) override { return get_memory_manager(index).allocate(nbytes); }
-  void deallocate(void* ptr, int index) override { get_memory_manager(index).deallocate(ptr); }
+  // Freed on this thread's current stream: when another thread (or a Stream
+  // context) used the tensor there last, its memory is reused only after that work.
+  void deallocate(void* ptr, int index) override {
+    get_memory_manager(index).deallocate_async(ptr, current_stream(index));
+  }
   void copy_to_host(void* dst, const void* src, size_t nbytes, int index) override {
     get_memory_manager(index).copy_device_to_host(dst, src, nbytes);
   }
@@ -26,6 +30,7 @@ class ROCmBackend final : public DeviceBackend {
   }
   void synchronize(int index) override {
     DeviceGuard guard(index);
+    count_synchronization();
     HIP_CHECK(hipDeviceSynchronize());
   }
   void set_current(int index) override { HIP_CHECK(hipSetDevice(index)); }

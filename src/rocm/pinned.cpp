@@ -1,27 +1,60 @@
 // PinnedMemoryPool: page-locked host buffers cached by size class (powers of
-// two from 64 KiB), because hipHostMalloc costs milliseconds and transfers
-// from pageable memory cannot run at full speed.
+// two from 4 KiB, a page: the host->device copy of every Python number passes
+// through here), because hipHostMalloc costs milliseconds and transfers from
+// pageable memory cannot run at full speed.
+//
+// A buffer that queued copies still use comes back through release_after():
+// an event recorded after the copies marks when it is free again. acquire()
+// and clear() reclaim such buffers oldest first and stop at the first whose
+// event has not completed, so the check never waits and costs one query when
+// nothing has finished (PyTorch's CachingHostAllocator does the same).
 
+#include <deque>
 #include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
+#include "core/backend.h"
 #include "pyflame/backend/rocm/hip_check.h"
 #include "pyflame/backend/rocm/memory.h"
+#include "pyflame/backend/rocm/stream.h"
 
 namespace pyflame::backend::rocm {
 
 struct PinnedMemoryPool::Impl {
+  struct InFlight {
+    void* ptr;
+    size_t size_class;
+    hipEvent_t event;  // completes when the copies that use the buffer have
+    int device;        // the event's
+  };
+
   mutable std::mutex mutex;
   std::map<size_t, std::vector<void*>> free_by_class;
-  std::unordered_map<void*, size_t> in_use;  // ptr -> size class
+  std::unordered_map<void*, size_t> in_use;  // acquired: ptr -> size class
+  std::deque<InFlight> in_flight;            // released after copies, oldest first
+  std::map<int, std::vector<hipEvent_t>> spare_events;  // per device: an event belongs to one
   size_t cached = 0, used = 0;
+
+  void reclaim_finished() {
+    while (!in_flight.empty()) {
+      InFlight f = in_flight.front();
+      hipError_t err = hipEventQuery(f.event);
+      if (err == hipErrorNotReady) return;
+      HIP_CHECK(err);
+      free_by_class[f.size_class].push_back(f.ptr);
+      spare_events[f.device].push_back(f.event);
+      in_flight.pop_front();
+      used -= f.size_class;
+      cached += f.size_class;
+    }
+  }
 };
 
 namespace {
 size_t size_class(size_t bytes) {
-  size_t c = size_t{64} << 10;
+  size_t c = size_t{4} << 10;
   while (c < bytes) c <<= 1;
   return c;
 }
@@ -29,14 +62,26 @@ size_t size_class(size_t bytes) {
 
 PinnedMemoryPool::PinnedMemoryPool() : impl_(new Impl) {}
 
+// Buffers still in flight are waited for: freeing them earlier would pull
+// memory from under a copy. (The process-wide pool is never destroyed.)
 PinnedMemoryPool::~PinnedMemoryPool() {
-  clear();
+  if (!impl_->in_flight.empty()) count_synchronization();
+  for (Impl::InFlight& f : impl_->in_flight) {
+    (void)hipEventSynchronize(f.event);  // a destructor must not throw
+    (void)hipEventDestroy(f.event);
+    (void)hipHostFree(f.ptr);
+  }
+  for (auto& [device, events] : impl_->spare_events)
+    for (hipEvent_t e : events) (void)hipEventDestroy(e);
+  for (auto& [c, ptrs] : impl_->free_by_class)
+    for (void* p : ptrs) (void)hipHostFree(p);
   delete impl_;
 }
 
 void* PinnedMemoryPool::acquire(size_t bytes) {
   size_t c = size_class(bytes);
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->reclaim_finished();
   auto it = impl_->free_by_class.find(c);
   void* p = nullptr;
   if (it != impl_->free_by_class.end() && !it->second.empty()) {
@@ -63,6 +108,29 @@ void PinnedMemoryPool::release(void* ptr) {
   impl_->cached += c;
 }
 
+void PinnedMemoryPool::release_after(void* ptr, hipStream_t stream) {
+  int device = 0;
+  HIP_CHECK(hipGetDevice(&device));
+  if (!stream) stream = default_stream(device);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  auto it = impl_->in_use.find(ptr);
+  PF_CHECK(it != impl_->in_use.end(), ValueError,
+           "PinnedMemoryPool::release_after: pointer was not acquired from this pool");
+  std::vector<hipEvent_t>& spare = impl_->spare_events[device];
+  hipEvent_t event = nullptr;
+  if (spare.empty()) {
+    HIP_CHECK(hipEventCreateWithFlags(&event, hipEventDisableTiming));
+  } else {
+    event = spare.back();
+    spare.pop_back();
+  }
+  hipError_t err = hipEventRecord(event, stream);
+  if (err != hipSuccess) spare.push_back(event);
+  HIP_CHECK(err);
+  impl_->in_flight.push_back({ptr, it->second, event, device});
+  impl_->in_use.erase(it);
+}
+
 void PinnedMemoryPool::warmup(const std::vector<size_t>& sizes) {
   std::vector<void*> held;
   for (size_t s : sizes) held.push_back(acquire(s));
@@ -71,6 +139,8 @@ void PinnedMemoryPool::warmup(const std::vector<size_t>& sizes) {
 
 void PinnedMemoryPool::clear() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->reclaim_finished();
+  if (impl_->cached) count_synchronization();  // hipHostFree waits for the device
   for (auto& [c, ptrs] : impl_->free_by_class)
     for (void* p : ptrs) HIP_CHECK(hipHostFree(p));
   impl_->free_by_class.clear();

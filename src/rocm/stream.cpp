@@ -1,27 +1,33 @@
 // Streams and events. The current stream is per thread and per device, as in
 // PyTorch, so a Stream context in one thread does not redirect another's work.
 //
-// HIP streams are never destroyed: a Stream returns its handle to a pool (per
-// device and priority) and a later Stream reuses it. The caching allocator
-// keeps blocks in per-stream pools and queries those streams later, so a
-// handle must stay valid for the life of the process (PyTorch pools its
-// streams for the same reason). Reuse is safe: work queued by the new owner
-// simply runs after the old owner's.
+// Each thread's default stream is a non-blocking stream of its own, not the
+// legacy null stream: that one cannot be captured into a HIP graph, and every
+// blocking stream waits for it (and it for them), which would serialise
+// unrelated work. Every GPU call of the backend names a stream, so nothing is
+// queued on the null stream.
+//
+// HIP streams are never destroyed: a Stream, or a thread that exits, returns
+// its handle to a pool (per device and priority) and a later Stream or thread
+// reuses it. The caching allocator keeps blocks in per-stream pools and
+// queries those streams later, so a handle must stay valid for the life of
+// the process (PyTorch pools its streams for the same reason). Reuse is safe:
+// work queued by the new owner simply runs after the old owner's.
 
 #include "pyflame/backend/rocm/stream.h"
 
 #include <algorithm>
 #include <map>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
+#include "core/backend.h"
 #include "pyflame/backend/rocm/hip_check.h"
+#include "rocm/device_guard.h"
 
 namespace pyflame::backend::rocm {
 
 namespace {
-thread_local std::unordered_map<int, hipStream_t> t_current;
 
 int current_hip_device() {
   int d = 0;
@@ -29,41 +35,102 @@ int current_hip_device() {
   return d;
 }
 
-std::mutex g_pool_mutex;
-std::map<std::pair<int, int>, std::vector<hipStream_t>> g_pool;  // (device, priority) -> free handles
-}  // namespace
-
-hipStream_t current_stream(int device) {
-  auto it = t_current.find(device);
-  return it == t_current.end() ? nullptr : it->second;
+// `priority` within the device's range ("greatest" priority is the numerically lowest).
+int clamped_priority(int device, int priority) {
+  DeviceGuard guard(device);
+  int least = 0, greatest = 0;
+  HIP_CHECK(hipDeviceGetStreamPriorityRange(&least, &greatest));
+  return std::clamp(priority, greatest, least);
 }
 
-void set_current_stream(int device, hipStream_t stream) { t_current[device] = stream; }
+// Free handles per (device, priority). Never destroyed: threads hand their
+// default streams back when they exit, which may be after static destructors ran.
+struct StreamPool {
+  std::mutex mutex;
+  std::map<std::pair<int, int>, std::vector<hipStream_t>> free;
+};
+StreamPool& stream_pool() {
+  static StreamPool* pool = new StreamPool;
+  return *pool;
+}
 
-Stream::Stream(int device, int priority) : device_(device < 0 ? current_hip_device() : device) {
-  int previous = current_hip_device();
-  HIP_CHECK(hipSetDevice(device_));
-  int least = 0, greatest = 0;  // "greatest" priority is the numerically lowest
-  HIP_CHECK(hipDeviceGetStreamPriorityRange(&least, &greatest));
-  priority_ = std::clamp(priority, greatest, least);
+hipStream_t take_stream(int device, int priority) {
   {
-    std::lock_guard<std::mutex> lock(g_pool_mutex);
-    auto& free = g_pool[{device_, priority_}];
+    StreamPool& pool = stream_pool();
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    auto& free = pool.free[{device, priority}];
     if (!free.empty()) {
-      stream_ = free.back();
+      hipStream_t s = free.back();
       free.pop_back();
+      return s;
     }
   }
-  if (!stream_) HIP_CHECK(hipStreamCreateWithPriority(&stream_, hipStreamNonBlocking, priority_));
-  HIP_CHECK(hipSetDevice(previous));
+  DeviceGuard guard(device);
+  hipStream_t s = nullptr;
+  HIP_CHECK(hipStreamCreateWithPriority(&s, hipStreamNonBlocking, priority));
+  return s;
 }
 
-Stream::~Stream() {
-  std::lock_guard<std::mutex> lock(g_pool_mutex);
-  g_pool[{device_, priority_}].push_back(stream_);
+void give_back_stream(int device, int priority, hipStream_t stream) {
+  StreamPool& pool = stream_pool();
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  pool.free[{device, priority}].push_back(stream);
 }
 
-void Stream::synchronize() const { HIP_CHECK(hipStreamSynchronize(stream_)); }
+// This thread's streams, indexed by device: the one made current (nullptr:
+// the default) and the default streams it took from the pool.
+struct ThreadStreams {
+  struct Default {
+    hipStream_t stream = nullptr;
+    int priority = 0;  // the pool's key: the device's normal priority
+  };
+  std::vector<hipStream_t> current;
+  std::vector<Default> defaults;
+  ~ThreadStreams() {
+    for (size_t d = 0; d < defaults.size(); ++d)
+      if (defaults[d].stream) give_back_stream(static_cast<int>(d), defaults[d].priority, defaults[d].stream);
+  }
+};
+thread_local ThreadStreams t_streams;
+
+}  // namespace
+
+hipStream_t default_stream(int device) {
+  ThreadStreams& ts = t_streams;
+  auto d = static_cast<size_t>(device);
+  if (d < ts.defaults.size() && ts.defaults[d].stream) return ts.defaults[d].stream;
+  int priority = clamped_priority(device, 0);
+  hipStream_t s = take_stream(device, priority);
+  if (d >= ts.defaults.size()) ts.defaults.resize(d + 1);
+  ts.defaults[d] = {s, priority};
+  return s;
+}
+
+hipStream_t current_stream(int device) {
+  const ThreadStreams& ts = t_streams;
+  auto d = static_cast<size_t>(device);
+  if (d < ts.current.size() && ts.current[d]) return ts.current[d];
+  return default_stream(device);
+}
+
+void set_current_stream(int device, hipStream_t stream) {
+  ThreadStreams& ts = t_streams;
+  auto d = static_cast<size_t>(device);
+  if (d >= ts.current.size()) ts.current.resize(d + 1, nullptr);
+  ts.current[d] = stream;
+}
+
+Stream::Stream(int device, int priority)
+    : device_(device < 0 ? current_hip_device() : device), priority_(clamped_priority(device_, priority)) {
+  stream_ = take_stream(device_, priority_);
+}
+
+Stream::~Stream() { give_back_stream(device_, priority_, stream_); }
+
+void Stream::synchronize() const {
+  count_synchronization();
+  HIP_CHECK(hipStreamSynchronize(stream_));
+}
 
 bool Stream::query() const {
   hipError_t e = hipStreamQuery(stream_);
@@ -81,6 +148,7 @@ Event::~Event() {
 }
 
 void Event::record(hipStream_t stream) {
+  if (!stream) stream = default_stream(current_hip_device());
   HIP_CHECK(hipEventRecord(event_, stream));
   recorded_ = true;
 }
@@ -88,7 +156,9 @@ void Event::record(hipStream_t stream) {
 void Event::record() { record(current_stream(current_hip_device())); }
 
 void Event::synchronize() const {
-  if (recorded_) HIP_CHECK(hipEventSynchronize(event_));
+  if (!recorded_) return;
+  count_synchronization();
+  HIP_CHECK(hipEventSynchronize(event_));
 }
 
 bool Event::query() const {

@@ -71,6 +71,7 @@ class FakeSource : public DeviceMemorySource {
   }
   bool event_done(Event event) override {
     std::lock_guard<std::mutex> lock(mutex_);
+    ++event_queries;
     return static_cast<FakeEvent*>(event)->done;
   }
   void release_event(Event event) override {
@@ -81,6 +82,7 @@ class FakeSource : public DeviceMemorySource {
   }
   bool stream_idle(Stream stream) override {
     std::lock_guard<std::mutex> lock(mutex_);
+    ++stream_queries;
     return busy_.count(stream) == 0;
   }
   void memory_info(size_t* free_bytes, size_t* total_bytes) override {
@@ -116,6 +118,7 @@ class FakeSource : public DeviceMemorySource {
   }
 
   std::atomic<size_t> raw_allocs{0}, raw_frees{0}, bad_frees{0}, events_recorded{0}, last_request{0};
+  std::atomic<size_t> event_queries{0}, stream_queries{0};
 
  private:
   struct FakeEvent {
@@ -626,6 +629,308 @@ TEST_CASE("caching allocator: destruction returns everything to the source") {
   CHECK(src.live_events() == 0);
   CHECK(src.raw_allocs == src.raw_frees);
   CHECK(src.bad_frees == 0);
+}
+
+uint64_t pool_of(const CachingAllocator& a, void* p) { return segment_of(a, p).pool; }
+
+TEST_CASE("private pool: a stream's allocations come from segments of its own") {
+  FakeSource src;
+  CachingAllocator a(src, pooled());
+  void* general = a.allocate(4 * KiB, kA);  // a general segment with room to spare
+  CHECK(src.raw_allocs == 1);
+  auto id = a.begin_pool(kB);
+  CHECK(id != 0);
+  void* p = a.allocate(4 * KiB, kB);
+  CHECK(src.raw_allocs == 2);  // not the general segment's free rest
+  auto seg = segment_of(a, p);
+  CHECK(seg.pool == id);
+  CHECK(seg.address != segment_of(a, general).address);
+  void* q = a.allocate(8 * KiB, kB);  // the pool's own segment is split for the pool
+  CHECK(q == at(p, 4 * KiB));
+  void* big = a.allocate(3 * MiB, kB);  // and large requests get large pool segments
+  CHECK(pool_of(a, big) == id);
+  CHECK_FALSE(segment_of(a, big).small_pool);
+  CHECK(src.raw_allocs == 3);
+
+  // Other streams never get pool memory, though the pool's segments have free room.
+  void* other = a.allocate(4 * KiB, kA);
+  CHECK(other == at(general, 4 * KiB));
+  void* c = a.allocate(3 * MiB, kC);
+  CHECK(pool_of(a, c) == 0);
+  CHECK(src.raw_allocs == 4);
+
+  auto st = a.stats();
+  CHECK(st.pools == 1);
+  CHECK(st.pool_reserved_bytes == 2 * MiB + 20 * MiB);
+  CHECK(st.reserved_bytes == 2 * (2 * MiB + 20 * MiB));
+  a.end_pool(kB);
+  for (void* x : {general, p, q, big, other, c}) a.deallocate(x);
+  a.release_pool(id);
+  a.empty_cache();
+  CHECK(src.used() == 0);
+}
+
+TEST_CASE("private pool: a block freed while routed is reused within the pool only") {
+  FakeSource src;
+  CachingAllocator a(src, pooled());
+  auto id = a.begin_pool(kB);
+  void* p = a.allocate(64 * KiB, kB);
+  a.deallocate(p);
+  CHECK(a.allocate(64 * KiB, kB) == p);  // the capture's later kernels may reuse it
+  a.deallocate(p);
+  CHECK(pool_of(a, p) == id);
+  void* c = a.allocate(64 * KiB, kC);  // C is idle, yet p's block is the pool's
+  CHECK(pool_of(a, c) == 0);
+  a.end_pool(kB);
+  void* b = a.allocate(64 * KiB, kB);  // B allocates from the general cache again
+  CHECK(pool_of(a, b) == 0);
+  CHECK(b != p);
+  a.empty_cache();
+  CHECK(a.stats().pool_reserved_bytes == 2 * MiB);  // empty_cache leaves the pool alone
+  // A block of the pool freed after the capture (a graph output) goes back to the pool.
+  CHECK(a.begin_pool(kB, id) == id);
+  void* out = a.allocate(64 * KiB, kB);
+  CHECK(out == p);
+  a.end_pool(kB);
+  a.deallocate(out);
+  void* d = a.allocate(64 * KiB, kB);
+  CHECK(d != out);
+  CHECK(pool_of(a, d) == 0);
+  for (void* x : {c, b, d}) a.deallocate(x);
+  a.release_pool(id);
+  a.empty_cache();
+  CHECK(src.used() == 0);
+}
+
+TEST_CASE("private pool: release gives the memory to the general cache") {
+  FakeSource src;
+  CachingAllocator a(src, pooled());
+  auto id = a.begin_pool(kB);
+  void* held = a.allocate(KiB, kB);   // a graph output, still held at release
+  void* freed = a.allocate(KiB, kB);  // a temporary of the capture
+  void* large = a.allocate(5 * MiB, kB);
+  a.deallocate(freed);
+  a.deallocate(large);
+  a.end_pool(kB);
+  CHECK(a.pool_streams(id) == std::vector<Stream>{kB});
+  a.empty_cache();
+  CHECK(src.raw_frees == 0);
+  CHECK(a.stats().cached_bytes == 2 * MiB - KiB + 20 * MiB);
+
+  a.release_pool(id);
+  auto st = a.stats();
+  CHECK(st.pools == 0);
+  CHECK(st.pool_reserved_bytes == 0);
+  CHECK(st.reserved_bytes == 22 * MiB);
+  CHECK(pool_of(a, held) == 0);
+  CHECK(is_whole_and_free(segment_of(a, large)));
+  // Its free blocks are the general cache's, of the stream that allocated them.
+  CHECK(a.allocate(KiB, kB) == freed);
+  CHECK(a.allocate(5 * MiB, kB) == large);
+  a.deallocate(freed);
+  a.deallocate(large);
+  a.empty_cache();  // the large segment is fully free: returned; the small one holds `held`
+  CHECK(src.raw_frees == 1);
+  a.deallocate(held);  // a block still held at release is the general cache's when freed
+  CHECK(is_whole_and_free(segment_of(a, held)));
+  a.empty_cache();
+  CHECK(src.used() == 0);
+  CHECK_THROWS_AS(a.release_pool(id), ValueError);
+  CHECK_THROWS_AS(a.begin_pool(kB, id), ValueError);
+}
+
+TEST_CASE("private pool: pools are shared on request and kept apart otherwise") {
+  FakeSource src;
+  CachingAllocator a(src, pooled());
+  auto first = a.begin_pool(kB);
+  void* x = a.allocate(KiB, kB);
+  a.deallocate(x);
+  a.end_pool(kB);
+  auto second = a.begin_pool(kB);  // a new pool: none of the first one's memory
+  CHECK(second != first);
+  void* y = a.allocate(KiB, kB);
+  CHECK(pool_of(a, y) == second);
+  a.deallocate(y);
+  a.end_pool(kB);
+  CHECK(a.begin_pool(kB, first) == first);  // a later graph shares the first pool
+  CHECK(a.allocate(KiB, kB) == x);
+  a.deallocate(x);
+  CHECK(a.begin_pool(kC, first) == first);  // two streams of one capture
+  void* z = a.allocate(KiB, kC);  // B's free block is not C's to take during a capture
+  CHECK(pool_of(a, z) == first);
+  CHECK(z != x);
+  CHECK(a.stats().pools == 2);
+  CHECK(a.pool_streams(first) == std::vector<Stream>{kB, kC});
+  CHECK(a.pool_streams(second) == std::vector<Stream>{kB});
+  a.deallocate(z);
+  a.end_pool(kB);
+  a.end_pool(kC);
+  a.release_pool(first);
+  a.release_pool(second);
+  a.empty_cache();
+  CHECK(src.used() == 0);
+  CHECK(a.stats().pools == 0);
+}
+
+TEST_CASE("private pool: misuse is a ValueError and changes nothing") {
+  FakeSource src;
+  CachingAllocator a(src, pooled());
+  CHECK_THROWS_AS(a.end_pool(kB), ValueError);
+  CHECK_THROWS_AS(a.release_pool(1), ValueError);
+  CHECK_THROWS_AS(a.begin_pool(kB, 7), ValueError);
+  CHECK_THROWS_AS(a.pool_streams(7), ValueError);
+  auto id = a.begin_pool(kB);
+  CHECK_THROWS_AS(a.begin_pool(kB), ValueError);      // one pool per stream at a time
+  CHECK_THROWS_AS(a.begin_pool(kB, id), ValueError);
+  CHECK_THROWS_AS(a.release_pool(id), ValueError);    // still routed
+  CHECK(a.stats().pools == 1);
+  void* p = a.allocate(KiB, kB);
+  CHECK(pool_of(a, p) == id);
+  a.end_pool(kB);
+  CHECK_THROWS_AS(a.end_pool(kB), ValueError);
+  a.deallocate(p);
+  a.release_pool(id);
+  a.empty_cache();
+  CHECK(src.used() == 0);
+}
+
+TEST_CASE("private pool: while one is active nothing is queried, recorded or freed") {
+  FakeSource src(64 * MiB);
+  CachingAllocator a(src, pooled());
+  void* general = a.allocate(KiB, kA);
+  void* used_elsewhere = a.allocate(KiB, kA);
+  void* spare = a.allocate(KiB, kA);
+  a.deallocate(spare);
+  void* gone = a.allocate(12 * MiB, kA);
+  a.deallocate(gone);  // a fully free segment that empty_cache would return
+  auto id = a.begin_pool(kB);
+  size_t stream_queries = src.stream_queries, event_queries = src.event_queries, events = src.events_recorded;
+
+  a.record_stream(used_elsewhere, kC);
+  a.deallocate(used_elsewhere);  // its event waits until no pool is active
+  CHECK(src.events_recorded == events);
+  CHECK(a.stats().pending_bytes == KiB);
+  CHECK(segment_of(a, general).blocks[1].pending);
+  void* d = a.allocate(KiB, kD);  // A is idle, but no stream is asked: D gets new memory
+  CHECK(segment_of(a, d).address != segment_of(a, general).address);
+  a.empty_cache();  // returns nothing during a capture
+  CHECK(src.raw_frees == 0);
+  void* p = a.allocate(KiB, kB);
+  // 46 MiB are free, 58 MiB once the cache is emptied: the request fails at once.
+  CHECK_THROWS_AS(a.allocate(50 * MiB, kB), ROCmMemoryError);
+  CHECK_THROWS_AS(a.allocate(50 * MiB, kA), ROCmMemoryError);
+  CHECK(a.stats().oom_retries == 0);
+  a.deallocate(p);
+  a.deallocate(d);
+  CHECK(src.stream_queries == stream_queries);
+  CHECK(src.event_queries == event_queries);
+  CHECK(src.events_recorded == events);
+  CHECK(src.raw_frees == 0);
+
+  a.end_pool(kB);
+  void* e = a.allocate(KiB, kA);  // no pool active: the deferred event is recorded (C is idle: done)
+  CHECK(src.events_recorded == events + 1);
+  CHECK(a.stats().pending_bytes == 0);
+  CHECK(e == used_elsewhere);
+  a.deallocate(e);
+  a.deallocate(general);
+  a.release_pool(id);
+  a.empty_cache();
+  CHECK(src.used() == 0);
+  CHECK(src.live_events() == 0);
+}
+
+TEST_CASE("private pool: without pooling a pool still keeps its memory until released") {
+  FakeSource src;
+  CachingAllocator a(src, {false, SIZE_MAX});
+  auto id = a.begin_pool(kB);
+  void* p = a.allocate(1000, kB);
+  CHECK(src.raw_size(p) == 1024);
+  a.deallocate(p);
+  CHECK(src.raw_frees == 0);
+  CHECK(a.allocate(1000, kB) == p);
+  void* g = a.allocate(1000, kA);
+  a.deallocate(g);  // a general block freed during a capture: kept until the capture ends
+  CHECK(src.raw_frees == 0);
+  a.end_pool(kB);
+  CHECK(src.raw_frees == 1);
+  a.deallocate(p);
+  CHECK(src.raw_frees == 1);
+  a.release_pool(id);
+  CHECK(src.raw_frees == 2);
+  CHECK(src.used() == 0);
+  CHECK(a.stats().reserved_bytes == 0);
+}
+
+TEST_CASE("private pool: destruction returns the pools' memory too") {
+  FakeSource src;
+  {
+    CachingAllocator a(src, pooled());
+    auto id = a.begin_pool(kB);
+    a.allocate(KiB, kB);
+    void* p = a.allocate(2 * MiB, kB);
+    a.record_stream(p, kC);
+    a.deallocate(p);  // deferred
+    (void)id;
+  }
+  CHECK(src.used() == 0);
+  CHECK(src.live_events() == 0);
+  CHECK(src.raw_allocs == src.raw_frees);
+  CHECK(src.bad_frees == 0);
+}
+
+TEST_CASE("private pool: random use never mixes pool and general memory") {
+  FakeSource src;
+  CachingAllocator a(src, pooled());
+  std::mt19937 rng(99);
+  std::vector<void*> live;
+  std::vector<CachingAllocator::PoolId> released_later;
+  CachingAllocator::PoolId active = 0;
+  int checked = 0;
+  for (int op = 0; op < 20000; ++op) {
+    int r = static_cast<int>(rng() % 100);
+    if (r < 2) {  // start or stop a capture on B, sometimes sharing the last pool
+      if (active) {
+        a.end_pool(kB);
+        released_later.push_back(active);
+        active = 0;
+      } else {
+        bool share = !released_later.empty() && rng() % 2;
+        active = a.begin_pool(kB, share ? released_later.back() : 0);
+        if (share) released_later.pop_back();
+      }
+    } else if (r < 3 && !released_later.empty()) {
+      a.release_pool(released_later.front());
+      released_later.erase(released_later.begin());
+    } else if (r < 55 || live.empty()) {
+      Stream s = rng() % 2 ? kA : kB;
+      size_t n = rng() % 8 == 0 ? MiB + rng() % (4 * MiB) : 1 + rng() % (64 * KiB);
+      void* p = a.allocate(n, s);
+      uint64_t pool = pool_of(a, p);
+      uint64_t want = (s == kB) ? active : 0;
+      CHECK(pool == want);
+      ++checked;
+      live.push_back(p);
+      if (rng() % 8 == 0) a.record_stream(p, kC);
+    } else {
+      size_t i = rng() % live.size();
+      a.deallocate(live[i]);
+      live[i] = live.back();
+      live.pop_back();
+    }
+  }
+  if (active) a.end_pool(kB);
+  for (void* p : live) a.deallocate(p);
+  for (auto id : released_later) a.release_pool(id);
+  if (active) a.release_pool(active);
+  auto st = a.stats();
+  CHECK(st.pools == 0);
+  CHECK(st.pool_reserved_bytes == 0);
+  CHECK(st.total_allocated == 0);
+  a.empty_cache();
+  CHECK(src.used() == 0);
+  CHECK(src.live_events() == 0);
+  MESSAGE("random pools: " << checked << " allocations checked");
 }
 
 TEST_CASE("caching allocator: concurrent allocation and deallocation") {

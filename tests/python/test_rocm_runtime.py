@@ -1,7 +1,9 @@
 """The ROCm runtime from Python on a real GPU: device API, tensors on the
-device, transfers, streams, events, memory manager, pinned pool. Every test
-here skips, with the reason, when no GPU is usable (CI); scripts/gpu_check.sh
-runs them on the GPU machine."""
+device, transfers, streams, events, host waits, memory manager, pinned pool.
+Every test here skips, with the reason, when no GPU is usable (CI);
+scripts/gpu_check.sh runs them on the GPU machine."""
+
+import threading
 
 import numpy as np
 import pytest
@@ -162,6 +164,59 @@ def test_streams_and_events():
     np.testing.assert_array_equal(e.numpy(), host.astype(np.float64))
 
 
+def test_each_thread_has_its_own_default_stream():
+    pf.set_device("rocm")
+    mine = rocm.current_stream()
+    assert mine != 0  # never the legacy null stream
+    assert mine == rocm.default_stream()
+    s = rocm.Stream()
+    with s:
+        assert rocm.current_stream() == s.handle
+        seen = []
+        t = threading.Thread(target=lambda: seen.append((rocm.current_stream(0), rocm.default_stream(0))))
+        t.start()
+        t.join()
+        current, default = seen[0]
+        assert current == default  # a Stream context belongs to the thread that entered it
+        assert default not in (0, mine, s.handle)
+    assert rocm.current_stream() == mine
+
+
+def test_ops_with_python_numbers_do_not_wait_and_item_waits_once():
+    pf.set_device("rocm")
+    for op in ("mul", "add", "sub"):
+        if not pf.has_kernel(op, "rocm"):
+            pytest.skip(f"no GPU kernel for {op}")
+    rng = np.random.default_rng(5)
+    xs = rng.standard_normal(1000).astype(np.float32)
+    ys = rng.standard_normal(1000).astype(np.float32)
+    x, y = pf.tensor(xs), pf.tensor(ys)
+    z = (x * 2 + y) * 0.5 - 1  # once first: kernels loaded, memory cached
+    before = pf.synchronization_count()
+    for _ in range(10):
+        z = (x * 2 + y) * 0.5 - 1
+    assert pf.synchronization_count() == before
+    value = z[3].item()
+    assert pf.synchronization_count() == before + 1
+    ref = (xs * np.float32(2) + ys) * np.float32(0.5) - np.float32(1)
+    assert value == pytest.approx(float(ref[3]), rel=1e-6)
+    pf.synchronize()
+    assert pf.synchronization_count() == before + 2
+
+
+def test_small_copies_keep_their_values_while_the_gpu_is_busy():
+    pf.set_device("rocm")
+    if not pf.has_kernel("mul", "rocm"):
+        pytest.skip("no GPU kernel for mul")
+    busy = pf.ones(4096, 4096)
+    for _ in range(50):  # queue work, so the copies below wait in the stream for a while
+        busy = busy * 1.0
+    values = [pf.tensor([float(i), -float(i)]) for i in range(300)]  # each staged in pinned memory
+    got = [t.numpy().tolist() for t in values]
+    assert got == [[float(i), -float(i)] for i in range(300)]
+    assert busy[0, 0].item() == 1.0
+
+
 def test_memory_manager():
     mm = rocm.get_memory_manager()
     free, total = mm.get_memory_info()
@@ -172,6 +227,7 @@ def test_memory_manager():
     p = mm.allocate(1 << 20)
     stats = mm.get_stats()
     assert stats["cache_hits"] == 1 and stats["total_allocated"] >= 1 << 20
+    assert stats["pools"] == 0 and stats["pool_reserved_bytes"] == 0
     mm.deallocate(p)
     assert mm.get_stats()["total_deallocations"] == 1
     mm.clear_pool()

@@ -45,7 +45,9 @@ def _device_index(device):
 
 class Stream:
     """A GPU stream. As a context manager it is the current stream of its
-    device in this thread, so the ops in the block run on it.
+    device in this thread, so the ops in the block run on it. Work on other
+    streams is not ordered with it: a tensor made on one stream and used on
+    another needs an Event recorded after it (or a synchronize) in between.
 
     priority: 0 is normal, negative is higher priority (clamped to the device's range).
     """
@@ -84,8 +86,17 @@ class Stream:
 
 
 def current_stream(device=None):
-    """The handle of this thread's current stream on `device` (0 is the default stream)."""
+    """The handle of this thread's current stream on `device`: the stream of the
+    innermost Stream context, else default_stream(device)."""
     return _require().current_stream(_device_index(device))
+
+
+def default_stream(device=None):
+    """The handle of this thread's default stream on `device`. Each thread has its
+    own, a non-blocking stream (never the legacy null stream), so work of different
+    threads runs concurrently and is not ordered: hand tensors between threads after
+    a synchronize() or an Event."""
+    return _require().default_stream(_device_index(device))
 
 
 class Event:

@@ -21,6 +21,10 @@ using hipStream_t = cudaStream_t;
 using hipEvent_t = cudaEvent_t;
 using hipDeviceProp_t = cudaDeviceProp;
 using hipMemcpyKind = cudaMemcpyKind;
+using hipGraph_t = cudaGraph_t;
+using hipGraphExec_t = cudaGraphExec_t;
+using hipStreamCaptureMode = cudaStreamCaptureMode;
+using hipStreamCaptureStatus = cudaStreamCaptureStatus;
 
 #define hipSuccess cudaSuccess
 #define hipErrorNotReady cudaErrorNotReady
@@ -36,6 +40,12 @@ using hipMemcpyKind = cudaMemcpyKind;
 #define hipEventDefault cudaEventDefault
 #define hipEventDisableTiming cudaEventDisableTiming
 #define hipHostMallocDefault cudaHostAllocDefault
+#define hipStreamCaptureModeGlobal cudaStreamCaptureModeGlobal
+#define hipStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
+#define hipStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
+#define hipStreamCaptureStatusNone cudaStreamCaptureStatusNone
+#define hipStreamCaptureStatusActive cudaStreamCaptureStatusActive
+#define hipStreamCaptureStatusInvalidated cudaStreamCaptureStatusInvalidated
 
 #define hipGetErrorName cudaGetErrorName
 #define hipGetErrorString cudaGetErrorString
@@ -65,6 +75,7 @@ using hipMemcpyKind = cudaMemcpyKind;
 #define hipStreamSynchronize cudaStreamSynchronize
 #define hipStreamQuery cudaStreamQuery
 #define hipStreamWaitEvent cudaStreamWaitEvent
+#define hipStreamGetFlags cudaStreamGetFlags
 #define hipEventCreateWithFlags cudaEventCreateWithFlags
 #define hipEventRecord cudaEventRecord
 #define hipEventSynchronize cudaEventSynchronize
@@ -72,6 +83,16 @@ using hipMemcpyKind = cudaMemcpyKind;
 #define hipEventElapsedTime cudaEventElapsedTime
 #define hipEventDestroy cudaEventDestroy
 #define hipDeviceGetAttribute cudaDeviceGetAttribute
+// Graphs. hipGraphInstantiate is not mapped: HIP's takes an error node and a
+// log buffer, CUDA 12's a flags word; hipGraphInstantiateWithFlags is the same on both.
+#define hipStreamBeginCapture cudaStreamBeginCapture
+#define hipStreamEndCapture cudaStreamEndCapture
+#define hipStreamIsCapturing cudaStreamIsCapturing
+#define hipThreadExchangeStreamCaptureMode cudaThreadExchangeStreamCaptureMode
+#define hipGraphInstantiateWithFlags cudaGraphInstantiateWithFlags
+#define hipGraphLaunch cudaGraphLaunch
+#define hipGraphExecDestroy cudaGraphExecDestroy
+#define hipGraphDestroy cudaGraphDestroy
 #define hipDeviceAttributeWarpSize cudaDevAttrWarpSize
 
 // NVIDIA: every warp is 32 lanes.

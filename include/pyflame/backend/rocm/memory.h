@@ -2,6 +2,9 @@
 // GPU memory of the ROCm backend (seed 000): ROCmMemoryManager, a caching
 // allocator per device (pyflame/caching_allocator.h has the design), and
 // PinnedMemoryPool, page-locked host buffers for fast transfers.
+//
+// Streams: a nullptr stream argument means this thread's default stream of the
+// manager's device (stream.h), never the legacy null stream.
 
 #include <cstddef>
 #include <string>
@@ -14,6 +17,7 @@
 namespace pyflame::backend::rocm {
 
 using MemoryStats = pyflame::AllocatorStats;
+using PoolId = pyflame::CachingAllocator::PoolId;
 
 class PF_API ROCmMemoryManager {
  public:
@@ -39,8 +43,12 @@ class PF_API ROCmMemoryManager {
   // Frees `ptr`, which was last used on `stream` (possibly not its allocation stream).
   void deallocate_async(void* ptr, hipStream_t stream);
 
-  // Transfers. The synchronous ones return when the copy is done; all are
-  // ordered after the work already queued on the (current) stream.
+  // Transfers, all ordered after the work already queued on the (current) stream.
+  // copy_host_to_device returns once `src` has been read (into pinned staging
+  // buffers), without waiting for the device: the copy itself runs later, in
+  // stream order. copy_device_to_host and copy_device_to_device return when the
+  // copy is done (a host wait, counted by pyflame::synchronization_count()).
+  // The host copies refuse to run while the current stream captures a graph.
   void copy_host_to_device(void* dst, const void* src, size_t bytes);
   void copy_device_to_host(void* dst, const void* src, size_t bytes);
   void copy_device_to_device(void* dst, const void* src, size_t bytes);
@@ -48,7 +56,7 @@ class PF_API ROCmMemoryManager {
   void copy_device_to_host_async(void* dst, const void* src, size_t bytes, hipStream_t stream);
   void copy_device_to_device_async(void* dst, const void* src, size_t bytes, hipStream_t stream);
 
-  void memset(void* ptr, int value, size_t bytes);
+  void memset(void* ptr, int value, size_t bytes);  // waits, like copy_device_to_device
   void memset_async(void* ptr, int value, size_t bytes, hipStream_t stream);
 
   // Page-locked host memory, from the pinned pool.
@@ -62,12 +70,26 @@ class PF_API ROCmMemoryManager {
   // Reserves `bytes` in the cache now (allocate and free), so that first use is fast.
   void warmup(size_t bytes);
 
+  // Private memory pools for HIP graphs (CachingAllocator::begin_pool explains
+  // them). begin_pool(stream) before hipStreamBeginCapture on `stream` (share:
+  // a pool to allocate from again, for graphs replayed in capture order),
+  // end_pool(stream) after hipStreamEndCapture. Capture in
+  // hipStreamCaptureModeThreadLocal (or Relaxed): other threads keep querying
+  // their streams and events, which a global-mode capture forbids.
+  PoolId begin_pool(hipStream_t stream, PoolId share = 0);
+  void end_pool(hipStream_t stream);
+  // Once no graph that uses the pool will be launched again: its memory joins the
+  // general cache, reused only after the work queued on `replay_stream` so far
+  // (the graphs' last launches) has finished.
+  void release_pool(PoolId pool, hipStream_t replay_stream);
+
   int device() const { return device_; }
   const Config& config() const { return config_; }
 
  private:
   class Source;
   void* poisoned(void* ptr, size_t bytes, hipStream_t stream);
+  hipStream_t or_default(hipStream_t stream) const;  // nullptr: this thread's default stream
 
   int device_;
   Config config_;
@@ -87,10 +109,14 @@ class PF_API PinnedMemoryPool {
   // A page-locked buffer of at least `bytes`; cached buffers are reused by size class.
   void* acquire(size_t bytes);
   void release(void* ptr);  // the caller has finished with it (copies included)
+  // The caller has queued copies from or to `ptr` on `stream` (of the current device):
+  // the buffer returns to the cache once they have finished, as later acquire() and
+  // clear() calls find without waiting.
+  void release_after(void* ptr, hipStream_t stream);
   void warmup(const std::vector<size_t>& sizes);  // acquire and release each size now
-  void clear();  // frees every cached (released) buffer
+  void clear();  // frees every cached buffer (not those whose copies are still queued)
   size_t cached_bytes() const;
-  size_t in_use_bytes() const;
+  size_t in_use_bytes() const;  // acquired, or released after copies still queued
 
  private:
   struct Impl;

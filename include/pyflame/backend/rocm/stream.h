@@ -1,8 +1,14 @@
 #pragma once
 // Streams and events of the ROCm backend. Each thread has a current stream
-// per device (the device's default stream until set); ops on that device
-// enqueue their kernels on it. An Event owns its HIP event; a Stream borrows a
-// HIP stream from a pool and gives it back (handles live as long as the process).
+// per device; ops on that device enqueue their kernels on it. Until a Stream
+// is made current it is the thread's default stream of the device: a
+// non-blocking stream of its own (never the legacy null stream, which cannot
+// be captured into a HIP graph and waits for every other blocking stream).
+// Work of different threads is therefore not ordered: a tensor computed in one
+// thread and used in another needs a synchronize() or an Event in between.
+// An Event owns its HIP event; a Stream, like a thread's default stream,
+// borrows a HIP stream from a pool and gives it back (handles live as long as
+// the process).
 
 #include "pyflame/backend/rocm/hip_compat.h"
 #include "pyflame/macros.h"
@@ -20,7 +26,7 @@ class PF_API Stream {
   hipStream_t handle() const { return stream_; }
   int device() const { return device_; }
   int priority() const { return priority_; }
-  void synchronize() const;
+  void synchronize() const;  // waits (counted by pyflame::synchronization_count())
   bool query() const;  // true when all work queued on it has finished
 
  private:
@@ -36,9 +42,9 @@ class PF_API Event {
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
 
-  void record(hipStream_t stream);
+  void record(hipStream_t stream);  // nullptr: this thread's default stream of the current device
   void record();  // on the current stream of the current device
-  void synchronize() const;
+  void synchronize() const;  // waits (counted) once recorded
   bool query() const;
   // Milliseconds between this event and `end` (both recorded, timing enabled).
   float elapsed_time(const Event& end) const;
@@ -50,9 +56,13 @@ class PF_API Event {
   bool recorded_ = false;
 };
 
-// The stream ops use on `device` in this thread (nullptr = the default stream).
+// The stream ops use on `device` in this thread: the one set, else default_stream(device).
 PF_API hipStream_t current_stream(int device);
+// nullptr makes this thread's default stream current again.
 PF_API void set_current_stream(int device, hipStream_t stream);
+// This thread's default stream on `device`, created (non-blocking, normal
+// priority) on first use and handed back to the pool when the thread exits.
+PF_API hipStream_t default_stream(int device);
 
 // Makes `stream` current on its device for a scope.
 class PF_API StreamGuard {
