@@ -8,6 +8,7 @@
 #include "pyflame/backend/rocm/memory.h"
 #include "pyflame/backend/rocm/stream.h"
 #include "rocm/device_guard.h"
+#include "rocm/kernel_errors.h"
 
 namespace pyflame::backend::rocm {
 namespace {
@@ -22,8 +23,11 @@ class ROCmBackend final : public DeviceBackend {
   void deallocate(void* ptr, int index) override {
     get_memory_manager(index).deallocate_async(ptr, current_stream(index));
   }
+  // After each wait for the device, an error a kernel recorded meanwhile
+  // (an index out of range) is raised as the CPU would have raised it.
   void copy_to_host(void* dst, const void* src, size_t nbytes, int index) override {
     get_memory_manager(index).copy_device_to_host(dst, src, nbytes);
+    raise_pending_kernel_error(index);
   }
   void copy_from_host(void* dst, const void* src, size_t nbytes, int index) override {
     get_memory_manager(index).copy_host_to_device(dst, src, nbytes);
@@ -32,6 +36,7 @@ class ROCmBackend final : public DeviceBackend {
     DeviceGuard guard(index);
     count_synchronization();
     HIP_CHECK(hipDeviceSynchronize());
+    raise_pending_kernel_error(index);
   }
   void set_current(int index) override { HIP_CHECK(hipSetDevice(index)); }
   DeviceInfo device_info(int index) const override {
