@@ -110,6 +110,17 @@ def cases():
     yield "max_pool2d 32x64x56x56, k3 s2 p1", 4 * (x.size + x.size // 4), "byte", "torch", \
         (lambda: F.max_pool2d(tx, 3, 2, 1)), (lambda: pf.max_pool2d(px, 3, 2, 1))
 
+    # Per-op overhead (the op layer's cost): a thousand calls on 4-element tensors.
+    v4 = rng.standard_normal(4, dtype=np.float32)
+    p4, t4 = pf.tensor(v4), torch.from_numpy(v4)
+
+    def thousand(f):
+        return lambda: [f() for _ in range(1000)]
+
+    yield "1000 x add of 4 fp32", 1000, "op", "torch", thousand(lambda: t4 + t4), thousand(lambda: p4 + p4)
+    yield "1000 x (4 fp32) * 2.0", 1000, "op", "torch", thousand(lambda: t4 * 2.0), thousand(lambda: p4 * 2.0)
+    yield "1000 x sum of 4 fp32", 1000, "op", "torch", thousand(lambda: t4.sum()), thousand(lambda: p4.sum())
+
     # The seed's MLP (docs 001, "Running Neural Networks"): 784-256-128-10 with ReLU,
     # the same weights in both libraries.
     import pyflame.nn as nn
@@ -160,8 +171,10 @@ def main():
         time.sleep(0.5)
         t_pf = median_seconds(pf_fn, args.repeat)
         time.sleep(0.5)
-        rate = work / t_pf / 1e9
-        rate_s = f"{rate:8.1f} {'GFLOP/s' if unit == 'flop' else 'GB/s'}"
+        if unit == "op":  # per-op overhead: the time of one call
+            rate_s = f"{t_pf / work * 1e6:8.2f} us/op"
+        else:
+            rate_s = f"{work / t_pf / 1e9:8.1f} {'GFLOP/s' if unit == 'flop' else 'GB/s'}"
         print(f"{name:34s} {ref:>6s} {t_ref * 1e3:10.3f} {t_pf * 1e3:11.3f} {rate_s:>14s} {t_pf / t_ref:7.2f}")
         results.append({"case": name, "reference": ref, "reference_ms": t_ref * 1e3, "pyflame_ms": t_pf * 1e3,
                         "ratio": t_pf / t_ref})
