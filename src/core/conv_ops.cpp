@@ -193,7 +193,7 @@ Inferred infer_conv_transpose(OpCall& call) {
 
 Tensor conv_call(ir::OpType op, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                  ConvAttrs attrs) {
-  return apply({op, {input, weight, bias.value_or(Tensor())}, std::move(attrs), {}})[0];
+  return apply_one(op, {input, weight, bias.value_or(Tensor())}, std::move(attrs));
 }
 
 // conv<nd>d. The 1-D form is checked as itself, then runs as conv2d on views
@@ -351,14 +351,14 @@ PF_REGISTER_INFER(adaptive_avg_pool2d, &infer_adaptive_pool);
 Tensor pool(bool is_max, int64_t nd, const Tensor& input, PoolAttrs a) {
   const ir::OpType op2 = is_max ? ir::OpType::max_pool2d : ir::OpType::avg_pool2d;
   const ir::OpType op = nd == 3 ? (is_max ? ir::OpType::max_pool3d : ir::OpType::avg_pool3d) : op2;
-  if (nd > 1) return apply({op, {input}, std::move(a), {}})[0];
+  if (nd > 1) return apply_one(op, {input}, std::move(a));
   check_pool(is_max, 1, input, a);
   PoolAttrs lifted = a;
   lifted.kernel_size = lift(a.kernel_size, 1);
   lifted.stride = lift(a.stride, 1);
   lifted.padding = lift(a.padding, 0);
   lifted.dilation = lift(a.dilation, 1);
-  return apply({op2, {input.unsqueeze(-2)}, std::move(lifted), {}})[0].squeeze(-2);
+  return apply_one(op2, {input.unsqueeze(-2)}, std::move(lifted)).squeeze(-2);
 }
 
 Tensor max_pool(int64_t nd, const Tensor& input, Ints kernel_size, Ints stride, Ints padding, Ints dilation,
@@ -415,7 +415,7 @@ Tensor adaptive_avg_pool2d(const Tensor& input, std::vector<std::optional<int64_
   if (output_size.size() == 1) output_size.push_back(output_size[0]);
   PoolAttrs a;
   for (int64_t i = 0; i < 2; ++i) a.output_size.push_back(output_size[i].value_or(input.shape()[input.dim() - 2 + i]));
-  return apply({ir::OpType::adaptive_avg_pool2d, {input}, std::move(a), {}})[0];
+  return apply_one(ir::OpType::adaptive_avg_pool2d, {input}, std::move(a));
 }
 
 // ------------------------------------------------------------------ pad

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/dispatch.h"
+#include "core/op_utils.h"
 #include "pyflame/error.h"
 #include "pyflame/generator.h"
 #include "pyflame/ops.h"
@@ -42,7 +43,7 @@ Tensor random(ir::OpType op, const Shape& shape, DType dtype, double low, double
   a.shape = shape, a.dtype = dtype, a.low = low, a.high = high;
   PhiloxRange r = generator_or_default(generator).reserve(static_cast<uint64_t>(shape_numel(shape)));
   a.seed = r.seed, a.offset = r.offset;
-  return apply({op, {}, std::move(a), {}})[0];
+  return apply_one(op, {}, std::move(a));
 }
 
 Tensor filled(const Shape& shape, DType dtype, Scalar value) {

@@ -17,6 +17,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/inline_vector.h"
 #include "pyflame/ir/op_call.h"
 
 namespace pyflame {
@@ -46,9 +47,10 @@ struct OutputPlan {
 };
 
 struct Inferred {
+  static constexpr size_t kMaxInputs = 6, kMaxOutputs = 3;
   Device device;
-  std::vector<InputPlan> inputs;  // one per call input (undefined inputs: ignored)
-  std::vector<OutputPlan> outputs;
+  InlineVector<InputPlan, kMaxInputs> inputs;  // one per call input (undefined inputs: ignored)
+  InlineVector<OutputPlan, kMaxOutputs> outputs;
   // Set when the result is this value whatever the inputs hold (an empty sum,
   // a product over k = 0): outputs are filled with it and no kernel runs.
   std::optional<Scalar> constant{};

@@ -7,6 +7,7 @@
 #include "pyflame/modules_ops.h"
 
 #include "core/dispatch.h"
+#include "core/op_utils.h"
 #include "pyflame/error.h"
 #include "pyflame/ops.h"
 
@@ -59,7 +60,7 @@ PF_REGISTER_COMPOSITE(linear, &linear_composite);
 }  // namespace
 
 Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  return apply({ir::OpType::linear, {input, weight, bias.value_or(Tensor())}, NoAttrs{}, {}})[0];
+  return apply_one(ir::OpType::linear, {input, weight, bias.value_or(Tensor())}, NoAttrs{});
 }
 
 }  // namespace pyflame

@@ -146,7 +146,7 @@ Inferred infer_batch_norm(OpCall& call) {
                {{channels_shape(input), input.dtype(), input.shape()}},
                {}};
   if (a.training && running_mean.defined())
-    inf.outputs.insert(inf.outputs.end(), {{{c}, DType::Float64}, {{c}, DType::Float64}});
+    for (int i = 0; i < 2; ++i) inf.outputs.push_back({{c}, DType::Float64});
   return inf;
 }
 
@@ -212,9 +212,6 @@ PF_REGISTER_INFER(group_norm, &infer_group_norm);
 PF_REGISTER_INFER(dropout, &infer_dropout);
 PF_REGISTER_INFER(nll_loss, &infer_nll_loss);
 
-Tensor apply_one(ir::OpType op, std::vector<Tensor> inputs, OpAttrs attrs) {
-  return apply({op, std::move(inputs), std::move(attrs), {}})[0];
-}
 
 Tensor nll(const Tensor& logp, const Tensor& target, const Tensor& weight, int64_t ignore_index, Reduction reduction,
            double label_smoothing) {

@@ -7,7 +7,7 @@
 
 #include "core/backend.h"
 #include "pyflame/error.h"
-#include "pyflame/ir/op_type.h"
+#include "pyflame/ir/op_call.h"
 #include "pyflame/tensor.h"
 
 namespace pyflame {
@@ -21,6 +21,16 @@ inline void note_implicit_copy(const Tensor& t, Device dev, const char* op) {
            "' but the op runs on '", to_string(dev), "' and strict device placement is on; move it with .to('",
            to_string(dev), "')");
   count_implicit_copy();
+}
+
+// Applies a call of an op with one output and returns it.
+inline Tensor apply_one(ir::OpType op, std::vector<Tensor> inputs, OpAttrs attrs) {
+  return std::move(apply({op, std::move(inputs), std::move(attrs), {}})[0]);
+}
+// Applies an in-place call: `out` receives the op's result.
+inline Tensor& apply_into(Tensor& out, ir::OpType op, std::vector<Tensor> inputs, OpAttrs attrs) {
+  apply({op, std::move(inputs), std::move(attrs), {out}});
+  return out;
 }
 
 // Dims of a reduction, wrapped, checked for repeats and sorted; {} means all.

@@ -73,8 +73,17 @@ std::vector<Scalar> canonical_params(ir::OpType op, const std::vector<Scalar>& g
   return out;
 }
 
-// Elementwise families: promoted compute dtype, broadcast shape; Python
-// numbers stay on the host (kernels take them by value).
+// An elementwise operand: converted to `compute`, broadcast to `shape` (when
+// it differs); a Python number stays on the host, kernels take it by value,
+// unless numbers are all the op has (`numbers_stay`: false).
+InputPlan operand_plan(const Tensor& t, DType compute, const Shape& shape, bool numbers_stay) {
+  InputPlan p{compute};
+  if (t.shape() != shape) p.expand = shape;
+  p.host_scalar = numbers_stay && t.is_wrapped_number();
+  return p;
+}
+
+// Elementwise families: promoted compute dtype, broadcast shape.
 Inferred infer_elementwise(OpCall& call) {
   const ir::OpType op = call.op;
   const OpFamily family = op_family(op);
@@ -93,12 +102,10 @@ Inferred infer_elementwise(OpCall& call) {
       PF_CHECK(is_floating(compute), ValueError,
                "pow: integers to negative integer powers are not allowed (use a float exponent or tensor)");
   }
-  // Numbers stay on the host unless they are all there is (then the device computes from copies).
   bool any_tensor = false;
   for (const Tensor& t : call.inputs) any_tensor = any_tensor || !t.is_wrapped_number();
   Inferred inf{current_device(), {}, {{shape, out_dtype}}, {}};
-  for (const Tensor& t : call.inputs)
-    inf.inputs.push_back({compute, {}, shape, false, any_tensor && t.is_wrapped_number()});
+  for (const Tensor& t : call.inputs) inf.inputs.push_back(operand_plan(t, compute, shape, any_tensor));
   return inf;
 }
 
@@ -109,8 +116,8 @@ Inferred infer_where(OpCall& call) {
   const DType dtype = result_type({a, b});
   const Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   Inferred inf{current_device(), {}, {{shape, dtype}}, {}};
-  inf.inputs.push_back({DType::Bool, {}, shape});
-  for (const Tensor& t : {a, b}) inf.inputs.push_back({dtype, {}, shape, false, t.is_wrapped_number()});
+  inf.inputs.push_back(operand_plan(cond, DType::Bool, shape, true));
+  for (const Tensor& t : {a, b}) inf.inputs.push_back(operand_plan(t, dtype, shape, true));
   return inf;
 }
 
@@ -301,14 +308,7 @@ Inferred infer_fill(OpCall& call) {
   return {dst.device(), {}, {{dst.shape(), dst.dtype()}}, {}};
 }
 
-Tensor apply_one(ir::OpType op, std::vector<Tensor> inputs, OpAttrs attrs) {
-  return apply({op, std::move(inputs), std::move(attrs), {}})[0];
-}
 
-Tensor& apply_into(Tensor& out, ir::OpType op, std::vector<Tensor> inputs, OpAttrs attrs) {
-  apply({op, std::move(inputs), std::move(attrs), {out}});
-  return out;
-}
 
 #define PF_FAMILY_UNARY(name, functor) PF_REGISTER_INFER(name, &infer_elementwise);
 #define PF_FAMILY_UNARY_FLOAT(name, functor) PF_REGISTER_INFER(name, &infer_elementwise);

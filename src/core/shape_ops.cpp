@@ -115,18 +115,17 @@ PF_REGISTER_INFER(scatter, &infer_scatter);
 PF_REGISTER_INFER(scatter_add, &infer_scatter);
 
 Tensor index_select_op(const Tensor& x, int64_t dim, const Tensor& index, bool wrap_negative) {
-  return apply({ir::OpType::index_select, {x, index}, IndexAttrs{dim, wrap_negative}, {}})[0];
+  return apply_one(ir::OpType::index_select, {x, index}, IndexAttrs{dim, wrap_negative});
 }
 
 Tensor scatter_op(ir::OpType op, const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
                   bool wrap_negative) {
-  return apply({op, {x, index, src}, IndexAttrs{dim, wrap_negative}, {}})[0];
+  return apply_one(op, {x, index, src}, IndexAttrs{dim, wrap_negative});
 }
 
 Tensor& scatter_op_(ir::OpType op, Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
                     bool wrap_negative) {
-  apply({op, {x, index, src}, IndexAttrs{dim, wrap_negative}, {x}});
-  return x;
+  return apply_into(x, op, {x, index, src}, IndexAttrs{dim, wrap_negative});
 }
 
 Tensor scalar_src(const Tensor& x, const Tensor& index, Scalar value) {
@@ -280,7 +279,7 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) { return index_select_op(x, dim, index, false); }
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
-  return apply({ir::OpType::gather, {x, index}, IndexAttrs{dim, false}, {}})[0];
+  return apply_one(ir::OpType::gather, {x, index}, IndexAttrs{dim, false});
 }
 
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {

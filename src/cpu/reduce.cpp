@@ -54,7 +54,9 @@ template <template <class> class R> void reduce_kernel(OpCall& call) {
         });
         return;
       }
-      Tensor rows = x.permute(order).contiguous();
+      // Reduced dims already trailing in a contiguous input: the rows are the input itself.
+      const bool trailing = x.is_contiguous() && (dims.empty() || dims.front() == x.dim() - static_cast<int64_t>(dims.size()));
+      Tensor rows = trailing ? x : x.permute(order).contiguous();
       const T* in = rows.data<T>();
       parallel_for(kept, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(rlen, 1)), [&](int64_t b, int64_t e) {
         for (int64_t k = b; k < e; ++k) {
