@@ -1,6 +1,6 @@
 // ROCmBLAS and the GPU matmul kernel (see pyflame/backend/rocm/blas.h for the
-// design). Everything platform-specific about BLAS is in this file: rocBLAS
-// calls on AMD, cuBLAS calls on NVIDIA, behind one set of member functions.
+// design). One code path in rocBLAS's names (lib_compat.h maps them onto cuBLAS
+// on NVIDIA); the two #if blocks are where the libraries truly differ.
 
 #include "pyflame/backend/rocm/blas.h"
 
@@ -20,20 +20,10 @@ namespace pyflame::backend::rocm {
 
 namespace {
 
-#if defined(PYFLAME_HIP_NVIDIA)
 // cuBLAS picks Hopper's split-K and stream-K kernels only with enough workspace;
 // 32 MiB is what PyTorch gives it on sm_90.
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
-cudaDataType blas_type(DType d) {
-  switch (d) {
-    case DType::Float16: return CUDA_R_16F;
-    case DType::BFloat16: return CUDA_R_16BF;
-    case DType::Float64: return CUDA_R_64F;
-    default: return CUDA_R_32F;
-  }
-}
-#else
 rocblas_datatype blas_type(DType d) {
   switch (d) {
     case DType::Float16: return rocblas_datatype_f16_r;
@@ -42,59 +32,40 @@ rocblas_datatype blas_type(DType d) {
     default: return rocblas_datatype_f32_r;
   }
 }
-#endif
 
 }  // namespace
 
 void throw_blas_error(rocblas_status status, const char* call, const char* file, int line) {
-#if defined(PYFLAME_HIP_NVIDIA)
-  std::string what = std::string("cuBLAS error ") + cublasGetStatusName(status) + " (" + cublasGetStatusString(status) + ")";
-  bool oom = status == CUBLAS_STATUS_ALLOC_FAILED;
-#else
-  std::string what = std::string("rocBLAS error ") + rocblas_status_to_string(status);
-  bool oom = status == rocblas_status_memory_error;
-#endif
-  std::string msg = what + " in " + call + " at " + file + ":" + std::to_string(line);
-  if (oom) throw ROCmMemoryError(msg);
+  std::string msg = std::string(PF_BLAS_LIBRARY " error ") + rocblas_status_to_string(status) + " in " + call +
+                    " at " + file + ":" + std::to_string(line);
+  if (status == rocblas_status_memory_error) throw ROCmMemoryError(msg);
   throw ROCmError(msg);
 }
 
 ROCmBLAS::ROCmBLAS() {
   HIP_CHECK(hipGetDevice(&device_));
-#if defined(PYFLAME_HIP_NVIDIA)
-  ROCBLAS_CHECK(cublasCreate(&handle_));
-#else
   ROCBLAS_CHECK(rocblas_create_handle(&handle_));
-#endif
 }
 
 ROCmBLAS::~ROCmBLAS() {
   DeviceGuard guard(device_);
   for (auto& [stream, ws] : workspaces_) get_memory_manager(device_).deallocate_async(ws, stream);
-#if defined(PYFLAME_HIP_NVIDIA)
-  (void)cublasDestroy(handle_);
-#else
   (void)rocblas_destroy_handle(handle_);
-#endif
 }
 
 void ROCmBLAS::set_stream(hipStream_t stream) {
-#if defined(PYFLAME_HIP_NVIDIA)
-  ROCBLAS_CHECK(cublasSetStream(handle_, stream));
-#else
   ROCBLAS_CHECK(rocblas_set_stream(handle_, stream));
-#endif
   stream_ = stream;
 }
 
 void ROCmBLAS::use_workspace() {
 #if defined(PYFLAME_HIP_NVIDIA)
+  // cuBLAS works in memory its caller gives it; rocBLAS manages its own per handle.
   auto it = workspaces_.find(stream_);
   if (it == workspaces_.end())
     it = workspaces_.emplace(stream_, get_memory_manager(device_).allocate_async(kWorkspaceBytes, stream_)).first;
   ROCBLAS_CHECK(cublasSetWorkspace(handle_, it->second, kWorkspaceBytes));
 #endif
-  // rocBLAS manages its own workspace per handle.
 }
 
 void ROCmBLAS::gemm_ex(DType dtype, rocblas_operation trans_a, rocblas_operation trans_b, int M, int N, int K,
@@ -107,18 +78,10 @@ void ROCmBLAS::gemm_ex(DType dtype, rocblas_operation trans_a, rocblas_operation
   const void* pa = f64 ? static_cast<const void*>(&alpha) : &alpha32;
   const void* pb = f64 ? static_cast<const void*>(&beta) : &beta32;
 #if defined(PYFLAME_HIP_NVIDIA)
-  cublasComputeType_t compute = f64 ? CUBLAS_COMPUTE_64F
-                                : dtype == DType::Float32 && allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                                          : CUBLAS_COMPUTE_32F;
-  const cudaDataType t = blas_type(dtype);
-  if (batch_count == 1)
-    ROCBLAS_CHECK(cublasGemmEx(handle_, trans_a, trans_b, M, N, K, pa, A, t, lda, B, t, ldb, pb, C, t, ldc, compute,
-                               CUBLAS_GEMM_DEFAULT));
-  else
-    ROCBLAS_CHECK(cublasGemmStridedBatchedEx(handle_, trans_a, trans_b, M, N, K, pa, A, t, lda, stride_a, B, t, ldb,
-                                             stride_b, pb, C, t, ldc, stride_c, batch_count, compute,
-                                             CUBLAS_GEMM_DEFAULT));
-#else
+  // TF32 tensor cores for float32, when allowed, are a cuBLAS math mode; rocBLAS has none on these targets.
+  ROCBLAS_CHECK(cublasSetMathMode(handle_, dtype == DType::Float32 && allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                                    : CUBLAS_DEFAULT_MATH));
+#endif
   const rocblas_datatype t = blas_type(dtype);
   const rocblas_datatype compute = f64 ? rocblas_datatype_f64_r : rocblas_datatype_f32_r;
   if (batch_count == 1)
@@ -128,7 +91,6 @@ void ROCmBLAS::gemm_ex(DType dtype, rocblas_operation trans_a, rocblas_operation
     ROCBLAS_CHECK(rocblas_gemm_strided_batched_ex(handle_, trans_a, trans_b, M, N, K, pa, A, t, lda, stride_a, B, t,
                                                   ldb, stride_b, pb, C, t, ldc, stride_c, C, t, ldc, stride_c,
                                                   batch_count, compute, rocblas_gemm_algo_standard, 0, 0));
-#endif
 }
 
 void ROCmBLAS::gemm(rocblas_operation trans_a, rocblas_operation trans_b, int M, int N, int K, float alpha,
@@ -146,11 +108,7 @@ void ROCmBLAS::gemm_strided_batched(rocblas_operation trans_a, rocblas_operation
 
 void ROCmBLAS::geam(rocblas_operation trans_a, rocblas_operation trans_b, int M, int N, float alpha, const float* A,
                     int lda, float beta, const float* B, int ldb, float* C, int ldc) {
-#if defined(PYFLAME_HIP_NVIDIA)
-  ROCBLAS_CHECK(cublasSgeam(handle_, trans_a, trans_b, M, N, &alpha, A, lda, &beta, B, ldb, C, ldc));
-#else
   ROCBLAS_CHECK(rocblas_sgeam(handle_, trans_a, trans_b, M, N, &alpha, A, lda, &beta, B, ldb, C, ldc));
-#endif
 }
 
 namespace {

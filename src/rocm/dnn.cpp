@@ -1,7 +1,7 @@
-// ROCmDNN (see pyflame/backend/rocm/dnn.h for the design). Everything
-// platform-specific about the DNN library is in this file: MIOpen calls on
-// AMD, cuDNN calls on NVIDIA, behind one Problem (the descriptors of one
-// convolution) and three steps: choose an algorithm, size its workspace, run.
+// ROCmDNN (see pyflame/backend/rocm/dnn.h for the design): one Problem (the
+// descriptors of one convolution) and three steps: choose an algorithm, size
+// its workspace, run. One code path in MIOpen's names (lib_compat.h maps them
+// onto cuDNN on NVIDIA); each #if is where the libraries truly differ.
 
 #include "pyflame/backend/rocm/dnn.h"
 
@@ -28,6 +28,7 @@ constexpr size_t kMaxSearchWorkspace = size_t{1} << 30;
 
 std::string library_version() {
 #if defined(PYFLAME_HIP_NVIDIA)
+  // cuDNN reports one number, MIOpen three.
   return "cudnn-" + std::to_string(cudnnGetVersion());
 #else
   size_t major = 0, minor = 0, patch = 0;
@@ -58,24 +59,14 @@ std::string join(const std::vector<int64_t>& v) {
 
 std::string join(const std::vector<int>& v) { return join(std::vector<int64_t>(v.begin(), v.end())); }
 
-#if defined(PYFLAME_HIP_NVIDIA)
-cudnnDataType_t dnn_type(DType d) {
-  switch (d) {
-    case DType::Float16: return CUDNN_DATA_HALF;
-    case DType::BFloat16: return CUDNN_DATA_BFLOAT16;
-    case DType::Float64: return CUDNN_DATA_DOUBLE;
-    default: return CUDNN_DATA_FLOAT;
-  }
-}
-#else
 miopenDataType_t dnn_type(DType d) {
   switch (d) {
     case DType::Float16: return miopenHalf;
     case DType::BFloat16: return miopenBFloat16;
+    case DType::Float64: return miopenDouble;
     default: return miopenFloat;
   }
 }
-#endif
 
 // Scratch device memory for one call, returned to the cache in stream order.
 class Scratch {
@@ -99,18 +90,10 @@ class Scratch {
 }  // namespace
 
 void throw_dnn_error(miopenStatus_t status, const char* call, const char* file, int line) {
-#if defined(PYFLAME_HIP_NVIDIA)
-  std::string what = std::string("cuDNN error ") + cudnnGetErrorString(status);
-  bool oom = status == CUDNN_STATUS_ALLOC_FAILED;
-  bool unsupported = status == CUDNN_STATUS_NOT_SUPPORTED;
-#else
-  std::string what = std::string("MIOpen error ") + miopenGetErrorString(status);
-  bool oom = status == miopenStatusAllocFailed;
-  bool unsupported = status == miopenStatusUnsupportedOp;
-#endif
-  std::string msg = what + " in " + call + " at " + file + ":" + std::to_string(line);
-  if (oom) throw ROCmMemoryError(msg);
-  if (unsupported) throw NotSupportedError(msg);
+  std::string msg = std::string(PF_DNN_LIBRARY " error ") + miopenGetErrorString(status) + " in " + call + " at " +
+                    file + ":" + std::to_string(line);
+  if (status == miopenStatusAllocFailed) throw ROCmMemoryError(msg);
+  if (status == miopenStatusUnsupportedOp) throw NotSupportedError(msg);
   throw ROCmError(msg);
 }
 
@@ -124,14 +107,9 @@ struct ROCmDNN::Problem {
   DType dtype;
   std::vector<int64_t> x_shape, w_shape, y_shape;
   std::string key;
-#if defined(PYFLAME_HIP_NVIDIA)
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
-  cudnnFilterDescriptor_t w = nullptr;
-  cudnnConvolutionDescriptor_t conv = nullptr;
-#else
-  miopenTensorDescriptor_t x = nullptr, y = nullptr, w = nullptr;
+  miopenTensorDescriptor_t x = nullptr, y = nullptr;
+  dnnWeightDescriptor_t w = nullptr;
   miopenConvolutionDescriptor_t conv = nullptr;
-#endif
 
   Problem(int device, DType dt, const std::vector<int64_t>& xs, const std::vector<int64_t>& ws,
           const std::vector<int64_t>& ys, const ConvParams& p)
@@ -160,53 +138,38 @@ struct ROCmDNN::Problem {
           join(p.padding) + "|s" + join(p.stride) + "|d" + join(p.dilation) + "|g" + std::to_string(p.groups) +
           (tf32 ? "|tf32" : "|fp32") + "|" + device_tag(device);
     auto i = [](int64_t v) { return static_cast<int>(v); };
+#if !defined(PYFLAME_HIP_NVIDIA)
+    // cuDNN convolves float64; MIOpen does not.
+    PF_CHECK(dt != DType::Float64, NotSupportedError,
+             "conv2d: MIOpen has no float64 convolution; convert to float32 or run on the CPU");
+#endif
+    const miopenDataType_t t = dnn_type(dt);
+    MIOPEN_CHECK(miopenCreateTensorDescriptor(&x));
+    MIOPEN_CHECK(miopenCreateTensorDescriptor(&y));
+    MIOPEN_CHECK(dnnCreateWeightDescriptor(&w));
+    MIOPEN_CHECK(miopenCreateConvolutionDescriptor(&conv));
+    MIOPEN_CHECK(miopenSet4dTensorDescriptor(x, t, i(xs[0]), i(xs[1]), i(xs[2]), i(xs[3])));
+    MIOPEN_CHECK(miopenSet4dTensorDescriptor(y, t, i(ys[0]), i(ys[1]), i(ys[2]), i(ys[3])));
+    MIOPEN_CHECK(dnnSet4dWeightDescriptor(w, t, i(ws[0]), i(ws[1]), i(ws[2]), i(ws[3])));
+    MIOPEN_CHECK(dnnInitConvolution2dDescriptor(conv, p.padding[0], p.padding[1], p.stride[0], p.stride[1],
+                                                p.dilation[0], p.dilation[1],
+                                                dt == DType::Float64 ? miopenDouble : miopenFloat));
+    MIOPEN_CHECK(miopenSetConvolutionGroupCount(conv, p.groups));
 #if defined(PYFLAME_HIP_NVIDIA)
-    const cudnnDataType_t t = dnn_type(dt);
-    MIOPEN_CHECK(cudnnCreateTensorDescriptor(&x));
-    MIOPEN_CHECK(cudnnCreateTensorDescriptor(&y));
-    MIOPEN_CHECK(cudnnCreateFilterDescriptor(&w));
-    MIOPEN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
-    MIOPEN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, t, i(xs[0]), i(xs[1]), i(xs[2]), i(xs[3])));
-    MIOPEN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, t, i(ys[0]), i(ys[1]), i(ys[2]), i(ys[3])));
-    MIOPEN_CHECK(cudnnSetFilter4dDescriptor(w, t, CUDNN_TENSOR_NCHW, i(ws[0]), i(ws[1]), i(ws[2]), i(ws[3])));
-    MIOPEN_CHECK(cudnnSetConvolution2dDescriptor(conv, p.padding[0], p.padding[1], p.stride[0], p.stride[1],
-                                                 p.dilation[0], p.dilation[1], CUDNN_CROSS_CORRELATION,
-                                                 dt == DType::Float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT));
-    MIOPEN_CHECK(cudnnSetConvolutionGroupCount(conv, p.groups));
-    // As PyTorch: tensor cores for half types; float32 uses TF32 only when allowed.
+    // cuDNN's math type picks tensor cores (as PyTorch: for half types; TF32 for
+    // float32 only when allowed); MIOpen has no such switch.
     cudnnMathType_t math = dt == DType::Float16 || dt == DType::BFloat16 ? CUDNN_TENSOR_OP_MATH
                            : dt == DType::Float32 && !tf32             ? CUDNN_FMA_MATH
                                                                        : CUDNN_DEFAULT_MATH;
     MIOPEN_CHECK(cudnnSetConvolutionMathType(conv, math));
-#else
-    PF_CHECK(dt != DType::Float64, NotSupportedError,
-             "conv2d: MIOpen has no float64 convolution; convert to float32 or run on the CPU");
-    const miopenDataType_t t = dnn_type(dt);
-    MIOPEN_CHECK(miopenCreateTensorDescriptor(&x));
-    MIOPEN_CHECK(miopenCreateTensorDescriptor(&y));
-    MIOPEN_CHECK(miopenCreateTensorDescriptor(&w));
-    MIOPEN_CHECK(miopenCreateConvolutionDescriptor(&conv));
-    MIOPEN_CHECK(miopenSet4dTensorDescriptor(x, t, i(xs[0]), i(xs[1]), i(xs[2]), i(xs[3])));
-    MIOPEN_CHECK(miopenSet4dTensorDescriptor(y, t, i(ys[0]), i(ys[1]), i(ys[2]), i(ys[3])));
-    MIOPEN_CHECK(miopenSet4dTensorDescriptor(w, t, i(ws[0]), i(ws[1]), i(ws[2]), i(ws[3])));
-    MIOPEN_CHECK(miopenInitConvolutionDescriptor(conv, miopenConvolution, p.padding[0], p.padding[1], p.stride[0],
-                                                 p.stride[1], p.dilation[0], p.dilation[1]));
-    MIOPEN_CHECK(miopenSetConvolutionGroupCount(conv, p.groups));
 #endif
   }
 
   ~Problem() {
-#if defined(PYFLAME_HIP_NVIDIA)
-    if (conv) (void)cudnnDestroyConvolutionDescriptor(conv);
-    if (w) (void)cudnnDestroyFilterDescriptor(w);
-    if (y) (void)cudnnDestroyTensorDescriptor(y);
-    if (x) (void)cudnnDestroyTensorDescriptor(x);
-#else
     if (conv) (void)miopenDestroyConvolutionDescriptor(conv);
-    if (w) (void)miopenDestroyTensorDescriptor(w);
+    if (w) (void)dnnDestroyWeightDescriptor(w);
     if (y) (void)miopenDestroyTensorDescriptor(y);
     if (x) (void)miopenDestroyTensorDescriptor(x);
-#endif
   }
   Problem(const Problem&) = delete;
   Problem& operator=(const Problem&) = delete;
@@ -220,28 +183,16 @@ struct ROCmDNN::Problem {
 
 ROCmDNN::ROCmDNN() {
   HIP_CHECK(hipGetDevice(&device_));
-#if defined(PYFLAME_HIP_NVIDIA)
-  MIOPEN_CHECK(cudnnCreate(&handle_));
-#else
   MIOPEN_CHECK(miopenCreate(&handle_));
-#endif
 }
 
 ROCmDNN::~ROCmDNN() {
   DeviceGuard guard(device_);
-#if defined(PYFLAME_HIP_NVIDIA)
-  (void)cudnnDestroy(handle_);
-#else
   (void)miopenDestroy(handle_);
-#endif
 }
 
 void ROCmDNN::set_stream(hipStream_t stream) {
-#if defined(PYFLAME_HIP_NVIDIA)
-  MIOPEN_CHECK(cudnnSetStream(handle_, stream));
-#else
   MIOPEN_CHECK(miopenSetStream(handle_, stream));
-#endif
   stream_ = stream;
 }
 
@@ -250,6 +201,8 @@ ROCmDNN::Choice ROCmDNN::choose(const Problem& p) {
   if (auto hit = cache.lookup(p.key)) return {hit->algo, hit->workspace, hit->math_type};
   Choice choice{-1, 0, 0};
 #if defined(PYFLAME_HIP_NVIDIA)
+  // The searches differ: cuDNN times every algorithm (Find) or ranks them by
+  // heuristics (Get); MIOpen's Find does both, by its exhaustive flag.
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int returned = 0;
   if (cache.exhaustive_search()) {
@@ -310,16 +263,12 @@ void ROCmDNN::run_forward(const Problem& p, const Choice& c, const void* input, 
   const void* alpha = f64 ? static_cast<const void*>(&one64) : &one32;
   const void* beta = f64 ? static_cast<const void*>(&zero64) : &zero32;
 #if defined(PYFLAME_HIP_NVIDIA)
-  // Run with the math type the algorithm was timed with (as PyTorch does).
+  // cuDNN runs with the math type the algorithm was timed with (as PyTorch does).
   MIOPEN_CHECK(cudnnSetConvolutionMathType(p.conv, static_cast<cudnnMathType_t>(c.math_type)));
-  MIOPEN_CHECK(cudnnConvolutionForward(handle_, alpha, p.x, input, p.w, weight, p.conv,
-                                       static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), workspace, workspace_size,
-                                       beta, p.y, output));
-#else
+#endif
   MIOPEN_CHECK(miopenConvolutionForward(handle_, alpha, p.x, input, p.w, weight, p.conv,
                                         static_cast<miopenConvFwdAlgorithm_t>(c.algo), beta, p.y, output, workspace,
                                         workspace_size));
-#endif
 }
 
 void ROCmDNN::conv2d_forward(DType dtype, const std::vector<int64_t>& input_shape, const void* input,

@@ -1,8 +1,8 @@
 #pragma once
 // ROCmBLAS (seed 000): the BLAS adapter of the ROCm backend — rocBLAS on AMD,
-// cuBLAS on NVIDIA. With the DNN adapter (dnn.h) it is the only code besides
-// hip_compat.h that knows the platform: on NVIDIA the rocBLAS names of the
-// API below (handle, operation, status) are cuBLAS's types under those names.
+// cuBLAS on NVIDIA. It is written in rocBLAS's names; lib_compat.h maps them
+// onto cuBLAS on NVIDIA (the handle, operation and status types below are
+// cuBLAS's there).
 //
 // One instance per device and thread (handles are not thread-safe); get_blas()
 // returns the current device's, bound to the current stream. Matrices are
@@ -16,20 +16,9 @@
 #include <string>
 
 #include "pyflame/backend/rocm/hip_compat.h"
+#include "pyflame/backend/rocm/lib_compat.h"
 #include "pyflame/dtype.h"
 #include "pyflame/error.h"
-
-#if defined(PYFLAME_HIP_NVIDIA)
-#include <cublas_v2.h>
-using rocblas_handle = cublasHandle_t;
-using rocblas_operation = cublasOperation_t;
-using rocblas_status = cublasStatus_t;
-constexpr rocblas_operation rocblas_operation_none = CUBLAS_OP_N;
-constexpr rocblas_operation rocblas_operation_transpose = CUBLAS_OP_T;
-constexpr rocblas_status rocblas_status_success = CUBLAS_STATUS_SUCCESS;
-#else
-#include <rocblas/rocblas.h>
-#endif
 
 namespace pyflame::backend::rocm {
 

@@ -1,8 +1,7 @@
 #pragma once
 // ROCmDNN (seed 000): the DNN adapter of the ROCm backend — MIOpen on AMD,
-// cuDNN on NVIDIA. With the BLAS adapter (blas.h) it is the only code besides
-// hip_compat.h that knows the platform: on NVIDIA the MIOpen names used below
-// (handle, status) are cuDNN's types under those names.
+// cuDNN on NVIDIA. It is written in MIOpen's names; lib_compat.h maps them
+// onto cuDNN on NVIDIA (the handle and status types below are cuDNN's there).
 //
 // cuDNN is used through its descriptor API (kept in cuDNN 9 beside the graph
 // API) because it maps one to one onto MIOpen's: descriptors, a find or
@@ -17,18 +16,10 @@
 #include <vector>
 
 #include "pyflame/backend/rocm/hip_compat.h"
+#include "pyflame/backend/rocm/lib_compat.h"
 #include "pyflame/dtype.h"
 #include "pyflame/error.h"
 #include "pyflame/tensor.h"
-
-#if defined(PYFLAME_HIP_NVIDIA)
-#include <cudnn.h>
-using miopenHandle_t = cudnnHandle_t;
-using miopenStatus_t = cudnnStatus_t;
-constexpr miopenStatus_t miopenStatusSuccess = CUDNN_STATUS_SUCCESS;
-#else
-#include <miopen/miopen.h>
-#endif
 
 namespace pyflame::backend::rocm {
 
