@@ -205,7 +205,7 @@ Tensor convolution(int64_t nd, const Tensor& input, const Tensor& weight, const 
   if (nd == 2) return conv_call(ir::OpType::conv2d, input, weight, bias, std::move(a));
   check_convolution(1, input, weight, bias.value_or(Tensor()), a);
   ConvAttrs lifted{lift(a.stride, 1), lift(a.padding, 0), lift(a.dilation, 1), {}, a.groups};
-  return conv_call(ir::OpType::conv2d, input.unsqueeze(-2), weight.unsqueeze(2), bias, std::move(lifted)).squeeze(-2);
+  return squeeze(conv_call(ir::OpType::conv2d, unsqueeze(input, -2), unsqueeze(weight, 2), bias, std::move(lifted)), {-2});
 }
 
 PF_REGISTER_INFER(conv2d, &infer_conv);
@@ -358,7 +358,7 @@ Tensor pool(bool is_max, int64_t nd, const Tensor& input, PoolAttrs a) {
   lifted.stride = lift(a.stride, 1);
   lifted.padding = lift(a.padding, 0);
   lifted.dilation = lift(a.dilation, 1);
-  return apply_one(op2, {input.unsqueeze(-2)}, std::move(lifted)).squeeze(-2);
+  return squeeze(apply_one(op2, {unsqueeze(input, -2)}, std::move(lifted)), {-2});
 }
 
 Tensor max_pool(int64_t nd, const Tensor& input, Ints kernel_size, Ints stride, Ints padding, Ints dilation,
@@ -448,7 +448,7 @@ Tensor pad(const Tensor& input, Ints pad, const std::string& mode, Scalar value)
   bool border = false;
   for (int64_t j = 0; j < n / 2; ++j) {
     const int64_t d = input.dim() - 1 - j, before = pad[2 * j], after = pad[2 * j + 1];
-    src = src.slice(d, std::max<int64_t>(0, -before), input.shape()[d] - std::max<int64_t>(0, -after), 1);
+    src = slice(src, d, std::max<int64_t>(0, -before), input.shape()[d] - std::max<int64_t>(0, -after), 1);
     dst = dst.slice(d, std::max<int64_t>(0, before), out_shape[d] - std::max<int64_t>(0, after), 1);
     border = border || before > 0 || after > 0;
   }

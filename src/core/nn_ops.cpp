@@ -392,7 +392,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
              c, " classes");
     Shape ws(input.dim(), 1);
     ws[class_dim] = c;
-    logp = mul(logp, to(weight, dt).view(ws));
+    logp = mul(logp, view(to(weight, dt), ws));
   }
   Tensor loss = neg(sum(mul(logp, q), {class_dim}));
   return to(reduce_loss(loss, r), input.dtype());
@@ -501,7 +501,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
       grouped.insert(grouped.end() - 2, hq / hk);
       Shape merged = t.shape();
       merged[merged.size() - 3] = hq;
-      return t.unsqueeze(-3).expand(grouped).reshape(merged);
+      return reshape(expand(unsqueeze(t, -3), grouped), merged);
     };
     k = repeat_heads(k);
     v = repeat_heads(v);
@@ -522,15 +522,15 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   }
   const double sc = scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
   // Scaling the query costs L x E multiplications instead of L x S on the scores.
-  Tensor scores = matmul(mul(q, Scalar(sc)), k.transpose(-2, -1));
+  Tensor scores = matmul(mul(q, Scalar(sc)), transpose(k, -2, -1));
   // Masks become an additive bias (0 or -inf) of the mask's own shape: adding
   // it over the batch runs the vectorised broadcast loop, where `where` would not.
   const Tensor neg_inf = Tensor::scalar(Scalar(-kInf)), zero = Tensor::scalar(Scalar(0.0));
   Tensor bias;
   if (is_causal) {
     // Query i attends to keys 0..i (the top-left aligned lower triangle).
-    Tensor rows = arange(Scalar(int64_t{0}), Scalar(l)).unsqueeze(1), cols = arange(Scalar(int64_t{0}), Scalar(s));
-    bias = to(where(ge(rows, cols.unsqueeze(0)), zero, neg_inf), dt);
+    Tensor rows = unsqueeze(arange(Scalar(int64_t{0}), Scalar(l)), 1), cols = arange(Scalar(int64_t{0}), Scalar(s));
+    bias = to(where(ge(rows, unsqueeze(cols, 0)), zero, neg_inf), dt);
   } else if (attn_mask.defined()) {
     bias = attn_mask.dtype() == DType::Bool ? to(where(attn_mask, zero, neg_inf), dt) : to(attn_mask, dt);
   }

@@ -129,7 +129,7 @@ Tensor& scatter_op_(ir::OpType op, Tensor& x, int64_t dim, const Tensor& index, 
 }
 
 Tensor scalar_src(const Tensor& x, const Tensor& index, Scalar value) {
-  return full({}, value, x.dtype()).expand(index.shape());
+  return expand(full({}, value, x.dtype()), index.shape());
 }
 
 // IndexError unless a bool mask matches dims [dim, dim + mask.dim()) of x.
@@ -144,7 +144,7 @@ void check_mask_shape(const Tensor& x, int64_t dim, const Tensor& mask) {
 // x with the dims a mask covers made one (a 0-d mask adds a dim: x[True]
 // has one of size 1, x[False] one of size 0).
 Tensor flatten_masked_dims(const Tensor& x, int64_t dim, const Tensor& mask) {
-  return mask.dim() == 0 ? x.unsqueeze(dim) : x.flatten(dim, dim + mask.dim() - 1);
+  return mask.dim() == 0 ? unsqueeze(x, dim) : flatten(x, dim, dim + mask.dim() - 1);
 }
 
 // The row-major positions of a mask's true entries, counted on the host: the
@@ -172,7 +172,7 @@ Tensor triangle(const Tensor& x, int64_t diagonal, bool lower, const char* op) {
   // keep[r, c] = c <= r + diagonal (tril) or c >= r + diagonal (triu): a
   // rows x cols mask, then one pass of where over x.
   Tensor cols = arange(0, x.size(-1));
-  Tensor rows = add(arange(0, x.size(-2)), diagonal).unsqueeze(1);
+  Tensor rows = unsqueeze(add(arange(0, x.size(-2)), diagonal), 1);
   Tensor keep = lower ? le(cols, rows) : ge(cols, rows);
   return where(keep, x, full({}, 0, x.dtype()));
 }
@@ -227,7 +227,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     PF_CHECK(tensors[i].shape() == tensors[0].shape(), ValueError, "stack: every tensor must have the same shape, got ",
              tensors[0].shape(), " at entry 0 and ", tensors[i].shape(), " at entry ", i);
-    parts.push_back(tensors[i].unsqueeze(d));
+    parts.push_back(unsqueeze(tensors[i], d));
   }
   return cat(parts, d);
 }
@@ -245,7 +245,7 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& split_siz
   std::vector<Tensor> parts;
   int64_t at = 0;
   for (int64_t s : split_sizes) {
-    parts.push_back(x.slice(d, at, at + s, 1));
+    parts.push_back(slice(x, d, at, at + s, 1));
     at += s;
   }
   return parts;
@@ -311,7 +311,7 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
              " is out of range for ", n, " embeddings");
   Shape shape = input.shape();
   shape.push_back(weight.shape()[1]);
-  return index_select(weight, 0, input.reshape({-1})).view(shape);
+  return view(index_select(weight, 0, reshape(input, {-1})), shape);
 }
 
 Tensor one_hot(const Tensor& x, int64_t num_classes) {
@@ -335,13 +335,13 @@ Tensor one_hot(const Tensor& x, int64_t num_classes) {
   Shape shape = x.shape();
   shape.push_back(num_classes);
   Tensor out = zeros(shape, DType::Int64);
-  return scatter_(out, -1, x.unsqueeze(-1), Scalar(int64_t{1}));
+  return scatter_(out, -1, unsqueeze(x, -1), Scalar(int64_t{1}));
 }
 
 Tensor advanced_index(const Tensor& x, int64_t dim, const Tensor& key) {
   check_key(x, dim, key);
   if (key.dtype() == DType::Bool) return index_select(flatten_masked_dims(x, dim, key), dim, mask_positions(key));
-  return index_select_op(x, dim, key.reshape({-1}), true).view(replace_dim(x.shape(), dim, key.shape()));
+  return view(index_select_op(x, dim, reshape(key, {-1}), true), replace_dim(x.shape(), dim, key.shape()));
 }
 
 void advanced_index_put_(Tensor& x, int64_t dim, const Tensor& key, const Tensor& values) {
@@ -356,21 +356,21 @@ void advanced_index_put_(Tensor& x, int64_t dim, const Tensor& key, const Tensor
     pos = mask_positions(key);
     result_shape = replace_dim(target.shape(), dim, {pos.numel()});
   } else {
-    pos = key.reshape({-1});
+    pos = reshape(key, {-1});
     result_shape = replace_dim(x.shape(), dim, key.shape());
   }
   Shape shape = replace_dim(target.shape(), dim, {pos.numel()});
   Tensor v;
   try {
-    v = to(values, x.dtype()).expand(result_shape).reshape(shape);
+    v = reshape(expand(to(values, x.dtype()), result_shape), shape);
   } catch (const ValueError&) {
     throw ValueError(detail::cat("index_put_: values of shape ", values.shape(),
                                  " cannot be broadcast to the indexed shape ", result_shape));
   }
   Shape pos_shape(shape.size(), 1);
   pos_shape[dim] = pos.numel();
-  scatter_op_(ir::OpType::scatter, target, dim, pos.view(pos_shape).expand(shape), v, true);
-  if (!target.same_storage(x)) copy_(x, target.view(x.shape()));
+  scatter_op_(ir::OpType::scatter, target, dim, expand(view(pos, pos_shape), shape), v, true);
+  if (!target.same_storage(x)) copy_(x, view(target, x.shape()));
 }
 
 void advanced_index_put_(Tensor& x, int64_t dim, const Tensor& key, Scalar value) {
@@ -382,7 +382,7 @@ void advanced_index_put_(Tensor& x, int64_t dim, const Tensor& key, Scalar value
   check_key(x, dim, key);
   Shape mask_shape = key.shape();
   mask_shape.resize(x.dim() - dim, 1);
-  masked_fill_(x, key.view(mask_shape), value);
+  masked_fill_(x, view(key, mask_shape), value);
 }
 
 // ---------------------------------------------------------------- masking
