@@ -1,7 +1,7 @@
 """PyFlame's CPU backend next to NumPy (and PyTorch CPU for the ops NumPy
 lacks: convolution, pooling), in one run on the same machine.
 
-    python benchmarks/cpu_benchmark.py [--repeat 20] [--threads N] [--json out.json]
+    python benchmarks/cpu_benchmark.py [--repeat 20] [--threads N] [--json out.json] [--only TEXT]
 
 Each case runs on fresh random (non-zero) inputs, is warmed up, and reports
 the median of `--repeat` timed runs. The ratio column is PyFlame's time over
@@ -147,6 +147,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--threads", type=int, help="threads for both libraries (default: all cores)")
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--only", help="run only the cases whose name contains this text")
     args = ap.parse_args()
     if args.threads:
         pf.set_cpu_threads(args.threads)
@@ -165,6 +166,8 @@ def main():
     print(f"{'case':34s} {'ref':>6s} {'ref ms':>10s} {'pyflame ms':>11s} {'pyflame rate':>14s} {'ratio':>7s}")
     results = []
     for name, work, unit, ref, ref_fn, pf_fn in cases():
+        if args.only and args.only not in name:
+            continue
         # OpenBLAS worker threads spin for a while after a call; let each
         # library's pool go idle before timing the other on the same cores.
         t_ref = median_seconds(ref_fn, args.repeat)
