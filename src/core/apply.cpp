@@ -133,8 +133,8 @@ void check_writable(const Tensor& out, ir::OpType op) {
 
 Tensor prepare(const Tensor& t, const InputPlan& p, Device dev, ir::OpType op) {
   Tensor r = t;
-  if (!p.host_scalar && r.device() != dev) {
-    if (!p.transfer) note_implicit_copy(r, dev, op_name(op));
+  if (!p.host_scalar && !p.transfer && r.device() != dev) {
+    note_implicit_copy(r, dev, op_name(op));
     r = r.to(dev);
   }
   if (p.dtype && r.dtype() != *p.dtype) r = r.to(*p.dtype);

@@ -33,8 +33,8 @@ struct InputPlan {
   // A Python number: handed over as the 0-d host tensor it is; kernels read
   // its value on the host (no transfer, no wait).
   bool host_scalar = false;
-  // Moving this input to the op's device is the op's own work (copy), not an
-  // implicit copy to count or to refuse under strict placement.
+  // The kernel reads this input from the device it lives on (copy's source:
+  // moving data between devices is that op's own work).
   bool transfer = false;
 };
 

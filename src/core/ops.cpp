@@ -290,14 +290,15 @@ Inferred infer_view(OpCall& call) {
 
 void view_kernel(OpCall& call) { call.out() = make_view(call); }
 
-// copy: the source is converted and broadcast into the given output, on the
-// output's device (moving the source there is the copy's own work).
+// copy: the source is broadcast, converted and written into the given
+// output by the output's device, from whichever device it lives on.
 Inferred infer_copy(OpCall& call) {
   PF_CHECK(call.outputs.size() == 1, ValueError, "copy_: needs the tensor to copy into");
   const Tensor &dst = call.out(), &src = call.inputs[0];
   PF_CHECK(broadcast_shapes(src.shape(), dst.shape(), "copy_") == dst.shape(), ValueError, "copy_: a source of shape ",
            src.shape(), " does not broadcast to the destination's shape ", dst.shape());
-  InputPlan in{dst.dtype(), {}, dst.shape()};
+  InputPlan in;
+  in.expand = dst.shape();
   in.transfer = true;
   return {dst.device(), {in}, {{dst.shape(), dst.dtype()}}, {}};
 }

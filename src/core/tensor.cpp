@@ -359,9 +359,7 @@ Tensor Tensor::to(Device dst) const {
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
-  Tensor s = src.expand(shape_);
-  if (s.device() != device()) s = s.contiguous().to(device());
-  OpCall call{ir::OpType::copy, {s}, NoAttrs{}, {*this}};
+  OpCall call{ir::OpType::copy, {src.expand(shape_)}, NoAttrs{}, {*this}};  // the kernel reads any device
   run_kernel(call, device());
   return *this;
 }

@@ -1,7 +1,8 @@
-// CPU copy (strided, converting between any two dtypes) and fill.
+// CPU copy (strided, converting between any two dtypes, from any device) and fill.
 
 #include <cstring>
 
+#include "core/backend.h"
 #include "core/dispatch.h"
 #include "cpu/loops.h"
 #include "kernels/convert.h"
@@ -9,8 +10,19 @@
 namespace pyflame::cpu {
 namespace {
 
+// A source on a GPU is read through its backend: straight into the output
+// when no conversion or layout change is needed, else into a host buffer first.
 void copy_kernel(OpCall& call) {
-  const Tensor& src = call.inputs[0];
+  Tensor src = call.inputs[0];
+  if (!src.device().is_cpu()) {
+    src = src.contiguous();
+    if (call.out().is_contiguous() && call.out().dtype() == src.dtype()) {
+      backend_for(src.device().type)->copy_to_host(call.out().data_ptr(), src.data_ptr(), src.nbytes(),
+                                                    src.device().index);
+      return;
+    }
+    src = src.to(Device::cpu());
+  }
   visit_dtype(call.out().dtype(), [&](auto otag) {
     using O = typename decltype(otag)::type;
     visit_dtype(src.dtype(), [&](auto itag) {

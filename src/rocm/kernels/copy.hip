@@ -5,6 +5,7 @@
 #include "core/dispatch.h"
 #include "kernels/convert.h"
 #include "pyflame/backend/rocm/hip_check.h"
+#include "pyflame/backend/rocm/memory.h"
 #include "pyflame/backend/rocm/stream.h"
 #include "rocm/device_guard.h"
 #include "rocm/kernels/launch.h"
@@ -61,10 +62,23 @@ void launch_fill(Tensor& out, const Scalar& value, hipStream_t stream) {
   check_launch("fill", "shape " + detail::to_piece(out.shape()) + " (" + dtype_name(out.dtype()) + ")");
 }
 
+// A source on the host (or another GPU) comes over by the memory manager:
+// straight into the output when no conversion or layout change is needed,
+// else into a device buffer that the copy kernel then converts.
 void copy_entry(OpCall& call) {
-  int device = call.out().device().index;
+  Tensor& out = call.out();
+  const int device = out.device().index;
   DeviceGuard guard(device);
-  launch_copy(call.out(), call.inputs[0], current_stream(device));
+  Tensor src = call.inputs[0];
+  if (src.device() != out.device()) {
+    src = src.contiguous();
+    if (src.device().is_cpu() && out.is_contiguous() && out.dtype() == src.dtype()) {
+      get_memory_manager(device).copy_host_to_device(out.data_ptr(), src.data_ptr(), src.nbytes());
+      return;
+    }
+    src = src.to(out.device());
+  }
+  launch_copy(out, src, current_stream(device));
 }
 
 void fill_entry(OpCall& call) {
