@@ -6,8 +6,11 @@
 Sections: --runtime (allocator, pinned host-to-device, device-to-device),
 --elementwise (add and gelu on 256M fp32, Python overhead per small op),
 --matmul (GEMM fp32, tf32, bf16 at 4096 and 8192), --conv (conv2d 3x3 on
-32x64x56x56), --softmax (softmax, log_softmax, layer norm on 16384x4096 fp32),
---reduce (row sum, row max, full sum on 16384x4096 fp32).
+32x64x56x56), --softmax (softmax, log_softmax on 16384x4096 fp32),
+--reduce (row sum, row max, column sum, full sum, row variance on 16384x4096
+fp32), --scan (cumsum of rows and of one 256M vector), --norm (layer_norm,
+rms_norm, group_norm, batch_norm), --loss (cross_entropy, nll_loss),
+--index (embedding, gather), --dropout (256M fp32).
 
 Each case runs PyFlame and PyTorch on fresh non-zero inputs, after warm-up
 runs, timed with device events over `iterations` calls (the median of
@@ -226,9 +229,6 @@ def softmax_cases(args):
                  lambda: torch.softmax(tx, -1), args), nbytes, "TB/s")
     yield Result("softmax", "log_softmax 16384x4096 fp32", *side_by_side(lambda: pf.log_softmax(x, -1),
                  lambda: torch.log_softmax(tx, -1), args), nbytes, "TB/s")
-    if pf.has_kernel("layer_norm", "rocm"):
-        yield Result("softmax", "layer_norm 16384x4096 fp32", *side_by_side(lambda: pf.layer_norm(x, (cols,)),
-                     lambda: torch.nn.functional.layer_norm(tx, (cols,)), args), nbytes, "TB/s")
 
 
 def reduce_cases(args):
@@ -243,10 +243,94 @@ def reduce_cases(args):
                  lambda: torch.sum(tx, 0), args), nbytes, "TB/s")
     yield Result("reduce", "full sum 16384x4096 fp32", *side_by_side(lambda: pf.sum(x),
                  lambda: torch.sum(tx), args), nbytes, "TB/s")
+    yield Result("reduce", "var rows 16384x4096 fp32", *side_by_side(lambda: pf.var(x, -1),
+                 lambda: torch.var(tx, -1), args), nbytes, "TB/s")
+
+
+def scan_cases(args):
+    rows, cols = 16384, 4096
+    x, tx = _randn((rows, cols))
+    nbytes = 2 * 4 * rows * cols
+    yield Result("scan", "cumsum rows 16384x4096 fp32", *side_by_side(lambda: pf.cumsum(x, -1),
+                 lambda: torch.cumsum(tx, -1), args), nbytes, "TB/s")
+    n = 1 << 28
+    y, ty = _randn((n,))
+    yield Result("scan", "cumsum 256M fp32", *side_by_side(lambda: pf.cumsum(y, 0),
+                 lambda: torch.cumsum(ty, 0), args), 2 * 4 * n, "TB/s")
+
+
+def norm_cases(args):
+    F = torch.nn.functional if HAVE_TORCH else None
+    rows, cols = 16384, 4096
+    for dtype in ("float32", "bfloat16"):
+        x, tx = _randn((rows, cols), dtype)
+        nbytes = 2 * x.element_size() * rows * cols
+        label = {"float32": "fp32", "bfloat16": "bf16"}[dtype]
+        if dtype == "float32":
+            yield Result("norm", f"layer_norm 16384x4096 {label}", *side_by_side(lambda: pf.layer_norm(x, (cols,)),
+                         lambda: F.layer_norm(tx, (cols,)), args), nbytes, "TB/s")
+        yield Result("norm", f"rms_norm 16384x4096 {label}", *side_by_side(lambda: pf.rms_norm(x, (cols,)),
+                     lambda: F.rms_norm(tx, (cols,)), args), nbytes, "TB/s")
+        del x, tx
+    g, tg = _randn((64, 256, 32, 32))
+    yield Result("norm", "group_norm 64x256x32x32 G=32 fp32", *side_by_side(lambda: pf.group_norm(g, 32),
+                 lambda: F.group_norm(tg, 32), args), 2 * 4 * g.numel(), "TB/s")
+    del g, tg
+    b, tb = _randn((64, 64, 112, 112))
+    rm, rv = pf.zeros(64), pf.ones(64)
+    trm, trv = (torch.zeros(64, device="cuda"), torch.ones(64, device="cuda")) if HAVE_TORCH else (None, None)
+    yield Result("norm", "batch_norm training 64x64x112x112 fp32", *side_by_side(
+                 lambda: pf.batch_norm(b, rm, rv, training=True),
+                 lambda: F.batch_norm(tb, trm, trv, training=True), args), 2 * 4 * b.numel(), "TB/s")
+    yield Result("norm", "batch_norm eval 64x64x112x112 fp32", *side_by_side(
+                 lambda: pf.batch_norm(b, rm, rv, training=False),
+                 lambda: F.batch_norm(tb, trm, trv, training=False), args), 2 * 4 * b.numel(), "TB/s")
+
+
+def _targets(n, classes):
+    t = pf.randint(0, classes, (n,))
+    return t, (torch.from_numpy(t.numpy()).cuda() if HAVE_TORCH else None)
+
+
+def loss_cases(args):
+    F = torch.nn.functional if HAVE_TORCH else None
+    n, classes = 8192, 32000
+    x, tx = _randn((n, classes))
+    t, tt = _targets(n, classes)
+    yield Result("loss", "cross_entropy 8192x32000 fp32", *side_by_side(lambda: pf.cross_entropy(x, t),
+                 lambda: F.cross_entropy(tx, tt), args), 4 * n * classes, "TB/s")
+    logp, tlogp = pf.log_softmax(x, 1), torch.log_softmax(tx, 1) if HAVE_TORCH else None
+    yield Result("loss", "nll_loss 8192x32000 fp32", *side_by_side(lambda: pf.nll_loss(logp, t),
+                 lambda: F.nll_loss(tlogp, tt), args), None, None)
+
+
+def index_cases(args):
+    F = torch.nn.functional if HAVE_TORCH else None
+    vocab, dim, tokens = 32000, 4096, 8192
+    w, tw = _randn((vocab, dim), "bfloat16")
+    ids, tids = _targets(tokens, vocab)
+    yield Result("index", "embedding 8192 of 32000x4096 bf16", *side_by_side(lambda: pf.embedding(ids, w),
+                 lambda: F.embedding(tids, tw), args), 2 * 2 * tokens * dim, "TB/s")
+    del w, tw
+    rows, cols = 16384, 4096
+    x, tx = _randn((rows, cols))
+    idx = pf.randint(0, cols, (rows, cols))
+    tidx = torch.from_numpy(idx.numpy()).cuda() if HAVE_TORCH else None
+    yield Result("index", "gather dim 1 16384x4096 fp32", *side_by_side(lambda: pf.gather(x, 1, idx),
+                 lambda: torch.gather(tx, 1, tidx), args), (4 + 8 + 4) * rows * cols, "TB/s")
+
+
+def dropout_cases(args):
+    F = torch.nn.functional if HAVE_TORCH else None
+    n = 1 << 28
+    x, tx = _randn((n,))
+    yield Result("dropout", "dropout p=0.5 256M fp32", *side_by_side(lambda: pf.dropout(x, 0.5),
+                 lambda: F.dropout(tx, 0.5), args), 2 * 4 * n, "TB/s")
 
 
 SECTIONS = {"runtime": runtime_cases, "elementwise": elementwise_cases, "matmul": matmul_cases,
-            "conv": conv_cases, "softmax": softmax_cases, "reduce": reduce_cases}
+            "conv": conv_cases, "softmax": softmax_cases, "reduce": reduce_cases, "scan": scan_cases,
+            "norm": norm_cases, "loss": loss_cases, "index": index_cases, "dropout": dropout_cases}
 
 
 def _fmt(v, spec):
@@ -300,7 +384,7 @@ def main():
               f"{time.strftime('%Y-%m-%d')}; {args.iterations} iterations x {args.repeats} repeats "
               f"after {args.warmup} warm-ups")
     print(header)
-    print(f"{'case':34s} {'pyflame ms':>11s} {'pytorch ms':>11s} {'pyflame':>9s} {'pytorch':>9s} {'unit':>8s} "
+    print(f"{'case':40s} {'pyflame ms':>11s} {'pytorch ms':>11s} {'pyflame':>9s} {'pytorch':>9s} {'unit':>8s} "
           f"{'speed vs torch':>15s}")
     pf.set_device("rocm")
     pf.manual_seed(0)
@@ -308,7 +392,7 @@ def main():
     for name in chosen:
         for r in SECTIONS[name](args):
             results.append(r)
-            print(f"{r.case:34s} {r.pyflame_ms:11.4f} {_fmt(r.pytorch_ms, '11.4f')} {_fmt(r.rate(r.pyflame_ms), '9.2f')} "
+            print(f"{r.case:40s} {r.pyflame_ms:11.4f} {_fmt(r.pytorch_ms, '11.4f')} {_fmt(r.rate(r.pyflame_ms), '9.2f')} "
                   f"{_fmt(r.rate(r.pytorch_ms), '9.2f')} {r.unit or 'time':>8s} {_fmt(r.speed, '14.2f')}x", flush=True)
     pf.set_device("cpu")
     if args.out:

@@ -1,6 +1,6 @@
 #pragma once
 // Device-side combining of values across a warp and a block, shared by the
-// reduction and softmax kernels. Warps combine through shuffles over
+// reduction, normalization, softmax and scan kernels. Warps combine through shuffles over
 // PF_WARP_SIZE lanes (hip_compat.h: 64 on CDNA, 32 on RDNA and NVIDIA), so the
 // same source is right for wave64 and wave32; warps then meet in shared memory.
 
@@ -13,6 +13,12 @@ namespace pyflame::backend::rocm {
 template <class A> __device__ __forceinline__ A shfl_xor(A v, int mask) {
   if constexpr (sizeof(A) < sizeof(int)) return static_cast<A>(PF_SHFL_XOR(static_cast<int>(v), mask));
   else return PF_SHFL_XOR(v, mask);
+}
+
+// Lane i gets `v` of lane i - delta (lanes below delta get their own back).
+template <class A> __device__ __forceinline__ A shfl_up(A v, int delta) {
+  if constexpr (sizeof(A) < sizeof(int)) return static_cast<A>(PF_SHFL_UP(static_cast<int>(v), delta));
+  else return PF_SHFL_UP(v, delta);
 }
 
 // Every lane of the warp gets f over the warp's values.
@@ -39,6 +45,29 @@ template <int kThreads, class A, class F> __device__ __forceinline__ A block_all
   A r = result;
   __syncthreads();  // the shared slots may be reused by the next call
   return r;
+}
+
+// Inclusive prefix sums across the block (kThreads threads): thread t gets
+// v_0 + ... + v_t, and `total` the block's sum. Contains __syncthreads: all
+// threads must call it.
+template <int kThreads, class A> __device__ __forceinline__ A block_inclusive_scan(A v, A& total) {
+  constexpr int kWarps = kThreads / PF_WARP_SIZE;
+  __shared__ A warp_sums[kWarps];
+  const int lane = threadIdx.x % PF_WARP_SIZE, warp = threadIdx.x / PF_WARP_SIZE;
+  for (int d = 1; d < PF_WARP_SIZE; d <<= 1) {
+    const A o = shfl_up(v, d);
+    if (lane >= d) v += o;
+  }
+  if (lane == PF_WARP_SIZE - 1) warp_sums[warp] = v;
+  __syncthreads();
+  A before = A(0);
+  total = A(0);
+  for (int w = 0; w < kWarps; ++w) {
+    if (w < warp) before += warp_sums[w];
+    total += warp_sums[w];
+  }
+  __syncthreads();  // the shared slots may be reused by the next call
+  return v + before;
 }
 
 }  // namespace pyflame::backend::rocm

@@ -53,17 +53,23 @@ template <int N> inline Offsets<N> make_offsets(const std::array<const Tensor*, 
   return o;
 }
 
-// Lanes per warp of `device` (host code: the compile-time PF_WARP_SIZE is the device pass's).
-inline int warp_size(int device) {
+// A device attribute, read once per device (launchers ask on every call).
+template <auto kAttribute> int device_attribute(int device, int fallback) {
   static std::atomic<int> cache[kMaxDevices] = {};
-  if (device < 0 || device >= kMaxDevices) return 64;
-  int w = cache[device].load(std::memory_order_relaxed);
-  if (!w) {
-    HIP_CHECK(hipDeviceGetAttribute(&w, hipDeviceAttributeWarpSize, device));
-    cache[device].store(w, std::memory_order_relaxed);
+  if (device < 0 || device >= kMaxDevices) return fallback;
+  int v = cache[device].load(std::memory_order_relaxed);
+  if (!v) {
+    HIP_CHECK(hipDeviceGetAttribute(&v, kAttribute, device));
+    cache[device].store(v, std::memory_order_relaxed);
   }
-  return w;
+  return v;
 }
+
+// Lanes per warp of `device` (host code: the compile-time PF_WARP_SIZE is the device pass's).
+inline int warp_size(int device) { return device_attribute<hipDeviceAttributeWarpSize>(device, 64); }
+
+// Compute units (multiprocessors) of `device`: persistent kernels size their grid by it.
+inline int compute_units(int device) { return device_attribute<hipDeviceAttributeMultiprocessorCount>(device, 64); }
 
 inline unsigned grid_for(int64_t n) {
   int64_t blocks = (n + kThreads - 1) / kThreads;

@@ -94,11 +94,14 @@ using hipStreamCaptureStatus = cudaStreamCaptureStatus;
 #define hipGraphExecDestroy cudaGraphExecDestroy
 #define hipGraphDestroy cudaGraphDestroy
 #define hipDeviceAttributeWarpSize cudaDevAttrWarpSize
+#define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
 
 // NVIDIA: every warp is 32 lanes.
 #define PF_WARP_SIZE 32
 // Exchange within a warp: lane i gets `v` of lane i ^ mask (every lane takes part).
 #define PF_SHFL_XOR(v, mask) __shfl_xor_sync(0xffffffffu, (v), (mask))
+// Lane i gets `v` of lane i - delta (lanes below delta keep their own).
+#define PF_SHFL_UP(v, delta) __shfl_up_sync(0xffffffffu, (v), (delta))
 
 namespace pyflame::backend::rocm {
 inline std::string arch_name(const hipDeviceProp_t& p) { return "sm_" + std::to_string(p.major) + std::to_string(p.minor); }
@@ -133,6 +136,8 @@ inline void platform_init() {
 #endif
 // Exchange within a wavefront: lane i gets `v` of lane i ^ mask (every lane takes part).
 #define PF_SHFL_XOR(v, mask) __shfl_xor((v), (mask))
+// Lane i gets `v` of lane i - delta (lanes below delta keep their own).
+#define PF_SHFL_UP(v, delta) __shfl_up((v), (delta))
 
 namespace pyflame::backend::rocm {
 // gcnArchName is e.g. "gfx90a:sramecc+:xnack-"; the architecture is the part before ':'.

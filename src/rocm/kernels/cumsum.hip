@@ -1,0 +1,189 @@
+// GPU cumsum along one dim, with the CPU's semantics (src/cpu/cumsum.cpp):
+// the input, already in the result dtype, is viewed as [outer, n, inner] and
+// running sums are kept in double for floats and int64 for integers.
+//
+// Along contiguous rows (inner == 1) one single-pass scan covers every row,
+// long or short: decoupled look-back (Merrill and Garland). The rows are cut
+// into tiles of kTileThreads * V elements; a block takes the next tile from a
+// counter (so every tile before it is already running: no block waits on one
+// that has not started), scans it, publishes its sum, then walks back over
+// the tiles before it in its row, adding their sums until it meets one that
+// has published its inclusive prefix, and publishes its own. Each element is
+// read once and written once.
+//
+// Across rows (inner > 1) one thread per (outer, inner) column walks the dim,
+// threads side by side along `inner`, so every step reads and writes
+// coalesced.
+
+#include <algorithm>
+
+#include "core/dispatch.h"
+#include "pyflame/backend/rocm/hip_check.h"
+#include "pyflame/backend/rocm/stream.h"
+#include "rocm/device_guard.h"
+#include "rocm/kernels/block_reduce.h"
+#include "rocm/kernels/launch.h"
+
+namespace pyflame::backend::rocm {
+namespace {
+
+constexpr int kTileThreads = 256;
+constexpr int kPerThread = 4;  // elements per thread: a 16-byte load for 32-bit types
+constexpr int64_t kTile = int64_t{kTileThreads} * kPerThread;
+
+template <class T> using scan_acc_t = std::conditional_t<is_float_v<T>, double, int64_t>;
+
+enum TileState : int { kNothing = 0, kSum = 1, kPrefix = 2 };
+
+// What tiles publish for their successors. A value is written before its
+// state, with a fence between, so a reader that sees the state sees the value.
+template <class A> struct TileBoard {
+  int* counter;     // the next tile to take
+  int* state;       // per tile: a TileState
+  A* sum;           // per tile: the sum of its elements
+  A* prefix;        // per tile: the inclusive prefix of its row up to its end
+};
+
+template <class A> __device__ void publish(A* slot, int* state, A value, TileState s) {
+  *reinterpret_cast<volatile A*>(slot) = value;
+  __threadfence();
+  atomicExch(state, static_cast<int>(s));
+}
+
+// The sum of the row's elements before tile `tile` (its k-th in the row).
+template <class A> __device__ A look_back(const TileBoard<A>& board, int64_t tile, int64_t k) {
+  A before = A(0);
+  for (int64_t t = tile - 1; t >= tile - k; --t) {
+    int s;
+    do {
+      s = *reinterpret_cast<volatile int*>(board.state + t);
+    } while (s == kNothing);
+    __threadfence();
+    if (s == kPrefix) return before + *reinterpret_cast<volatile A*>(board.prefix + t);
+    before += *reinterpret_cast<volatile A*>(board.sum + t);
+  }
+  return before;
+}
+
+// kVector: every row is 4-element aligned (row length % 4 == 0), loads are one access.
+template <class T, bool kVector>
+static __global__ void scan_rows(T* out, const T* in, int64_t len, int64_t tiles_per_row, int64_t tiles,
+                                 TileBoard<scan_acc_t<T>> board) {
+  using A = scan_acc_t<T>;
+  __shared__ int64_t shared_tile;
+  __shared__ A shared_before;
+  if (threadIdx.x == 0) shared_tile = atomicAdd(board.counter, 1);
+  __syncthreads();
+  const int64_t tile = shared_tile;
+  if (tile >= tiles) return;
+  const int64_t row = tile / tiles_per_row, k = tile % tiles_per_row;
+  const int64_t first = k * kTile + static_cast<int64_t>(threadIdx.x) * kPerThread;  // this thread's, in the row
+  const T* src = in + row * len;
+  T* dst = out + row * len;
+  A v[kPerThread];
+  if (kVector && first + kPerThread <= len) {
+    const Vec<T, kPerThread> x = *reinterpret_cast<const Vec<T, kPerThread>*>(src + first);
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) v[j] = static_cast<A>(x.v[j]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) v[j] = first + j < len ? static_cast<A>(src[first + j]) : A(0);
+  }
+#pragma unroll
+  for (int j = 1; j < kPerThread; ++j) v[j] += v[j - 1];
+  A tile_sum;
+  const A inclusive = block_inclusive_scan<kTileThreads>(v[kPerThread - 1], tile_sum);
+  if (threadIdx.x == 0) {
+    A before = A(0);
+    if (k == 0) {
+      publish(board.prefix + tile, board.state + tile, tile_sum, kPrefix);
+    } else {
+      publish(board.sum + tile, board.state + tile, tile_sum, kSum);
+      before = look_back(board, tile, k);
+      publish(board.prefix + tile, board.state + tile, before + tile_sum, kPrefix);
+    }
+    shared_before = before;
+  }
+  __syncthreads();
+  const A offset = shared_before + inclusive - v[kPerThread - 1];
+  if (kVector && first + kPerThread <= len) {
+    Vec<T, kPerThread> y;
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) y.v[j] = static_cast<T>(static_cast<acc_t<T>>(offset + v[j]));
+    *reinterpret_cast<Vec<T, kPerThread>*>(dst + first) = y;
+  } else {
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j)
+      if (first + j < len) dst[first + j] = static_cast<T>(static_cast<acc_t<T>>(offset + v[j]));
+  }
+}
+
+// One thread per column (o, j) of [outer, n, inner].
+template <class T>
+static __global__ void scan_columns(T* out, const T* in, int64_t outer, int64_t n, int64_t inner) {
+  using A = scan_acc_t<T>;
+  for (int64_t col = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; col < outer * inner;
+       col += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t o = col / inner, j = col % inner;
+    const T* src = in + o * n * inner + j;
+    T* dst = out + o * n * inner + j;
+    A acc = A(0);
+    for (int64_t i = 0; i < n; ++i) {
+      acc += static_cast<A>(src[i * inner]);
+      dst[i * inner] = static_cast<T>(static_cast<acc_t<T>>(acc));
+    }
+  }
+}
+
+template <class T> void launch_scan_rows(T* out, const T* in, int64_t rows, int64_t len, Device dev) {
+  using A = scan_acc_t<T>;
+  const hipStream_t stream = current_stream(dev.index);
+  const int64_t tiles_per_row = (len + kTile - 1) / kTile, tiles = rows * tiles_per_row;
+  PF_CHECK(tiles < (int64_t{1} << 31), NotSupportedError, "cumsum: ", rows, " rows of ", len,
+           " elements make more tiles than the GPU scan counts");
+  // One buffer: the counter and states (zeroed together), then the sums and prefixes.
+  const int64_t header = (1 + tiles) * int64_t{sizeof(int)};
+  const int64_t values_at = (header + 15) / 16 * 16;
+  Tensor board_memory = Tensor::empty({values_at + 2 * tiles * int64_t{sizeof(A)}}, DType::UInt8, dev);
+  char* base = static_cast<char*>(board_memory.data_ptr());
+  HIP_CHECK(hipMemsetAsync(base, 0, header, stream));
+  const TileBoard<A> board{reinterpret_cast<int*>(base), reinterpret_cast<int*>(base) + 1,
+                           reinterpret_cast<A*>(base + values_at), reinterpret_cast<A*>(base + values_at) + tiles};
+  constexpr bool kCanVector = sizeof(T) * kPerThread <= 16;
+  const bool vector = kCanVector && len % kPerThread == 0 && aligned(in, sizeof(T) * kPerThread) &&
+                      aligned(out, sizeof(T) * kPerThread);
+  if (vector)
+    scan_rows<T, kCanVector><<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(out, in, len, tiles_per_row,
+                                                                                          tiles, board);
+  else
+    scan_rows<T, false><<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(out, in, len, tiles_per_row, tiles,
+                                                                                     board);
+}
+
+void cumsum_entry(OpCall& call) {
+  Tensor& out = call.out();
+  DeviceGuard guard(out.device().index);
+  const Tensor x = call.inputs[0].contiguous();
+  const int64_t d = call.attr<DimAttrs>().dim, n = x.shape()[d];
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < d; ++i) outer *= x.shape()[i];
+  for (int64_t i = d + 1; i < x.dim(); ++i) inner *= x.shape()[i];
+  if (x.numel() == 0) return;
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      if (inner == 1)
+        launch_scan_rows<T>(out.data<T>(), x.data<T>(), outer, n, out.device());
+      else
+        scan_columns<T><<<grid_for(outer * inner), kThreads, 0, current_stream(out.device().index)>>>(
+            out.data<T>(), x.data<T>(), outer, n, inner);
+    }
+  });
+  check_launch("cumsum", "shape " + detail::to_piece(x.shape()) + " along dim " + std::to_string(d) + " (" +
+                             dtype_name(x.dtype()) + ")");
+}
+
+PF_REGISTER_KERNEL(cumsum, ROCm, &cumsum_entry);
+
+}  // namespace
+}  // namespace pyflame::backend::rocm

@@ -1,0 +1,128 @@
+// GPU nll_loss (and cross_entropy's, which hands it log_softmax output and a
+// label smoothing), with the CPU's semantics (src/cpu/loss.cpp): log-
+// probabilities (N, C, S), class indices (N, S) int64, weight (C) float64 or
+// undefined; each element's loss
+//   (1 - eps) * -w[t] logp[t]  +  eps / C * -sum_c w[c] logp[c]
+// (0 where t == ignore_index) in double. One warp per element: lane 0 takes
+// the target's term, the lanes share the smoothing sum over the classes
+// (coalesced when S == 1). A target out of range is recorded as a kernel
+// error (rocm/kernel_errors.h) and its element counts as ignored.
+//
+// 'sum' and 'mean' are deterministic: a fixed grid, each block summing its
+// elements' losses and weights in a fixed order, then one block summing the
+// blocks' pairs; 'mean' divides by the sum of w[t] over the elements kept.
+
+#include <algorithm>
+
+#include "core/dispatch.h"
+#include "kernels/functors.h"
+#include "pyflame/backend/rocm/hip_check.h"
+#include "pyflame/backend/rocm/stream.h"
+#include "rocm/device_guard.h"
+#include "rocm/kernel_errors.h"
+#include "rocm/kernels/block_reduce.h"
+#include "rocm/kernels/launch.h"
+
+namespace pyflame::backend::rocm {
+namespace {
+
+constexpr int kLossThreads = 256;
+constexpr int kMaxLossBlocks = 1024;  // the second pass sums this many pairs at most
+
+struct NllProblem {
+  int64_t n, c, s;
+  int64_t ignore_index;
+  double label_smoothing;
+  const double* weight;  // or null: all ones
+  int32_t op;
+  KernelErrorSlot errors;
+};
+
+// Element losses: out (reduction 'none') or, per block, the sums of losses and of
+// the weights of the targets kept into block_sums[2 * block + {0, 1}].
+template <class T>
+static __global__ void nll_elements(T* out, double* block_sums, const T* logp, const int64_t* target, NllProblem p) {
+  const int lane = threadIdx.x % PF_WARP_SIZE;
+  const int64_t warps_per_block = kLossThreads / PF_WARP_SIZE;
+  double loss_sum = 0, weight_sum = 0;  // lane 0 of each warp
+  for (int64_t k = blockIdx.x * warps_per_block + threadIdx.x / PF_WARP_SIZE; k < p.n * p.s;
+       k += static_cast<int64_t>(gridDim.x) * warps_per_block) {
+    const int64_t t = target[k], i = k / p.s, j = k % p.s;
+    const bool kept = t != p.ignore_index && t >= 0 && t < p.c;
+    if (lane == 0 && t != p.ignore_index && !kept)
+      record_kernel_error(p.errors, KernelErrorCode::TargetOutOfRange, p.op, t, p.c, p.ignore_index);
+    const T* row = logp + i * p.c * p.s + j;  // class q at row[q * s]
+    double smooth = 0;
+    if (kept && p.label_smoothing > 0) {
+      for (int64_t q = lane; q < p.c; q += PF_WARP_SIZE)
+        smooth -= (p.weight ? p.weight[q] : 1.0) * static_cast<double>(row[q * p.s]);
+      smooth = warp_all_reduce(smooth, kernels::SumReduce<double>());
+    }
+    if (lane != 0) continue;
+    const double w = kept ? (p.weight ? p.weight[t] : 1.0) : 0.0;
+    double l = kept ? -w * static_cast<double>(row[t * p.s]) : 0.0;
+    if (kept && p.label_smoothing > 0)
+      l = (1 - p.label_smoothing) * l + p.label_smoothing / static_cast<double>(p.c) * smooth;
+    if (out) out[k] = static_cast<T>(static_cast<acc_t<T>>(l));
+    loss_sum += l;
+    weight_sum += w;
+  }
+  if (!block_sums) return;
+  const kernels::SumReduce<double> sum_of;
+  loss_sum = block_all_reduce<kLossThreads>(loss_sum, sum_of);
+  weight_sum = block_all_reduce<kLossThreads>(weight_sum, sum_of);
+  if (threadIdx.x == 0) {
+    block_sums[2 * blockIdx.x] = loss_sum;
+    block_sums[2 * blockIdx.x + 1] = weight_sum;
+  }
+}
+
+// One block: the total over the blocks' pairs, divided by the total weight for 'mean'.
+template <class T> static __global__ void nll_total(T* out, const double* block_sums, int blocks, bool mean) {
+  double loss_sum = 0, weight_sum = 0;
+  for (int b = threadIdx.x; b < blocks; b += kLossThreads) {
+    loss_sum += block_sums[2 * b];
+    weight_sum += block_sums[2 * b + 1];
+  }
+  const kernels::SumReduce<double> sum_of;
+  loss_sum = block_all_reduce<kLossThreads>(loss_sum, sum_of);
+  weight_sum = block_all_reduce<kLossThreads>(weight_sum, sum_of);
+  if (threadIdx.x == 0) out[0] = static_cast<T>(static_cast<acc_t<T>>(mean ? loss_sum / weight_sum : loss_sum));
+}
+
+void nll_loss_entry(OpCall& call) {
+  Tensor& out = call.out();
+  const Device dev = out.device();
+  DeviceGuard guard(dev.index);
+  const Tensor &logp = call.inputs[0], &target = call.inputs[1];
+  const LossAttrs& at = call.attr<LossAttrs>();
+  const NllProblem p{logp.shape()[0], logp.shape()[1], logp.shape()[2], at.ignore_index, at.label_smoothing,
+                     call.inputs[2].defined() ? call.inputs[2].data<double>() : nullptr, static_cast<int32_t>(call.op),
+                     kernel_error_slot(dev.index)};
+  const hipStream_t stream = current_stream(dev.index);
+  const int64_t elements = p.n * p.s, warps_per_block = kLossThreads / warp_size(dev.index);
+  const bool reduce = at.reduction != Reduction::None;
+  if (!reduce && elements == 0) return;
+  const int blocks =
+      static_cast<int>(std::clamp<int64_t>((elements + warps_per_block - 1) / warps_per_block, 1, kMaxLossBlocks));
+  Tensor block_sums = reduce ? Tensor::empty({2 * blocks}, DType::Float64, dev) : Tensor();
+  visit_dtype(logp.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      double* sums = reduce ? block_sums.data<double>() : nullptr;
+      nll_elements<T><<<blocks, kLossThreads, 0, stream>>>(reduce ? nullptr : out.data<T>(), sums, logp.data<T>(),
+                                                            target.data<int64_t>(), p);
+      if (reduce) {
+        HIP_CHECK(hipGetLastError());
+        nll_total<T><<<1, kLossThreads, 0, stream>>>(out.data<T>(), sums, blocks, at.reduction == Reduction::Mean);
+      }
+    }
+  });
+  check_launch("nll_loss", "input (N, C, S) = (" + std::to_string(p.n) + ", " + std::to_string(p.c) + ", " +
+                               std::to_string(p.s) + ") (" + dtype_name(logp.dtype()) + ")");
+}
+
+PF_REGISTER_KERNEL(nll_loss, ROCm, &nll_loss_entry);
+
+}  // namespace
+}  // namespace pyflame::backend::rocm

@@ -1,0 +1,371 @@
+// GPU normalization with the CPU kernels' semantics (src/cpu/norm.cpp): the
+// op layer hands x as (rows, M) for layer_norm/rms_norm and as (N, C, S) for
+// group_norm/batch_norm, weight/bias/running statistics as float64 (C) or
+// undefined. Statistics are Welford states (welford.h) in the compute type;
+// normalizing is (x - mean) * scale + shift, centred first as on the CPU.
+//
+// layer_norm, rms_norm: one block per row, persistent (as many blocks as fit
+// on the GPU, each walking rows), so each thread loads the weight and bias of
+// its columns once. Rows of up to 8192 elements are held in registers: x is
+// read once and written once. Longer rows are read twice.
+//
+// group_norm, batch_norm: three launches. Statistics: blocks fold runs of a
+// statistic's elements (group_norm: the contiguous (C/G) * S values of one
+// group of one sample; batch_norm: the N runs of S values of one channel, split
+// over blocks so that a few channels still fill the GPU) into Welford states;
+// finish: one thread per statistic merges its blocks' states into mean and
+// 1/std in double and, for batch_norm training, updates the running
+// statistics (unbiased variance, as PyTorch); normalize: one block per
+// (n, c) plane of S values (S small: one thread per element), each plane's
+// mean, scale and shift read once.
+
+#include <algorithm>
+
+#include "core/dispatch.h"
+#include "kernels/functors.h"
+#include "pyflame/backend/rocm/hip_check.h"
+#include "pyflame/backend/rocm/stream.h"
+#include "rocm/device_guard.h"
+#include "rocm/kernels/block_reduce.h"
+#include "rocm/kernels/launch.h"
+#include "rocm/kernels/welford.h"
+
+namespace pyflame::backend::rocm {
+namespace {
+
+constexpr int kNormThreads = 256;
+constexpr int kMaxCached = 32;  // row elements per thread held in registers: rows up to 8192
+// Planes shorter than this are normalized one thread per element (a block per plane would idle).
+constexpr int64_t kMinBlockPlane = 64;
+
+// ---- layer_norm, rms_norm ----------------------------------------------------
+
+// Rows of at most kNormThreads * kPer elements; thread t holds elements
+// t * V + k * kNormThreads * V + j (V > 1: rows V-aligned, m % V == 0).
+template <class T, bool kRms, int kPer, int V>
+static __global__ void row_norm_cached(T* out, const T* in, const double* weight, const double* bias, int64_t rows,
+                                       int64_t m, double eps) {
+  using A = acc_t<T>;
+  constexpr int kVecs = kPer / V;
+  const int64_t nvec = m / V;
+  A w[kVecs][V], b[kVecs][V];
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kNormThreads;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const bool live = i < nvec;
+      w[k][j] = live && weight ? static_cast<A>(weight[i * V + j]) : A(1);
+      b[k][j] = live && bias ? static_cast<A>(bias[i * V + j]) : A(0);
+    }
+  }
+  const kernels::SumReduce<A> sum_of;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const Vec<T, V>* x = reinterpret_cast<const Vec<T, V>*>(in + row * m);
+    Vec<T, V>* y = reinterpret_cast<Vec<T, V>*>(out + row * m);
+    A v[kVecs][V];
+    A s = A(0);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kNormThreads;
+      Vec<T, V> xv;
+      if (i < nvec) xv = x[i];
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        v[k][j] = i < nvec ? static_cast<A>(xv.v[j]) : A(0);
+        s += v[k][j];
+      }
+    }
+    // rms_norm: the mean square about 0; layer_norm: the variance about the mean.
+    const A mean = kRms ? A(0) : block_all_reduce<kNormThreads>(s, sum_of) / static_cast<A>(m);
+    A q = A(0);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const bool live = threadIdx.x + static_cast<int64_t>(k) * kNormThreads < nvec;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        v[k][j] -= mean;
+        if (live) q += v[k][j] * v[k][j];
+      }
+    }
+    q = block_all_reduce<kNormThreads>(q, sum_of);
+    const A rstd = A(1) / math::sqrt(q / static_cast<A>(m) + static_cast<A>(eps));
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kNormThreads;
+      if (i >= nvec) break;
+      Vec<T, V> yv;
+#pragma unroll
+      for (int j = 0; j < V; ++j) yv.v[j] = static_cast<T>(v[k][j] * rstd * w[k][j] + b[k][j]);
+      y[i] = yv;
+    }
+  }
+}
+
+// Any row length: x is read for the statistics and again to write.
+template <class T, bool kRms>
+static __global__ void row_norm(T* out, const T* in, const double* weight, const double* bias, int64_t rows, int64_t m,
+                                double eps) {
+  using A = acc_t<T>;
+  const kernels::SumReduce<A> sum_of;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* x = in + row * m;
+    T* y = out + row * m;
+    A mean = A(0), rstd;
+    if constexpr (kRms) {
+      A q = A(0);
+      for (int64_t i = threadIdx.x; i < m; i += kNormThreads) q += static_cast<A>(x[i]) * static_cast<A>(x[i]);
+      q = block_all_reduce<kNormThreads>(q, sum_of);
+      rstd = A(1) / math::sqrt(q / static_cast<A>(m) + static_cast<A>(eps));
+    } else {
+      Welford<A> s{};
+      for (int64_t i = threadIdx.x; i < m; i += kNormThreads) s.push(static_cast<A>(x[i]));
+      s = block_all_merge<kNormThreads>(s);
+      mean = s.mean;
+      rstd = A(1) / math::sqrt(s.m2 / static_cast<A>(m) + static_cast<A>(eps));
+    }
+    for (int64_t i = threadIdx.x; i < m; i += kNormThreads) {
+      const A w = weight ? static_cast<A>(weight[i]) : A(1), b = bias ? static_cast<A>(bias[i]) : A(0);
+      y[i] = static_cast<T>((static_cast<A>(x[i]) - mean) * rstd * w + b);
+    }
+  }
+}
+
+// Blocks that fit on the GPU at once (a few per compute unit), at most one per row.
+unsigned persistent_grid(int64_t rows, int device) {
+  return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, int64_t{4} * compute_units(device)));
+}
+
+template <class T, bool kRms, int V>
+void launch_row_norm_cached(T* out, const T* in, const double* w, const double* b, int64_t rows, int64_t m, double eps,
+                            unsigned grid, hipStream_t stream) {
+  const int64_t per = (m + kNormThreads - 1) / kNormThreads;
+  auto run = [&](auto per_tag) {
+    constexpr int kPer = std::max<int>(decltype(per_tag)::value, V);
+    row_norm_cached<T, kRms, kPer, V><<<grid, kNormThreads, 0, stream>>>(out, in, w, b, rows, m, eps);
+  };
+  if (per <= 4) run(std::integral_constant<int, 4>());
+  else if (per <= 16) run(std::integral_constant<int, 16>());
+  else run(std::integral_constant<int, kMaxCached>());
+}
+
+template <bool kRms> void row_norm_entry(OpCall& call) {
+  const int device = call.out().device().index;
+  DeviceGuard guard(device);
+  const Tensor& x = call.inputs[0];
+  const int64_t rows = x.shape()[0], m = x.shape()[1];
+  if (rows == 0 || m == 0) return;
+  const double* w = call.inputs[1].defined() ? call.inputs[1].data<double>() : nullptr;
+  const double* b = call.inputs[2].defined() ? call.inputs[2].data<double>() : nullptr;
+  const double eps = call.attr<NormAttrs>().eps;
+  const hipStream_t stream = current_stream(device);
+  const unsigned grid = persistent_grid(rows, device);
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      const T* in = x.data<T>();
+      T* out = call.out().data<T>();
+      constexpr int V = kVec<T> < 4 ? kVec<T> : 4;
+      if (m > int64_t{kNormThreads} * kMaxCached)
+        row_norm<T, kRms><<<grid, kNormThreads, 0, stream>>>(out, in, w, b, rows, m, eps);
+      else if (V > 1 && m % V == 0 && aligned(in, sizeof(T) * V) && aligned(out, sizeof(T) * V))
+        launch_row_norm_cached<T, kRms, V>(out, in, w, b, rows, m, eps, grid, stream);
+      else
+        launch_row_norm_cached<T, kRms, 1>(out, in, w, b, rows, m, eps, grid, stream);
+    }
+  });
+  check_launch(op_name(call.op), "shape " + detail::to_piece(call.out().shape()) + " as (" + std::to_string(rows) +
+                                     ", " + std::to_string(m) + ") (" + dtype_name(x.dtype()) + ")");
+}
+
+// ---- group_norm, batch_norm ------------------------------------------------
+
+// Where the elements of statistic `item` lie in x: `runs` runs of `run_len`
+// contiguous elements, the first at item * item_stride, the next run_stride on.
+struct StatLayout {
+  int64_t items, item_stride, runs, run_len, run_stride;
+};
+
+// Block (item, split) folds runs [split * runs_per_split, ...) of the item.
+// Long runs: threads walk along each run (coalesced); short ones (< a warp):
+// threads walk the split's elements one each.
+template <class T>
+static __global__ void fold_stats(Welford<acc_t<T>>* partials, const T* in, StatLayout l, int64_t splits,
+                                  int64_t runs_per_split) {
+  using A = acc_t<T>;
+  for (int64_t block = blockIdx.x; block < l.items * splits; block += gridDim.x) {
+    const int64_t item = block / splits, split = block % splits;
+    const int64_t r0 = split * runs_per_split, r1 = std::min(l.runs, r0 + runs_per_split);
+    const T* base = in + item * l.item_stride;
+    Welford<A> s{};
+    if (l.run_len >= PF_WARP_SIZE) {
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t i = threadIdx.x; i < l.run_len; i += kNormThreads) s.push(static_cast<A>(base[r * l.run_stride + i]));
+    } else {
+      for (int64_t k = r0 * l.run_len + threadIdx.x; k < r1 * l.run_len; k += kNormThreads)
+        s.push(static_cast<A>(base[k / l.run_len * l.run_stride + k % l.run_len]));
+    }
+    s = block_all_merge<kNormThreads>(s);
+    if (threadIdx.x == 0) partials[block] = s;
+  }
+}
+
+// What batch_norm's finish does besides the batch statistics.
+struct RunningStats {
+  const double* mean;  // running statistics in (eval: used instead of the batch's)
+  const double* var;
+  double* new_mean;  // training with running statistics: their updates
+  double* new_var;
+  double momentum;
+};
+
+// mean[item] and rstd[item] = 1 / sqrt(var + eps), from the item's split
+// states (training) or from the running statistics (eval: partials null).
+template <class A>
+static __global__ void finish_stats(double* mean, double* rstd, const Welford<A>* partials, int64_t items,
+                                    int64_t splits, double eps, RunningStats running) {
+  for (int64_t item = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; item < items;
+       item += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    if (!partials) {
+      mean[item] = running.mean[item];
+      rstd[item] = 1.0 / sqrt(running.var[item] + eps);
+      continue;
+    }
+    Welford<A> s{};
+    for (int64_t k = 0; k < splits; ++k) s.merge(partials[item * splits + k]);
+    const double count = static_cast<double>(s.count), var = static_cast<double>(s.m2) / count;
+    mean[item] = static_cast<double>(s.mean);
+    rstd[item] = 1.0 / sqrt(var + eps);
+    if (running.new_mean) {
+      const double mu = running.momentum;
+      running.new_mean[item] = (1 - mu) * running.mean[item] + mu * static_cast<double>(s.mean);
+      running.new_var[item] = (1 - mu) * running.var[item] + mu * var * count / (count - 1);
+    }
+  }
+}
+
+// The statistics and affine parameters of plane p = n * C + c.
+struct PlaneParams {
+  const double* mean;  // per statistic
+  const double* rstd;
+  const double* weight;  // per channel, or null
+  const double* bias;
+  int64_t channels;
+  int64_t groups;  // group_norm: statistic n * groups + c / (C / groups); 0: batch_norm, statistic c
+
+  template <class A> __device__ void at(int64_t plane, A& mu, A& scale, A& shift) const {
+    const int64_t c = plane % channels;
+    const int64_t item = groups ? plane / channels * groups + c / (channels / groups) : c;
+    mu = static_cast<A>(mean[item]);
+    scale = static_cast<A>(rstd[item] * (weight ? weight[c] : 1.0));
+    shift = static_cast<A>(bias ? bias[c] : 0.0);
+  }
+};
+
+// One block per plane of s elements (s >= a warp).
+template <class T>
+static __global__ void normalize_planes(T* out, const T* in, int64_t planes, int64_t s, PlaneParams p) {
+  using A = acc_t<T>;
+  for (int64_t plane = blockIdx.x; plane < planes; plane += gridDim.x) {
+    A mu, scale, shift;
+    p.at(plane, mu, scale, shift);
+    const T* x = in + plane * s;
+    T* y = out + plane * s;
+    for (int64_t i = threadIdx.x; i < s; i += kNormThreads) y[i] = static_cast<T>((static_cast<A>(x[i]) - mu) * scale + shift);
+  }
+}
+
+// One thread per element (planes shorter than a warp).
+template <class T> static __global__ void normalize_elements(T* out, const T* in, int64_t n, int64_t s, PlaneParams p) {
+  using A = acc_t<T>;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    A mu, scale, shift;
+    p.at(i / s, mu, scale, shift);
+    out[i] = static_cast<T>((static_cast<A>(in[i]) - mu) * scale + shift);
+  }
+}
+
+const double* data_or_null(const Tensor& t) { return t.defined() ? t.data<double>() : nullptr; }
+
+// Statistics per `layout` item (or from `running`), then the normalization of x (N, C, S).
+void channel_norm(OpCall& call, const StatLayout& layout, bool batch_stats, RunningStats running, const Tensor& weight,
+                  const Tensor& bias, int64_t groups) {
+  const Tensor& x = call.inputs[0];
+  const Device dev = x.device();
+  const int device = dev.index;
+  const hipStream_t stream = current_stream(device);
+  const int64_t n = x.shape()[0], c = x.shape()[1], s = x.shape()[2];
+  const double eps = call.attr<NormAttrs>().eps;
+  Tensor stats = Tensor::empty({2, layout.items}, DType::Float64, dev);
+  double *mean = stats.data<double>(), *rstd = mean + layout.items;
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      using A = acc_t<T>;
+      const T* in = x.data<T>();
+      T* out = call.out().data<T>();
+      Tensor partials;
+      const Welford<A>* states = nullptr;
+      int64_t splits = 1;
+      if (batch_stats) {
+        // Enough blocks to fill the GPU: split an item's runs when items are few.
+        const int64_t target = int64_t{8} * compute_units(device);
+        splits = std::clamp<int64_t>(target / layout.items, 1, layout.runs);
+        const int64_t runs_per_split = (layout.runs + splits - 1) / splits;
+        splits = (layout.runs + runs_per_split - 1) / runs_per_split;
+        partials = Tensor::empty({layout.items * splits * int64_t{sizeof(Welford<A>)}}, DType::UInt8, dev);
+        auto* p = static_cast<Welford<A>*>(partials.data_ptr());
+        fold_stats<T><<<static_cast<unsigned>(std::min<int64_t>(layout.items * splits, int64_t{1} << 20)), kNormThreads,
+                        0, stream>>>(p, in, layout, splits, runs_per_split);
+        HIP_CHECK(hipGetLastError());
+        states = p;
+      }
+      finish_stats<A><<<grid_for(layout.items), kThreads, 0, stream>>>(mean, rstd, states, layout.items, splits, eps,
+                                                                       running);
+      HIP_CHECK(hipGetLastError());
+      const PlaneParams params{mean, rstd, data_or_null(weight), data_or_null(bias), c, groups};
+      if (s >= kMinBlockPlane)
+        normalize_planes<T><<<static_cast<unsigned>(std::min<int64_t>(n * c, int64_t{1} << 20)), kNormThreads, 0,
+                              stream>>>(out, in, n * c, s, params);
+      else
+        normalize_elements<T><<<grid_for(n * c * s), kThreads, 0, stream>>>(out, in, n * c * s, s, params);
+    }
+  });
+  check_launch(op_name(call.op), "shape " + detail::to_piece(call.out().shape()) + " as (N, C, S) = (" +
+                                     std::to_string(n) + ", " + std::to_string(c) + ", " + std::to_string(s) + ") (" +
+                                     dtype_name(x.dtype()) + ")");
+}
+
+// inputs: x (N, C, S), weight, bias; attrs num_groups.
+void group_norm_entry(OpCall& call) {
+  DeviceGuard guard(call.out().device().index);
+  const Tensor& x = call.inputs[0];
+  const int64_t n = x.shape()[0], c = x.shape()[1], s = x.shape()[2], groups = call.attr<NormAttrs>().num_groups;
+  if (x.numel() == 0) return;
+  const int64_t len = c / groups * s;
+  channel_norm(call, {n * groups, len, 1, len, len}, true, {}, call.inputs[1], call.inputs[2], groups);
+}
+
+// inputs: x (N, C, S), running_mean, running_var, weight, bias; outputs 1 and 2
+// (training with running statistics): their updates.
+void batch_norm_entry(OpCall& call) {
+  DeviceGuard guard(call.out().device().index);
+  const Tensor& x = call.inputs[0];
+  const int64_t n = x.shape()[0], c = x.shape()[1], s = x.shape()[2];
+  if (x.numel() == 0) return;
+  const NormAttrs& at = call.attr<NormAttrs>();
+  const bool updates = call.outputs.size() > 1;
+  const RunningStats running{data_or_null(call.inputs[1]), data_or_null(call.inputs[2]),
+                             updates ? call.outputs[1].data<double>() : nullptr,
+                             updates ? call.outputs[2].data<double>() : nullptr, at.momentum};
+  channel_norm(call, {c, s, n, s, c * s}, at.training, running, call.inputs[3], call.inputs[4], 0);
+}
+
+PF_REGISTER_KERNEL(layer_norm, ROCm, &row_norm_entry<false>);
+PF_REGISTER_KERNEL(rms_norm, ROCm, &row_norm_entry<true>);
+PF_REGISTER_KERNEL(group_norm, ROCm, &group_norm_entry);
+PF_REGISTER_KERNEL(batch_norm, ROCm, &batch_norm_entry);
+
+}  // namespace
+}  // namespace pyflame::backend::rocm
