@@ -6,11 +6,12 @@
 Sections: --runtime (allocator, pinned host-to-device, device-to-device),
 --elementwise (add and gelu on 256M fp32, Python overhead per small op),
 --matmul (GEMM fp32, tf32, bf16 at 4096 and 8192), --conv (conv2d 3x3 on
-32x64x56x56), --softmax (softmax, log_softmax on 16384x4096 fp32),
---reduce (row sum, row max, column sum, full sum, row variance on 16384x4096
-fp32), --scan (cumsum of rows and of one 256M vector), --norm (layer_norm,
-rms_norm, group_norm, batch_norm), --loss (cross_entropy, nll_loss),
---index (embedding, gather), --dropout (256M fp32).
+32x64x56x56, conv3d 3x3x3 on 8x32x32x64x64, conv_transpose2d 4x4 stride 2 on
+32x64x56x56), --softmax (softmax, log_softmax on 16384x4096 fp32), --reduce
+(row sum, row max, column sum, full sum, row variance on 16384x4096 fp32),
+--scan (cumsum of rows and of one 256M vector), --norm (layer_norm, rms_norm,
+group_norm, batch_norm), --loss (cross_entropy, nll_loss), --index
+(embedding, gather), --dropout (256M fp32).
 
 Each case runs PyFlame and PyTorch on fresh non-zero inputs, after warm-up
 runs, timed with device events over `iterations` calls (the median of
@@ -213,12 +214,27 @@ def matmul_cases(args):
 
 def conv_cases(args):
     # Both libraries at their defaults: TF32 convolutions allowed (torch.backends.cudnn.allow_tf32).
-    (x, tx), (w, tw) = _randn((32, 64, 56, 56)), _randn((64, 64, 3, 3))
-    flops = 2.0 * 32 * 64 * 56 * 56 * 64 * 9
+    # FLOPs: 2 per multiply-add, one multiply-add per output (or, transposed, input) element,
+    # kernel tap and channel of the group.
     if HAVE_TORCH:
         torch.backends.cudnn.benchmark = True  # PyTorch's algorithm search, as PyFlame's tuning cache does
+        F = torch.nn.functional
+    (x, tx), (w, tw) = _randn((32, 64, 56, 56)), _randn((64, 64, 3, 3))
     yield Result("conv", "conv2d 3x3 32x64x56x56 fp32", *side_by_side(lambda: pf.conv2d(x, w, padding=1),
-                 lambda: torch.nn.functional.conv2d(tx, tw, padding=1), args), flops, "TFLOP/s")
+                 lambda: F.conv2d(tx, tw, padding=1), args), 2.0 * 32 * 64 * 56 * 56 * 64 * 9, "TFLOP/s")
+    del x, tx, w, tw
+
+    (x, tx), (w, tw) = _randn((8, 32, 32, 64, 64)), _randn((32, 32, 3, 3, 3))
+    yield Result("conv", "conv3d 3x3x3 8x32x32x64x64 fp32", *side_by_side(lambda: pf.conv3d(x, w, padding=1),
+                 lambda: F.conv3d(tx, tw, padding=1), args), 2.0 * 8 * 32 * 32 * 64 * 64 * 32 * 27, "TFLOP/s")
+    del x, tx, w, tw
+
+    # Output 32x64x112x112.
+    (x, tx), (w, tw) = _randn((32, 64, 56, 56)), _randn((64, 64, 4, 4))
+    yield Result("conv", "conv_transpose2d 4x4/2 32x64x56x56 fp32",
+                 *side_by_side(lambda: pf.conv_transpose2d(x, w, stride=2, padding=1),
+                               lambda: F.conv_transpose2d(tx, tw, stride=2, padding=1), args),
+                 2.0 * 32 * 64 * 56 * 56 * 64 * 16, "TFLOP/s")
 
 
 def softmax_cases(args):

@@ -1,7 +1,8 @@
-// ROCmDNN (see pyflame/backend/rocm/dnn.h for the design): one Problem (the
-// descriptors of one convolution) and three steps: choose an algorithm, size
-// its workspace, run. One code path in MIOpen's names (lib_compat.h maps them
-// onto cuDNN on NVIDIA); each #if is where the libraries truly differ.
+// ROCmDNN (see pyflame/backend/rocm/dnn.h for the design): one ConvProblem
+// (the descriptors of one convolution in one direction, 2-D or 3-D) and three
+// steps: choose an algorithm, size its workspace, run. One code path in
+// MIOpen's names (lib_compat.h maps them onto cuDNN on NVIDIA); each #if is
+// where the libraries truly differ.
 
 #include "pyflame/backend/rocm/dnn.h"
 
@@ -102,84 +103,272 @@ ConvParams ConvParams::Conv2D(int pad_h, int pad_w, int stride_h, int stride_w, 
   return ConvParams{{pad_h, pad_w}, {stride_h, stride_w}, {dilation_h, dilation_w}, groups};
 }
 
-// The descriptors of one convolution and its tuning-cache key.
-struct ROCmDNN::Problem {
+// The forward convolution reads x and w and writes y; its backward data
+// (the transposed convolution) reads dy (y's shape) and w and writes dx (x's).
+enum class ConvDirection { forward, backward_data };
+
+// A library call for problem `p`: a failure names the op, its shapes and the call.
+#define DNN_CHECK_FOR(p, call) (p).check((call), #call, __FILE__, __LINE__)
+
+// The descriptors of one convolution in one direction, its tuning-cache key
+// and its description for messages. Shapes are the forward convolution's:
+// x (N, C, spatial...), w (O, C/groups, kernel...), y (N, O, spatial...).
+struct ConvProblem {
+  ConvDirection direction;
   DType dtype;
   std::vector<int64_t> x_shape, w_shape, y_shape;
+  ConvParams params;
+  bool tf32;  // float32 may run as TF32 (conv_allow_tf32)
   std::string key;
   miopenTensorDescriptor_t x = nullptr, y = nullptr;
   dnnWeightDescriptor_t w = nullptr;
   miopenConvolutionDescriptor_t conv = nullptr;
 
-  Problem(int device, DType dt, const std::vector<int64_t>& xs, const std::vector<int64_t>& ws,
-          const std::vector<int64_t>& ys, const ConvParams& p)
-      : dtype(dt), x_shape(xs), w_shape(ws), y_shape(ys) {
-    PF_CHECK(xs.size() == 4 && ws.size() == 4 && ys.size() == 4 && p.padding.size() == 2 && p.stride.size() == 2 &&
-                 p.dilation.size() == 2,
-             ValueError, "ROCmDNN::conv2d_forward: needs 4-D input, weight and output shapes and 2 entries each of "
-             "padding, stride and dilation");
-    for (const auto* s : {&xs, &ws, &ys})
-      for (int64_t d : *s)
-        PF_CHECK(d > 0 && d <= INT32_MAX, NotSupportedError, "ROCmDNN::conv2d_forward: dimension ", d,
-                 " is out of the DNN library's range (1 to 2^31-1)");
-    PF_CHECK(p.groups >= 1 && xs[1] == ws[1] * p.groups && ws[0] % p.groups == 0, ValueError,
-             "ROCmDNN::conv2d_forward: input ", Shape(xs), " and weight ", Shape(ws), " do not agree for groups=",
-             p.groups, " (input channels must be weight.shape[1] * groups, out channels a multiple of groups)");
-    std::vector<int64_t> expect = {xs[0], ws[0], 0, 0};
-    for (int d = 0; d < 2; ++d) {
-      PF_CHECK(p.stride[d] >= 1 && p.dilation[d] >= 1 && p.padding[d] >= 0, ValueError,
-               "ROCmDNN::conv2d_forward: stride and dilation must be >= 1 and padding >= 0");
-      expect[2 + d] = (xs[2 + d] + 2 * p.padding[d] - p.dilation[d] * (ws[2 + d] - 1) - 1) / p.stride[d] + 1;
+  ConvProblem(ConvDirection dir, int device, DType dt, const std::vector<int64_t>& xs, const std::vector<int64_t>& ws,
+              const std::vector<int64_t>& ys, const ConvParams& p)
+      : direction(dir), dtype(dt), x_shape(xs), w_shape(ws), y_shape(ys), params(p),
+        tf32(dt == DType::Float32 && conv_allow_tf32()) {
+    const size_t dims = xs.size(), spatial = dims - 2;
+    PF_CHECK((dims == 4 || dims == 5) && ws.size() == dims && ys.size() == dims && p.padding.size() == spatial &&
+                 p.stride.size() == spatial && p.dilation.size() == spatial,
+             ValueError, op(), ": needs input, weight and output of 4 or 5 dims alike and one entry of padding, "
+             "stride and dilation per spatial dim; got ", describe());
+    for (const auto* s : {&xs, &ws, &ys}) {
+      int64_t numel = 1;
+      for (int64_t d : *s) {
+        PF_CHECK(d > 0, NotSupportedError, op(), ": the DNN library takes no empty dimension; got ", describe());
+        PF_CHECK(d <= INT32_MAX / numel, NotSupportedError, op(), ": ", Shape(*s),
+                 " has more than 2^31-1 elements, the DNN library's limit per tensor; got ", describe());
+        numel *= d;
+      }
     }
-    PF_CHECK(ys == expect, ValueError, "ROCmDNN::conv2d_forward: output shape ", Shape(ys), " should be ",
-             Shape(expect), " for input ", Shape(xs), " and weight ", Shape(ws));
-    const bool tf32 = dt == DType::Float32 && conv_allow_tf32();
-    key = std::string("conv2d_fwd|") + dtype_name(dt) + "|x" + join(xs) + "|w" + join(ws) + "|y" + join(ys) + "|p" +
-          join(p.padding) + "|s" + join(p.stride) + "|d" + join(p.dilation) + "|g" + std::to_string(p.groups) +
-          (tf32 ? "|tf32" : "|fp32") + "|" + device_tag(device);
-    auto i = [](int64_t v) { return static_cast<int>(v); };
+    PF_CHECK(p.groups >= 1 && xs[1] == ws[1] * p.groups && ws[0] % p.groups == 0, ValueError, op(),
+             ": the channels do not agree for groups=", p.groups, " (x channels must be weight.shape[1] * groups, "
+             "weight.shape[0] a multiple of groups); got ", describe());
+    std::vector<int64_t> expect = {xs[0], ws[0]};
+    for (size_t d = 0; d < spatial; ++d) {
+      PF_CHECK(p.stride[d] >= 1 && p.dilation[d] >= 1 && p.padding[d] >= 0, ValueError, op(),
+               ": stride and dilation must be >= 1 and padding >= 0; got ", describe());
+      expect.push_back((xs[2 + d] + 2 * p.padding[d] - p.dilation[d] * (ws[2 + d] - 1) - 1) / p.stride[d] + 1);
+    }
+    PF_CHECK(ys == expect, ValueError, op(), ": the forward convolution of ", Shape(xs), " by ", Shape(ws),
+             " has shape ", Shape(expect), ", not ", Shape(ys), "; got ", describe());
 #if !defined(PYFLAME_HIP_NVIDIA)
     // cuDNN convolves float64; MIOpen does not.
-    PF_CHECK(dt != DType::Float64, NotSupportedError,
-             "conv2d: MIOpen has no float64 convolution; convert to float32 or run on the CPU");
+    PF_CHECK(dt != DType::Float64, NotSupportedError, op(),
+             ": MIOpen has no float64 convolution; convert to float32 or run on the CPU");
 #endif
-    const miopenDataType_t t = dnn_type(dt);
-    MIOPEN_CHECK(miopenCreateTensorDescriptor(&x));
-    MIOPEN_CHECK(miopenCreateTensorDescriptor(&y));
-    MIOPEN_CHECK(dnnCreateWeightDescriptor(&w));
-    MIOPEN_CHECK(miopenCreateConvolutionDescriptor(&conv));
-    MIOPEN_CHECK(miopenSet4dTensorDescriptor(x, t, i(xs[0]), i(xs[1]), i(xs[2]), i(xs[3])));
-    MIOPEN_CHECK(miopenSet4dTensorDescriptor(y, t, i(ys[0]), i(ys[1]), i(ys[2]), i(ys[3])));
-    MIOPEN_CHECK(dnnSet4dWeightDescriptor(w, t, i(ws[0]), i(ws[1]), i(ws[2]), i(ws[3])));
-    MIOPEN_CHECK(dnnInitConvolution2dDescriptor(conv, p.padding[0], p.padding[1], p.stride[0], p.stride[1],
-                                                p.dilation[0], p.dilation[1],
-                                                dt == DType::Float64 ? miopenDouble : miopenFloat));
-    MIOPEN_CHECK(miopenSetConvolutionGroupCount(conv, p.groups));
-#if defined(PYFLAME_HIP_NVIDIA)
-    // cuDNN's math type picks tensor cores (as PyTorch: for half types; TF32 for
-    // float32 only when allowed); MIOpen has no such switch.
-    cudnnMathType_t math = dt == DType::Float16 || dt == DType::BFloat16 ? CUDNN_TENSOR_OP_MATH
-                           : dt == DType::Float32 && !tf32             ? CUDNN_FMA_MATH
-                                                                       : CUDNN_DEFAULT_MATH;
-    MIOPEN_CHECK(cudnnSetConvolutionMathType(conv, math));
-#endif
+    key = std::string(dir == ConvDirection::forward ? "conv_fwd|" : "conv_bwd_data|") + dtype_name(dt) + "|x" +
+          join(xs) + "|w" + join(ws) + "|y" + join(ys) + "|p" + join(p.padding) + "|s" + join(p.stride) + "|d" +
+          join(p.dilation) + "|g" + std::to_string(p.groups) + (tf32 ? "|tf32" : "|fp32") + "|" +
+          device_tag(device);
+    try {
+      describe_to_library();
+    } catch (...) {
+      destroy_descriptors();  // the destructor does not run when the constructor throws
+      throw;
+    }
   }
 
-  ~Problem() {
-    if (conv) (void)miopenDestroyConvolutionDescriptor(conv);
-    if (w) (void)dnnDestroyWeightDescriptor(w);
-    if (y) (void)miopenDestroyTensorDescriptor(y);
-    if (x) (void)miopenDestroyTensorDescriptor(x);
+  ~ConvProblem() { destroy_descriptors(); }
+  ConvProblem(const ConvProblem&) = delete;
+  ConvProblem& operator=(const ConvProblem&) = delete;
+
+  // The op the problem runs, for messages.
+  const char* op() const {
+    const bool three_d = x_shape.size() == 5;
+    if (direction == ConvDirection::forward) return three_d ? "conv3d" : "conv2d";
+    return three_d ? "conv_transpose3d" : "conv_transpose2d";
   }
-  Problem(const Problem&) = delete;
-  Problem& operator=(const Problem&) = delete;
+
+  // The problem in the op's terms: the transposed convolution's input is dy, its output dx.
+  std::string describe() const {
+    const bool forward = direction == ConvDirection::forward;
+    return std::string(op()) + " of input [" + join(forward ? x_shape : y_shape) + "] by weight [" + join(w_shape) +
+           "] into output [" + join(forward ? y_shape : x_shape) + "], padding [" + join(params.padding) +
+           "], stride [" + join(params.stride) + "], dilation [" + join(params.dilation) + "], groups " +
+           std::to_string(params.groups) + ", " + dtype_name(dtype);
+  }
+
+  void check(miopenStatus_t status, const char* call, const char* file, int line) const {
+    if (status != miopenStatusSuccess) throw_dnn_error(status, (describe() + ": " + call).c_str(), file, line);
+  }
 
   size_t bytes(const std::vector<int64_t>& shape) const {
     size_t n = itemsize(dtype);
     for (int64_t d : shape) n *= static_cast<size_t>(d);
     return n;
   }
+
+ private:
+  // Creates and sets the descriptors: packed (N, C, spatial...) tensors, the
+  // weight in the same layout, the convolution and its group count.
+  void describe_to_library() {
+    const miopenDataType_t t = dnn_type(dtype);
+    const int dims = static_cast<int>(x_shape.size());
+    auto sizes = [](const std::vector<int64_t>& shape) { return std::vector<int>(shape.begin(), shape.end()); };
+    auto packed_strides = [](const std::vector<int>& size) {
+      std::vector<int> stride(size.size(), 1);
+      for (size_t d = size.size() - 1; d > 0; --d) stride[d - 1] = stride[d] * size[d];
+      return stride;
+    };
+    const std::vector<int> xs = sizes(x_shape), ws = sizes(w_shape), ys = sizes(y_shape);
+    DNN_CHECK_FOR(*this, miopenCreateTensorDescriptor(&x));
+    DNN_CHECK_FOR(*this, miopenCreateTensorDescriptor(&y));
+    DNN_CHECK_FOR(*this, dnnCreateWeightDescriptor(&w));
+    DNN_CHECK_FOR(*this, miopenCreateConvolutionDescriptor(&conv));
+    DNN_CHECK_FOR(*this, miopenSetTensorDescriptor(x, t, dims, xs.data(), packed_strides(xs).data()));
+    DNN_CHECK_FOR(*this, miopenSetTensorDescriptor(y, t, dims, ys.data(), packed_strides(ys).data()));
+    DNN_CHECK_FOR(*this, dnnSetWeightDescriptor(w, t, dims, ws.data(), packed_strides(ws).data()));
+    DNN_CHECK_FOR(*this, dnnInitConvolutionNdDescriptor(conv, dims - 2, params.padding.data(), params.stride.data(),
+                                                         params.dilation.data(),
+                                                         dtype == DType::Float64 ? miopenDouble : miopenFloat));
+    DNN_CHECK_FOR(*this, miopenSetConvolutionGroupCount(conv, params.groups));
+#if defined(PYFLAME_HIP_NVIDIA)
+    // cuDNN's math type picks tensor cores (as PyTorch: for half types; TF32 for
+    // float32 only when allowed); MIOpen has no such switch.
+    cudnnMathType_t math = dtype == DType::Float16 || dtype == DType::BFloat16 ? CUDNN_TENSOR_OP_MATH
+                           : dtype == DType::Float32 && !tf32                 ? CUDNN_FMA_MATH
+                                                                               : CUDNN_DEFAULT_MATH;
+    DNN_CHECK_FOR(*this, cudnnSetConvolutionMathType(conv, math));
+#endif
+  }
+
+  void destroy_descriptors() {
+    if (conv) (void)miopenDestroyConvolutionDescriptor(conv);
+    if (w) (void)dnnDestroyWeightDescriptor(w);
+    if (y) (void)miopenDestroyTensorDescriptor(y);
+    if (x) (void)miopenDestroyTensorDescriptor(x);
+  }
 };
+
+namespace {
+
+// Scratch operands and workspace for a timed search, set up so that the
+// times are those of real work:
+// - the operands hold finite, non-zero values (every byte 0x3C: about 1.06 in
+//   float16, 0.0115 in float32 and bfloat16, 1e-18 in float64). Fresh scratch
+//   memory holds whatever it held before: leftovers, zeros or, when
+//   PYFLAME_POISON_ALLOCATIONS is set (the test suite), NaN; a kernel's time
+//   can depend on the values (zeros draw less power, so the clock runs higher).
+// - the device is idle once it is constructed: work still running on another
+//   stream (the caller's, another library's such as PyTorch's) would run
+//   beside the timed calls and slow whichever algorithms it overlaps.
+struct SearchBuffers {
+  static constexpr int kFillByte = 0x3C;
+
+  SearchBuffers(int device, hipStream_t stream, const ConvProblem& p, size_t workspace_size)
+      : x(device, stream, p.bytes(p.x_shape)),
+        w(device, stream, p.bytes(p.w_shape)),
+        y(device, stream, p.bytes(p.y_shape)),
+        workspace(device, stream, workspace_size),
+        workspace_bytes(workspace_size) {
+    ROCmMemoryManager& memory = get_memory_manager(device);
+    memory.memset_async(x.get(), kFillByte, p.bytes(p.x_shape), stream);
+    memory.memset_async(w.get(), kFillByte, p.bytes(p.w_shape), stream);
+    memory.memset_async(y.get(), kFillByte, p.bytes(p.y_shape), stream);
+    synchronize();
+  }
+
+  Scratch x, w, y, workspace;
+  size_t workspace_bytes;
+};
+
+#if defined(PYFLAME_HIP_NVIDIA)
+
+// Whether a cuDNN result keeps the problem's precision. A result may carry
+// another math type than the descriptor's: cuDNN's reference says Find also
+// tries CUDNN_DEFAULT_MATH, which lets float32 run as TF32 (PyTorch asserts
+// FMA math for float32 without TF32 likewise). The math type allowing
+// conversion (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) rounds the inputs to
+// float16: PyTorch's cuDNN 9 path drops such engines (those with
+// CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS).
+bool keeps_precision(const ConvProblem& p, cudnnMathType_t math) {
+  if (math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return false;
+  return p.dtype != DType::Float32 || p.tf32 || math == CUDNN_FMA_MATH;
+}
+
+// cuDNN's calls of one direction, for the search: the workspace an algorithm
+// needs, Find (times every algorithm) and Get (ranks them by heuristics).
+template <ConvDirection> struct CudnnSearch;
+
+template <> struct CudnnSearch<ConvDirection::forward> {
+  using Perf = cudnnConvolutionFwdAlgoPerf_t;
+  static constexpr int kAlgorithms = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+  static miopenStatus_t workspace_size(miopenHandle_t h, const ConvProblem& p, int algo, size_t* bytes) {
+    return cudnnGetConvolutionForwardWorkspaceSize(h, p.x, p.w, p.conv, p.y,
+                                                   static_cast<cudnnConvolutionFwdAlgo_t>(algo), bytes);
+  }
+  static void find(miopenHandle_t h, const ConvProblem& p, const SearchBuffers& b, Perf* perf, int* returned) {
+    DNN_CHECK_FOR(p, cudnnFindConvolutionForwardAlgorithmEx(h, p.x, b.x.get(), p.w, b.w.get(), p.conv, p.y,
+                                                            b.y.get(), kAlgorithms, returned, perf,
+                                                            b.workspace.get(), b.workspace_bytes));
+  }
+  static void rank(miopenHandle_t h, const ConvProblem& p, Perf* perf, int* returned) {
+    DNN_CHECK_FOR(p, cudnnGetConvolutionForwardAlgorithm_v7(h, p.x, p.w, p.conv, p.y, kAlgorithms, returned, perf));
+  }
+};
+
+template <> struct CudnnSearch<ConvDirection::backward_data> {
+  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+  static constexpr int kAlgorithms = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+  static miopenStatus_t workspace_size(miopenHandle_t h, const ConvProblem& p, int algo, size_t* bytes) {
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p.w, p.y, p.conv, p.x,
+                                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), bytes);
+  }
+  static void find(miopenHandle_t h, const ConvProblem& p, const SearchBuffers& b, Perf* perf, int* returned) {
+    DNN_CHECK_FOR(p, cudnnFindConvolutionBackwardDataAlgorithmEx(h, p.w, b.w.get(), p.y, b.y.get(), p.conv, p.x,
+                                                                 b.x.get(), kAlgorithms, returned, perf,
+                                                                 b.workspace.get(), b.workspace_bytes));
+  }
+  static void rank(miopenHandle_t h, const ConvProblem& p, Perf* perf, int* returned) {
+    DNN_CHECK_FOR(p, cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.w, p.y, p.conv, p.x, kAlgorithms, returned,
+                                                                 perf));
+  }
+};
+
+// The first usable algorithm of cuDNN's search for `p`, or algo -1.
+template <ConvDirection direction>
+MIOpenTuningCache::Entry search_cudnn(miopenHandle_t handle, int device, hipStream_t stream, const ConvProblem& p,
+                                      bool exhaustive) {
+  using Search = CudnnSearch<direction>;
+  typename Search::Perf perf[Search::kAlgorithms];
+  int returned = 0;
+  if (exhaustive) {
+    // Every algorithm may be timed, within a workspace limit; one that cannot
+    // run the problem fails its workspace query and is left out.
+    size_t workspace_bytes = 0;
+    for (int a = 0; a < Search::kAlgorithms; ++a) {
+      size_t s = 0;
+      if (Search::workspace_size(handle, p, a, &s) == CUDNN_STATUS_SUCCESS)
+        workspace_bytes = std::max(workspace_bytes, std::min(s, kMaxSearchWorkspace));
+    }
+    SearchBuffers buffers(device, stream, p, workspace_bytes);
+    // Find twice and keep the second ranking. Find times each algorithm on its
+    // own, and the first launch of a kernel in a process also loads its
+    // module (CUDA loads modules lazily) or compiles it (cuDNN's runtime-
+    // compiled kernels): an algorithm met for the first time can rank behind
+    // slower ones already loaded, and the GPU's clock starts from idle. The
+    // first Find is the warm-up of every algorithm at once; PyTorch's
+    // cudnn.benchmark (cudnn_frontend's time_sorted_plan) likewise runs each
+    // candidate once untimed before timing it. One H100 benchmark run chose
+    // an FMA algorithm at 21 TFLOP/s for conv2d 3x3 32x64x56x56 float32,
+    // where other runs chose a TF32 one at 80: this is the likely cause.
+    Search::find(handle, p, buffers, perf, &returned);
+    Search::find(handle, p, buffers, perf, &returned);
+  } else {
+    Search::rank(handle, p, perf, &returned);
+  }
+  // cuDNN lists the results fastest (Find) or most promising (Get) first.
+  for (int r = 0; r < returned; ++r)
+    if (perf[r].status == CUDNN_STATUS_SUCCESS && keeps_precision(p, perf[r].mathType))
+      return {static_cast<int>(perf[r].algo), perf[r].memory, static_cast<int>(perf[r].mathType)};
+  return {-1, 0, 0};
+}
+
+#endif
+
+}  // namespace
 
 ROCmDNN::ROCmDNN() {
   HIP_CHECK(hipGetDevice(&device_));
@@ -196,67 +385,53 @@ void ROCmDNN::set_stream(hipStream_t stream) {
   stream_ = stream;
 }
 
-ROCmDNN::Choice ROCmDNN::choose(const Problem& p) {
+MIOpenTuningCache::Entry ROCmDNN::choose(const ConvProblem& p) {
   MIOpenTuningCache& cache = get_tuning_cache();
-  if (auto hit = cache.lookup(p.key)) return {hit->algo, hit->workspace, hit->math_type};
-  Choice choice{-1, 0, 0};
+  if (auto hit = cache.lookup(p.key)) return *hit;
+  const bool exhaustive = cache.exhaustive_search();
 #if defined(PYFLAME_HIP_NVIDIA)
   // The searches differ: cuDNN times every algorithm (Find) or ranks them by
-  // heuristics (Get); MIOpen's Find does both, by its exhaustive flag.
-  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  int returned = 0;
-  if (cache.exhaustive_search()) {
-    // Time every algorithm on scratch buffers, within a workspace limit.
-    size_t ws_bytes = 0;
-    for (int a = 0; a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; ++a) {
-      size_t s = 0;
-      if (cudnnGetConvolutionForwardWorkspaceSize(handle_, p.x, p.w, p.conv, p.y,
-                                                  static_cast<cudnnConvolutionFwdAlgo_t>(a), &s) == CUDNN_STATUS_SUCCESS)
-        ws_bytes = std::max(ws_bytes, std::min(s, kMaxSearchWorkspace));
-    }
-    Scratch x(device_, stream_, p.bytes(p.x_shape)), w(device_, stream_, p.bytes(p.w_shape)),
-        y(device_, stream_, p.bytes(p.y_shape)), ws(device_, stream_, ws_bytes);
-    MIOPEN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(handle_, p.x, x.get(), p.w, w.get(), p.conv, p.y, y.get(),
-                                                        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, ws.get(),
-                                                        ws_bytes));
-  } else {
-    MIOPEN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.w, p.conv, p.y,
-                                                        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
-  }
-  for (int r = 0; r < returned && choice.algo < 0; ++r)
-    if (perf[r].status == CUDNN_STATUS_SUCCESS)
-      choice = {static_cast<int>(perf[r].algo), perf[r].memory, static_cast<int>(perf[r].mathType)};
+  // heuristics (Get), with calls of its own per direction; MIOpen's Find does
+  // both, by its exhaustive flag.
+  const MIOpenTuningCache::Entry choice =
+      p.direction == ConvDirection::forward
+          ? search_cudnn<ConvDirection::forward>(handle_, device_, stream_, p, exhaustive)
+          : search_cudnn<ConvDirection::backward_data>(handle_, device_, stream_, p, exhaustive);
 #else
-  size_t ws_bytes = 0;
-  MIOPEN_CHECK(miopenConvolutionForwardGetWorkSpaceSize(handle_, p.w, p.x, p.conv, p.y, &ws_bytes));
-  ws_bytes = std::min(ws_bytes, kMaxSearchWorkspace);
-  Scratch x(device_, stream_, p.bytes(p.x_shape)), w(device_, stream_, p.bytes(p.w_shape)),
-      y(device_, stream_, p.bytes(p.y_shape)), ws(device_, stream_, ws_bytes);
+  const bool forward = p.direction == ConvDirection::forward;
+  size_t workspace_bytes = 0;
+  if (forward)
+    DNN_CHECK_FOR(p, miopenConvolutionForwardGetWorkSpaceSize(handle_, p.w, p.x, p.conv, p.y, &workspace_bytes));
+  else
+    DNN_CHECK_FOR(p, miopenConvolutionBackwardDataGetWorkSpaceSize(handle_, p.y, p.w, p.conv, p.x, &workspace_bytes));
+  SearchBuffers b(device_, stream_, p, std::min(workspace_bytes, kMaxSearchWorkspace));
   miopenConvAlgoPerf_t perf[4];
   int returned = 0;
-  MIOPEN_CHECK(miopenFindConvolutionForwardAlgorithm(handle_, p.x, x.get(), p.w, w.get(), p.conv, p.y, y.get(), 4,
-                                                     &returned, perf, ws.get(), ws_bytes,
-                                                     cache.exhaustive_search()));
-  if (returned > 0) choice = {static_cast<int>(perf[0].fwd_algo), perf[0].memory, 0};
+  if (forward)
+    DNN_CHECK_FOR(p, miopenFindConvolutionForwardAlgorithm(handle_, p.x, b.x.get(), p.w, b.w.get(), p.conv, p.y,
+                                                           b.y.get(), 4, &returned, perf, b.workspace.get(),
+                                                           b.workspace_bytes, exhaustive));
+  else
+    DNN_CHECK_FOR(p, miopenFindConvolutionBackwardDataAlgorithm(handle_, p.y, b.y.get(), p.w, b.w.get(), p.conv,
+                                                                p.x, b.x.get(), 4, &returned, perf,
+                                                                b.workspace.get(), b.workspace_bytes, exhaustive));
+  // MIOpen lists the fastest first; the perf union holds the direction's algorithm.
+  MIOpenTuningCache::Entry choice{-1, 0, 0};
+  if (returned > 0)
+    choice = {forward ? static_cast<int>(perf[0].fwd_algo) : static_cast<int>(perf[0].bwd_data_algo), perf[0].memory,
+              0};
 #endif
-  PF_CHECK(choice.algo >= 0, NotSupportedError, "conv2d: the DNN library has no algorithm for input ",
-           Shape(p.x_shape), ", weight ", Shape(p.w_shape), " (", dtype_name(p.dtype), ")");
-  cache.insert(p.key, {choice.algo, choice.workspace, choice.math_type});
+  PF_CHECK(choice.algo >= 0, NotSupportedError, p.op(), ": the DNN library has no algorithm for ", p.describe());
+  cache.insert(p.key, choice);
   return choice;
 }
 
-size_t ROCmDNN::conv2d_forward_workspace_size(DType dtype, const std::vector<int64_t>& input_shape,
-                                              const std::vector<int64_t>& weight_shape,
-                                              const std::vector<int64_t>& output_shape, const ConvParams& params) {
-  DeviceGuard guard(device_);
-  Problem p(device_, dtype, input_shape, weight_shape, output_shape, params);
-  return choose(p).workspace;
-}
-
-void ROCmDNN::run_forward(const Problem& p, const Choice& c, const void* input, const void* weight, void* output,
-                          void* workspace, size_t workspace_size) {
-  PF_CHECK(workspace_size >= c.workspace, ValueError, "ROCmDNN::conv2d_forward: the algorithm needs a workspace of ",
-           c.workspace, " bytes, got ", workspace_size, " (ask conv2d_forward_workspace_size)");
+void ROCmDNN::run(const ConvProblem& p, const MIOpenTuningCache::Entry& choice, const void* input,
+                  const void* weight, void* output, void* workspace, size_t workspace_size) {
+  PF_CHECK(workspace_size >= choice.workspace, ValueError, p.op(), ": the algorithm needs a workspace of ",
+           choice.workspace, " bytes, got ", workspace_size, " (ask ",
+           p.direction == ConvDirection::forward ? "conv_forward_workspace_size" : "conv_backward_data_workspace_size",
+           ")");
   const float one32 = 1.0f, zero32 = 0.0f;
   const double one64 = 1.0, zero64 = 0.0;
   const bool f64 = p.dtype == DType::Float64;
@@ -264,30 +439,75 @@ void ROCmDNN::run_forward(const Problem& p, const Choice& c, const void* input, 
   const void* beta = f64 ? static_cast<const void*>(&zero64) : &zero32;
 #if defined(PYFLAME_HIP_NVIDIA)
   // cuDNN runs with the math type the algorithm was timed with (as PyTorch does).
-  MIOPEN_CHECK(cudnnSetConvolutionMathType(p.conv, static_cast<cudnnMathType_t>(c.math_type)));
+  DNN_CHECK_FOR(p, cudnnSetConvolutionMathType(p.conv, static_cast<cudnnMathType_t>(choice.math_type)));
 #endif
-  MIOPEN_CHECK(miopenConvolutionForward(handle_, alpha, p.x, input, p.w, weight, p.conv,
-                                        static_cast<miopenConvFwdAlgorithm_t>(c.algo), beta, p.y, output, workspace,
-                                        workspace_size));
+  if (p.direction == ConvDirection::forward)
+    DNN_CHECK_FOR(p, miopenConvolutionForward(handle_, alpha, p.x, input, p.w, weight, p.conv,
+                                              static_cast<miopenConvFwdAlgorithm_t>(choice.algo), beta, p.y, output,
+                                              workspace, workspace_size));
+  else
+    DNN_CHECK_FOR(p, miopenConvolutionBackwardData(handle_, alpha, p.y, input, p.w, weight, p.conv,
+                                                   static_cast<miopenConvBwdDataAlgorithm_t>(choice.algo), beta, p.x,
+                                                   output, workspace, workspace_size));
 }
 
-void ROCmDNN::conv2d_forward(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
-                             const std::vector<int64_t>& weight_shape, const void* weight,
-                             const std::vector<int64_t>& output_shape, void* output, const ConvParams& params,
-                             void* workspace, size_t workspace_size) {
+void ROCmDNN::conv_forward(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
+                           const std::vector<int64_t>& weight_shape, const void* weight,
+                           const std::vector<int64_t>& output_shape, void* output, const ConvParams& params,
+                           void* workspace, size_t workspace_size) {
   DeviceGuard guard(device_);
-  Problem p(device_, dtype, input_shape, weight_shape, output_shape, params);
-  run_forward(p, choose(p), input, weight, output, workspace, workspace_size);
+  ConvProblem p(ConvDirection::forward, device_, dtype, input_shape, weight_shape, output_shape, params);
+  run(p, choose(p), input, weight, output, workspace, workspace_size);
 }
 
-void ROCmDNN::conv2d_forward(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
-                             const std::vector<int64_t>& weight_shape, const void* weight,
-                             const std::vector<int64_t>& output_shape, void* output, const ConvParams& params) {
+void ROCmDNN::conv_forward(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
+                           const std::vector<int64_t>& weight_shape, const void* weight,
+                           const std::vector<int64_t>& output_shape, void* output, const ConvParams& params) {
   DeviceGuard guard(device_);
-  Problem p(device_, dtype, input_shape, weight_shape, output_shape, params);
-  const Choice c = choose(p);
-  Scratch workspace(device_, stream_, c.workspace);
-  run_forward(p, c, input, weight, output, workspace.get(), c.workspace);
+  ConvProblem p(ConvDirection::forward, device_, dtype, input_shape, weight_shape, output_shape, params);
+  const MIOpenTuningCache::Entry choice = choose(p);
+  Scratch workspace(device_, stream_, choice.workspace);
+  run(p, choice, input, weight, output, workspace.get(), choice.workspace);
+}
+
+size_t ROCmDNN::conv_forward_workspace_size(DType dtype, const std::vector<int64_t>& input_shape,
+                                            const std::vector<int64_t>& weight_shape,
+                                            const std::vector<int64_t>& output_shape, const ConvParams& params) {
+  DeviceGuard guard(device_);
+  ConvProblem p(ConvDirection::forward, device_, dtype, input_shape, weight_shape, output_shape, params);
+  return choose(p).workspace;
+}
+
+void ROCmDNN::conv_backward_data(DType dtype, const std::vector<int64_t>& grad_output_shape, const void* grad_output,
+                                 const std::vector<int64_t>& weight_shape, const void* weight,
+                                 const std::vector<int64_t>& grad_input_shape, void* grad_input,
+                                 const ConvParams& params, void* workspace, size_t workspace_size) {
+  DeviceGuard guard(device_);
+  ConvProblem p(ConvDirection::backward_data, device_, dtype, grad_input_shape, weight_shape, grad_output_shape,
+                params);
+  run(p, choose(p), grad_output, weight, grad_input, workspace, workspace_size);
+}
+
+void ROCmDNN::conv_backward_data(DType dtype, const std::vector<int64_t>& grad_output_shape, const void* grad_output,
+                                 const std::vector<int64_t>& weight_shape, const void* weight,
+                                 const std::vector<int64_t>& grad_input_shape, void* grad_input,
+                                 const ConvParams& params) {
+  DeviceGuard guard(device_);
+  ConvProblem p(ConvDirection::backward_data, device_, dtype, grad_input_shape, weight_shape, grad_output_shape,
+                params);
+  const MIOpenTuningCache::Entry choice = choose(p);
+  Scratch workspace(device_, stream_, choice.workspace);
+  run(p, choice, grad_output, weight, grad_input, workspace.get(), choice.workspace);
+}
+
+size_t ROCmDNN::conv_backward_data_workspace_size(DType dtype, const std::vector<int64_t>& grad_output_shape,
+                                                  const std::vector<int64_t>& weight_shape,
+                                                  const std::vector<int64_t>& grad_input_shape,
+                                                  const ConvParams& params) {
+  DeviceGuard guard(device_);
+  ConvProblem p(ConvDirection::backward_data, device_, dtype, grad_input_shape, weight_shape, grad_output_shape,
+                params);
+  return choose(p).workspace;
 }
 
 namespace {
@@ -312,34 +532,99 @@ void release_dnn() {
 
 namespace {
 
-int as_int(int64_t v, const char* what) {
-  PF_CHECK(v >= 0 && v <= INT_MAX, NotSupportedError, "conv2d: ", what, " ", v, " is out of the DNN library's range");
+int as_int(ir::OpType op, const char* what, int64_t v) {
+  PF_CHECK(v >= 0 && v <= INT_MAX, NotSupportedError, op_name(op), ": ", what, " ", v,
+           " is out of the DNN library's range");
   return static_cast<int>(v);
 }
 
-// pf.conv2d (and conv1d, which the op layer lifts to 2-D) on the device: the
-// op layer hands over contiguous NCHW input and weight and an optional bias.
-// The bias is added by the elementwise kernel, as PyTorch does after cuDNN.
-void conv2d_entry(OpCall& call) {
+// The op's attributes as the DNN library takes them.
+ConvParams dnn_params(ir::OpType op, const ConvAttrs& a) {
+  auto ints = [&](const char* what, const std::vector<int64_t>& v) {
+    std::vector<int> out;
+    for (int64_t x : v) out.push_back(as_int(op, what, x));
+    return out;
+  };
+  return {ints("padding", a.padding), ints("stride", a.stride), ints("dilation", a.dilation),
+          as_int(op, "groups", a.groups)};
+}
+
+// Adds the bias (inputs[2], when given) to each output channel with the
+// elementwise add kernel, as PyTorch does after cuDNN.
+void add_bias(OpCall& call) {
+  const Tensor& bias = call.inputs[2];
+  if (!bias.defined()) return;
+  Tensor& out = call.out();
+  Shape per_channel(out.shape().size(), 1);
+  per_channel[1] = out.shape()[1];
+  OpCall add{ir::OpType::add, {out, bias.view(per_channel).expand(out.shape())}, ElementwiseAttrs{}, {out}};
+  run_kernel(add, out.device());
+}
+
+// pf.conv2d and conv3d (and conv1d, which the op layer lifts to 2-D) on the
+// device: the op layer hands over contiguous (N, C, spatial...) input and
+// weight and an optional bias.
+void conv_entry(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& w = call.inputs[1];
+  Tensor& out = call.out();
+  DeviceGuard guard(out.device().index);
+  if (w.shape()[1] == 0) {
+    out.fill_(Scalar(0.0));  // no input channels: empty sums (the libraries take no empty dimension)
+  } else {
+    get_dnn().conv_forward(x.dtype(), x.shape(), x.data_ptr(), w.shape(), w.data_ptr(), out.shape(), out.data_ptr(),
+                           dnn_params(call.op, call.attr<ConvAttrs>()));
+  }
+  add_bias(call);
+}
+
+// The transposed convolution's input as the backward data needs it. The
+// output (dx) is described with its full size, output_padding included; the
+// libraries relate it to the input (dy) through the forward convolution's
+// output size, floor((output + 2 padding - span) / stride) + 1, which gives
+// back the input's size while output_padding < stride. PyTorch's cuDNN
+// conv_transpose2d relies on this, and MIOpen's own transposed mode computes
+// its output so, allowing output padding only below the stride. A larger
+// output_padding (allowed below the dilation; PyTorch then leaves cuDNN for
+// its own kernel) gives floor(output_padding / stride) more positions per
+// dim: the input is copied into a zero-padded one of that size, whose zeros
+// add nothing to the output.
+Tensor transposed_input(const Tensor& x, const ConvAttrs& a) {
+  Shape padded = x.shape();
+  for (size_t d = 0; d < a.output_padding.size(); ++d) padded[2 + d] += a.output_padding[d] / a.stride[d];
+  if (padded == x.shape()) return x;
+  Tensor grad_output = Tensor::empty(padded, x.dtype(), x.device());
+  grad_output.fill_(Scalar(0.0));
+  Tensor inner = grad_output;
+  for (size_t d = 0; d < a.output_padding.size(); ++d) inner = inner.slice(2 + d, 0, x.shape()[2 + d], 1);
+  inner.copy_(x);
+  return grad_output;
+}
+
+// pf.conv_transpose2d on the device: the backward data of the convolution
+// with the same weight, (C_in, C_out / groups, kH, kW), which is the forward
+// convolution's (O, C / groups, kH, kW) from C_out to C_in channels. The op
+// layer hands over contiguous (N, C_in, H, W) input and weight and an
+// optional bias.
+void conv_transpose_entry(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const Tensor& w = call.inputs[1];
   Tensor& out = call.out();
   DeviceGuard guard(out.device().index);
   const ConvAttrs& a = call.attr<ConvAttrs>();
-  ConvParams p = ConvParams::Conv2D(as_int(a.padding[0], "padding"), as_int(a.padding[1], "padding"),
-                                    as_int(a.stride[0], "stride"), as_int(a.stride[1], "stride"),
-                                    as_int(a.dilation[0], "dilation"), as_int(a.dilation[1], "dilation"),
-                                    as_int(a.groups, "groups"));
-  get_dnn().conv2d_forward(x.dtype(), x.shape(), x.data_ptr(), w.shape(), w.data_ptr(), out.shape(), out.data_ptr(),
-                           p);
-  if (call.inputs[2].defined()) {
-    OpCall bias{ir::OpType::add, {out, call.inputs[2].view({1, out.shape()[1], 1, 1}).expand(out.shape())},
-                ElementwiseAttrs{}, {out}};
-    run_kernel(bias, out.device());
+  if (w.shape()[0] == 0) {
+    out.fill_(Scalar(0.0));  // no input channels: empty sums (the libraries take no empty dimension)
+  } else {
+    const Tensor grad_output = transposed_input(x, a);
+    get_dnn().conv_backward_data(x.dtype(), grad_output.shape(), grad_output.data_ptr(), w.shape(), w.data_ptr(),
+                                 out.shape(), out.data_ptr(), dnn_params(call.op, a));
   }
+  add_bias(call);
 }
 
-PF_REGISTER_KERNEL(conv2d, ROCm, &conv2d_entry);
+PF_REGISTER_KERNEL(conv2d, ROCm, &conv_entry);
+PF_REGISTER_KERNEL(conv3d, ROCm, &conv_entry);
+PF_REGISTER_KERNEL(conv_transpose2d, ROCm, &conv_transpose_entry);
 
 }  // namespace
 }  // namespace pyflame::backend::rocm

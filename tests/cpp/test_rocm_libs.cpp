@@ -1,7 +1,8 @@
 // The vendor-library adapters on a real GPU: ROCmBLAS (gemm, strided batched
-// gemm, geam), ROCmDNN (2-D convolution with its workspace), the tuning cache
-// and the ROCBLAS_CHECK / MIOPEN_CHECK errors. References are plain loops on
-// the host in double; outputs are poisoned before the library writes them.
+// gemm, geam), ROCmDNN (2-D convolution forward and backward data with their
+// workspaces), the tuning cache and the ROCBLAS_CHECK / MIOPEN_CHECK errors.
+// References are plain loops on the host in double; outputs are poisoned
+// before the library writes them.
 // Skips (with the reason) when no GPU is usable.
 
 #include <doctest/doctest.h>
@@ -144,35 +145,45 @@ TEST_CASE("ROCBLAS_CHECK names the library status, the call, file and line") {
 
 namespace {
 
-// NCHW cross-correlation in double, as torch.nn.functional.conv2d.
-std::vector<double> ref_conv2d(const std::vector<float>& x, const std::vector<int64_t>& xs, const std::vector<float>& w,
-                               const std::vector<int64_t>& ws, const std::vector<int64_t>& ys,
-                               const rocm::ConvParams& p) {
-  std::vector<double> y(size_t(ys[0] * ys[1] * ys[2] * ys[3]));
+// Calls f(x index, w index, y index) for every product of the NCHW
+// cross-correlation y = conv(x, w), as torch.nn.functional.conv2d.
+template <class F>
+void for_each_conv2d_product(const std::vector<int64_t>& xs, const std::vector<int64_t>& ws,
+                             const std::vector<int64_t>& ys, const rocm::ConvParams& p, const F& f) {
   const int64_t cg = ws[1], og = ws[0] / p.groups;
   for (int64_t nn = 0; nn < ys[0]; ++nn)
     for (int64_t o = 0; o < ys[1]; ++o)
       for (int64_t i = 0; i < ys[2]; ++i)
-        for (int64_t j = 0; j < ys[3]; ++j) {
-          double acc = 0;
-          const int64_t g = o / og;
+        for (int64_t j = 0; j < ys[3]; ++j)
           for (int64_t c = 0; c < cg; ++c)
             for (int64_t u = 0; u < ws[2]; ++u)
               for (int64_t v = 0; v < ws[3]; ++v) {
                 int64_t h = i * p.stride[0] - p.padding[0] + u * p.dilation[0];
                 int64_t q = j * p.stride[1] - p.padding[1] + v * p.dilation[1];
                 if (h < 0 || h >= xs[2] || q < 0 || q >= xs[3]) continue;
-                acc += double(x[((nn * xs[1] + g * cg + c) * xs[2] + h) * xs[3] + q]) *
-                       w[((o * cg + c) * ws[2] + u) * ws[3] + v];
+                f(((nn * xs[1] + o / og * cg + c) * xs[2] + h) * xs[3] + q, ((o * cg + c) * ws[2] + u) * ws[3] + v,
+                  ((nn * ys[1] + o) * ys[2] + i) * ys[3] + j);
               }
-          y[((nn * ys[1] + o) * ys[2] + i) * ys[3] + j] = acc;
-        }
-  return y;
+}
+
+size_t numel(const std::vector<int64_t>& shape) {
+  size_t n = 1;
+  for (int64_t d : shape) n *= size_t(d);
+  return n;
+}
+
+// The output shape of conv(x, w) in 2-D.
+std::vector<int64_t> conv2d_output_shape(const std::vector<int64_t>& xs, const std::vector<int64_t>& ws,
+                                         const rocm::ConvParams& p) {
+  std::vector<int64_t> ys = {xs[0], ws[0]};
+  for (int d = 0; d < 2; ++d)
+    ys.push_back((xs[2 + d] + 2 * p.padding[d] - p.dilation[d] * (ws[2 + d] - 1) - 1) / p.stride[d] + 1);
+  return ys;
 }
 
 }  // namespace
 
-TEST_CASE("ROCmDNN conv2d_forward matches a host reference (stride, padding, dilation, groups)") {
+TEST_CASE("ROCmDNN conv_forward matches a host reference (stride, padding, dilation, groups)") {
   if (!gpu_or_skip()) return;
   rocm::set_conv_allow_tf32(false);
   struct Case {
@@ -185,18 +196,52 @@ TEST_CASE("ROCmDNN conv2d_forward matches a host reference (stride, padding, dil
       {{3, 6, 5, 6}, {6, 1, 3, 3}, rocm::ConvParams::Conv2D(2, 2, 1, 2, 2, 1, 6)},  // depthwise
   };
   for (const Case& c : cases) {
-    std::vector<int64_t> ys = {c.xs[0], c.ws[0],
-                               (c.xs[2] + 2 * c.p.padding[0] - c.p.dilation[0] * (c.ws[2] - 1) - 1) / c.p.stride[0] + 1,
-                               (c.xs[3] + 2 * c.p.padding[1] - c.p.dilation[1] * (c.ws[3] - 1) - 1) / c.p.stride[1] + 1};
-    auto x = random_floats(size_t(c.xs[0] * c.xs[1] * c.xs[2] * c.xs[3]), 11);
-    auto w = random_floats(size_t(c.ws[0] * c.ws[1] * c.ws[2] * c.ws[3]), 12);
-    DeviceBuffer dx(x), dw(w), dy(size_t(ys[0] * ys[1] * ys[2] * ys[3]));
+    const std::vector<int64_t> ys = conv2d_output_shape(c.xs, c.ws, c.p);
+    auto x = random_floats(numel(c.xs), 11);
+    auto w = random_floats(numel(c.ws), 12);
+    DeviceBuffer dx(x), dw(w), dy(numel(ys));
     rocm::ROCmDNN& dnn = rocm::get_dnn();
-    size_t ws_bytes = dnn.conv2d_forward_workspace_size(pyflame::DType::Float32, c.xs, c.ws, ys, c.p);
+    size_t ws_bytes = dnn.conv_forward_workspace_size(pyflame::DType::Float32, c.xs, c.ws, ys, c.p);
     void* ws = ws_bytes ? rocm::get_memory_manager().allocate(ws_bytes) : nullptr;
-    dnn.conv2d_forward(pyflame::DType::Float32, c.xs, dx.ptr, c.ws, dw.ptr, ys, dy.ptr, c.p, ws, ws_bytes);
+    dnn.conv_forward(pyflame::DType::Float32, c.xs, dx.ptr, c.ws, dw.ptr, ys, dy.ptr, c.p, ws, ws_bytes);
     if (ws) rocm::get_memory_manager().deallocate(ws);
-    check_close(dy.host(), ref_conv2d(x, c.xs, w, c.ws, ys, c.p), 1e-4);
+    std::vector<double> want(numel(ys));
+    for_each_conv2d_product(c.xs, c.ws, ys, c.p, [&](int64_t xi, int64_t wi, int64_t yi) {
+      want[yi] += double(x[xi]) * w[wi];
+    });
+    check_close(dy.host(), want, 1e-4);
+  }
+}
+
+TEST_CASE("ROCmDNN conv_backward_data is the transposed convolution (groups, dilation, output_padding)") {
+  if (!gpu_or_skip()) return;
+  rocm::set_conv_allow_tf32(false);
+  // grad_input shapes one larger than the smallest (a transposed
+  // convolution's output_padding) where the stride allows it.
+  struct Case {
+    std::vector<int64_t> dys, ws, dxs;
+    rocm::ConvParams p;
+  };
+  const Case cases[] = {
+      {{2, 4, 5, 5}, {4, 3, 3, 3}, {2, 3, 7, 7}, rocm::ConvParams::Conv2D(0, 0)},
+      {{1, 4, 4, 5}, {4, 2, 3, 3}, {1, 2, 8, 10}, rocm::ConvParams::Conv2D(1, 1, 2, 2)},
+      {{3, 4, 3, 4}, {4, 3, 2, 3}, {3, 6, 7, 12}, rocm::ConvParams::Conv2D(0, 1, 2, 3, 1, 2, 2)},
+  };
+  for (const Case& c : cases) {
+    REQUIRE(conv2d_output_shape(c.dxs, c.ws, c.p) == c.dys);
+    auto dy = random_floats(numel(c.dys), 13);
+    auto w = random_floats(numel(c.ws), 14);
+    DeviceBuffer ddy(dy), dw(w), ddx(numel(c.dxs));
+    rocm::ROCmDNN& dnn = rocm::get_dnn();
+    size_t ws_bytes = dnn.conv_backward_data_workspace_size(pyflame::DType::Float32, c.dys, c.ws, c.dxs, c.p);
+    void* ws = ws_bytes ? rocm::get_memory_manager().allocate(ws_bytes) : nullptr;
+    dnn.conv_backward_data(pyflame::DType::Float32, c.dys, ddy.ptr, c.ws, dw.ptr, c.dxs, ddx.ptr, c.p, ws, ws_bytes);
+    if (ws) rocm::get_memory_manager().deallocate(ws);
+    std::vector<double> want(numel(c.dxs));
+    for_each_conv2d_product(c.dxs, c.ws, c.dys, c.p, [&](int64_t xi, int64_t wi, int64_t yi) {
+      want[xi] += double(dy[yi]) * w[wi];
+    });
+    check_close(ddx.host(), want, 1e-4);
   }
 }
 
@@ -205,9 +250,9 @@ TEST_CASE("the DNN adapter rejects inconsistent problems; MIOPEN_CHECK names the
   rocm::ROCmDNN& dnn = rocm::get_dnn();
   const auto p = rocm::ConvParams::Conv2D(0, 0);
   // weight channels (5) vs input channels (3); an output shape that does not follow
-  CHECK_THROWS_AS(dnn.conv2d_forward_workspace_size(pyflame::DType::Float32, {1, 3, 8, 8}, {2, 5, 3, 3}, {1, 2, 6, 6}, p),
+  CHECK_THROWS_AS(dnn.conv_forward_workspace_size(pyflame::DType::Float32, {1, 3, 8, 8}, {2, 5, 3, 3}, {1, 2, 6, 6}, p),
                   pyflame::ValueError);
-  CHECK_THROWS_AS(dnn.conv2d_forward_workspace_size(pyflame::DType::Float32, {1, 3, 8, 8}, {2, 3, 3, 3}, {1, 2, 7, 6}, p),
+  CHECK_THROWS_AS(dnn.conv_forward_workspace_size(pyflame::DType::Float32, {1, 3, 8, 8}, {2, 3, 3, 3}, {1, 2, 7, 6}, p),
                   pyflame::ValueError);
   const int line = __LINE__ + 2;
   try {
@@ -231,12 +276,12 @@ TEST_CASE("the tuning cache searches once, reuses, persists, and never reuses an
   const std::vector<int64_t> xs = {2, 8, 12, 12}, ws = {8, 8, 3, 3}, ys = {2, 8, 12, 12};
   const auto p = rocm::ConvParams::Conv2D(1, 1);
   rocm::ROCmDNN& dnn = rocm::get_dnn();
-  size_t w1 = dnn.conv2d_forward_workspace_size(pyflame::DType::Float32, xs, ws, ys, p);
+  size_t w1 = dnn.conv_forward_workspace_size(pyflame::DType::Float32, xs, ws, ys, p);
   auto s1 = cache.get_stats();
   CHECK(s1.misses == 1);
   CHECK(s1.hits == 0);
   CHECK(s1.entries == 1);
-  size_t w2 = dnn.conv2d_forward_workspace_size(pyflame::DType::Float32, xs, ws, ys, p);
+  size_t w2 = dnn.conv_forward_workspace_size(pyflame::DType::Float32, xs, ws, ys, p);
   CHECK(w1 == w2);
   CHECK(cache.get_stats().hits == 1);
 
@@ -261,7 +306,7 @@ TEST_CASE("the tuning cache searches once, reuses, persists, and never reuses an
   cache.clear();
   cache.set_cache_file(path);
   CHECK(cache.get_stats().entries == 1);
-  (void)dnn.conv2d_forward_workspace_size(pyflame::DType::Float32, xs, ws, ys, p);
+  (void)dnn.conv_forward_workspace_size(pyflame::DType::Float32, xs, ws, ys, p);
   CHECK(cache.get_stats().misses == 1);  // the foreign entry did not match
   CHECK(cache.get_stats().entries == 2);
   cache.set_cache_file("");

@@ -89,6 +89,7 @@ _CONV3D = {
                                                                    dilation=(2, 1, 2))),
         ((((2, 4, 4, 5), C), ((2, 2, 1, 3, 3), C), ((2,), C)), dict(padding="same")),  # unbatched
         ((((3, 2, 3, 4, 5), C), ((2, 2, 2, 2, 2), C), None), dict(padding="same", dilation=(1, 2, 1))),
+        ((((2, 4, 5, 6, 5), C), ((4, 1, 3, 2, 3), C), ((4,), C)), dict(stride=(2, 1, 2), padding=1, groups=4)),
     ],
     "noncontig": [((((2, 2, 3, 4, 5), T), ((3, 2, 2, 2, 2), S), ((3,), S)), dict(padding=1))],
     "empty": [((((0, 2, 3, 4, 5), C), ((3, 2, 2, 2, 2), C), None), {})],
@@ -104,6 +105,8 @@ _CONV_TRANSPOSE2D = {
                                                                   dilation=(1, 2), output_padding=(1, 0))),
         ((((4, 3, 3), C), ((4, 2, 3, 3), C), None), dict(dilation=2, output_padding=1, padding=1)),  # unbatched
         ((((2, 6, 4, 4), C), ((6, 1, 1, 1), C), ((3,), C)), dict(groups=3)),
+        # output_padding >= stride (allowed below the dilation)
+        ((((2, 4, 3, 4), C), ((4, 2, 3, 2), C), ((2,), C)), dict(stride=2, padding=1, dilation=3, output_padding=2)),
     ],
     "noncontig": [((((2, 3, 5, 4), T), ((3, 2, 3, 2), S), ((2,), S)), dict(stride=2))],
     "empty": [((((0, 3, 4, 4), C), ((3, 2, 3, 3), C), None), {})],

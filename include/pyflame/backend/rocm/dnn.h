@@ -6,9 +6,12 @@
 // cuDNN is used through its descriptor API (kept in cuDNN 9 beside the graph
 // API) because it maps one to one onto MIOpen's: descriptors, a find or
 // heuristic step choosing an algorithm, a workspace query and the call. The
-// chosen algorithm per problem lives in the MIOpenTuningCache (tuning.h).
+// chosen algorithm per problem and direction lives in the MIOpenTuningCache
+// (tuning.h).
 //
-// Provided now: 2-D convolution forward (pf.conv2d and conv1d on the device).
+// Provided now: N-D convolution (2-D and 3-D) forward — pf.conv2d, conv1d and
+// conv3d on the device — and its backward data, which is the transposed
+// convolution: pf.conv_transpose2d on the device.
 // One instance per device and thread; get_dnn() returns the current device's,
 // bound to the current stream.
 
@@ -17,6 +20,7 @@
 
 #include "pyflame/backend/rocm/hip_compat.h"
 #include "pyflame/backend/rocm/lib_compat.h"
+#include "pyflame/backend/rocm/tuning.h"
 #include "pyflame/dtype.h"
 #include "pyflame/error.h"
 #include "pyflame/tensor.h"
@@ -29,6 +33,7 @@ inline void check_dnn(miopenStatus_t status, const char* call, const char* file,
   if (status != miopenStatusSuccess) throw_dnn_error(status, call, file, line);
 }
 
+// One entry per spatial dim (2 or 3) in padding, stride and dilation.
 struct PF_API ConvParams {
   std::vector<int> padding;   // symmetric, per spatial dim
   std::vector<int> stride;
@@ -38,6 +43,9 @@ struct PF_API ConvParams {
   static ConvParams Conv2D(int pad_h, int pad_w, int stride_h = 1, int stride_w = 1, int dilation_h = 1,
                            int dilation_w = 1, int groups = 1);
 };
+
+// The descriptors of one convolution problem (dnn.cpp).
+struct ConvProblem;
 
 class PF_API ROCmDNN {
  public:
@@ -49,37 +57,57 @@ class PF_API ROCmDNN {
   void set_stream(hipStream_t stream);
   miopenHandle_t handle() const { return handle_; }
 
-  // output = conv(input, weight), NCHW tensors, weight (O, C/groups, kH, kW),
-  // all contiguous and of `dtype`. The algorithm comes from the tuning cache
+  // output = conv(input, weight): input (N, C, spatial...), weight (O, C/groups,
+  // kernel...), output (N, O, spatial...) with 2 or 3 spatial dims, all
+  // contiguous and of `dtype`. The algorithm comes from the tuning cache
   // (searched on first use of a problem). `workspace` must hold at least
-  // conv2d_forward_workspace_size(...) bytes.
-  void conv2d_forward(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
-                      const std::vector<int64_t>& weight_shape, const void* weight,
-                      const std::vector<int64_t>& output_shape, void* output, const ConvParams& params,
-                      void* workspace, size_t workspace_size);
+  // conv_forward_workspace_size(...) bytes.
+  void conv_forward(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
+                    const std::vector<int64_t>& weight_shape, const void* weight,
+                    const std::vector<int64_t>& output_shape, void* output, const ConvParams& params,
+                    void* workspace, size_t workspace_size);
 
   // The same, with the workspace taken from the caching allocator (stream
-  // ordered): one algorithm lookup per call. pf.conv2d runs this.
-  void conv2d_forward(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
-                      const std::vector<int64_t>& weight_shape, const void* weight,
-                      const std::vector<int64_t>& output_shape, void* output, const ConvParams& params);
+  // ordered): one algorithm lookup per call. pf.conv1d/2d/3d run this.
+  void conv_forward(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
+                    const std::vector<int64_t>& weight_shape, const void* weight,
+                    const std::vector<int64_t>& output_shape, void* output, const ConvParams& params);
 
   // The workspace the chosen algorithm needs. The first call for a problem
   // chooses the algorithm (a timed search runs on scratch buffers).
-  size_t conv2d_forward_workspace_size(DType dtype, const std::vector<int64_t>& input_shape,
-                                       const std::vector<int64_t>& weight_shape,
-                                       const std::vector<int64_t>& output_shape, const ConvParams& params);
+  size_t conv_forward_workspace_size(DType dtype, const std::vector<int64_t>& input_shape,
+                                     const std::vector<int64_t>& weight_shape,
+                                     const std::vector<int64_t>& output_shape, const ConvParams& params);
+
+  // The backward data of conv_forward: grad_input = the adjoint of conv(., weight)
+  // applied to grad_output, which is the transposed convolution of grad_output.
+  // The shapes are the forward convolution's: grad_output (N, O, spatial...),
+  // weight (O, C/groups, kernel...), grad_input (N, C, spatial...), where
+  // conv_forward of grad_input's shape gives grad_output's. A grad_input larger
+  // than the smallest such shape (a transposed convolution's output_padding)
+  // is allowed as long as that still holds. The algorithm is searched and
+  // cached apart from the forward one's.
+  void conv_backward_data(DType dtype, const std::vector<int64_t>& grad_output_shape, const void* grad_output,
+                          const std::vector<int64_t>& weight_shape, const void* weight,
+                          const std::vector<int64_t>& grad_input_shape, void* grad_input, const ConvParams& params,
+                          void* workspace, size_t workspace_size);
+
+  // The same, with the workspace from the caching allocator. pf.conv_transpose2d runs this.
+  void conv_backward_data(DType dtype, const std::vector<int64_t>& grad_output_shape, const void* grad_output,
+                          const std::vector<int64_t>& weight_shape, const void* weight,
+                          const std::vector<int64_t>& grad_input_shape, void* grad_input,
+                          const ConvParams& params);
+
+  size_t conv_backward_data_workspace_size(DType dtype, const std::vector<int64_t>& grad_output_shape,
+                                           const std::vector<int64_t>& weight_shape,
+                                           const std::vector<int64_t>& grad_input_shape, const ConvParams& params);
 
  private:
-  struct Problem;
-  struct Choice {
-    int algo;
-    size_t workspace;
-    int math_type;
-  };
-  Choice choose(const Problem& p);
-  void run_forward(const Problem& p, const Choice& c, const void* input, const void* weight, void* output,
-                   void* workspace, size_t workspace_size);
+  MIOpenTuningCache::Entry choose(const ConvProblem& p);
+  // Runs the problem's direction: forward reads `input` = x and writes
+  // `output` = y; backward data reads `input` = dy and writes `output` = dx.
+  void run(const ConvProblem& p, const MIOpenTuningCache::Entry& choice, const void* input, const void* weight,
+           void* output, void* workspace, size_t workspace_size);
 
   miopenHandle_t handle_ = nullptr;
   int device_ = 0;

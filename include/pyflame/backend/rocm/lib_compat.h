@@ -13,7 +13,7 @@
 // own on both platforms: a convolution's weight is a tensor descriptor in
 // MIOpen and a filter descriptor in cuDNN (dnnWeightDescriptor_t and its three
 // functions), and cuDNN's convolution descriptor also takes the type it
-// accumulates in (dnnInitConvolution2dDescriptor).
+// accumulates in (dnnInitConvolutionNdDescriptor).
 
 #include <cstdint>
 
@@ -82,6 +82,7 @@ using miopenDataType_t = cudnnDataType_t;
 using miopenTensorDescriptor_t = cudnnTensorDescriptor_t;
 using miopenConvolutionDescriptor_t = cudnnConvolutionDescriptor_t;
 using miopenConvFwdAlgorithm_t = cudnnConvolutionFwdAlgo_t;
+using miopenConvBwdDataAlgorithm_t = cudnnConvolutionBwdDataAlgo_t;
 using dnnWeightDescriptor_t = cudnnFilterDescriptor_t;
 
 constexpr miopenStatus_t miopenStatusSuccess = CUDNN_STATUS_SUCCESS;
@@ -101,18 +102,15 @@ constexpr miopenDataType_t miopenDouble = CUDNN_DATA_DOUBLE;
 #define miopenCreateConvolutionDescriptor cudnnCreateConvolutionDescriptor
 #define miopenDestroyConvolutionDescriptor cudnnDestroyConvolutionDescriptor
 #define miopenSetConvolutionGroupCount cudnnSetConvolutionGroupCount
+#define miopenSetTensorDescriptor cudnnSetTensorNdDescriptor
 
-inline miopenStatus_t miopenSet4dTensorDescriptor(miopenTensorDescriptor_t d, miopenDataType_t t, int n, int c, int h,
-                                                  int w) {
-  return cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, t, n, c, h, w);
-}
 // MIOpen's convolution mode miopenConvolution is cuDNN's cross-correlation;
 // cuDNN also takes the type it accumulates in.
-inline miopenStatus_t dnnInitConvolution2dDescriptor(miopenConvolutionDescriptor_t d, int pad_h, int pad_w,
-                                                     int stride_h, int stride_w, int dilation_h, int dilation_w,
+inline miopenStatus_t dnnInitConvolutionNdDescriptor(miopenConvolutionDescriptor_t d, int spatial_dims,
+                                                     const int* padding, const int* stride, const int* dilation,
                                                      miopenDataType_t accumulate) {
-  return cudnnSetConvolution2dDescriptor(d, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w,
-                                         CUDNN_CROSS_CORRELATION, accumulate);
+  return cudnnSetConvolutionNdDescriptor(d, spatial_dims, padding, stride, dilation, CUDNN_CROSS_CORRELATION,
+                                         accumulate);
 }
 inline miopenStatus_t miopenConvolutionForward(miopenHandle_t handle, const void* alpha,
                                                miopenTensorDescriptor_t x_desc, const void* x,
@@ -123,12 +121,23 @@ inline miopenStatus_t miopenConvolutionForward(miopenHandle_t handle, const void
   return cudnnConvolutionForward(handle, alpha, x_desc, x, w_desc, w, conv, algo, workspace, workspace_size, beta,
                                  y_desc, y);
 }
+inline miopenStatus_t miopenConvolutionBackwardData(miopenHandle_t handle, const void* alpha,
+                                                    miopenTensorDescriptor_t dy_desc, const void* dy,
+                                                    dnnWeightDescriptor_t w_desc, const void* w,
+                                                    miopenConvolutionDescriptor_t conv,
+                                                    miopenConvBwdDataAlgorithm_t algo, const void* beta,
+                                                    miopenTensorDescriptor_t dx_desc, void* dx, void* workspace,
+                                                    size_t workspace_size) {
+  return cudnnConvolutionBackwardData(handle, alpha, w_desc, w, dy_desc, dy, conv, algo, workspace, workspace_size,
+                                      beta, dx_desc, dx);
+}
 
 inline miopenStatus_t dnnCreateWeightDescriptor(dnnWeightDescriptor_t* d) { return cudnnCreateFilterDescriptor(d); }
 inline miopenStatus_t dnnDestroyWeightDescriptor(dnnWeightDescriptor_t d) { return cudnnDestroyFilterDescriptor(d); }
-inline miopenStatus_t dnnSet4dWeightDescriptor(dnnWeightDescriptor_t d, miopenDataType_t t, int o, int i, int h,
-                                               int w) {
-  return cudnnSetFilter4dDescriptor(d, t, CUDNN_TENSOR_NCHW, o, i, h, w);
+// A cuDNN filter is always packed in its format (NCHW here: NCDHW for 5 dims).
+inline miopenStatus_t dnnSetWeightDescriptor(dnnWeightDescriptor_t d, miopenDataType_t t, int dims, const int* sizes,
+                                             const int* /*packed strides*/) {
+  return cudnnSetFilterNdDescriptor(d, t, CUDNN_TENSOR_NCHW, dims, sizes);
 }
 
 #else  // AMD
@@ -141,17 +150,16 @@ inline miopenStatus_t dnnSet4dWeightDescriptor(dnnWeightDescriptor_t d, miopenDa
 
 using dnnWeightDescriptor_t = miopenTensorDescriptor_t;
 
-inline miopenStatus_t dnnInitConvolution2dDescriptor(miopenConvolutionDescriptor_t d, int pad_h, int pad_w,
-                                                     int stride_h, int stride_w, int dilation_h, int dilation_w,
+inline miopenStatus_t dnnInitConvolutionNdDescriptor(miopenConvolutionDescriptor_t d, int spatial_dims,
+                                                     const int* padding, const int* stride, const int* dilation,
                                                      miopenDataType_t /*accumulate: MIOpen chooses*/) {
-  return miopenInitConvolutionDescriptor(d, miopenConvolution, pad_h, pad_w, stride_h, stride_w, dilation_h,
-                                         dilation_w);
+  return miopenInitConvolutionNdDescriptor(d, spatial_dims, padding, stride, dilation, miopenConvolution);
 }
 inline miopenStatus_t dnnCreateWeightDescriptor(dnnWeightDescriptor_t* d) { return miopenCreateTensorDescriptor(d); }
 inline miopenStatus_t dnnDestroyWeightDescriptor(dnnWeightDescriptor_t d) { return miopenDestroyTensorDescriptor(d); }
-inline miopenStatus_t dnnSet4dWeightDescriptor(dnnWeightDescriptor_t d, miopenDataType_t t, int o, int i, int h,
-                                               int w) {
-  return miopenSet4dTensorDescriptor(d, t, o, i, h, w);
+inline miopenStatus_t dnnSetWeightDescriptor(dnnWeightDescriptor_t d, miopenDataType_t t, int dims, const int* sizes,
+                                             const int* strides) {
+  return miopenSetTensorDescriptor(d, t, dims, sizes, strides);
 }
 
 #endif

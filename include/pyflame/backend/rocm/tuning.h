@@ -3,7 +3,8 @@
 // convolution problem. A problem is searched once (exhaustively, timing every
 // algorithm, when exhaustive search is on; else by the library's heuristics),
 // then reused from memory; with a cache file the choices also persist across
-// processes. The key holds the shapes, parameters, dtype, math mode, GPU
+// processes. The key holds the direction (forward, or backward data for the
+// transposed convolution), shapes, parameters, dtype, math mode, GPU
 // architecture and DNN library version, so a cache written on another GPU or
 // by another library version is never reused (its entries simply never match).
 //
