@@ -11,6 +11,7 @@
 //   dropout     x; attrs p and the Philox range of its draws
 //   nll_loss    log-probabilities (N, C, S), target (N, S) int64, weight (C);
 //               targets are range-checked by the kernel (kernels/kernel_error.h)
+//   cross_entropy  (class-index targets) the same with logits for log-probabilities
 // Per-channel tensors (weight, bias, running statistics) are float64 and
 // contiguous, undefined when not given. The other losses and attention are
 // compositions of ops, computed in float32 for float16/bfloat16 inputs and
@@ -176,9 +177,10 @@ Inferred infer_dropout(OpCall& call) {
   return {current_device(), {in}, {{input.shape(), input.dtype()}}, {}};
 }
 
+// nll_loss, and cross_entropy with class-index targets.
 Inferred infer_nll_loss(OpCall& call) {
-  const ir::OpType op = ir::OpType::nll_loss;
-  const char* name = "nll_loss";
+  const ir::OpType op = call.op;
+  const char* name = op_name(op);
   const Tensor &logp = call.inputs[0], &target = call.inputs[1], &weight = call.inputs[2];
   check_float(logp, name, "input");
   PF_CHECK(logp.dim() >= 1, ValueError, name, ": input must have a class dimension, got a 0-d tensor");
@@ -211,12 +213,8 @@ PF_REGISTER_INFER(batch_norm, &infer_batch_norm);
 PF_REGISTER_INFER(group_norm, &infer_group_norm);
 PF_REGISTER_INFER(dropout, &infer_dropout);
 PF_REGISTER_INFER(nll_loss, &infer_nll_loss);
+PF_REGISTER_INFER(cross_entropy, &infer_nll_loss);
 
-
-Tensor nll(const Tensor& logp, const Tensor& target, const Tensor& weight, int64_t ignore_index, Reduction reduction,
-           double label_smoothing) {
-  return apply_one(ir::OpType::nll_loss, {logp, target, weight}, LossAttrs{ignore_index, reduction, label_smoothing});
-}
 
 // Composite losses compute float16/bfloat16 in float32 and round once at the end.
 DType compute_dtype(DType d) { return d == DType::Float16 || d == DType::BFloat16 ? DType::Float32 : d; }
@@ -362,7 +360,8 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::stri
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                 const std::string& reduction) {
-  return nll(input, target, weight, ignore_index, parse_reduction(reduction, "nll_loss"), 0.0);
+  return apply_one(ir::OpType::nll_loss, {input, target, weight},
+                   LossAttrs{ignore_index, parse_reduction(reduction, "nll_loss"), 0.0});
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
@@ -373,10 +372,8 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
            "cross_entropy: label_smoothing must be between 0.0 and 1.0, got ", label_smoothing);
   PF_CHECK(input.dim() >= 1, ValueError, "cross_entropy: input must have a class dimension, got a 0-d tensor");
   const int64_t class_dim = input.dim() == 1 ? 0 : 1;
-  if (!is_floating(target.dtype())) {
-    // log_softmax subtracts the row maximum, so large logits stay finite.
-    return nll(log_softmax(input, class_dim), target, weight, ignore_index, r, label_smoothing);
-  }
+  if (!is_floating(target.dtype()))
+    return apply_one(ir::OpType::cross_entropy, {input, target, weight}, LossAttrs{ignore_index, r, label_smoothing});
   // Class probabilities: -sum_c weight_c q_c log p_c per sample, q smoothed
   // toward uniform; 'mean' divides by the number of samples, as PyTorch.
   PF_CHECK(target.shape() == input.shape(), ValueError, "cross_entropy: probability target shape ", target.shape(),

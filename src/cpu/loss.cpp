@@ -1,12 +1,17 @@
-// CPU nll_loss (and cross_entropy's, which hands it log_softmax output and a
-// label smoothing): log-probabilities (N, C, S), class indices (N, S), weight
-// (C) as float64 or undefined (all ones). Targets are checked against C before
+// CPU nll_loss and cross_entropy (class-index targets): log-probabilities
+// (nll_loss) or logits (cross_entropy) (N, C, S), class indices (N, S),
+// weight (C) as float64 or undefined (all ones). cross_entropy takes
+// logp[c] = x[c] - logsumexp(x) per element (the maximum subtracted first, so
+// large logits stay finite), fused: the log-probabilities are never stored. Targets are checked against C before
 // anything is computed (kernels/kernel_error.h). Each element's loss is
 //   (1 - eps) * -w[t] logp[t]  +  eps / C * -sum_c w[c] logp[c]
 // (0 where t == ignore_index), computed in double; 'mean' divides the sum by
 // the sum of w[t] over the elements not ignored, as PyTorch. Sums run in a
 // fixed order, so results do not depend on the thread count.
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "core/dispatch.h"
@@ -16,7 +21,16 @@
 namespace pyflame::cpu {
 namespace {
 
-void nll_loss_kernel(OpCall& call) {
+// log(sum_q exp(row[q * s])) over the c classes, in double.
+template <class T> double logsumexp(const T* row, int64_t c, int64_t s) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (int64_t q = 0; q < c; ++q) m = std::max(m, static_cast<double>(row[q * s]));
+  double sum = 0;
+  for (int64_t q = 0; q < c; ++q) sum += std::exp(static_cast<double>(row[q * s]) - m);
+  return m + std::log(sum);
+}
+
+template <bool kFromLogits> void nll_loss_kernel(OpCall& call) {
   const Tensor& logp = call.inputs[0];
   const int64_t n = logp.shape()[0], c = logp.shape()[1], s = logp.shape()[2];
   const int64_t* target = call.inputs[1].data<int64_t>();
@@ -33,7 +47,7 @@ void nll_loss_kernel(OpCall& call) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
       const T* lp = logp.data<T>();
-      parallel_for(n * s, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(eps > 0 ? c : 1, 1)),
+      parallel_for(n * s, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(kFromLogits || eps > 0 ? c : 1, 1)),
                    [&](int64_t b, int64_t e) {
                      for (int64_t k = b; k < e; ++k) {
                        const int64_t t = target[k], i = k / s, j = k % s;
@@ -42,11 +56,12 @@ void nll_loss_kernel(OpCall& call) {
                          continue;
                        }
                        const T* row = lp + i * c * s + j;  // class q at row[q * s]
+                       const double lse = kFromLogits ? logsumexp(row, c, s) : 0.0;
                        w[k] = weight[t];
-                       double l = -weight[t] * static_cast<double>(row[t * s]);
+                       double l = -weight[t] * (static_cast<double>(row[t * s]) - lse);
                        if (eps > 0) {
                          double smooth = 0;
-                         for (int64_t q = 0; q < c; ++q) smooth -= weight[q] * static_cast<double>(row[q * s]);
+                         for (int64_t q = 0; q < c; ++q) smooth -= weight[q] * (static_cast<double>(row[q * s]) - lse);
                          l = (1 - eps) * l + eps / static_cast<double>(c) * smooth;
                        }
                        loss[k] = l;
@@ -65,7 +80,8 @@ void nll_loss_kernel(OpCall& call) {
   });
 }
 
-PF_REGISTER_KERNEL(nll_loss, CPU, &nll_loss_kernel);
+PF_REGISTER_KERNEL(nll_loss, CPU, &nll_loss_kernel<false>);
+PF_REGISTER_KERNEL(cross_entropy, CPU, &nll_loss_kernel<true>);
 
 }  // namespace
 }  // namespace pyflame::cpu

@@ -46,11 +46,15 @@ template <class T, Distribution kDist> struct RandomDraw {
   }
 };
 
-// Dropout: element i is kept when float32 uniform draw i is at least p (the
-// draw pf.rand makes for element i).
-PF_HOST_DEVICE bool dropout_keeps(uint64_t seed, uint64_t offset, int64_t i, double p) {
-  const Philox4x32 r(seed, offset + static_cast<uint64_t>(i));
-  return static_cast<double>(uniform_float(r.out[0])) >= p;
+// Dropout: element i is kept when the float32 uniform from word i % 4 of
+// Philox counter offset + i / 4 is at least p. One counter serves four
+// elements (Philox is most of dropout's work); bit j of the result is element
+// 4 * group + j's.
+PF_HOST_DEVICE uint32_t dropout_keeps4(uint64_t seed, uint64_t offset, int64_t group, double p) {
+  const Philox4x32 r(seed, offset + static_cast<uint64_t>(group));
+  uint32_t bits = 0;
+  for (int j = 0; j < 4; ++j) bits |= static_cast<uint32_t>(static_cast<double>(uniform_float(r.out[j])) >= p) << j;
+  return bits;
 }
 
 }  // namespace pyflame::kernels

@@ -179,7 +179,7 @@ def _group_norm_samples(rng, dtype, cls):
     return []
 
 
-# ----------------------------------------------------------------- dropout, nll_loss
+# ----------------------------------------------------------------- dropout, nll_loss, cross_entropy
 
 
 def _dropout_samples(rng, dtype, cls):
@@ -188,9 +188,10 @@ def _dropout_samples(rng, dtype, cls):
     return _unary_samples(_STD, variants)(rng, dtype, cls)
 
 
-def _nll_samples(rng, dtype, cls):
+def _nll_samples(rng, dtype, cls, from_logits=False):
+    """nll_loss's samples (log-probabilities), or cross_entropy's (logits, label smoothing)."""
     def logits(shape, layout="contig"):
-        return _x(rng, shape, dtype, dict(low=-4, high=0), layout)
+        return _x(rng, shape, dtype, dict(low=-8, high=8) if from_logits else dict(low=-4, high=0), layout)
 
     def target(shape, c, ignore=None, tdtype="int64"):
         v = np.asarray(rng.integers(0, c, size=shape))
@@ -211,6 +212,12 @@ def _nll_samples(rng, dtype, cls):
             out.append(Sample((logits((6, 3)), target((6,), 3, ignore=1), w(3)), dict(ignore_index=1, reduction=r)))
         out.append(Sample((logits((7,)), target((), 7))))  # unbatched: input (C), target ()
         out.append(Sample((logits((5, 4)), target((5,), 4, tdtype="int32"))))
+        if from_logits:
+            for r in reductions:
+                out.append(Sample((logits((6, 5)), target((6,), 5, ignore=-100), w(5)),
+                                  dict(reduction=r, label_smoothing=0.2)))
+                out.append(Sample((logits((2, 5, 3)), target((2, 3), 5)), dict(reduction=r, label_smoothing=0.1)))
+            out.append(Sample((logits((4, 1000)), target((4,), 1000))))  # long rows
     elif cls == "noncontig":
         out.append(Sample((logits((5, 4), "T"), target((5,), 4))))
         out.append(Sample((logits((2, 4, 3), "T"), target((2, 3), 4), w(4)), dict(reduction="none")))
@@ -226,6 +233,14 @@ def _nll_samples(rng, dtype, cls):
 
 def _nll_ref(input, target, *args, **kwargs):
     return F.nll_loss(input, target.long(), *args, **kwargs)
+
+
+def _cross_entropy_samples(rng, dtype, cls):
+    return _nll_samples(rng, dtype, cls, from_logits=True)
+
+
+def _cross_entropy_ref(input, target, *args, **kwargs):
+    return F.cross_entropy(input, target.long(), *args, **kwargs)
 
 
 NORM_CLASSES = ("plain", "noncontig", "empty", "size1")
@@ -271,7 +286,9 @@ OP_INFOS = [
            tol={"float16": (2e-3, 2e-3), "float32": (1e-5, 2e-5)}),
     OpInfo("group_norm", "CUSTOM", FLOAT_DTYPES, _group_norm_samples, F.group_norm, NORM_CLASSES,
            tol={"float16": (2e-3, 2e-3), "float32": (1e-5, 2e-5)}),
-    # dropout (deterministic cases), nll_loss
+    # dropout (deterministic cases), nll_loss, cross_entropy (class-index targets)
     OpInfo("dropout", "CUSTOM", FLOAT_DTYPES, _dropout_samples, F.dropout, UNARY_CLASSES, exact_float=True),
     OpInfo("nll_loss", "CUSTOM", FLOAT_DTYPES, _nll_samples, _nll_ref, NORM_CLASSES),
+    OpInfo("cross_entropy", "CUSTOM", FLOAT_DTYPES, _cross_entropy_samples, _cross_entropy_ref, NORM_CLASSES,
+           method=False),
 ]

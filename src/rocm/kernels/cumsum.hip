@@ -4,12 +4,13 @@
 //
 // Along contiguous rows (inner == 1) one single-pass scan covers every row,
 // long or short: decoupled look-back (Merrill and Garland). The rows are cut
-// into tiles of kTileThreads * V elements; a block takes the next tile from a
+// into tiles of kTileThreads * kPerThread elements; a block takes the next tile from a
 // counter (so every tile before it is already running: no block waits on one
-// that has not started), scans it, publishes its sum, then walks back over
-// the tiles before it in its row, adding their sums until it meets one that
-// has published its inclusive prefix, and publishes its own. Each element is
-// read once and written once.
+// that has not started), scans it, publishes its sum, then its first warp
+// walks back over the tiles before it in its row, a warp's width at a time,
+// adding their sums until it meets one that has published its inclusive
+// prefix, and publishes its own. Each element is read once and written once;
+// a tile of 4096 elements covers a short row whole, with no look-back.
 //
 // Across rows (inner > 1) one thread per (outer, inner) column walks the dim,
 // threads side by side along `inner`, so every step reads and writes
@@ -28,7 +29,7 @@ namespace pyflame::backend::rocm {
 namespace {
 
 constexpr int kTileThreads = 256;
-constexpr int kPerThread = 4;  // elements per thread: a 16-byte load for 32-bit types
+constexpr int kPerThread = 16;  // consecutive elements per thread
 constexpr int64_t kTile = int64_t{kTileThreads} * kPerThread;
 
 template <class T> using scan_acc_t = std::conditional_t<is_float_v<T>, double, int64_t>;
@@ -50,41 +51,53 @@ template <class A> __device__ void publish(A* slot, int* state, A value, TileSta
   atomicExch(state, static_cast<int>(s));
 }
 
-// The sum of the row's elements before tile `tile` (its k-th in the row).
+// Warp 0: the sum of the row's elements before tile `tile` (its k-th in the
+// row, k > 0). Lane l looks at tile `end - l`; the window moves back until a
+// lane meets a published prefix (tiles before the row count as a prefix of 0).
 template <class A> __device__ A look_back(const TileBoard<A>& board, int64_t tile, int64_t k) {
+  const int lane = threadIdx.x % PF_WARP_SIZE;
+  const int64_t row_first = tile - k;
   A before = A(0);
-  for (int64_t t = tile - 1; t >= tile - k; --t) {
-    int s;
-    do {
-      s = *reinterpret_cast<volatile int*>(board.state + t);
-    } while (s == kNothing);
-    __threadfence();
-    if (s == kPrefix) return before + *reinterpret_cast<volatile A*>(board.prefix + t);
-    before += *reinterpret_cast<volatile A*>(board.sum + t);
+  for (int64_t end = tile - 1;; end -= PF_WARP_SIZE) {
+    const int64_t t = end - lane;
+    int s = kPrefix;
+    A value = A(0);
+    if (t >= row_first) {
+      do {
+        s = *reinterpret_cast<volatile int*>(board.state + t);
+      } while (s == kNothing);
+      __threadfence();
+      value = *reinterpret_cast<volatile A*>((s == kPrefix ? board.prefix : board.sum) + t);
+    }
+    const int nearest_prefix = warp_all_reduce(s == kPrefix ? lane : PF_WARP_SIZE, [](int a, int b) { return a < b ? a : b; });
+    before += warp_all_reduce(lane <= nearest_prefix ? value : A(0), [](A a, A b) { return a + b; });
+    if (nearest_prefix < PF_WARP_SIZE) return before;
   }
-  return before;
 }
 
-// kVector: every row is 4-element aligned (row length % 4 == 0), loads are one access.
+// kVector: rows start 16-byte aligned; each thread loads its elements in 16-byte accesses.
 template <class T, bool kVector>
-static __global__ void scan_rows(T* out, const T* in, int64_t len, int64_t tiles_per_row, int64_t tiles,
-                                 TileBoard<scan_acc_t<T>> board) {
+static __global__ void scan_rows(T* out, const T* in, int64_t len, int64_t tiles_per_row, TileBoard<scan_acc_t<T>> board) {
   using A = scan_acc_t<T>;
+  constexpr int L = std::min<int>(16 / sizeof(T), kPerThread);  // elements per access
   __shared__ int64_t shared_tile;
   __shared__ A shared_before;
   if (threadIdx.x == 0) shared_tile = atomicAdd(board.counter, 1);
   __syncthreads();
-  const int64_t tile = shared_tile;
-  if (tile >= tiles) return;
+  const int64_t tile = shared_tile;  // the grid has exactly one block per tile
   const int64_t row = tile / tiles_per_row, k = tile % tiles_per_row;
   const int64_t first = k * kTile + static_cast<int64_t>(threadIdx.x) * kPerThread;  // this thread's, in the row
   const T* src = in + row * len;
   T* dst = out + row * len;
+  const bool whole = kVector && first + kPerThread <= len;
   A v[kPerThread];
-  if (kVector && first + kPerThread <= len) {
-    const Vec<T, kPerThread> x = *reinterpret_cast<const Vec<T, kPerThread>*>(src + first);
+  if (whole) {
 #pragma unroll
-    for (int j = 0; j < kPerThread; ++j) v[j] = static_cast<A>(x.v[j]);
+    for (int a = 0; a < kPerThread / L; ++a) {
+      const Vec<T, L> x = *reinterpret_cast<const Vec<T, L>*>(src + first + a * L);
+#pragma unroll
+      for (int j = 0; j < L; ++j) v[a * L + j] = static_cast<A>(x.v[j]);
+    }
   } else {
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) v[j] = first + j < len ? static_cast<A>(src[first + j]) : A(0);
@@ -93,24 +106,27 @@ static __global__ void scan_rows(T* out, const T* in, int64_t len, int64_t tiles
   for (int j = 1; j < kPerThread; ++j) v[j] += v[j - 1];
   A tile_sum;
   const A inclusive = block_inclusive_scan<kTileThreads>(v[kPerThread - 1], tile_sum);
-  if (threadIdx.x == 0) {
+  if (threadIdx.x < PF_WARP_SIZE) {
     A before = A(0);
-    if (k == 0) {
-      publish(board.prefix + tile, board.state + tile, tile_sum, kPrefix);
-    } else {
-      publish(board.sum + tile, board.state + tile, tile_sum, kSum);
+    if (k > 0) {
+      if (threadIdx.x == 0) publish(board.sum + tile, board.state + tile, tile_sum, kSum);
       before = look_back(board, tile, k);
-      publish(board.prefix + tile, board.state + tile, before + tile_sum, kPrefix);
     }
-    shared_before = before;
+    if (threadIdx.x == 0) {
+      publish(board.prefix + tile, board.state + tile, before + tile_sum, kPrefix);
+      shared_before = before;
+    }
   }
   __syncthreads();
   const A offset = shared_before + inclusive - v[kPerThread - 1];
-  if (kVector && first + kPerThread <= len) {
-    Vec<T, kPerThread> y;
+  if (whole) {
 #pragma unroll
-    for (int j = 0; j < kPerThread; ++j) y.v[j] = static_cast<T>(static_cast<acc_t<T>>(offset + v[j]));
-    *reinterpret_cast<Vec<T, kPerThread>*>(dst + first) = y;
+    for (int a = 0; a < kPerThread / L; ++a) {
+      Vec<T, L> y;
+#pragma unroll
+      for (int j = 0; j < L; ++j) y.v[j] = static_cast<T>(static_cast<acc_t<T>>(offset + v[a * L + j]));
+      *reinterpret_cast<Vec<T, L>*>(dst + first + a * L) = y;
+    }
   } else {
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j)
@@ -149,15 +165,11 @@ template <class T> void launch_scan_rows(T* out, const T* in, int64_t rows, int6
   HIP_CHECK(hipMemsetAsync(base, 0, header, stream));
   const TileBoard<A> board{reinterpret_cast<int*>(base), reinterpret_cast<int*>(base) + 1,
                            reinterpret_cast<A*>(base + values_at), reinterpret_cast<A*>(base + values_at) + tiles};
-  constexpr bool kCanVector = sizeof(T) * kPerThread <= 16;
-  const bool vector = kCanVector && len % kPerThread == 0 && aligned(in, sizeof(T) * kPerThread) &&
-                      aligned(out, sizeof(T) * kPerThread);
+  const bool vector = (len * sizeof(T)) % 16 == 0 && aligned(in, 16) && aligned(out, 16);
   if (vector)
-    scan_rows<T, kCanVector><<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(out, in, len, tiles_per_row,
-                                                                                          tiles, board);
+    scan_rows<T, true><<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(out, in, len, tiles_per_row, board);
   else
-    scan_rows<T, false><<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(out, in, len, tiles_per_row, tiles,
-                                                                                     board);
+    scan_rows<T, false><<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(out, in, len, tiles_per_row, board);
 }
 
 void cumsum_entry(OpCall& call) {

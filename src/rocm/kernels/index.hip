@@ -3,7 +3,8 @@
 // over one shape with its coalesced layout (Offsets): the indexed tensor is
 // seen with stride 0 along `dim`, and the index's value times that dim's real
 // stride is added per element; index_select's 1-D index is broadcast over the
-// other dims. 64-bit offsets throughout.
+// other dims. 64-bit offsets throughout. index_select of contiguous tensors
+// (embedding lookups) copies whole rows instead, 16 bytes at a time.
 //
 // An index outside the dim (after wrapping negatives where IndexAttrs says so)
 // is recorded as a kernel error (rocm/kernel_errors.h), raised by the host at
@@ -14,6 +15,8 @@
 // float32, float64, int32 and int64 natively; the 8- and 16-bit types (float16
 // and bfloat16 included) accumulate in a float32 or int32 copy that is
 // converted back once, so each sum is rounded once, as on the CPU.
+
+#include <algorithm>
 
 #include "core/dispatch.h"
 #include "pyflame/backend/rocm/hip_check.h"
@@ -57,6 +60,36 @@ static __global__ void gather_kernel(char* out, const char* src, const char* ind
     const int64_t at = check.position(load_index<I>(index + off[2]));
     if (at < 0) continue;
     *reinterpret_cast<T*>(out + off[0]) = *reinterpret_cast<const T*>(src + off[1] + at * step);
+  }
+}
+
+// gather on contiguous tensors: out and index seen as [outer, n, inner], src
+// as [outer, size, inner]. The position arithmetic runs in Idx, 32-bit where
+// every element count fits (a 64-bit division costs several times a 32-bit one).
+template <class T, class I, class Idx>
+static __global__ void gather_contiguous_kernel(T* out, const T* src, const I* index, Idx total, Idx n, Idx inner,
+                                                Idx size, IndexCheck check) {
+  for (Idx i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const Idx rows = i / inner, k = i - rows * inner, o = rows / n;
+    const int64_t at = check.position(static_cast<int64_t>(index[i]));
+    if (at < 0) continue;
+    out[i] = src[(o * size + static_cast<Idx>(at)) * inner + k];
+  }
+}
+
+// index_select of contiguous rows: src seen as [outer, size, row], out as
+// [outer, n, row] with out[o, r] = src[o, position(index[r])]; a block copies
+// whole rows in units U (16 bytes where rows and pointers allow).
+template <class U, class I>
+static __global__ void select_rows_kernel(U* out, const U* src, const char* index, int64_t index_stride,
+                                          int64_t outer, int64_t n, int64_t size, int64_t row, IndexCheck check) {
+  for (int64_t item = blockIdx.x; item < outer * n; item += gridDim.x) {
+    const int64_t o = item / n, r = item % n;
+    const int64_t at = check.position(load_index<I>(index + r * index_stride));
+    if (at < 0) continue;
+    const U* from = src + (o * size + at) * row;
+    U* to = out + item * row;
+    for (int64_t i = threadIdx.x; i < row; i += blockDim.x) to[i] = from[i];
   }
 }
 
@@ -136,21 +169,85 @@ void launch_gather(const OpCall& call, Tensor& out, const Tensor& src, const Ten
   check_launch(op_name(call.op), describe(call));
 }
 
+// index_select on contiguous tensors: whole rows after `dim` copied at once
+// (an embedding lookup is one row per index).
+void launch_select_rows(const OpCall& call, Tensor& out, const Tensor& src, const Tensor& index) {
+  const int device = out.device().index;
+  const int64_t d = call.attr<IndexAttrs>().dim, n = index.numel();
+  int64_t outer = 1, row_bytes = static_cast<int64_t>(src.itemsize());
+  for (int64_t i = 0; i < d; ++i) outer *= src.shape()[i];
+  for (int64_t i = d + 1; i < src.dim(); ++i) row_bytes *= src.shape()[i];
+  const IndexCheck check = make_check(call, src.shape()[d], device);
+  const int64_t index_stride = index.strides()[0] * static_cast<int64_t>(index.itemsize());
+  if (outer * n == 0 || row_bytes == 0) return;
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(outer * n, int64_t{1} << 20));
+  auto launch = [&](auto utag) {
+    using U = typename decltype(utag)::type;
+    const int64_t row = row_bytes / static_cast<int64_t>(sizeof(U));
+    visit_index(index.dtype(), [&](auto itag) {
+      select_rows_kernel<U, typename decltype(itag)::type><<<grid, kThreads, 0, current_stream(device)>>>(
+          static_cast<U*>(out.data_ptr()), static_cast<const U*>(src.data_ptr()),
+          static_cast<const char*>(index.data_ptr()), index_stride, outer, n, src.shape()[d], row, check);
+    });
+  };
+  if (row_bytes % 16 == 0 && aligned(out.data_ptr(), 16) && aligned(src.data_ptr(), 16))
+    launch(TypeTag<Vec<uint32_t, 4>>{});
+  else
+    visit_width(src.itemsize(), launch);
+  check_launch(op_name(call.op), describe(call));
+}
+
 // inputs: x, index (1-D).
 void index_select_entry(OpCall& call) {
   DeviceGuard guard(call.out().device().index);
   const Tensor& index = call.inputs[1];
   const int64_t d = call.attr<IndexAttrs>().dim;
+  if (call.inputs[0].is_contiguous() && call.out().is_contiguous())
+    return launch_select_rows(call, call.out(), call.inputs[0], index);
   const Shape& shape = call.out().shape();
   Shape index_strides(shape.size(), 0);
   index_strides[d] = index.strides()[0];
   launch_gather(call, call.out(), call.inputs[0], index.as_strided(shape, index_strides, index.offset()));
 }
 
+void launch_gather_contiguous(const OpCall& call, Tensor& out, const Tensor& src, const Tensor& index) {
+  const int device = out.device().index;
+  const int64_t d = call.attr<IndexAttrs>().dim, total = out.numel();
+  int64_t inner = 1;
+  for (int64_t i = d + 1; i < out.dim(); ++i) inner *= out.shape()[i];
+  const IndexCheck check = make_check(call, src.shape()[d], device);
+  // Below 2^31 elements, i plus the grid-stride step (at most 2^28) cannot wrap around 2^32.
+  const bool narrow = total < (int64_t{1} << 31) && src.numel() < (int64_t{1} << 31);
+  visit_width(out.itemsize(), [&](auto wtag) {
+    using T = typename decltype(wtag)::type;
+    visit_index(index.dtype(), [&](auto itag) {
+      using I = typename decltype(itag)::type;
+      auto run = [&](auto idx_tag) {
+        using Idx = typename decltype(idx_tag)::type;
+        gather_contiguous_kernel<T, I, Idx><<<grid_for(total), kThreads, 0, current_stream(device)>>>(
+            static_cast<T*>(out.data_ptr()), static_cast<const T*>(src.data_ptr()),
+            static_cast<const I*>(index.data_ptr()), static_cast<Idx>(total), static_cast<Idx>(out.shape()[d]),
+            static_cast<Idx>(inner), static_cast<Idx>(src.shape()[d]), check);
+      };
+      if (narrow) run(TypeTag<uint32_t>{});
+      else run(TypeTag<uint64_t>{});
+    });
+  });
+  check_launch(op_name(call.op), describe(call));
+}
+
 // inputs: x, index (the output's shape).
 void gather_entry(OpCall& call) {
   DeviceGuard guard(call.out().device().index);
-  launch_gather(call, call.out(), call.inputs[0], call.inputs[1]);
+  const Tensor &src = call.inputs[0], &index = call.inputs[1];
+  Tensor& out = call.out();
+  // src may be larger than index outside dim: contiguous rows then have other lengths.
+  bool same_rows = src.dim() == index.dim();
+  for (int64_t i = 0; same_rows && i < src.dim(); ++i)
+    same_rows = i == call.attr<IndexAttrs>().dim || src.shape()[i] == index.shape()[i];
+  if (out.numel() > 0 && same_rows && src.is_contiguous() && index.is_contiguous() && out.is_contiguous())
+    return launch_gather_contiguous(call, out, src, index);
+  launch_gather(call, out, src, index);
 }
 
 template <bool kAdd> void launch_scatter(const OpCall& call, Tensor& out, const Tensor& index, const Tensor& src) {

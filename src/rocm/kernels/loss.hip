@@ -1,11 +1,15 @@
-// GPU nll_loss (and cross_entropy's, which hands it log_softmax output and a
-// label smoothing), with the CPU's semantics (src/cpu/loss.cpp): log-
-// probabilities (N, C, S), class indices (N, S) int64, weight (C) float64 or
+// GPU nll_loss and cross_entropy (class-index targets), with the CPU's
+// semantics (src/cpu/loss.cpp): log-probabilities (nll_loss) or logits
+// (cross_entropy) (N, C, S), class indices (N, S) int64, weight (C) float64 or
 // undefined; each element's loss
 //   (1 - eps) * -w[t] logp[t]  +  eps / C * -sum_c w[c] logp[c]
 // (0 where t == ignore_index) in double. One warp per element: lane 0 takes
-// the target's term, the lanes share the smoothing sum over the classes
-// (coalesced when S == 1). A target out of range is recorded as a kernel
+// the target's term, the lanes share the sums over the classes (coalesced
+// when S == 1). cross_entropy is fused: in one pass over the logits each lane
+// keeps a running maximum and sum of exponentials (rescaled when the maximum
+// grows) and, for label smoothing, sum w[c] x[c] and sum w[c]; the lanes then
+// merge them into logsumexp, and logp[c] = x[c] - logsumexp is never stored,
+// so the logits are read once. A target out of range is recorded as a kernel
 // error (rocm/kernel_errors.h) and its element counts as ignored.
 //
 // 'sum' and 'mean' are deterministic: a fixed grid, each block summing its
@@ -13,9 +17,11 @@
 // blocks' pairs; 'mean' divides by the sum of w[t] over the elements kept.
 
 #include <algorithm>
+#include <limits>
 
 #include "core/dispatch.h"
 #include "kernels/functors.h"
+#include "kernels/math.h"
 #include "pyflame/backend/rocm/hip_check.h"
 #include "pyflame/backend/rocm/stream.h"
 #include "rocm/device_guard.h"
@@ -38,10 +44,42 @@ struct NllProblem {
   KernelErrorSlot errors;
 };
 
+// The per-lane sums of cross_entropy's pass over one element's classes.
+template <class A> struct LogitSums {
+  A max, exp_sum;        // sum exp(x - max)
+  double weighted, weights;  // sum w[c] x[c], sum w[c] (label smoothing)
+
+  __device__ void add(A x, double w) {
+    if (x > max) {
+      exp_sum = exp_sum * math::exp(max - x) + A(1);
+      max = x;
+    } else if (x != -std::numeric_limits<A>::infinity()) {  // exp(-inf - -inf) would be NaN, not 0
+      exp_sum += math::exp(x - max);
+    }
+    weighted += w * static_cast<double>(x);
+    weights += w;
+  }
+};
+
+template <class A> __device__ LogitSums<A> warp_merge(LogitSums<A> s) {
+  for (int mask = PF_WARP_SIZE / 2; mask > 0; mask >>= 1) {
+    const A m = shfl_xor(s.max, mask), e = shfl_xor(s.exp_sum, mask);
+    const A top = m > s.max ? m : s.max;
+    // A lane whose maximum is -inf holds nothing (and exp(-inf - -inf) would be NaN).
+    constexpr A kNone = -std::numeric_limits<A>::infinity();
+    s.exp_sum = (s.max != kNone ? s.exp_sum * math::exp(s.max - top) : A(0)) + (m != kNone ? e * math::exp(m - top) : A(0));
+    s.max = top;
+    s.weighted += shfl_xor(s.weighted, mask);
+    s.weights += shfl_xor(s.weights, mask);
+  }
+  return s;
+}
+
 // Element losses: out (reduction 'none') or, per block, the sums of losses and of
 // the weights of the targets kept into block_sums[2 * block + {0, 1}].
-template <class T>
+template <class T, bool kFromLogits>
 static __global__ void nll_elements(T* out, double* block_sums, const T* logp, const int64_t* target, NllProblem p) {
+  using A = acc_t<T>;
   const int lane = threadIdx.x % PF_WARP_SIZE;
   const int64_t warps_per_block = kLossThreads / PF_WARP_SIZE;
   double loss_sum = 0, weight_sum = 0;  // lane 0 of each warp
@@ -51,18 +89,29 @@ static __global__ void nll_elements(T* out, double* block_sums, const T* logp, c
     const bool kept = t != p.ignore_index && t >= 0 && t < p.c;
     if (lane == 0 && t != p.ignore_index && !kept)
       record_kernel_error(p.errors, KernelErrorCode::TargetOutOfRange, p.op, t, p.c, p.ignore_index);
+    if (!kept) {  // the same for the whole warp
+      if (lane == 0 && out) out[k] = T(0);
+      continue;
+    }
     const T* row = logp + i * p.c * p.s + j;  // class q at row[q * s]
-    double smooth = 0;
-    if (kept && p.label_smoothing > 0) {
+    const bool smoothing = p.label_smoothing > 0;
+    double lse = 0, smooth = 0;  // smooth: -sum_c w[c] logp[c]
+    if constexpr (kFromLogits) {
+      LogitSums<A> sums{-std::numeric_limits<A>::infinity(), A(0), 0.0, 0.0};
+      for (int64_t q = lane; q < p.c; q += PF_WARP_SIZE)
+        sums.add(static_cast<A>(row[q * p.s]), smoothing ? (p.weight ? p.weight[q] : 1.0) : 0.0);
+      sums = warp_merge(sums);
+      lse = static_cast<double>(sums.max) + static_cast<double>(math::log(sums.exp_sum));
+      smooth = lse * sums.weights - sums.weighted;
+    } else if (smoothing) {
       for (int64_t q = lane; q < p.c; q += PF_WARP_SIZE)
         smooth -= (p.weight ? p.weight[q] : 1.0) * static_cast<double>(row[q * p.s]);
       smooth = warp_all_reduce(smooth, kernels::SumReduce<double>());
     }
     if (lane != 0) continue;
-    const double w = kept ? (p.weight ? p.weight[t] : 1.0) : 0.0;
-    double l = kept ? -w * static_cast<double>(row[t * p.s]) : 0.0;
-    if (kept && p.label_smoothing > 0)
-      l = (1 - p.label_smoothing) * l + p.label_smoothing / static_cast<double>(p.c) * smooth;
+    const double w = p.weight ? p.weight[t] : 1.0;
+    double l = -w * (static_cast<double>(row[t * p.s]) - lse);
+    if (smoothing) l = (1 - p.label_smoothing) * l + p.label_smoothing / static_cast<double>(p.c) * smooth;
     if (out) out[k] = static_cast<T>(static_cast<acc_t<T>>(l));
     loss_sum += l;
     weight_sum += w;
@@ -90,7 +139,7 @@ template <class T> static __global__ void nll_total(T* out, const double* block_
   if (threadIdx.x == 0) out[0] = static_cast<T>(static_cast<acc_t<T>>(mean ? loss_sum / weight_sum : loss_sum));
 }
 
-void nll_loss_entry(OpCall& call) {
+template <bool kFromLogits> void nll_loss_entry(OpCall& call) {
   Tensor& out = call.out();
   const Device dev = out.device();
   DeviceGuard guard(dev.index);
@@ -110,7 +159,7 @@ void nll_loss_entry(OpCall& call) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
       double* sums = reduce ? block_sums.data<double>() : nullptr;
-      nll_elements<T><<<blocks, kLossThreads, 0, stream>>>(reduce ? nullptr : out.data<T>(), sums, logp.data<T>(),
+      nll_elements<T, kFromLogits><<<blocks, kLossThreads, 0, stream>>>(reduce ? nullptr : out.data<T>(), sums, logp.data<T>(),
                                                             target.data<int64_t>(), p);
       if (reduce) {
         HIP_CHECK(hipGetLastError());
@@ -118,11 +167,12 @@ void nll_loss_entry(OpCall& call) {
       }
     }
   });
-  check_launch("nll_loss", "input (N, C, S) = (" + std::to_string(p.n) + ", " + std::to_string(p.c) + ", " +
+  check_launch(op_name(call.op), "input (N, C, S) = (" + std::to_string(p.n) + ", " + std::to_string(p.c) + ", " +
                                std::to_string(p.s) + ") (" + dtype_name(logp.dtype()) + ")");
 }
 
-PF_REGISTER_KERNEL(nll_loss, ROCm, &nll_loss_entry);
+PF_REGISTER_KERNEL(nll_loss, ROCm, &nll_loss_entry<false>);
+PF_REGISTER_KERNEL(cross_entropy, ROCm, &nll_loss_entry<true>);
 
 }  // namespace
 }  // namespace pyflame::backend::rocm

@@ -1,17 +1,18 @@
 // GPU normalization with the CPU kernels' semantics (src/cpu/norm.cpp): the
 // op layer hands x as (rows, M) for layer_norm/rms_norm and as (N, C, S) for
 // group_norm/batch_norm, weight/bias/running statistics as float64 (C) or
-// undefined. Statistics are Welford states (welford.h) in the compute type;
-// normalizing is (x - mean) * scale + shift, centred first as on the CPU.
+// undefined. Statistics are in the compute type: two passes over a row held
+// in registers, else Welford states (welford.h); normalizing is (x - mean) * scale + shift, centred first as on the CPU.
 //
-// layer_norm, rms_norm: one block per row, persistent (as many blocks as fit
-// on the GPU, each walking rows), so each thread loads the weight and bias of
-// its columns once. Rows of up to 8192 elements are held in registers: x is
-// read once and written once. Longer rows are read twice.
+// layer_norm, rms_norm, and group_norm whose groups hold at most 8192
+// elements: one block per row (a group of a sample is a contiguous row of
+// (C / G) * S elements), the row held in registers, so x is read once and
+// written once; weight and bias are read per element (they stay in cache).
+// Longer rows are read twice.
 //
-// group_norm, batch_norm: three launches. Statistics: blocks fold runs of a
-// statistic's elements (group_norm: the contiguous (C/G) * S values of one
-// group of one sample; batch_norm: the N runs of S values of one channel, split
+// Longer groups and batch_norm: three launches. Statistics: blocks fold runs
+// of a statistic's elements (group_norm: the contiguous (C/G) * S values of
+// one group of one sample; batch_norm: the N runs of S values of one channel, split
 // over blocks so that a few channels still fill the GPU) into Welford states;
 // finish: one thread per statistic merges its blocks' states into mean and
 // 1/std in double and, for batch_norm training, updates the running
@@ -38,27 +39,32 @@ constexpr int kMaxCached = 32;  // row elements per thread held in registers: ro
 // Planes shorter than this are normalized one thread per element (a block per plane would idle).
 constexpr int64_t kMinBlockPlane = 64;
 
-// ---- layer_norm, rms_norm ----------------------------------------------------
+// ---- rows: layer_norm, rms_norm, group_norm -----------------------------------
 
-// Rows of at most kNormThreads * kPer elements; thread t holds elements
-// t * V + k * kNormThreads * V + j (V > 1: rows V-aligned, m % V == 0).
+// The weight and bias of element `col` of row `row`: per column (layer_norm,
+// rms_norm), or per channel (group_norm, rows of (C / G) * S: the channel is
+// (row % G) * (C / G) + col / S).
+struct RowAffine {
+  const double* weight;  // or null: ones
+  const double* bias;    // or null: zeros
+  int64_t groups;        // group_norm's G; 0 for per-column parameters
+  int64_t group_channels, plane;  // group_norm: C / G and S
+
+  template <class A> __device__ void at(int64_t row, int64_t col, A& w, A& b) const {
+    const int64_t i = groups ? row % groups * group_channels + col / plane : col;
+    w = weight ? static_cast<A>(weight[i]) : A(1);
+    b = bias ? static_cast<A>(bias[i]) : A(0);
+  }
+};
+
+// Rows of at most kNormThreads * kPer elements held in registers, so x is
+// read once; thread t holds elements t * V + k * kNormThreads * V + j
+// (V > 1: rows V-aligned, m % V == 0).
 template <class T, bool kRms, int kPer, int V>
-static __global__ void row_norm_cached(T* out, const T* in, const double* weight, const double* bias, int64_t rows,
-                                       int64_t m, double eps) {
+static __global__ void row_norm_cached(T* out, const T* in, RowAffine affine, int64_t rows, int64_t m, double eps) {
   using A = acc_t<T>;
   constexpr int kVecs = kPer / V;
   const int64_t nvec = m / V;
-  A w[kVecs][V], b[kVecs][V];
-#pragma unroll
-  for (int k = 0; k < kVecs; ++k) {
-    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kNormThreads;
-#pragma unroll
-    for (int j = 0; j < V; ++j) {
-      const bool live = i < nvec;
-      w[k][j] = live && weight ? static_cast<A>(weight[i * V + j]) : A(1);
-      b[k][j] = live && bias ? static_cast<A>(bias[i * V + j]) : A(0);
-    }
-  }
   const kernels::SumReduce<A> sum_of;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const Vec<T, V>* x = reinterpret_cast<const Vec<T, V>*>(in + row * m);
@@ -76,7 +82,7 @@ static __global__ void row_norm_cached(T* out, const T* in, const double* weight
         s += v[k][j];
       }
     }
-    // rms_norm: the mean square about 0; layer_norm: the variance about the mean.
+    // rms_norm: the mean square about 0; the others: the variance about the mean.
     const A mean = kRms ? A(0) : block_all_reduce<kNormThreads>(s, sum_of) / static_cast<A>(m);
     A q = A(0);
 #pragma unroll
@@ -96,7 +102,11 @@ static __global__ void row_norm_cached(T* out, const T* in, const double* weight
       if (i >= nvec) break;
       Vec<T, V> yv;
 #pragma unroll
-      for (int j = 0; j < V; ++j) yv.v[j] = static_cast<T>(v[k][j] * rstd * w[k][j] + b[k][j]);
+      for (int j = 0; j < V; ++j) {
+        A w, b;
+        affine.at(row, i * V + j, w, b);
+        yv.v[j] = static_cast<T>(v[k][j] * rstd * w + b);
+      }
       y[i] = yv;
     }
   }
@@ -104,8 +114,7 @@ static __global__ void row_norm_cached(T* out, const T* in, const double* weight
 
 // Any row length: x is read for the statistics and again to write.
 template <class T, bool kRms>
-static __global__ void row_norm(T* out, const T* in, const double* weight, const double* bias, int64_t rows, int64_t m,
-                                double eps) {
+static __global__ void row_norm(T* out, const T* in, RowAffine affine, int64_t rows, int64_t m, double eps) {
   using A = acc_t<T>;
   const kernels::SumReduce<A> sum_of;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -125,41 +134,33 @@ static __global__ void row_norm(T* out, const T* in, const double* weight, const
       rstd = A(1) / math::sqrt(s.m2 / static_cast<A>(m) + static_cast<A>(eps));
     }
     for (int64_t i = threadIdx.x; i < m; i += kNormThreads) {
-      const A w = weight ? static_cast<A>(weight[i]) : A(1), b = bias ? static_cast<A>(bias[i]) : A(0);
+      A w, b;
+      affine.at(row, i, w, b);
       y[i] = static_cast<T>((static_cast<A>(x[i]) - mean) * rstd * w + b);
     }
   }
 }
 
-// Blocks that fit on the GPU at once (a few per compute unit), at most one per row.
-unsigned persistent_grid(int64_t rows, int device) {
-  return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, int64_t{4} * compute_units(device)));
-}
-
 template <class T, bool kRms, int V>
-void launch_row_norm_cached(T* out, const T* in, const double* w, const double* b, int64_t rows, int64_t m, double eps,
+void launch_row_norm_cached(T* out, const T* in, const RowAffine& affine, int64_t rows, int64_t m, double eps,
                             unsigned grid, hipStream_t stream) {
   const int64_t per = (m + kNormThreads - 1) / kNormThreads;
   auto run = [&](auto per_tag) {
     constexpr int kPer = std::max<int>(decltype(per_tag)::value, V);
-    row_norm_cached<T, kRms, kPer, V><<<grid, kNormThreads, 0, stream>>>(out, in, w, b, rows, m, eps);
+    row_norm_cached<T, kRms, kPer, V><<<grid, kNormThreads, 0, stream>>>(out, in, affine, rows, m, eps);
   };
   if (per <= 4) run(std::integral_constant<int, 4>());
   else if (per <= 16) run(std::integral_constant<int, 16>());
   else run(std::integral_constant<int, kMaxCached>());
 }
 
-template <bool kRms> void row_norm_entry(OpCall& call) {
-  const int device = call.out().device().index;
-  DeviceGuard guard(device);
-  const Tensor& x = call.inputs[0];
-  const int64_t rows = x.shape()[0], m = x.shape()[1];
-  if (rows == 0 || m == 0) return;
-  const double* w = call.inputs[1].defined() ? call.inputs[1].data<double>() : nullptr;
-  const double* b = call.inputs[2].defined() ? call.inputs[2].data<double>() : nullptr;
+// x (rows, m) normalized per row into `out`.
+template <bool kRms> void launch_row_norm(const OpCall& call, const Tensor& x, int64_t rows, int64_t m,
+                                          const RowAffine& affine) {
+  const int device = x.device().index;
   const double eps = call.attr<NormAttrs>().eps;
   const hipStream_t stream = current_stream(device);
-  const unsigned grid = persistent_grid(rows, device);
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(rows, int64_t{1} << 16));
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
@@ -167,15 +168,27 @@ template <bool kRms> void row_norm_entry(OpCall& call) {
       T* out = call.out().data<T>();
       constexpr int V = kVec<T> < 4 ? kVec<T> : 4;
       if (m > int64_t{kNormThreads} * kMaxCached)
-        row_norm<T, kRms><<<grid, kNormThreads, 0, stream>>>(out, in, w, b, rows, m, eps);
+        row_norm<T, kRms><<<grid, kNormThreads, 0, stream>>>(out, in, affine, rows, m, eps);
       else if (V > 1 && m % V == 0 && aligned(in, sizeof(T) * V) && aligned(out, sizeof(T) * V))
-        launch_row_norm_cached<T, kRms, V>(out, in, w, b, rows, m, eps, grid, stream);
+        launch_row_norm_cached<T, kRms, V>(out, in, affine, rows, m, eps, grid, stream);
       else
-        launch_row_norm_cached<T, kRms, 1>(out, in, w, b, rows, m, eps, grid, stream);
+        launch_row_norm_cached<T, kRms, 1>(out, in, affine, rows, m, eps, grid, stream);
     }
   });
-  check_launch(op_name(call.op), "shape " + detail::to_piece(call.out().shape()) + " as (" + std::to_string(rows) +
-                                     ", " + std::to_string(m) + ") (" + dtype_name(x.dtype()) + ")");
+  check_launch(op_name(call.op), "shape " + detail::to_piece(call.out().shape()) + " as rows (" +
+                                     std::to_string(rows) + ", " + std::to_string(m) + ") (" + dtype_name(x.dtype()) +
+                                     ")");
+}
+
+const double* data_or_null(const Tensor& t) { return t.defined() ? t.data<double>() : nullptr; }
+
+// inputs: x (rows, M), weight (M), bias (M).
+template <bool kRms> void row_norm_entry(OpCall& call) {
+  DeviceGuard guard(call.out().device().index);
+  const Tensor& x = call.inputs[0];
+  const int64_t rows = x.shape()[0], m = x.shape()[1];
+  if (rows == 0 || m == 0) return;
+  launch_row_norm<kRms>(call, x, rows, m, {data_or_null(call.inputs[1]), data_or_null(call.inputs[2]), 0, 0, 0});
 }
 
 // ---- group_norm, batch_norm ------------------------------------------------
@@ -286,8 +299,6 @@ template <class T> static __global__ void normalize_elements(T* out, const T* in
   }
 }
 
-const double* data_or_null(const Tensor& t) { return t.defined() ? t.data<double>() : nullptr; }
-
 // Statistics per `layout` item (or from `running`), then the normalization of x (N, C, S).
 void channel_norm(OpCall& call, const StatLayout& layout, bool batch_stats, RunningStats running, const Tensor& weight,
                   const Tensor& bias, int64_t groups) {
@@ -344,6 +355,10 @@ void group_norm_entry(OpCall& call) {
   const int64_t n = x.shape()[0], c = x.shape()[1], s = x.shape()[2], groups = call.attr<NormAttrs>().num_groups;
   if (x.numel() == 0) return;
   const int64_t len = c / groups * s;
+  // Groups that fit in registers are rows of the row kernel: x read once.
+  if (len <= int64_t{kNormThreads} * kMaxCached)
+    return launch_row_norm<false>(call, x, n * groups, len,
+                                  {data_or_null(call.inputs[1]), data_or_null(call.inputs[2]), groups, c / groups, s});
   channel_norm(call, {n * groups, len, 1, len, len}, true, {}, call.inputs[1], call.inputs[2], groups);
 }
 

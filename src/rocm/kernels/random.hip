@@ -1,7 +1,8 @@
 // GPU random ops: rand, randn, randint and dropout. Element i draws from
 // Philox counter offset + i with the CPU's own draw functions
 // (src/kernels/random.h), so a seed gives the same tensors on both devices,
-// whatever the grid. Outputs (and dropout's input) are contiguous.
+// whatever the grid; dropout's mask takes four elements per counter
+// (kernels::dropout_keeps4). Outputs (and dropout's input) are contiguous.
 
 #include "core/dispatch.h"
 #include "kernels/random.h"
@@ -19,13 +20,25 @@ template <class T, class Draw> static __global__ void random_kernel(T* out, int6
     out[i] = draw(i);
 }
 
-template <class T>
+// Thread per group of four elements: one Philox counter each (dropout_keeps4).
+// kVector: 4-element aligned, loaded and stored as one access.
+template <class T, bool kVector>
 static __global__ void dropout_kernel(T* out, const T* in, int64_t n, uint64_t seed, uint64_t offset, double p,
                                       acc_t<T> scale) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    out[i] = static_cast<T>(kernels::dropout_keeps(seed, offset, i, p) ? static_cast<acc_t<T>>(in[i]) * scale
-                                                                        : acc_t<T>(0));
+  using A = acc_t<T>;
+  for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < (n + 3) / 4;
+       g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const uint32_t keep = kernels::dropout_keeps4(seed, offset, g, p);
+    if (kVector && 4 * g + 4 <= n) {
+      Vec<T, 4> v = reinterpret_cast<const Vec<T, 4>*>(in)[g];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) v.v[j] = static_cast<T>(keep >> j & 1 ? static_cast<A>(v.v[j]) * scale : A(0));
+      reinterpret_cast<Vec<T, 4>*>(out)[g] = v;
+    } else {
+      for (int64_t i = 4 * g; i < n && i < 4 * g + 4; ++i)
+        out[i] = static_cast<T>(keep >> (i - 4 * g) & 1 ? static_cast<A>(in[i]) * scale : A(0));
+    }
+  }
 }
 
 std::string describe(const OpCall& call) {
@@ -53,8 +66,16 @@ void dropout_entry(OpCall& call) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
       const auto scale = static_cast<acc_t<T>>(1.0 / (1.0 - a.p));  // inf for p = 1: nothing is kept then
-      dropout_kernel<T><<<grid_for(n), kThreads, 0, current_stream(device)>>>(
-          call.out().data<T>(), call.inputs[0].data<T>(), n, a.seed, a.offset, a.p, scale);
+      T* out = call.out().data<T>();
+      const T* in = call.inputs[0].data<T>();
+      const hipStream_t stream = current_stream(device);
+      constexpr bool kCanVector = sizeof(T) * 4 <= 16;
+      if (kCanVector && aligned(in, sizeof(T) * 4) && aligned(out, sizeof(T) * 4))
+        dropout_kernel<T, kCanVector><<<grid_for((n + 3) / 4), kThreads, 0, stream>>>(out, in, n, a.seed, a.offset,
+                                                                                        a.p, scale);
+      else
+        dropout_kernel<T, false><<<grid_for((n + 3) / 4), kThreads, 0, stream>>>(out, in, n, a.seed, a.offset, a.p,
+                                                                                   scale);
     }
   });
   check_launch("dropout", describe(call));
