@@ -289,6 +289,8 @@ OP_INFOS = [
     # dropout (deterministic cases), nll_loss, cross_entropy (class-index targets)
     OpInfo("dropout", "CUSTOM", FLOAT_DTYPES, _dropout_samples, F.dropout, UNARY_CLASSES, exact_float=True),
     OpInfo("nll_loss", "CUSTOM", FLOAT_DTYPES, _nll_samples, _nll_ref, NORM_CLASSES),
+    # torch's float16 reference rounds every log-probability to float16 before summing (a few ulps
+    # of a sum); PyFlame keeps them in double and rounds once.
     OpInfo("cross_entropy", "CUSTOM", FLOAT_DTYPES, _cross_entropy_samples, _cross_entropy_ref, NORM_CLASSES,
-           method=False),
+           method=False, tol={"float16": (4e-3, 1e-3)}),
 ]

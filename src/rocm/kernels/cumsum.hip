@@ -4,13 +4,12 @@
 //
 // Along contiguous rows (inner == 1) one single-pass scan covers every row,
 // long or short: decoupled look-back (Merrill and Garland). The rows are cut
-// into tiles of kTileThreads * kPerThread elements; a block takes the next tile from a
-// counter (so every tile before it is already running: no block waits on one
-// that has not started), scans it, publishes its sum, then its first warp
+// into tiles (one for a row of up to 4096 elements); a block takes the next
+// tile from a counter (so every tile before it is already running: no block
+// waits on one that has not started), scans it, publishes its sum, then its first warp
 // walks back over the tiles before it in its row, a warp's width at a time,
 // adding their sums until it meets one that has published its inclusive
-// prefix, and publishes its own. Each element is read once and written once;
-// a tile of 4096 elements covers a short row whole, with no look-back.
+// prefix, and publishes its own. Each element is read once and written once.
 //
 // Across rows (inner > 1) one thread per (outer, inner) column walks the dim,
 // threads side by side along `inner`, so every step reads and writes
@@ -29,8 +28,10 @@ namespace pyflame::backend::rocm {
 namespace {
 
 constexpr int kTileThreads = 256;
-constexpr int kPerThread = 16;  // consecutive elements per thread
-constexpr int64_t kTile = int64_t{kTileThreads} * kPerThread;
+constexpr int64_t kChunk = int64_t{kTileThreads} * 4;
+// Chunks per tile: rows up to 4096 elements are one tile (no look-back);
+// longer rows take tiles of 16384, so fewer tiles wait on each other.
+constexpr int kShortChunks = 4, kLongChunks = 16;
 
 template <class T> using scan_acc_t = std::conditional_t<is_float_v<T>, double, int64_t>;
 
@@ -75,62 +76,73 @@ template <class A> __device__ A look_back(const TileBoard<A>& board, int64_t til
   }
 }
 
-// kVector: rows start 16-byte aligned; each thread loads its elements in 16-byte accesses.
-template <class T, bool kVector>
+// A tile is kChunks chunks of kChunk elements; in a chunk, thread t owns the
+// four consecutive elements at 4t (one coalesced access per warp). Each chunk
+// is scanned across the block as it is loaded, the thread keeping its values
+// and the sum of the tile before them; the tile's sum then goes to the
+// look-back, and the outputs are written once its prefix is known.
+// kVector: rows and pointers aligned for a 4-element access.
+template <class T, int kChunks, bool kVector>
 static __global__ void scan_rows(T* out, const T* in, int64_t len, int64_t tiles_per_row, TileBoard<scan_acc_t<T>> board) {
   using A = scan_acc_t<T>;
-  constexpr int L = std::min<int>(16 / sizeof(T), kPerThread);  // elements per access
   __shared__ int64_t shared_tile;
   __shared__ A shared_before;
   if (threadIdx.x == 0) shared_tile = atomicAdd(board.counter, 1);
   __syncthreads();
   const int64_t tile = shared_tile;  // the grid has exactly one block per tile
   const int64_t row = tile / tiles_per_row, k = tile % tiles_per_row;
-  const int64_t first = k * kTile + static_cast<int64_t>(threadIdx.x) * kPerThread;  // this thread's, in the row
   const T* src = in + row * len;
   T* dst = out + row * len;
-  const bool whole = kVector && first + kPerThread <= len;
-  A v[kPerThread];
-  if (whole) {
+  const int64_t tile_first = k * kChunks * kChunk + static_cast<int64_t>(threadIdx.x) * 4;
+  Vec<T, 4> x[kChunks];
+  A thread_before[kChunks];  // the tile's sum before this thread's elements of chunk c
+  A carry = A(0);
 #pragma unroll
-    for (int a = 0; a < kPerThread / L; ++a) {
-      const Vec<T, L> x = *reinterpret_cast<const Vec<T, L>*>(src + first + a * L);
+  for (int c = 0; c < kChunks; ++c) {
+    const int64_t first = tile_first + c * kChunk;
+    if (kVector && first + 4 <= len) {
+      x[c] = *reinterpret_cast<const Vec<T, 4>*>(src + first);
+    } else {
 #pragma unroll
-      for (int j = 0; j < L; ++j) v[a * L + j] = static_cast<A>(x.v[j]);
+      for (int j = 0; j < 4; ++j) x[c].v[j] = first + j < len ? src[first + j] : T(0);
     }
-  } else {
+    A local = A(0);
 #pragma unroll
-    for (int j = 0; j < kPerThread; ++j) v[j] = first + j < len ? static_cast<A>(src[first + j]) : A(0);
+    for (int j = 0; j < 4; ++j) local += static_cast<A>(x[c].v[j]);
+    A chunk_sum;
+    const A inclusive = block_inclusive_scan<kTileThreads>(local, chunk_sum);
+    thread_before[c] = carry + inclusive - local;
+    carry += chunk_sum;
   }
-#pragma unroll
-  for (int j = 1; j < kPerThread; ++j) v[j] += v[j - 1];
-  A tile_sum;
-  const A inclusive = block_inclusive_scan<kTileThreads>(v[kPerThread - 1], tile_sum);
   if (threadIdx.x < PF_WARP_SIZE) {
     A before = A(0);
     if (k > 0) {
-      if (threadIdx.x == 0) publish(board.sum + tile, board.state + tile, tile_sum, kSum);
+      if (threadIdx.x == 0) publish(board.sum + tile, board.state + tile, carry, kSum);
       before = look_back(board, tile, k);
     }
     if (threadIdx.x == 0) {
-      publish(board.prefix + tile, board.state + tile, before + tile_sum, kPrefix);
+      publish(board.prefix + tile, board.state + tile, before + carry, kPrefix);
       shared_before = before;
     }
   }
   __syncthreads();
-  const A offset = shared_before + inclusive - v[kPerThread - 1];
-  if (whole) {
 #pragma unroll
-    for (int a = 0; a < kPerThread / L; ++a) {
-      Vec<T, L> y;
+  for (int c = 0; c < kChunks; ++c) {
+    const int64_t first = tile_first + c * kChunk;
+    A running = shared_before + thread_before[c];
+    Vec<T, 4> y;
 #pragma unroll
-      for (int j = 0; j < L; ++j) y.v[j] = static_cast<T>(static_cast<acc_t<T>>(offset + v[a * L + j]));
-      *reinterpret_cast<Vec<T, L>*>(dst + first + a * L) = y;
+    for (int j = 0; j < 4; ++j) {
+      running += static_cast<A>(x[c].v[j]);
+      y.v[j] = static_cast<T>(static_cast<acc_t<T>>(running));
     }
-  } else {
+    if (kVector && first + 4 <= len) {
+      *reinterpret_cast<Vec<T, 4>*>(dst + first) = y;
+    } else {
 #pragma unroll
-    for (int j = 0; j < kPerThread; ++j)
-      if (first + j < len) dst[first + j] = static_cast<T>(static_cast<acc_t<T>>(offset + v[j]));
+      for (int j = 0; j < 4; ++j)
+        if (first + j < len) dst[first + j] = y.v[j];
+    }
   }
 }
 
@@ -154,7 +166,9 @@ static __global__ void scan_columns(T* out, const T* in, int64_t outer, int64_t 
 template <class T> void launch_scan_rows(T* out, const T* in, int64_t rows, int64_t len, Device dev) {
   using A = scan_acc_t<T>;
   const hipStream_t stream = current_stream(dev.index);
-  const int64_t tiles_per_row = (len + kTile - 1) / kTile, tiles = rows * tiles_per_row;
+  const int chunks = len <= kShortChunks * kChunk ? kShortChunks : kLongChunks;
+  const int64_t tile_len = chunks * kChunk;
+  const int64_t tiles_per_row = (len + tile_len - 1) / tile_len, tiles = rows * tiles_per_row;
   PF_CHECK(tiles < (int64_t{1} << 31), NotSupportedError, "cumsum: ", rows, " rows of ", len,
            " elements make more tiles than the GPU scan counts");
   // One buffer: the counter and states (zeroed together), then the sums and prefixes.
@@ -165,11 +179,20 @@ template <class T> void launch_scan_rows(T* out, const T* in, int64_t rows, int6
   HIP_CHECK(hipMemsetAsync(base, 0, header, stream));
   const TileBoard<A> board{reinterpret_cast<int*>(base), reinterpret_cast<int*>(base) + 1,
                            reinterpret_cast<A*>(base + values_at), reinterpret_cast<A*>(base + values_at) + tiles};
-  const bool vector = (len * sizeof(T)) % 16 == 0 && aligned(in, 16) && aligned(out, 16);
-  if (vector)
-    scan_rows<T, true><<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(out, in, len, tiles_per_row, board);
-  else
-    scan_rows<T, false><<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(out, in, len, tiles_per_row, board);
+  const bool vector = len % 4 == 0 && aligned(in, sizeof(T) * 4) && aligned(out, sizeof(T) * 4);
+  auto run = [&](auto chunks_tag, auto vector_tag) {
+    scan_rows<T, decltype(chunks_tag)::value, decltype(vector_tag)::value>
+        <<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(out, in, len, tiles_per_row, board);
+  };
+  using Short = std::integral_constant<int, kShortChunks>;
+  using Long = std::integral_constant<int, kLongChunks>;
+  if (chunks == kShortChunks) {
+    if (vector) run(Short(), std::true_type());
+    else run(Short(), std::false_type());
+  } else {
+    if (vector) run(Long(), std::true_type());
+    else run(Long(), std::false_type());
+  }
 }
 
 void cumsum_entry(OpCall& call) {
