@@ -7,10 +7,11 @@ Sections: --runtime (allocator, pinned host-to-device, device-to-device),
 --elementwise (add and gelu on 256M fp32, Python overhead per small op),
 --matmul (GEMM fp32, tf32, bf16 at 4096 and 8192), --conv (conv2d 3x3 on
 32x64x56x56, conv3d 3x3x3 on 8x32x32x64x64, conv_transpose2d 4x4 stride 2 on
-32x64x56x56), --softmax (softmax, log_softmax on 16384x4096 fp32), --reduce
-(row sum, row max, column sum, full sum, row variance on 16384x4096 fp32),
---scan (cumsum of rows and of one 256M vector), --norm (layer_norm, rms_norm,
-group_norm, batch_norm), --loss (cross_entropy, nll_loss), --index
+32x64x56x56), --pool (max_pool2d 3x3 stride 2 padding 1 and avg_pool2d 2x2 on
+64x64x112x112 fp32), --softmax (softmax, log_softmax on 16384x4096 fp32),
+--reduce (row sum, row max, column sum, full sum, row variance on 16384x4096
+fp32), --scan (cumsum of rows and of one 256M vector), --norm (layer_norm,
+rms_norm, group_norm, batch_norm), --loss (cross_entropy, nll_loss), --index
 (embedding, gather), --dropout (256M fp32).
 
 Each case runs PyFlame and PyTorch on fresh non-zero inputs, after warm-up
@@ -237,6 +238,16 @@ def conv_cases(args):
                  2.0 * 32 * 64 * 56 * 56 * 64 * 16, "TFLOP/s")
 
 
+def pool_cases(args):
+    # Bytes read and written (PyTorch's max_pool2d also writes int64 indices, not counted).
+    x, tx = _randn((64, 64, 112, 112))
+    nbytes = 4 * 64 * 64 * (112 * 112 + 56 * 56)
+    yield Result("pool", "max_pool2d 3x3/2 64x64x112x112 fp32", *side_by_side(lambda: pf.max_pool2d(x, 3, 2, 1),
+                 lambda: torch.nn.functional.max_pool2d(tx, 3, 2, 1), args), nbytes, "TB/s")
+    yield Result("pool", "avg_pool2d 2x2 64x64x112x112 fp32", *side_by_side(lambda: pf.avg_pool2d(x, 2),
+                 lambda: torch.nn.functional.avg_pool2d(tx, 2), args), nbytes, "TB/s")
+
+
 def softmax_cases(args):
     rows, cols = 16384, 4096
     x, tx = _randn((rows, cols))
@@ -345,8 +356,9 @@ def dropout_cases(args):
 
 
 SECTIONS = {"runtime": runtime_cases, "elementwise": elementwise_cases, "matmul": matmul_cases,
-            "conv": conv_cases, "softmax": softmax_cases, "reduce": reduce_cases, "scan": scan_cases,
-            "norm": norm_cases, "loss": loss_cases, "index": index_cases, "dropout": dropout_cases}
+            "conv": conv_cases, "pool": pool_cases, "softmax": softmax_cases, "reduce": reduce_cases,
+            "scan": scan_cases, "norm": norm_cases, "loss": loss_cases, "index": index_cases,
+            "dropout": dropout_cases}
 
 
 def _fmt(v, spec):
