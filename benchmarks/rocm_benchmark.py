@@ -6,8 +6,9 @@
 Sections: --runtime (allocator, pinned host-to-device, device-to-device),
 --elementwise (add and gelu on 256M fp32, Python overhead per small op),
 --matmul (GEMM fp32, tf32, bf16 at 4096 and 8192), --conv (conv2d 3x3 on
-32x64x56x56), --softmax (softmax, log_softmax, layer norm on 16384x4096 fp32),
---reduce (row sum, row max, full sum on 16384x4096 fp32).
+32x64x56x56), --pool (max_pool2d 3x3 stride 2 padding 1 and avg_pool2d 2x2 on
+64x64x112x112 fp32), --softmax (softmax, log_softmax, layer norm on 16384x4096
+fp32), --reduce (row sum, row max, full sum on 16384x4096 fp32).
 
 Each case runs PyFlame and PyTorch on fresh non-zero inputs, after warm-up
 runs, timed with device events over `iterations` calls (the median of
@@ -218,6 +219,16 @@ def conv_cases(args):
                  lambda: torch.nn.functional.conv2d(tx, tw, padding=1), args), flops, "TFLOP/s")
 
 
+def pool_cases(args):
+    # Bytes read and written (PyTorch's max_pool2d also writes int64 indices, not counted).
+    x, tx = _randn((64, 64, 112, 112))
+    nbytes = 4 * 64 * 64 * (112 * 112 + 56 * 56)
+    yield Result("pool", "max_pool2d 3x3/2 64x64x112x112 fp32", *side_by_side(lambda: pf.max_pool2d(x, 3, 2, 1),
+                 lambda: torch.nn.functional.max_pool2d(tx, 3, 2, 1), args), nbytes, "TB/s")
+    yield Result("pool", "avg_pool2d 2x2 64x64x112x112 fp32", *side_by_side(lambda: pf.avg_pool2d(x, 2),
+                 lambda: torch.nn.functional.avg_pool2d(tx, 2), args), nbytes, "TB/s")
+
+
 def softmax_cases(args):
     rows, cols = 16384, 4096
     x, tx = _randn((rows, cols))
@@ -246,7 +257,7 @@ def reduce_cases(args):
 
 
 SECTIONS = {"runtime": runtime_cases, "elementwise": elementwise_cases, "matmul": matmul_cases,
-            "conv": conv_cases, "softmax": softmax_cases, "reduce": reduce_cases}
+            "conv": conv_cases, "pool": pool_cases, "softmax": softmax_cases, "reduce": reduce_cases}
 
 
 def _fmt(v, spec):

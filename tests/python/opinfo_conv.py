@@ -137,9 +137,17 @@ def _pool_table(nd, is_max):
         ((((3,) + shp(6, 8, 9), C),), kw(kernel_size=3, stride=2, ceil_mode=True)),  # unbatched
         ((((2, 2) + shp(5, 6, 7), C),), kw(kernel_size=(3, 2, 3), stride=(2, 1, 2), padding=(1, 0, 1),
                                           dilation=2 if is_max else 1)),
+        # Output planes of 256 outputs or more take the GPU's tiled kernel (smaller ones its direct one):
+        # rows not a multiple of 4 or of a 16-byte vector, whole 16-byte rows, several column tiles.
+        ((((2, 3) + shp(3, 20, 37), C),), kw(kernel_size=3, stride=1, padding=1)),
+        ((((1, 2) + shp(6, 33, 45), C),), kw(kernel_size=(2, 3, 3), stride=2, padding=1, ceil_mode=True)),
+        ((((1, 2) + shp(3, 16, 64), C),), kw(kernel_size=2)),
+        ((((1, 2) + shp(4, 25, 33), C),), kw(kernel_size=3, padding=1, dilation=(1, 2, 2) if is_max else 1)),
+        ((((1, 2) + shp(1, 2, 2100), C),), kw(kernel_size=(1, 1, 3), stride=1, padding=(0, 0, 1))),
     ]
     if not is_max:
         plain += [((((2, 3) + shp(5, 7, 7), C),), dict(kw(kernel_size=3, stride=2, padding=1), **e)) for e in extra]
+        plain += [((((1, 2) + shp(4, 31, 41), C),), dict(kw(kernel_size=3, stride=2, padding=1), **e)) for e in extra]
     return {
         "plain": plain,
         "noncontig": [((((2, 3) + shp(5, 6, 7), T),), kw(kernel_size=2, stride=1, padding=1)),
@@ -157,6 +165,7 @@ _ADAPTIVE = {
         ((((2, 3, 7, 9), C),), dict(output_size=(None, 2))),
         ((((2, 3, 4, 5), C),), dict(output_size=(6, 7))),  # larger than the input: cells overlap
         ((((3, 5, 6), C),), dict(output_size=1)),  # unbatched
+        ((((2, 3, 37, 45), C),), dict(output_size=(5, 7))),
     ],
     "noncontig": [((((2, 3, 6, 7), T),), dict(output_size=(4, 3))), ((((2, 3, 6, 7), S),), dict(output_size=2))],
     "empty": [((((0, 3, 4, 4), C),), dict(output_size=2)), ((((2, 3, 4, 4), C),), dict(output_size=(0, 2)))],

@@ -12,7 +12,7 @@ from host_memory import needs_free_memory
 from op_registry import Arg, assert_matches, make_pf, make_values, pf_to_numpy
 from opinfo_conv import EXTRA_OP_INFOS
 from test_errors import expect
-from test_ops import _run_sample
+from test_ops import _run_sample, _use_device
 
 EXTRA = {op.name: op for op in EXTRA_OP_INFOS}
 
@@ -64,7 +64,9 @@ def test_conv2d_spec_example(rng):
     assert_matches(out, F.conv2d(tx, tw, stride=2, padding=3), 1e-5, 1e-5, what="conv2d 7x7/2")
 
 
-def test_pools_large(rng):
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_pools_large(device, rng):
+    _use_device(device, "max_pool2d")
     x, tx = _pair(rng, (3, 5, 57, 61), low=-5, high=5)
     assert_matches(pf.max_pool2d(x, 3, 2, 1), F.max_pool2d(tx, 3, 2, 1), 0, 0, what="max_pool2d")
     assert_matches(pf.avg_pool2d(x, (4, 3), (3, 2), (2, 1), ceil_mode=True),
@@ -90,14 +92,24 @@ def test_thread_count_does_not_change_results(rng):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-def test_max_pool_propagates_nan(dtype):
+def test_max_pool_propagates_nan(dtype, device):
+    _use_device(device, "max_pool2d")
     v = np.arange(2 * 6 * 6, dtype=np.float32).reshape(1, 2, 6, 6)
     v[0, 0, 1, 1] = v[0, 1, 5, 4] = np.nan
     x = pf.tensor(v).to(getattr(pf, dtype))
     t = torch.from_numpy(v).to(getattr(torch, dtype))
     assert_matches(pf.max_pool2d(x, 2), F.max_pool2d(t, 2), 0, 0, what="max_pool2d NaN")
     assert_matches(pf.max_pool2d(x, 3, 1, 1), F.max_pool2d(t, 3, 1, 1), 0, 0, what="max_pool2d NaN, overlapping")
+    # Planes large enough for the GPU's tiled kernel, NaN at edges and inside, 2-D and 3-D.
+    v = np.random.default_rng(0).uniform(-5, 5, (2, 3, 4, 40, 44)).astype(np.float32)
+    v[0, 0, 0, 0, 0] = v[0, 1, 2, 17, 43] = v[1, 2, 3, 39, 20] = v[1, 0, 1, 8, 8] = np.nan
+    x = pf.tensor(v).to(getattr(pf, dtype))
+    t = torch.from_numpy(v).to(getattr(torch, dtype))
+    assert_matches(pf.max_pool2d(x[:, :, 1], 3, 2, 1), F.max_pool2d(t[:, :, 1], 3, 2, 1), 0, 0,
+                   what="max_pool2d NaN, large")
+    assert_matches(pf.max_pool3d(x, 3, 1, 1), F.max_pool3d(t, 3, 1, 1), 0, 0, what="max_pool3d NaN")
 
 
 def test_defaults_and_argument_forms(rng):
