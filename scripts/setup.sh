@@ -25,5 +25,7 @@ if [ "${PYFLAME_TEST_DEPS:-0}" = 1 ]; then
   fi
 fi
 
-echo "== building and installing PyFlame (C++ core and Python extension)"
+echo "== building and installing PyFlame (C++ core and Python extension; a GPU flavour where"
+echo "   the machine has a GPU and its toolchain, docs/rocm.md)"
 python -m pip install -q .
+echo "== built $(cd / && python -m pyflame.info --flavour)"

@@ -64,6 +64,20 @@ void unary(ir::OpType op, float* output, const float* input, int64_t numel, hipS
   run_kernel(call, scope.device());
 }
 
+// A kernel run into a new float32 tensor of `numel` elements (0: a scalar).
+Tensor run_into_new(ir::OpType op, std::vector<Tensor> inputs, OpAttrs attrs, int64_t numel, Device device) {
+  Tensor out = Tensor::empty(numel ? Shape{numel} : Shape{}, DType::Float32, device);
+  OpCall call{op, std::move(inputs), std::move(attrs), {out}};
+  run_kernel(call, device);
+  return out;
+}
+
+// output[0] = the mean of `loss` (numel elements).
+void mean_into(float* output, const Tensor& loss, Device device) {
+  OpCall call{ir::OpType::mean, {loss}, ReduceAttrs{{0}, false, 0}, {wrap(output, 1).view({})}};
+  run_kernel(call, device);
+}
+
 }  // namespace
 
 void launch_gelu_forward(float* output, const float* input, int64_t numel, hipStream_t stream) {
@@ -111,6 +125,57 @@ void launch_where(float* output, const float* condition, const float* x, const f
 void launch_clamp(float* output, const float* input, float min_val, float max_val, int64_t numel, hipStream_t stream) {
   unary(ir::OpType::clamp, output, input, numel, stream,
         ClampAttrs{Scalar(static_cast<double>(min_val)), Scalar(static_cast<double>(max_val))});
+}
+
+// The losses are the ops' compositions (src/core/nn_ops.cpp), run kernel by
+// kernel: output[0] is the mean over the elements (PyTorch's default reduction).
+void launch_mse_loss(float* output, const float* predictions, const float* targets, int64_t numel,
+                     hipStream_t stream) {
+  CurrentStream scope(stream);
+  const Device dev = scope.device();
+  Tensor d = run_into_new(ir::OpType::sub, {wrap(predictions, numel), wrap(targets, numel)}, ElementwiseAttrs{}, numel, dev);
+  mean_into(output, run_into_new(ir::OpType::mul, {d, d}, ElementwiseAttrs{}, numel, dev), dev);
+}
+
+// -(t log p + (1 - t) log(1 - p)), both logs clamped at -100 as PyTorch; p is not range-checked.
+void launch_bce_loss(float* output, const float* predictions, const float* targets, int64_t numel,
+                     hipStream_t stream) {
+  CurrentStream scope(stream);
+  const Device dev = scope.device();
+  const Tensor p = wrap(predictions, numel), t = wrap(targets, numel);
+  auto clamped_log = [&](const Tensor& x) {
+    Tensor log_x = run_into_new(ir::OpType::log, {x}, default_params(ir::OpType::log), numel, dev);
+    return run_into_new(ir::OpType::clamp, {log_x}, ClampAttrs{Scalar(-100.0), std::nullopt}, numel, dev);
+  };
+  const Tensor log_p = clamped_log(p);
+  const Tensor log_1mp = clamped_log(
+      run_into_new(ir::OpType::sub, {run_into_new(ir::OpType::fill, {}, FillAttrs{Scalar(1.0)}, numel, dev), p},
+                   ElementwiseAttrs{}, numel, dev));
+  const Tensor t_minus_1 =
+      run_into_new(ir::OpType::sub, {t, run_into_new(ir::OpType::fill, {}, FillAttrs{Scalar(1.0)}, numel, dev)},
+                   ElementwiseAttrs{}, numel, dev);
+  const Tensor loss = run_into_new(
+      ir::OpType::sub,
+      {run_into_new(ir::OpType::mul, {t_minus_1, log_1mp}, ElementwiseAttrs{}, numel, dev),
+       run_into_new(ir::OpType::mul, {t, log_p}, ElementwiseAttrs{}, numel, dev)},
+      ElementwiseAttrs{}, numel, dev);
+  mean_into(output, loss, dev);
+}
+
+// The mean cross entropy of N rows of C logits against int32 class targets (the fused kernel).
+void launch_cross_entropy_loss(float* output, const float* logits, const int32_t* targets, int64_t N, int64_t C,
+                               hipStream_t stream) {
+  CurrentStream scope(stream);
+  const Device dev = scope.device();
+  PF_CHECK(N >= 0 && C > 0, ValueError, "launch_cross_entropy_loss: need N >= 0 and C > 0, got N ", N, ", C ", C);
+  const Tensor target = Tensor::empty({N, 1}, DType::Int64, dev);
+  OpCall widen{ir::OpType::copy, {wrap(targets, N, DType::Int32).view({N, 1})}, NoAttrs{}, {target}};
+  run_kernel(widen, dev);
+  OpCall call{ir::OpType::cross_entropy,
+              {wrap(logits, N * C).view({N, C, 1}), target, Tensor()},
+              LossAttrs{-100, Reduction::Mean, 0.0},
+              {wrap(output, 1).view({})}};
+  run_kernel(call, dev);
 }
 
 }  // namespace pyflame::backend::rocm

@@ -86,3 +86,52 @@ TEST_CASE("launch_* run the op kernels on the given stream") {
   CHECK_THROWS_AS(rocm::launch_elementwise_unary(OpType::add, t.dout, t.da, t.n, nullptr), pyflame::ValueError);
   CHECK_THROWS_AS(rocm::launch_comparison(OpType::add, t.dout, t.da, t.db, t.n, nullptr), pyflame::ValueError);
 }
+
+TEST_CASE("the loss launchers give the mean loss") {
+  if (!rocm::is_available()) {
+    MESSAGE("skipped: no usable GPU: " << rocm::unavailable_reason());
+    return;
+  }
+  const int64_t n = 1001, rows = 37, classes = 27;  // n >= rows * classes
+  Buffers t(n);
+  std::vector<float> p(n), q(n);
+  for (int64_t i = 0; i < n; ++i) {
+    p[i] = static_cast<float>(1 / (1 + std::exp(-double(t.a[i]))));  // probabilities in (0, 1)
+    q[i] = static_cast<float>(std::abs(t.b[i]) / 3);                // soft targets in [0, 1]
+  }
+  Buffers::mm().copy_host_to_device(t.db, p.data(), t.bytes);
+  Buffers::mm().copy_host_to_device(t.dc, q.data(), t.bytes);
+  auto scalar = [&](const std::function<void(hipStream_t)>& launch) {
+    t.poison();
+    rocm::Stream stream;
+    launch(stream.handle());
+    stream.synchronize();
+    float v;
+    Buffers::mm().copy_device_to_host(&v, t.dout, sizeof v);
+    return double(v);
+  };
+  double mse = 0, bce = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    mse += (double(t.a[i]) - p[i]) * (double(t.a[i]) - p[i]);
+    bce -= q[i] * std::max(std::log(double(p[i])), -100.0) + (1 - q[i]) * std::max(std::log(1 - double(p[i])), -100.0);
+  }
+  CHECK(scalar([&](hipStream_t s) { rocm::launch_mse_loss(t.dout, t.da, t.db, n, s); }) ==
+        doctest::Approx(mse / n).epsilon(1e-5));
+  CHECK(scalar([&](hipStream_t s) { rocm::launch_bce_loss(t.dout, t.db, t.dc, n, s); }) ==
+        doctest::Approx(bce / n).epsilon(1e-5));
+  // Cross entropy of `rows` rows of `classes` logits (the first values of a).
+  std::vector<int32_t> target(rows);
+  double ce = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    target[r] = static_cast<int32_t>((r * 7) % classes);
+    double m = -1e300, sum = 0;
+    for (int64_t k = 0; k < classes; ++k) m = std::max(m, double(t.a[r * classes + k]));
+    for (int64_t k = 0; k < classes; ++k) sum += std::exp(double(t.a[r * classes + k]) - m);
+    ce += m + std::log(sum) - t.a[r * classes + target[r]];
+  }
+  auto* dtarget = static_cast<int32_t*>(rocm::get_memory_manager().allocate(rows * sizeof(int32_t)));
+  Buffers::mm().copy_host_to_device(dtarget, target.data(), rows * sizeof(int32_t));
+  CHECK(scalar([&](hipStream_t s) { rocm::launch_cross_entropy_loss(t.dout, t.da, dtarget, rows, classes, s); }) ==
+        doctest::Approx(ce / rows).epsilon(1e-5));
+  Buffers::mm().deallocate(dtarget);
+}

@@ -116,3 +116,14 @@ def test_has_kernel_for_rocm_in_a_cpu_build():
     for name, family in pf.op_table():
         r = pf.has_kernel(name, "rocm")
         assert r in (True, False)
+
+
+def test_build_flavour_is_recorded():
+    # cmake/detect_gpu.cmake's choice, installed with the package; a GPU build matches its backend.
+    from pyflame import info
+
+    flavour = info.flavour()
+    assert flavour.startswith(("the CPU flavour: ", "the nvidia GPU flavour: ", "the amd GPU flavour: ")), flavour
+    gpu_built = os.path.exists(os.path.join(info.cmake_prefix_path(), "lib", "libpyflame_rocm.so"))
+    assert ("GPU flavour" in flavour) == gpu_built, flavour
+    assert flavour in info.report()

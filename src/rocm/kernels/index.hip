@@ -65,15 +65,25 @@ static __global__ void gather_kernel(char* out, const char* src, const char* ind
 
 // gather on contiguous tensors: out and index seen as [outer, n, inner], src
 // as [outer, size, inner]. The position arithmetic runs in Idx, 32-bit where
-// every element count fits (a 64-bit division costs several times a 32-bit one).
-template <class T, class I, class Idx>
+// every element count fits (a 64-bit division costs several times a 32-bit
+// one). kGroup: each thread takes four consecutive outputs that share their
+// (outer, n) row or, for inner == 1, their outer row (inner % 4 == 0, or
+// inner == 1 and n % 4 == 0), so one division serves four and the output is
+// stored in one access.
+template <class T, class I, class Idx, bool kGroup>
 static __global__ void gather_contiguous_kernel(T* out, const T* src, const I* index, Idx total, Idx n, Idx inner,
                                                 Idx size, IndexCheck check) {
-  for (Idx i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+  constexpr Idx kStep = kGroup ? 4 : 1;
+  for (Idx i = (blockIdx.x * blockDim.x + threadIdx.x) * kStep; i < total; i += gridDim.x * blockDim.x * kStep) {
     const Idx rows = i / inner, k = i - rows * inner, o = rows / n;
-    const int64_t at = check.position(static_cast<int64_t>(index[i]));
-    if (at < 0) continue;
-    out[i] = src[(o * size + static_cast<Idx>(at)) * inner + k];
+    Vec<T, kStep> v;
+#pragma unroll
+    for (Idx j = 0; j < kStep; ++j) {
+      const int64_t at = check.position(static_cast<int64_t>(index[i + j]));
+      const Idx kj = inner == 1 ? 0 : k + j;
+      v.v[j] = at < 0 ? out[i + j] : src[(o * size + static_cast<Idx>(at)) * inner + kj];
+    }
+    *reinterpret_cast<Vec<T, kStep>*>(out + i) = v;
   }
 }
 
@@ -222,15 +232,21 @@ void launch_gather_contiguous(const OpCall& call, Tensor& out, const Tensor& src
     using T = typename decltype(wtag)::type;
     visit_index(index.dtype(), [&](auto itag) {
       using I = typename decltype(itag)::type;
-      auto run = [&](auto idx_tag) {
+      auto run = [&](auto idx_tag, auto group_tag) {
         using Idx = typename decltype(idx_tag)::type;
-        gather_contiguous_kernel<T, I, Idx><<<grid_for(total), kThreads, 0, current_stream(device)>>>(
+        constexpr bool kGroup = decltype(group_tag)::value;
+        gather_contiguous_kernel<T, I, Idx, kGroup><<<grid_for(kGroup ? total / 4 : total), kThreads, 0,
+                                                      current_stream(device)>>>(
             static_cast<T*>(out.data_ptr()), static_cast<const T*>(src.data_ptr()),
             static_cast<const I*>(index.data_ptr()), static_cast<Idx>(total), static_cast<Idx>(out.shape()[d]),
             static_cast<Idx>(inner), static_cast<Idx>(src.shape()[d]), check);
       };
-      if (narrow) run(TypeTag<uint32_t>{});
-      else run(TypeTag<uint64_t>{});
+      const bool group = (inner % 4 == 0 || (inner == 1 && out.shape()[d] % 4 == 0)) &&
+                         aligned(out.data_ptr(), sizeof(T) * 4);
+      if (narrow && group) run(TypeTag<uint32_t>{}, std::true_type());
+      else if (narrow) run(TypeTag<uint32_t>{}, std::false_type());
+      else if (group) run(TypeTag<uint64_t>{}, std::true_type());
+      else run(TypeTag<uint64_t>{}, std::false_type());
     });
   });
   check_launch(op_name(call.op), describe(call));

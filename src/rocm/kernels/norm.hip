@@ -7,7 +7,8 @@
 // layer_norm, rms_norm, and group_norm whose groups hold at most 8192
 // elements: one block per row (a group of a sample is a contiguous row of
 // (C / G) * S elements), the row held in registers, so x is read once and
-// written once; weight and bias are read per element (they stay in cache).
+// written once; weight and bias, converted to the compute type, are read
+// per element (they stay in cache).
 // Longer rows are read twice.
 //
 // Longer groups and batch_norm: three launches. Statistics: blocks fold runs
@@ -44,16 +45,18 @@ constexpr int64_t kMinBlockPlane = 64;
 // The weight and bias of element `col` of row `row`: per column (layer_norm,
 // rms_norm), or per channel (group_norm, rows of (C / G) * S: the channel is
 // (row % G) * (C / G) + col / S).
-struct RowAffine {
-  const double* weight;  // or null: ones
-  const double* bias;    // or null: zeros
-  int64_t groups;        // group_norm's G; 0 for per-column parameters
+// They arrive as float64 and are converted to the compute type A once per
+// call: read for every element, they would otherwise move twice the bytes.
+template <class A> struct RowAffine {
+  const A* weight;  // or null: ones
+  const A* bias;    // or null: zeros
+  int64_t groups;   // group_norm's G; 0 for per-column parameters
   int64_t group_channels, plane;  // group_norm: C / G and S
 
-  template <class A> __device__ void at(int64_t row, int64_t col, A& w, A& b) const {
+  __device__ void at(int64_t row, int64_t col, A& w, A& b) const {
     const int64_t i = groups ? row % groups * group_channels + col / plane : col;
-    w = weight ? static_cast<A>(weight[i]) : A(1);
-    b = bias ? static_cast<A>(bias[i]) : A(0);
+    w = weight ? weight[i] : A(1);
+    b = bias ? bias[i] : A(0);
   }
 };
 
@@ -61,7 +64,7 @@ struct RowAffine {
 // read once; thread t holds elements t * V + k * kNormThreads * V + j
 // (V > 1: rows V-aligned, m % V == 0).
 template <class T, bool kRms, int kPer, int V>
-static __global__ void row_norm_cached(T* out, const T* in, RowAffine affine, int64_t rows, int64_t m, double eps) {
+static __global__ void row_norm_cached(T* out, const T* in, RowAffine<acc_t<T>> affine, int64_t rows, int64_t m, double eps) {
   using A = acc_t<T>;
   constexpr int kVecs = kPer / V;
   const int64_t nvec = m / V;
@@ -114,7 +117,7 @@ static __global__ void row_norm_cached(T* out, const T* in, RowAffine affine, in
 
 // Any row length: x is read for the statistics and again to write.
 template <class T, bool kRms>
-static __global__ void row_norm(T* out, const T* in, RowAffine affine, int64_t rows, int64_t m, double eps) {
+static __global__ void row_norm(T* out, const T* in, RowAffine<acc_t<T>> affine, int64_t rows, int64_t m, double eps) {
   using A = acc_t<T>;
   const kernels::SumReduce<A> sum_of;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -142,7 +145,7 @@ static __global__ void row_norm(T* out, const T* in, RowAffine affine, int64_t r
 }
 
 template <class T, bool kRms, int V>
-void launch_row_norm_cached(T* out, const T* in, const RowAffine& affine, int64_t rows, int64_t m, double eps,
+void launch_row_norm_cached(T* out, const T* in, const RowAffine<acc_t<T>>& affine, int64_t rows, int64_t m, double eps,
                             unsigned grid, hipStream_t stream) {
   const int64_t per = (m + kNormThreads - 1) / kNormThreads;
   auto run = [&](auto per_tag) {
@@ -154,9 +157,11 @@ void launch_row_norm_cached(T* out, const T* in, const RowAffine& affine, int64_
   else run(std::integral_constant<int, kMaxCached>());
 }
 
-// x (rows, m) normalized per row into `out`.
-template <bool kRms> void launch_row_norm(const OpCall& call, const Tensor& x, int64_t rows, int64_t m,
-                                          const RowAffine& affine) {
+// x (rows, m) normalized per row into `out`; weight and bias (float64 or
+// undefined) per column, or per channel where groups > 0 (RowAffine).
+template <bool kRms>
+void launch_row_norm(const OpCall& call, const Tensor& x, int64_t rows, int64_t m, const Tensor& weight,
+                     const Tensor& bias, int64_t groups, int64_t group_channels, int64_t plane) {
   const int device = x.device().index;
   const double eps = call.attr<NormAttrs>().eps;
   const hipStream_t stream = current_stream(device);
@@ -164,9 +169,14 @@ template <bool kRms> void launch_row_norm(const OpCall& call, const Tensor& x, i
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
+      using A = acc_t<T>;
+      const Tensor w = weight.defined() ? weight.to(dtype_of<A>()) : Tensor();
+      const Tensor b = bias.defined() ? bias.to(dtype_of<A>()) : Tensor();
+      const RowAffine<A> affine{w.defined() ? w.data<A>() : nullptr, b.defined() ? b.data<A>() : nullptr, groups,
+                                group_channels, plane};
       const T* in = x.data<T>();
       T* out = call.out().data<T>();
-      constexpr int V = kVec<T> < 4 ? kVec<T> : 4;
+      constexpr int V = kVec<T> < 8 ? kVec<T> : 8;  // 16-byte accesses
       if (m > int64_t{kNormThreads} * kMaxCached)
         row_norm<T, kRms><<<grid, kNormThreads, 0, stream>>>(out, in, affine, rows, m, eps);
       else if (V > 1 && m % V == 0 && aligned(in, sizeof(T) * V) && aligned(out, sizeof(T) * V))
@@ -180,15 +190,13 @@ template <bool kRms> void launch_row_norm(const OpCall& call, const Tensor& x, i
                                      ")");
 }
 
-const double* data_or_null(const Tensor& t) { return t.defined() ? t.data<double>() : nullptr; }
-
 // inputs: x (rows, M), weight (M), bias (M).
 template <bool kRms> void row_norm_entry(OpCall& call) {
   DeviceGuard guard(call.out().device().index);
   const Tensor& x = call.inputs[0];
   const int64_t rows = x.shape()[0], m = x.shape()[1];
   if (rows == 0 || m == 0) return;
-  launch_row_norm<kRms>(call, x, rows, m, {data_or_null(call.inputs[1]), data_or_null(call.inputs[2]), 0, 0, 0});
+  launch_row_norm<kRms>(call, x, rows, m, call.inputs[1], call.inputs[2], 0, 0, 0);
 }
 
 // ---- group_norm, batch_norm ------------------------------------------------
@@ -299,6 +307,8 @@ template <class T> static __global__ void normalize_elements(T* out, const T* in
   }
 }
 
+const double* data_or_null(const Tensor& t) { return t.defined() ? t.data<double>() : nullptr; }
+
 // Statistics per `layout` item (or from `running`), then the normalization of x (N, C, S).
 void channel_norm(OpCall& call, const StatLayout& layout, bool batch_stats, RunningStats running, const Tensor& weight,
                   const Tensor& bias, int64_t groups) {
@@ -357,8 +367,7 @@ void group_norm_entry(OpCall& call) {
   const int64_t len = c / groups * s;
   // Groups that fit in registers are rows of the row kernel: x read once.
   if (len <= int64_t{kNormThreads} * kMaxCached)
-    return launch_row_norm<false>(call, x, n * groups, len,
-                                  {data_or_null(call.inputs[1]), data_or_null(call.inputs[2]), groups, c / groups, s});
+    return launch_row_norm<false>(call, x, n * groups, len, call.inputs[1], call.inputs[2], groups, c / groups, s);
   channel_norm(call, {n * groups, len, 1, len, len}, true, {}, call.inputs[1], call.inputs[2], groups);
 }
 

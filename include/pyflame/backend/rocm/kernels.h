@@ -27,5 +27,14 @@ PF_API void launch_where(float* output, const float* condition, const float* x, 
                          hipStream_t stream);
 PF_API void launch_clamp(float* output, const float* input, float min_val, float max_val, int64_t numel,
                          hipStream_t stream);
+// Losses: output[0] = the mean over the elements (rows for cross entropy), as
+// PyTorch's default reduction. bce: predictions in [0, 1] (not checked here).
+PF_API void launch_mse_loss(float* output, const float* predictions, const float* targets, int64_t numel,
+                            hipStream_t stream);
+PF_API void launch_bce_loss(float* output, const float* predictions, const float* targets, int64_t numel,
+                            hipStream_t stream);
+// logits (N, C) row-major, targets N class indices in [0, C) (checked by the kernel, raised at the next wait).
+PF_API void launch_cross_entropy_loss(float* output, const float* logits, const int32_t* targets, int64_t N,
+                                      int64_t C, hipStream_t stream);
 
 }  // namespace pyflame::backend::rocm
