@@ -12,6 +12,19 @@ namespace {
 std::mutex g_mutex;
 KernelErrorSlot g_slots[kMaxDevices] = {};  // the addresses kernels use
 KernelError* g_records[kMaxDevices] = {};   // the same records' host addresses
+
+// Frees the slots at exit. Made on the first slot, after the GPU runtime has
+// started, so it is destroyed before the runtime's own exit handler tears the
+// runtime down; a call that fails anyway (the runtime already gone) is ignored.
+struct ReleaseSlotsAtExit {
+  ~ReleaseSlotsAtExit() {
+    for (int d = 0; d < kMaxDevices; ++d) {
+      if (!g_records[d]) continue;
+      (void)hipHostFree(g_records[d]);
+      (void)hipFree(g_slots[d].claimed);
+    }
+  }
+};
 }  // namespace
 
 KernelErrorSlot kernel_error_slot(int device) {
@@ -30,6 +43,7 @@ KernelErrorSlot kernel_error_slot(int device) {
     HIP_CHECK(hipMemset(s.claimed, 0, sizeof(int32_t)));
     s.record = static_cast<KernelError*>(mapped);
     g_records[device] = static_cast<KernelError*>(host);
+    static ReleaseSlotsAtExit release_at_exit;  // after the runtime's first calls (see above)
   }
   return s;
 }

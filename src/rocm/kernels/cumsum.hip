@@ -2,14 +2,16 @@
 // the input, already in the result dtype, is viewed as [outer, n, inner] and
 // running sums are kept in double for floats and int64 for integers.
 //
-// Along contiguous rows (inner == 1) one single-pass scan covers every row,
-// long or short: decoupled look-back (Merrill and Garland). The rows are cut
-// into tiles (one for a row of up to 4096 elements); a block takes the next
-// tile from a counter (so every tile before it is already running: no block
-// waits on one that has not started), scans it, publishes its sum, then its first warp
-// walks back over the tiles before it in its row, a warp's width at a time,
-// adding their sums until it meets one that has published its inclusive
-// prefix, and publishes its own. Each element is read once and written once.
+// Along contiguous rows (inner == 1) the rows are cut into tiles of 4096
+// elements, a block each. A row of one tile is scanned in one pass: read
+// once, written once. Longer rows take three steps (reduce, then scan): the
+// tiles' sums, the inclusive scan of those sums along each row (the same
+// scan, recursively, for rows of more than 4096 tiles), and a pass that scans
+// each tile from the sum of the tiles before it. In a tile, thread t owns the
+// four consecutive elements at 4t of each 1024-element chunk (one coalesced
+// access per warp); chunks are scanned across the block as they are loaded.
+// (A single-pass decoupled look-back was slower here on an H100: every tile
+// waited on a chain of predecessors; docs/perf.md.)
 //
 // Across rows (inner > 1) one thread per (outer, inner) column walks the dim,
 // threads side by side along `inner`, so every step reads and writes
@@ -28,120 +30,82 @@ namespace pyflame::backend::rocm {
 namespace {
 
 constexpr int kTileThreads = 256;
+constexpr int kChunks = 4;  // per tile
 constexpr int64_t kChunk = int64_t{kTileThreads} * 4;
-// Chunks per tile: rows up to 4096 elements are one tile (no look-back);
-// longer rows take tiles of 16384, so fewer tiles wait on each other.
-constexpr int kShortChunks = 4, kLongChunks = 16;
+constexpr int64_t kTile = kChunks * kChunk;
 
 template <class T> using scan_acc_t = std::conditional_t<is_float_v<T>, double, int64_t>;
 
-enum TileState : int { kNothing = 0, kSum = 1, kPrefix = 2 };
-
-// What tiles publish for their successors. A value is written before its
-// state, with a fence between, so a reader that sees the state sees the value.
-template <class A> struct TileBoard {
-  int* counter;     // the next tile to take
-  int* state;       // per tile: a TileState
-  A* sum;           // per tile: the sum of its elements
-  A* prefix;        // per tile: the inclusive prefix of its row up to its end
-};
-
-template <class A> __device__ void publish(A* slot, int* state, A value, TileState s) {
-  *reinterpret_cast<volatile A*>(slot) = value;
-  __threadfence();
-  atomicExch(state, static_cast<int>(s));
-}
-
-// Warp 0: the sum of the row's elements before tile `tile` (its k-th in the
-// row, k > 0). Lane l looks at tile `end - l`; the window moves back until a
-// lane meets a published prefix (tiles before the row count as a prefix of 0).
-template <class A> __device__ A look_back(const TileBoard<A>& board, int64_t tile, int64_t k) {
-  const int lane = threadIdx.x % PF_WARP_SIZE;
-  const int64_t row_first = tile - k;
-  A before = A(0);
-  for (int64_t end = tile - 1;; end -= PF_WARP_SIZE) {
-    const int64_t t = end - lane;
-    int s = kPrefix;
-    A value = A(0);
-    if (t >= row_first) {
-      do {
-        s = *reinterpret_cast<volatile int*>(board.state + t);
-      } while (s == kNothing);
-      __threadfence();
-      value = *reinterpret_cast<volatile A*>((s == kPrefix ? board.prefix : board.sum) + t);
-    }
-    const int nearest_prefix = warp_all_reduce(s == kPrefix ? lane : PF_WARP_SIZE, [](int a, int b) { return a < b ? a : b; });
-    before += warp_all_reduce(lane <= nearest_prefix ? value : A(0), [](A a, A b) { return a + b; });
-    if (nearest_prefix < PF_WARP_SIZE) return before;
-  }
-}
-
-// A tile is kChunks chunks of kChunk elements; in a chunk, thread t owns the
-// four consecutive elements at 4t (one coalesced access per warp). Each chunk
-// is scanned across the block as it is loaded, the thread keeping its values
-// and the sum of the tile before them; the tile's sum then goes to the
-// look-back, and the outputs are written once its prefix is known.
+// The four elements of `row` from `first` (zeros past the row's end).
 // kVector: rows and pointers aligned for a 4-element access.
-template <class T, int kChunks, bool kVector>
-static __global__ void scan_rows(T* out, const T* in, int64_t len, int64_t tiles_per_row, TileBoard<scan_acc_t<T>> board) {
+template <class T, bool kVector> __device__ Vec<T, 4> load4(const T* row, int64_t first, int64_t len) {
+  Vec<T, 4> x;
+  if (kVector && first + 4 <= len) {
+    x = *reinterpret_cast<const Vec<T, 4>*>(row + first);
+  } else {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) x.v[j] = first + j < len ? row[first + j] : T(0);
+  }
+  return x;
+}
+
+// sums[tile] = the sum of the tile's elements.
+template <class T, bool kVector>
+static __global__ void tile_sums(scan_acc_t<T>* sums, const T* in, int64_t len, int64_t tiles_per_row) {
   using A = scan_acc_t<T>;
-  __shared__ int64_t shared_tile;
-  __shared__ A shared_before;
-  if (threadIdx.x == 0) shared_tile = atomicAdd(board.counter, 1);
-  __syncthreads();
-  const int64_t tile = shared_tile;  // the grid has exactly one block per tile
-  const int64_t row = tile / tiles_per_row, k = tile % tiles_per_row;
+  const int64_t tile = blockIdx.x, row = tile / tiles_per_row, k = tile % tiles_per_row;
   const T* src = in + row * len;
-  T* dst = out + row * len;
-  const int64_t tile_first = k * kChunks * kChunk + static_cast<int64_t>(threadIdx.x) * 4;
-  Vec<T, 4> x[kChunks];
-  A thread_before[kChunks];  // the tile's sum before this thread's elements of chunk c
-  A carry = A(0);
+  A s = A(0);
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
-    const int64_t first = tile_first + c * kChunk;
-    if (kVector && first + 4 <= len) {
-      x[c] = *reinterpret_cast<const Vec<T, 4>*>(src + first);
-    } else {
+    const Vec<T, 4> x = load4<T, kVector>(src, k * kTile + c * kChunk + threadIdx.x * 4, len);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) x[c].v[j] = first + j < len ? src[first + j] : T(0);
-    }
+    for (int j = 0; j < 4; ++j) s += static_cast<A>(x.v[j]);
+  }
+  s = block_all_reduce<kTileThreads>(s, [](A a, A b) { return a + b; });
+  if (threadIdx.x == 0) sums[tile] = s;
+}
+
+// Scans each tile, starting from the sum of the row's tiles before it:
+// inclusive[tile] - sums[tile] (both null for rows of one tile).
+template <class T, bool kVector>
+static __global__ void scan_tiles(T* out, const T* in, int64_t len, int64_t tiles_per_row,
+                                  const scan_acc_t<T>* sums, const scan_acc_t<T>* inclusive) {
+  using A = scan_acc_t<T>;
+  const int64_t tile = blockIdx.x, row = tile / tiles_per_row, k = tile % tiles_per_row;
+  const T* src = in + row * len;
+  T* dst = out + row * len;
+  const int64_t first = k * kTile + static_cast<int64_t>(threadIdx.x) * 4;
+  Vec<T, 4> x[kChunks];
+  A before[kChunks];  // the row's sum before this thread's elements of chunk c
+  A carry = inclusive ? inclusive[tile] - sums[tile] : A(0);
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    x[c] = load4<T, kVector>(src, first + c * kChunk, len);
     A local = A(0);
 #pragma unroll
     for (int j = 0; j < 4; ++j) local += static_cast<A>(x[c].v[j]);
     A chunk_sum;
-    const A inclusive = block_inclusive_scan<kTileThreads>(local, chunk_sum);
-    thread_before[c] = carry + inclusive - local;
+    const A inclusive_local = block_inclusive_scan<kTileThreads>(local, chunk_sum);
+    before[c] = carry + inclusive_local - local;
     carry += chunk_sum;
   }
-  if (threadIdx.x < PF_WARP_SIZE) {
-    A before = A(0);
-    if (k > 0) {
-      if (threadIdx.x == 0) publish(board.sum + tile, board.state + tile, carry, kSum);
-      before = look_back(board, tile, k);
-    }
-    if (threadIdx.x == 0) {
-      publish(board.prefix + tile, board.state + tile, before + carry, kPrefix);
-      shared_before = before;
-    }
-  }
-  __syncthreads();
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
-    const int64_t first = tile_first + c * kChunk;
-    A running = shared_before + thread_before[c];
+    const int64_t at = first + c * kChunk;
+    A running = before[c];
     Vec<T, 4> y;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       running += static_cast<A>(x[c].v[j]);
       y.v[j] = static_cast<T>(static_cast<acc_t<T>>(running));
     }
-    if (kVector && first + 4 <= len) {
-      *reinterpret_cast<Vec<T, 4>*>(dst + first) = y;
+    if (kVector && at + 4 <= len) {
+      *reinterpret_cast<Vec<T, 4>*>(dst + at) = y;
     } else {
 #pragma unroll
       for (int j = 0; j < 4; ++j)
-        if (first + j < len) dst[first + j] = y.v[j];
+        if (at + j < len) dst[at + j] = y.v[j];
     }
   }
 }
@@ -163,36 +127,29 @@ static __global__ void scan_columns(T* out, const T* in, int64_t outer, int64_t 
   }
 }
 
+// out = the inclusive scan of each of `rows` contiguous rows of `len` elements.
 template <class T> void launch_scan_rows(T* out, const T* in, int64_t rows, int64_t len, Device dev) {
   using A = scan_acc_t<T>;
   const hipStream_t stream = current_stream(dev.index);
-  const int chunks = len <= kShortChunks * kChunk ? kShortChunks : kLongChunks;
-  const int64_t tile_len = chunks * kChunk;
-  const int64_t tiles_per_row = (len + tile_len - 1) / tile_len, tiles = rows * tiles_per_row;
+  const int64_t tiles_per_row = (len + kTile - 1) / kTile, tiles = rows * tiles_per_row;
   PF_CHECK(tiles < (int64_t{1} << 31), NotSupportedError, "cumsum: ", rows, " rows of ", len,
-           " elements make more tiles than the GPU scan counts");
-  // One buffer: the counter and states (zeroed together), then the sums and prefixes.
-  const int64_t header = (1 + tiles) * int64_t{sizeof(int)};
-  const int64_t values_at = (header + 15) / 16 * 16;
-  Tensor board_memory = Tensor::empty({values_at + 2 * tiles * int64_t{sizeof(A)}}, DType::UInt8, dev);
-  char* base = static_cast<char*>(board_memory.data_ptr());
-  HIP_CHECK(hipMemsetAsync(base, 0, header, stream));
-  const TileBoard<A> board{reinterpret_cast<int*>(base), reinterpret_cast<int*>(base) + 1,
-                           reinterpret_cast<A*>(base + values_at), reinterpret_cast<A*>(base + values_at) + tiles};
+           " elements make more tiles than a GPU grid holds");
   const bool vector = len % 4 == 0 && aligned(in, sizeof(T) * 4) && aligned(out, sizeof(T) * 4);
-  auto run = [&](auto chunks_tag, auto vector_tag) {
-    scan_rows<T, decltype(chunks_tag)::value, decltype(vector_tag)::value>
-        <<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(out, in, len, tiles_per_row, board);
-  };
-  using Short = std::integral_constant<int, kShortChunks>;
-  using Long = std::integral_constant<int, kLongChunks>;
-  if (chunks == kShortChunks) {
-    if (vector) run(Short(), std::true_type());
-    else run(Short(), std::false_type());
-  } else {
-    if (vector) run(Long(), std::true_type());
-    else run(Long(), std::false_type());
+  const unsigned grid = static_cast<unsigned>(tiles);
+  Tensor scratch;  // per tile: the sums, then their inclusive scan
+  A *sums = nullptr, *inclusive = nullptr;
+  if (tiles_per_row > 1) {
+    scratch = Tensor::empty({2 * tiles}, dtype_of<A>(), dev);
+    sums = scratch.data<A>();
+    inclusive = sums + tiles;
+    if (vector) tile_sums<T, true><<<grid, kTileThreads, 0, stream>>>(sums, in, len, tiles_per_row);
+    else tile_sums<T, false><<<grid, kTileThreads, 0, stream>>>(sums, in, len, tiles_per_row);
+    HIP_CHECK(hipGetLastError());
+    launch_scan_rows<A>(inclusive, sums, rows, tiles_per_row, dev);
   }
+  if (vector) scan_tiles<T, true><<<grid, kTileThreads, 0, stream>>>(out, in, len, tiles_per_row, sums, inclusive);
+  else scan_tiles<T, false><<<grid, kTileThreads, 0, stream>>>(out, in, len, tiles_per_row, sums, inclusive);
+  HIP_CHECK(hipGetLastError());
 }
 
 void cumsum_entry(OpCall& call) {

@@ -58,6 +58,28 @@ template <class A> struct RowAffine {
     w = weight ? weight[i] : A(1);
     b = bias ? bias[i] : A(0);
   }
+
+  // Columns col .. col + V - 1 (col V-aligned) of a row of at most 2^31
+  // elements: per-column parameters in one access each, per-channel ones
+  // with 32-bit division (a 64-bit one costs several times as much).
+  template <int V> __device__ void at(int64_t row, int64_t col, Vec<A, V>& w, Vec<A, V>& b) const {
+    if (!groups) {
+      if (weight) w = *reinterpret_cast<const Vec<A, V>*>(weight + col);
+      if (bias) b = *reinterpret_cast<const Vec<A, V>*>(bias + col);
+    }
+    const int64_t first_channel = groups ? row % groups * group_channels : 0;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      if (groups) {
+        const int64_t i = first_channel + static_cast<uint32_t>(col + j) / static_cast<uint32_t>(plane);
+        w.v[j] = weight ? weight[i] : A(1);
+        b.v[j] = bias ? bias[i] : A(0);
+      } else {
+        if (!weight) w.v[j] = A(1);
+        if (!bias) b.v[j] = A(0);
+      }
+    }
+  }
 };
 
 // Rows of at most kNormThreads * kPer elements held in registers, so x is
@@ -103,13 +125,11 @@ static __global__ void row_norm_cached(T* out, const T* in, RowAffine<acc_t<T>> 
     for (int k = 0; k < kVecs; ++k) {
       const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kNormThreads;
       if (i >= nvec) break;
+      Vec<A, V> w, b;
+      affine.at(row, i * V, w, b);
       Vec<T, V> yv;
 #pragma unroll
-      for (int j = 0; j < V; ++j) {
-        A w, b;
-        affine.at(row, i * V + j, w, b);
-        yv.v[j] = static_cast<T>(v[k][j] * rstd * w + b);
-      }
+      for (int j = 0; j < V; ++j) yv.v[j] = static_cast<T>(v[k][j] * rstd * w.v[j] + b.v[j]);
       y[i] = yv;
     }
   }
