@@ -35,7 +35,8 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$LOGS/gpu.txt" 2>&1
 
 # What `pip install .` would build here with no settings (cmake/detect_gpu.cmake): the NVIDIA flavour.
-step detect bash -c "cmake -S . -B /tmp/pf_detect -G Ninja | tee /dev/stderr | grep -q 'PyFlame: building the nvidia GPU flavour'"
+step detect bash -c "cmake -S . -B /tmp/pf_detect -G Ninja > /tmp/pf_detect.txt; grep 'PyFlame:' /tmp/pf_detect.txt \
+  && grep -q 'PyFlame: building the nvidia GPU flavour' /tmp/pf_detect.txt"
 export PYFLAME_USE_ROCM=1 PYFLAME_HIP_PLATFORM=nvidia CMAKE_BUILD_PARALLEL_LEVEL=16
 step build python3 -m pip install -v --no-build-isolation --no-deps --force-reinstall -Cbuild-dir=/tmp/pf_build . || exit 1
 cd /tmp  # import the installed package, not the source tree
