@@ -1,7 +1,8 @@
 # Which flavour of PyFlame this build makes (docs/rocm.md, "Building").
 #
 # PYFLAME_USE_ROCM, from the environment (what `pip install .` passes on) or
-# as -D, forces the ROCm backend on (1) or off (0); PYFLAME_HIP_PLATFORM
+# as -D (kept in the build folder's cache, as -D options are), forces the
+# ROCm backend on (1) or off (0); PYFLAME_HIP_PLATFORM
 # (amd or nvidia) likewise picks the platform. Where PYFLAME_USE_ROCM is not
 # given, the machine decides, so that a user on a GPU machine gets the GPU
 # without reading docs:

@@ -470,6 +470,31 @@ void ROCmDNN::conv_forward(DType dtype, const std::vector<int64_t>& input_shape,
   run(p, choice, input, weight, output, workspace.get(), choice.workspace);
 }
 
+namespace {
+void check_2d(const char* fn, const std::vector<int64_t>& input_shape, const std::vector<int64_t>& weight_shape,
+              const std::vector<int64_t>& output_shape) {
+  PF_CHECK(input_shape.size() == 4 && weight_shape.size() == 4 && output_shape.size() == 4, ValueError, "ROCmDNN::",
+           fn, ": expects 4-D (N, C, H, W) shapes, got input ", Shape(input_shape), ", weight ", Shape(weight_shape),
+           ", output ", Shape(output_shape), " (conv_forward takes 3-D problems too)");
+}
+}  // namespace
+
+void ROCmDNN::conv2d_forward(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
+                             const std::vector<int64_t>& weight_shape, const void* weight,
+                             const std::vector<int64_t>& output_shape, void* output, const ConvParams& params,
+                             void* workspace, size_t workspace_size) {
+  check_2d("conv2d_forward", input_shape, weight_shape, output_shape);
+  conv_forward(dtype, input_shape, input, weight_shape, weight, output_shape, output, params, workspace,
+               workspace_size);
+}
+
+size_t ROCmDNN::conv2d_forward_workspace_size(DType dtype, const std::vector<int64_t>& input_shape,
+                                              const std::vector<int64_t>& weight_shape,
+                                              const std::vector<int64_t>& output_shape, const ConvParams& params) {
+  check_2d("conv2d_forward_workspace_size", input_shape, weight_shape, output_shape);
+  return conv_forward_workspace_size(dtype, input_shape, weight_shape, output_shape, params);
+}
+
 size_t ROCmDNN::conv_forward_workspace_size(DType dtype, const std::vector<int64_t>& input_shape,
                                             const std::vector<int64_t>& weight_shape,
                                             const std::vector<int64_t>& output_shape, const ConvParams& params) {

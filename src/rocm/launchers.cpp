@@ -133,7 +133,8 @@ void launch_mse_loss(float* output, const float* predictions, const float* targe
                      hipStream_t stream) {
   CurrentStream scope(stream);
   const Device dev = scope.device();
-  Tensor d = run_into_new(ir::OpType::sub, {wrap(predictions, numel), wrap(targets, numel)}, ElementwiseAttrs{}, numel, dev);
+  Tensor d =
+      run_into_new(ir::OpType::sub, {wrap(predictions, numel), wrap(targets, numel)}, ElementwiseAttrs{}, numel, dev);
   mean_into(output, run_into_new(ir::OpType::mul, {d, d}, ElementwiseAttrs{}, numel, dev), dev);
 }
 

@@ -183,7 +183,7 @@ std::vector<int64_t> conv2d_output_shape(const std::vector<int64_t>& xs, const s
 
 }  // namespace
 
-TEST_CASE("ROCmDNN conv_forward matches a host reference (stride, padding, dilation, groups)") {
+TEST_CASE("ROCmDNN conv2d_forward matches a host reference (stride, padding, dilation, groups)") {
   if (!gpu_or_skip()) return;
   rocm::set_conv_allow_tf32(false);
   struct Case {
@@ -201,9 +201,10 @@ TEST_CASE("ROCmDNN conv_forward matches a host reference (stride, padding, dilat
     auto w = random_floats(numel(c.ws), 12);
     DeviceBuffer dx(x), dw(w), dy(numel(ys));
     rocm::ROCmDNN& dnn = rocm::get_dnn();
-    size_t ws_bytes = dnn.conv_forward_workspace_size(pyflame::DType::Float32, c.xs, c.ws, ys, c.p);
+    // The spec's 2-D names (seed 000), which run conv_forward.
+    size_t ws_bytes = dnn.conv2d_forward_workspace_size(pyflame::DType::Float32, c.xs, c.ws, ys, c.p);
     void* ws = ws_bytes ? rocm::get_memory_manager().allocate(ws_bytes) : nullptr;
-    dnn.conv_forward(pyflame::DType::Float32, c.xs, dx.ptr, c.ws, dw.ptr, ys, dy.ptr, c.p, ws, ws_bytes);
+    dnn.conv2d_forward(pyflame::DType::Float32, c.xs, dx.ptr, c.ws, dw.ptr, ys, dy.ptr, c.p, ws, ws_bytes);
     if (ws) rocm::get_memory_manager().deallocate(ws);
     std::vector<double> want(numel(ys));
     for_each_conv2d_product(c.xs, c.ws, ys, c.p, [&](int64_t xi, int64_t wi, int64_t yi) {
@@ -253,6 +254,10 @@ TEST_CASE("the DNN adapter rejects inconsistent problems; MIOPEN_CHECK names the
   CHECK_THROWS_AS(dnn.conv_forward_workspace_size(pyflame::DType::Float32, {1, 3, 8, 8}, {2, 5, 3, 3}, {1, 2, 6, 6}, p),
                   pyflame::ValueError);
   CHECK_THROWS_AS(dnn.conv_forward_workspace_size(pyflame::DType::Float32, {1, 3, 8, 8}, {2, 3, 3, 3}, {1, 2, 7, 6}, p),
+                  pyflame::ValueError);
+  // the spec's 2-D name refuses a 3-D problem
+  CHECK_THROWS_AS(dnn.conv2d_forward_workspace_size(pyflame::DType::Float32, {1, 3, 4, 8, 8}, {2, 3, 1, 3, 3},
+                                                    {1, 2, 4, 6, 6}, p),
                   pyflame::ValueError);
   const int line = __LINE__ + 2;
   try {

@@ -67,7 +67,8 @@ template <class A> __device__ LogitSums<A> warp_merge(LogitSums<A> s) {
     const A top = m > s.max ? m : s.max;
     // A lane whose maximum is -inf holds nothing (and exp(-inf - -inf) would be NaN).
     constexpr A kNone = -std::numeric_limits<A>::infinity();
-    s.exp_sum = (s.max != kNone ? s.exp_sum * math::exp(s.max - top) : A(0)) + (m != kNone ? e * math::exp(m - top) : A(0));
+    s.exp_sum = (s.max != kNone ? s.exp_sum * math::exp(s.max - top) : A(0)) +
+                (m != kNone ? e * math::exp(m - top) : A(0));
     s.max = top;
     s.weighted += shfl_xor(s.weighted, mask);
     s.weights += shfl_xor(s.weights, mask);
@@ -159,8 +160,8 @@ template <bool kFromLogits> void nll_loss_entry(OpCall& call) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
       double* sums = reduce ? block_sums.data<double>() : nullptr;
-      nll_elements<T, kFromLogits><<<blocks, kLossThreads, 0, stream>>>(reduce ? nullptr : out.data<T>(), sums, logp.data<T>(),
-                                                            target.data<int64_t>(), p);
+      nll_elements<T, kFromLogits><<<blocks, kLossThreads, 0, stream>>>(
+          reduce ? nullptr : out.data<T>(), sums, logp.data<T>(), target.data<int64_t>(), p);
       if (reduce) {
         HIP_CHECK(hipGetLastError());
         nll_total<T><<<1, kLossThreads, 0, stream>>>(out.data<T>(), sums, blocks, at.reduction == Reduction::Mean);

@@ -86,7 +86,8 @@ template <class A> struct RowAffine {
 // read once; thread t holds elements t * V + k * kNormThreads * V + j
 // (V > 1: rows V-aligned, m % V == 0).
 template <class T, bool kRms, int kPer, int V>
-static __global__ void row_norm_cached(T* out, const T* in, RowAffine<acc_t<T>> affine, int64_t rows, int64_t m, double eps) {
+static __global__ void row_norm_cached(T* out, const T* in, RowAffine<acc_t<T>> affine, int64_t rows, int64_t m,
+                                       double eps) {
   using A = acc_t<T>;
   constexpr int kVecs = kPer / V;
   const int64_t nvec = m / V;
@@ -230,7 +231,8 @@ struct StatLayout {
 // Block (item, split) folds runs [split * runs_per_split, ...) of the item.
 // Long runs: threads walk along each run (coalesced); short ones (< a warp):
 // threads walk the split's elements one each.
-template <class T>
+// V > 1: runs, their strides and `in` are V-aligned; loads take V elements.
+template <class T, int V>
 static __global__ void fold_stats(Welford<acc_t<T>>* partials, const T* in, StatLayout l, int64_t splits,
                                   int64_t runs_per_split) {
   using A = acc_t<T>;
@@ -240,8 +242,14 @@ static __global__ void fold_stats(Welford<acc_t<T>>* partials, const T* in, Stat
     const T* base = in + item * l.item_stride;
     Welford<A> s{};
     if (l.run_len >= PF_WARP_SIZE) {
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t i = threadIdx.x; i < l.run_len; i += kNormThreads) s.push(static_cast<A>(base[r * l.run_stride + i]));
+      for (int64_t r = r0; r < r1; ++r) {
+        const Vec<T, V>* run = reinterpret_cast<const Vec<T, V>*>(base + r * l.run_stride);
+        for (int64_t i = threadIdx.x; i < l.run_len / V; i += kNormThreads) {
+          const Vec<T, V> x = run[i];
+#pragma unroll
+          for (int j = 0; j < V; ++j) s.push(static_cast<A>(x.v[j]));
+        }
+      }
     } else {
       for (int64_t k = r0 * l.run_len + threadIdx.x; k < r1 * l.run_len; k += kNormThreads)
         s.push(static_cast<A>(base[k / l.run_len * l.run_stride + k % l.run_len]));
@@ -303,20 +311,26 @@ struct PlaneParams {
   }
 };
 
-// One block per plane of s elements (s >= a warp).
-template <class T>
+// One block per plane of s elements (s >= kMinBlockPlane). V > 1: planes and
+// pointers V-aligned; loads and stores take V elements.
+template <class T, int V>
 static __global__ void normalize_planes(T* out, const T* in, int64_t planes, int64_t s, PlaneParams p) {
   using A = acc_t<T>;
   for (int64_t plane = blockIdx.x; plane < planes; plane += gridDim.x) {
     A mu, scale, shift;
     p.at(plane, mu, scale, shift);
-    const T* x = in + plane * s;
-    T* y = out + plane * s;
-    for (int64_t i = threadIdx.x; i < s; i += kNormThreads) y[i] = static_cast<T>((static_cast<A>(x[i]) - mu) * scale + shift);
+    const Vec<T, V>* x = reinterpret_cast<const Vec<T, V>*>(in + plane * s);
+    Vec<T, V>* y = reinterpret_cast<Vec<T, V>*>(out + plane * s);
+    for (int64_t i = threadIdx.x; i < s / V; i += kNormThreads) {
+      Vec<T, V> v = x[i];
+#pragma unroll
+      for (int j = 0; j < V; ++j) v.v[j] = static_cast<T>((static_cast<A>(v.v[j]) - mu) * scale + shift);
+      y[i] = v;
+    }
   }
 }
 
-// One thread per element (planes shorter than a warp).
+// One thread per element (shorter planes).
 template <class T> static __global__ void normalize_elements(T* out, const T* in, int64_t n, int64_t s, PlaneParams p) {
   using A = acc_t<T>;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
@@ -346,6 +360,8 @@ void channel_norm(OpCall& call, const StatLayout& layout, bool batch_stats, Runn
       using A = acc_t<T>;
       const T* in = x.data<T>();
       T* out = call.out().data<T>();
+      // 4-element accesses where the type allows one (at most 16 bytes) and the buffers are aligned.
+      const bool vector = sizeof(T) * 4 <= 16 && aligned(in, sizeof(T) * 4) && aligned(out, sizeof(T) * 4);
       Tensor partials;
       const Welford<A>* states = nullptr;
       int64_t splits = 1;
@@ -357,8 +373,11 @@ void channel_norm(OpCall& call, const StatLayout& layout, bool batch_stats, Runn
         splits = (layout.runs + runs_per_split - 1) / runs_per_split;
         partials = Tensor::empty({layout.items * splits * int64_t{sizeof(Welford<A>)}}, DType::UInt8, dev);
         auto* p = static_cast<Welford<A>*>(partials.data_ptr());
-        fold_stats<T><<<static_cast<unsigned>(std::min<int64_t>(layout.items * splits, int64_t{1} << 20)), kNormThreads,
-                        0, stream>>>(p, in, layout, splits, runs_per_split);
+        const unsigned grid = static_cast<unsigned>(std::min<int64_t>(layout.items * splits, int64_t{1} << 20));
+        if (vector && layout.run_len % 4 == 0 && layout.run_stride % 4 == 0 && layout.item_stride % 4 == 0)
+          fold_stats<T, 4><<<grid, kNormThreads, 0, stream>>>(p, in, layout, splits, runs_per_split);
+        else
+          fold_stats<T, 1><<<grid, kNormThreads, 0, stream>>>(p, in, layout, splits, runs_per_split);
         HIP_CHECK(hipGetLastError());
         states = p;
       }
@@ -366,9 +385,11 @@ void channel_norm(OpCall& call, const StatLayout& layout, bool batch_stats, Runn
                                                                        running);
       HIP_CHECK(hipGetLastError());
       const PlaneParams params{mean, rstd, data_or_null(weight), data_or_null(bias), c, groups};
-      if (s >= kMinBlockPlane)
-        normalize_planes<T><<<static_cast<unsigned>(std::min<int64_t>(n * c, int64_t{1} << 20)), kNormThreads, 0,
-                              stream>>>(out, in, n * c, s, params);
+      const unsigned plane_grid = static_cast<unsigned>(std::min<int64_t>(n * c, int64_t{1} << 20));
+      if (s >= kMinBlockPlane && vector && s % 4 == 0)
+        normalize_planes<T, 4><<<plane_grid, kNormThreads, 0, stream>>>(out, in, n * c, s, params);
+      else if (s >= kMinBlockPlane)
+        normalize_planes<T, 1><<<plane_grid, kNormThreads, 0, stream>>>(out, in, n * c, s, params);
       else
         normalize_elements<T><<<grid_for(n * c * s), kThreads, 0, stream>>>(out, in, n * c * s, s, params);
     }

@@ -126,7 +126,8 @@ template <bool kStd> void variance_entry(OpCall& call) {
   const Tensor in = x.permute(order).contiguous();
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (is_float_v<T>) launch_variance<T, kStd>(call.out().data<T>(), in.data<T>(), rows, len, divisor, call.out().device());
+    if constexpr (is_float_v<T>)
+      launch_variance<T, kStd>(call.out().data<T>(), in.data<T>(), rows, len, divisor, call.out().device());
   });
   check_launch(op_name(call.op), "shape " + detail::to_piece(x.shape()) + " over dims " + detail::to_piece(dims) +
                                      " (" + dtype_name(x.dtype()) + ")");

@@ -79,6 +79,16 @@ class PF_API ROCmDNN {
                                      const std::vector<int64_t>& weight_shape,
                                      const std::vector<int64_t>& output_shape, const ConvParams& params);
 
+  // The spec's 2-D entry points (seed 000): conv_forward and its workspace
+  // size for (N, C, H, W) problems; other ranks are a ValueError.
+  void conv2d_forward(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
+                      const std::vector<int64_t>& weight_shape, const void* weight,
+                      const std::vector<int64_t>& output_shape, void* output, const ConvParams& params,
+                      void* workspace, size_t workspace_size);
+  size_t conv2d_forward_workspace_size(DType dtype, const std::vector<int64_t>& input_shape,
+                                       const std::vector<int64_t>& weight_shape,
+                                       const std::vector<int64_t>& output_shape, const ConvParams& params);
+
   // The backward data of conv_forward: grad_input = the adjoint of conv(., weight)
   // applied to grad_output, which is the transposed convolution of grad_output.
   // The shapes are the forward convolution's: grad_output (N, O, spatial...),
