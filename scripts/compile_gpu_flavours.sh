@@ -28,7 +28,8 @@ cmake --build build/ci-nvidia --target "${targets[@]}"
 
 echo "== ROCm backend, AMD flavour (Debian's HIP for gfx90a and gfx1030)"
 # Without the BLAS and DNN adapters (src/rocm/blas.cpp, dnn.cpp, tuning.cpp): rocBLAS
-# is not packaged in Debian 12 (it is in Debian 13) and MIOpen is not packaged at all.
+# is not packaged in Debian 12 (it is in Debian 13) and MIOpen is not packaged at all;
+# the BLAS adapter is compiled on its own below, against Debian 13's rocBLAS headers.
 if ! command -v clang++-15 > /dev/null || [ ! -f /usr/include/hip/hip_runtime.h ]; then
   SUDO=""
   [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -43,4 +44,18 @@ HIP_PLATFORM=amd CMAKE_PREFIX_PATH=/usr/lib/x86_64-linux-gnu/cmake cmake -S . -B
   "-DCMAKE_HIP_FLAGS=--rocm-path=/usr --hip-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode" \
   -DCMAKE_POLICY_VERSION_MINIMUM=3.5 > build/ci-amd.log
 HIP_PLATFORM=amd cmake --build build/ci-amd --target "${targets[@]}"
+
+echo "== BLAS adapter, AMD flavour (rocBLAS headers from Debian 13; compiled, not linked)"
+# Only the -dev package's headers: the library itself would load at run time on an AMD machine.
+rocblas=build/rocblas-dev
+if [ ! -f $rocblas/usr/include/rocblas/rocblas.h ]; then
+  mkdir -p $rocblas
+  debian=http://deb.debian.org/debian
+  deb=$(curl -fsSL $debian/dists/trixie/main/binary-amd64/Packages.xz | xz -dc \
+        | awk '/^Package: librocblas-dev$/,/^$/' | sed -n 's/^Filename: //p')
+  curl -fsSL -o $rocblas/librocblas-dev.deb "$debian/$deb"
+  dpkg-deb -x $rocblas/librocblas-dev.deb $rocblas && rm $rocblas/librocblas-dev.deb
+fi
+c++ -D__HIP_PLATFORM_AMD__=1 -Isrc -Iinclude -I$rocblas/usr/include -std=c++20 -O2 -fPIC -Wall -Wextra \
+  -Wno-unused-parameter -Werror -c src/rocm/blas.cpp -o build/ci-amd/blas_rocblas.o
 echo "both GPU flavours compiled"

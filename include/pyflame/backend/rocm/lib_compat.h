@@ -142,11 +142,15 @@ inline miopenStatus_t dnnSetWeightDescriptor(dnnWeightDescriptor_t d, miopenData
 
 #else  // AMD
 
-#include <miopen/miopen.h>
 #include <rocblas/rocblas.h>
 
 #define PF_BLAS_LIBRARY "rocBLAS"
 #define PF_DNN_LIBRARY "MIOpen"
+
+// MIOpen is optional on AMD (it is packaged nowhere; the build leaves the DNN
+// adapter out without it), so the BLAS adapter must compile without it.
+#if __has_include(<miopen/miopen.h>)
+#include <miopen/miopen.h>
 
 using dnnWeightDescriptor_t = miopenTensorDescriptor_t;
 
@@ -161,5 +165,6 @@ inline miopenStatus_t dnnSetWeightDescriptor(dnnWeightDescriptor_t d, miopenData
                                              const int* strides) {
   return miopenSetTensorDescriptor(d, t, dims, sizes, strides);
 }
+#endif  // MIOpen
 
 #endif
