@@ -135,10 +135,11 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype) {
   visit_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t.data<T>();
-    // Symmetric in the two halves, as PyTorch: the last value is exactly `end`.
+    // Symmetric in the two halves, as PyTorch: the last value is exactly `end`
+    // (one step gives `start`).
     for (int64_t i = 0; i < steps; ++i)
-      p[i] = static_cast<T>(i < steps / 2 ? start + step * static_cast<double>(i)
-                                          : end - step * static_cast<double>(steps - 1 - i));
+      p[i] = static_cast<T>(i < steps / 2 || steps == 1 ? start + step * static_cast<double>(i)
+                                                        : end - step * static_cast<double>(steps - 1 - i));
   });
   return to(t, current_device());
 }

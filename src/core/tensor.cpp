@@ -38,9 +38,16 @@ DType Scalar::dtype() const {
 
 // ---------------------------------------------------------------- shapes
 
+// A count that would wrap around raises: a wrapped count allocates a wrong
+// (often empty) buffer for a tensor that claims the full shape.
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t s : shape) n *= s;
+  bool overflow = false;
+  for (int64_t s : shape) {
+    if (s == 0) return 0;  // PyTorch: any shape with a 0 is empty, however large the rest
+    overflow = __builtin_mul_overflow(n, s, &n) || overflow;
+  }
+  PF_CHECK(!overflow, ValueError, "a tensor of shape ", shape, " would have more elements than int64 can count");
   return n;
 }
 
@@ -143,7 +150,10 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) { return empty(shape, dtyp
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   check_shape(shape, "empty");
-  size_t n = static_cast<size_t>(shape_numel(shape)) * pyflame::itemsize(dtype);
+  const int64_t numel = shape_numel(shape);
+  PF_CHECK(numel <= std::numeric_limits<int64_t>::max() / static_cast<int64_t>(pyflame::itemsize(dtype)), ValueError,
+           "a ", dtype, " tensor of shape ", shape, " would need more bytes than int64 can count");
+  size_t n = static_cast<size_t>(numel) * pyflame::itemsize(dtype);
   return Tensor(Storage::allocate(n, device), shape, contiguous_strides(shape), 0, dtype);
 }
 

@@ -195,7 +195,7 @@ def test_arange(args, kwargs):
     assert_matches(t, e, 1e-6, 1e-6, what=f"arange{args}")
 
 
-@pytest.mark.parametrize("args", [(0, 1, 5), (-2, 3, 11), (1, 1, 1), (0, 10, 2), (5, 0, 4), (0, 1, 0)])
+@pytest.mark.parametrize("args", [(0, 1, 5), (-2, 3, 11), (1, 1, 1), (0, 1, 1), (0, 10, 2), (5, 0, 4), (0, 1, 0)])
 def test_linspace(args):
     assert_matches(pf.linspace(*args), torch.linspace(*args), 1e-6, 1e-6, what=f"linspace{args}")
     assert_matches(pf.linspace(*args, dtype=pf.float64), torch.linspace(*args, dtype=torch.float64), 1e-12, 1e-12,
@@ -674,3 +674,23 @@ def test_type_promotion_against_torch_result_type():
         expected = TORCH_TO_NAME[torch.result_type(ta, tb)]
         assert pf_dtype_name(pf.result_type(pa, pb)) == expected, (a, b)
         assert pf_dtype_name((pa + pb).dtype) == expected, (a, b)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: pf.zeros(2**40, 2**40),
+    lambda: pf.randn(2**33, 2**33),
+    lambda: pf.ones(2**62, 4),
+    lambda: pf.empty(2**31, 2**31, 2**31),
+    lambda: pf.ones(1, 1).expand(2**40, 2**40),
+    lambda: pf.zeros(2**61, dtype=pf.float32),  # the element count fits, the byte count does not
+], ids=["zeros", "randn", "ones", "empty", "expand", "bytes"])
+def test_sizes_that_overflow_raise_before_allocating(make):
+    # A wrapped count would give a tensor of that shape with a wrong (often empty) buffer.
+    with pytest.raises(ValueError, match="int64"):
+        make()
+
+
+def test_empty_dims_keep_huge_shapes_empty():
+    t = pf.zeros(0, 2**40, 2**40)
+    assert t.shape == (0, 2**40, 2**40) and t.numel() == 0
+    assert torch.zeros(0, 2**40, 2**40).numel() == 0  # as PyTorch
