@@ -39,13 +39,15 @@ DType Scalar::dtype() const {
 // ---------------------------------------------------------------- shapes
 
 // A count that would wrap around raises: a wrapped count allocates a wrong
-// (often empty) buffer for a tensor that claims the full shape.
+// (often empty) buffer for a tensor that claims the full shape. Dims of 0
+// count as 1 for the check, as PyTorch's: the contiguous strides multiply
+// the other dims even when the tensor is empty.
 int64_t shape_numel(const Shape& shape) {
-  int64_t n = 1;
+  int64_t n = 1, span = 1;
   bool overflow = false;
   for (int64_t s : shape) {
-    if (s == 0) return 0;  // PyTorch: any shape with a 0 is empty, however large the rest
-    overflow = __builtin_mul_overflow(n, s, &n) || overflow;
+    (void)__builtin_mul_overflow(n, s, &n);  // wraps without UB; the span check below catches it
+    overflow = __builtin_mul_overflow(span, std::max<int64_t>(s, 1), &span) || overflow;
   }
   PF_CHECK(!overflow, ValueError, "a tensor of shape ", shape, " would have more elements than int64 can count");
   return n;
@@ -144,7 +146,9 @@ bool view_strides(const Shape& shape, const Shape& strides, const Shape& new_sha
 
 Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Shape strides, int64_t offset, DType dtype)
     : storage_(std::move(storage)), shape_(std::move(shape)), strides_(std::move(strides)),
-      offset_(offset), dtype_(dtype) {}
+      offset_(offset), dtype_(dtype) {
+  shape_numel(shape_);  // every tensor, views included: a shape that cannot be counted raises here
+}
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) { return empty(shape, dtype, current_device()); }
 

@@ -690,7 +690,10 @@ def test_sizes_that_overflow_raise_before_allocating(make):
         make()
 
 
-def test_empty_dims_keep_huge_shapes_empty():
-    t = pf.zeros(0, 2**40, 2**40)
-    assert t.shape == (0, 2**40, 2**40) and t.numel() == 0
-    assert torch.zeros(0, 2**40, 2**40).numel() == 0  # as PyTorch
+def test_empty_and_countable_shapes_still_work():
+    assert pf.zeros(0, 2**20, 2**20).numel() == 0 and pf.zeros(0, 2**20, 2**20).shape == (0, 2**20, 2**20)
+    assert pf.ones(1, 1).expand(2**20, 2**20).numel() == 2**40  # a view: no memory behind it
+    with pytest.raises(ValueError, match="int64"):  # as PyTorch: its strides would overflow
+        pf.zeros(0, 2**40, 2**40)
+    with pytest.raises(RuntimeError):
+        torch.zeros(0, 2**40, 2**40)
