@@ -1,5 +1,7 @@
 """Tensor creation: pf.tensor and the factories, each with dtype= and device=."""
 
+import warnings
+
 import numpy as np
 
 from . import _C
@@ -34,6 +36,27 @@ def tensor(data, dtype=None, device=None):
     if dtype is not None:
         t = t.to(dtype)
     return t.to(device if device is not None else _C.get_device())
+
+
+def from_numpy(array):
+    """A CPU tensor sharing memory with a NumPy array, as torch.from_numpy.
+
+    A read-only array (np.broadcast_to's among them) is copied, with a warning:
+    sharing it would let writes through the tensor change memory NumPy protects.
+    """
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected a NumPy array, got {type(array).__name__} "
+                        "(pf.tensor makes a tensor from lists and numbers)")
+    if not array.dtype.isnative:
+        raise ValueError(f"from_numpy: the array's byte order ({array.dtype.str}) is not this machine's; convert it "
+                         "first with array.astype(array.dtype.newbyteorder('='))")
+    if array.dtype.kind not in _NUMPY_KINDS or array.dtype in (np.uint16, np.uint32, np.uint64):
+        raise TypeError(f"from_numpy: NumPy dtype {array.dtype} has no PyFlame dtype")
+    if not array.flags.writeable:
+        warnings.warn("from_numpy: the array is read-only, so PyFlame copies it instead of sharing its memory",
+                      UserWarning, stacklevel=2)
+        array = array.copy()
+    return _C.from_numpy(array)
 
 
 def empty(*size, dtype=None, device=None):

@@ -88,6 +88,26 @@ def test_tensor_from_noncontiguous_numpy_and_dtype_arg():
 # ----------------------------------------------------------------- from_numpy / numpy()
 
 
+def test_from_numpy_of_read_only_arrays_copies_with_a_warning():
+    ro = np.arange(6.0).reshape(2, 3)
+    ro.setflags(write=False)
+    for arr in (ro, np.broadcast_to(np.arange(3.0), (2, 3))):  # broadcast: read-only, stride 0
+        with pytest.warns(UserWarning, match="read-only"):
+            t = pf.from_numpy(arr)
+        np.testing.assert_array_equal(t.numpy(), torch.from_numpy(arr.copy()).numpy())
+        t[0, 0] = 9.0  # the tensor is writable; the array is untouched
+        assert arr[0, 0] != 9.0
+
+
+def test_from_numpy_refuses_what_it_cannot_share():
+    with pytest.raises(ValueError, match="byte order"):
+        pf.from_numpy(np.arange(3, dtype=">f4"))
+    with pytest.raises(TypeError, match="NumPy array.*pf.tensor"):
+        pf.from_numpy([1, 2])
+    with pytest.raises(TypeError, match="complex128"):
+        pf.from_numpy(np.zeros(2, dtype=np.complex128))
+
+
 def test_from_numpy_is_zero_copy():
     arr = np.arange(6, dtype=np.float64).reshape(2, 3)
     t = pf.from_numpy(arr)
