@@ -117,6 +117,8 @@ for _name, _family in _C.op_table():
     if _family != "RANDOM":
         globals()[_name] = getattr(_C, _name)
 del _name, _family
+# max/min with PyTorch's forms (values and indices over a dim), and amax/amin.
+from ._reductions import amax, amin, max, min  # noqa: E402,F401,A004
 
 # Ops outside the op table: they run as table ops (conv1d and the 1-D pools
 # as the 2-D ops) or compose them (pad).

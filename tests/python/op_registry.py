@@ -252,10 +252,11 @@ class OpInfo:
     exact_float: bool = False  # result is exact (no rounding beyond the inputs')
     domain: dict = field(default_factory=dict)
     method: bool = True  # also a Tensor method (torch.nn.functional ops are not)
+    python_name: str = None  # the function that runs the op, where its name differs (max: amax)
 
     @property
     def fn(self):
-        return getattr(pf, self.name)
+        return getattr(pf, self.python_name or self.name)
 
 
 DEFAULT_TOL = {
@@ -630,10 +631,11 @@ OP_INFOS = [
     OpInfo("sum", "REDUCE", ALL_DTYPES, _reduce_samples(dict(low=-2, high=2, ilow=-5, ihigh=5)), _sum,
            REDUCE_CLASSES, tol={"float16": (1e-3, 2e-3)}),
     OpInfo("mean", "REDUCE", FLOAT_DTYPES, _reduce_samples(dict(low=-2, high=2)), _mean, REDUCE_CLASSES),
+    # The table's max/min reduce over any dims: pf.amax/amin (pf.max(x, dim) returns values and indices).
     OpInfo("max", "REDUCE", ALL_DTYPES, _reduce_samples(_STD, allow_empty_reduce=False), _amax, REDUCE_CLASSES,
-           exact_float=True),
+           exact_float=True, python_name="amax"),
     OpInfo("min", "REDUCE", ALL_DTYPES, _reduce_samples(_STD, allow_empty_reduce=False), _amin, REDUCE_CLASSES,
-           exact_float=True),
+           exact_float=True, python_name="amin"),
     OpInfo("prod", "REDUCE", ALL_DTYPES, _reduce_samples(dict(low=0.5, high=1.5, ilow=1, ihigh=3)), _prod,
            REDUCE_CLASSES),
     # ARG_REDUCE

@@ -31,4 +31,4 @@ def test_past_int32_indexing():
     m = t.view(2, N // 2)
     assert m[1, N // 2 - 1].item() == 7
     m[0, 5] = 9
-    assert pf.max(m, dim=1).tolist() == [9, 7]  # 2^31 - 1 lies in row 1
+    assert pf.amax(m, dim=1).tolist() == [9, 7]  # 2^31 - 1 lies in row 1

@@ -127,7 +127,7 @@ def test_tensor_method_matches_function(name, rng):
     for s in op.sample_inputs(rng, dtype, "plain")[:3]:
         args = [make_pf(a, dtype) if isinstance(a, Arg) else a for a in s.args]
         f = op.fn(*args, **s.kwargs)
-        m = getattr(args[0], name)(*args[1:], **s.kwargs)
+        m = getattr(args[0], op.python_name or name)(*args[1:], **s.kwargs)
         assert m.dtype == f.dtype and m.shape == f.shape
         np.testing.assert_array_equal(pf_to_numpy(m), pf_to_numpy(f))
 
@@ -226,9 +226,9 @@ def test_max_min_reductions_propagate_nan(dtype):
     x = pf.tensor(v).to(PF_DTYPE[dtype])
     t = torch.from_numpy(v).to(TORCH_DTYPE[dtype])
     for dim in (None, 0, 1, (0, 1)):
-        for name, tfn in (("max", torch.amax), ("min", torch.amin)):
+        for name, tfn in (("amax", torch.amax), ("amin", torch.amin)):
             dims = () if dim is None else dim
-            assert_matches(getattr(pf, name)(x, dim=dim), tfn(t, dim=dims), 0, 0, what=f"{name}(dim={dim})")
+            assert_matches(getattr(pf, name)(x, dim=dims), tfn(t, dim=dims), 0, 0, what=f"{name}(dim={dim})")
     # NaN in the middle of a long row (vectorised loops must not drop it)
     long = np.arange(100, dtype=np.float32)
     long[37] = NAN
@@ -286,8 +286,8 @@ def test_reductions_over_multiple_dims(dtype, rng):
         for keepdim in (False, True):
             assert_matches(pf.sum(x, dim=dims, keepdim=keepdim), torch.sum(t, dim=dims, keepdim=keepdim),
                            1e-5, 1e-5, what=f"sum{dims}")
-            assert_matches(pf.max(x, dim=dims, keepdim=keepdim), torch.amax(t, dim=dims, keepdim=keepdim),
-                           0, 0, what=f"max{dims}")
+            assert_matches(pf.amax(x, dim=dims, keepdim=keepdim), torch.amax(t, dim=dims, keepdim=keepdim),
+                           0, 0, what=f"amax{dims}")
             if dtype != "int32":
                 assert_matches(pf.mean(x, dim=dims, keepdim=keepdim), torch.mean(t, dim=dims, keepdim=keepdim),
                                1e-5, 1e-5, what=f"mean{dims}")
@@ -453,3 +453,30 @@ def test_expanded_and_overlapping_inputs(rng):
     view = base[:, 1::2]
     view.add_(pf.ones(4, 3))
     assert pf.sum(base).item() == 12.0 and base[:, ::2].numpy().sum() == 0
+
+
+# ----------------------------------------------------------------- max / min forms
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_forms_match_pytorch(name, device, rng):
+    _use_device(device, name)
+    v = rng.integers(-3, 4, size=(4, 5)).astype(np.float32)  # ties: the first index, as argmax
+    x, t = pf.tensor(v), torch.from_numpy(v)
+    other = rng.standard_normal((4, 5)).astype(np.float32)
+    for dim, keepdim in ((1, False), (0, True), (-1, True)):
+        got, want = getattr(pf, name)(x, dim, keepdim=keepdim), getattr(torch, name)(t, dim, keepdim=keepdim)
+        values, indices = got  # unpacks like PyTorch's named tuple
+        np.testing.assert_array_equal(got.values.numpy(), want.values.numpy())
+        np.testing.assert_array_equal(indices.numpy(), want.indices.numpy())
+        assert values.shape == tuple(want.values.shape) and indices.dtype == pf.int64
+        method = getattr(x, name)(dim, keepdim)
+        np.testing.assert_array_equal(method[1].numpy(), want[1].numpy())
+    assert getattr(x, name)().item() == getattr(t, name)().item()
+    both = getattr(pf, name)(x, pf.tensor(other))  # the elementwise form
+    np.testing.assert_array_equal(both.numpy(), getattr(torch, name)(t, torch.from_numpy(other)).numpy())
+    np.testing.assert_array_equal(getattr(pf, "a" + name)(x, (0, 1)).numpy(),
+                                  getattr(torch, "a" + name)(t, (0, 1)).numpy())
+    with pytest.raises(TypeError, match="amax|amin"):
+        getattr(pf, name)(x, (0, 1))
