@@ -118,6 +118,17 @@ def _parse_header(raw, data_size, where):
     return entries
 
 
+def _refuse_pytorch_checkpoint(head, where):
+    """A torch.save file (a zip archive, or a bare pickle in the legacy format) read as safetensors
+    gives a nonsense header length: say what it is and how to convert it instead."""
+    if head.startswith(b"PK\x03\x04") or head[:1] == b"\x80":
+        raise ValueError(
+            f"pf.load: {where} is a PyTorch checkpoint (torch.save's pickle format), not a safetensors file. "
+            "PyFlame does not unpickle files (unpickling can run code). Convert it once with PyTorch: "
+            "`from safetensors.torch import save_file; save_file(torch.load(path), 'model.safetensors')` "
+            "(for a state_dict of tensors), then pf.load('model.safetensors')")
+
+
 def load(path, device=None):
     """Reads a safetensors file into a dict {name: Tensor}, in the file's order.
 
@@ -130,8 +141,10 @@ def load(path, device=None):
         if size < 8:
             raise ValueError(f"pf.load: {where} is not a valid safetensors file: truncated: {size} bytes, "
                              "shorter than the 8-byte header length")
-        (n,) = struct.unpack("<Q", f.read(8))
+        head = f.read(8)
+        (n,) = struct.unpack("<Q", head)
         if n > min(size - 8, _MAX_HEADER):
+            _refuse_pytorch_checkpoint(head, where)
             raise ValueError(f"pf.load: {where} is not a valid safetensors file: header length {n} exceeds "
                              f"the {size - 8} bytes after it" + (" (or the format's limit)" if n > _MAX_HEADER else ""))
         entries = _parse_header(f.read(n), size - 8 - n, where)

@@ -204,3 +204,11 @@ def test_load_garbage(tmp_path):
     path.write_bytes(struct.pack("<Q", 2**40) + b"{}")
     with pytest.raises(ValueError, match="header length"):
         pf.load(path)
+
+
+@pytest.mark.parametrize("zip_format", [True, False])
+def test_load_of_a_pytorch_checkpoint_says_what_it_is(tmp_path, zip_format):
+    path = tmp_path / "model.pt"
+    torch.save({"w": torch.ones(3)}, path, _use_new_zipfile_serialization=zip_format)
+    with pytest.raises(ValueError, match=r"PyTorch checkpoint.*save_file"):
+        pf.load(path)
