@@ -32,7 +32,6 @@
 // the tensors are 64-bit; offsets inside a tile are int.
 
 #include <algorithm>
-#include <atomic>
 #include <limits>
 #include <string>
 
@@ -444,20 +443,6 @@ PoolGeometry make_geometry(const Shape& in, const Shape& out, const PoolAttrs& a
   g.count_include_pad = a.count_include_pad;
   g.divisor_override = a.divisor_override;
   return g;
-}
-
-// Multiprocessors (compute units) of `device`, asked once.
-int compute_units(int device) {
-  static std::atomic<int> cache[kMaxDevices] = {};
-  if (device < 0 || device >= kMaxDevices) return 1;
-  int n = cache[device].load(std::memory_order_relaxed);
-  if (!n) {
-    hipDeviceProp_t prop;
-    HIP_CHECK(hipGetDeviceProperties(&prop, device));
-    n = std::max(prop.multiProcessorCount, 1);
-    cache[device].store(n, std::memory_order_relaxed);
-  }
-  return n;
 }
 
 template <class T, bool kMax>
