@@ -59,17 +59,26 @@ def from_numpy(array):
     return _C.from_numpy(array)
 
 
-def empty(*size, dtype=None, device=None):
+def _shape(name, sizes, size):
+    """The shape of a factory call: positional sizes (zeros(2, 3), zeros((2, 3))) or size=, as PyTorch."""
+    if size is None:
+        return sizes
+    if sizes:
+        raise TypeError(f"{name}(): the shape is given twice (positionally and as size=)")
+    return (size,) if isinstance(size, int) else tuple(size)
+
+
+def empty(*sizes, size=None, dtype=None, device=None):
     """An uninitialised tensor of the given shape."""
-    return _C._empty(*size, dtype=dtype, device=device)
+    return _C._empty(*_shape("empty", sizes, size), dtype=dtype, device=device)
 
 
-def zeros(*size, dtype=None, device=None):
-    return _C._zeros(*size, dtype=dtype, device=device)
+def zeros(*sizes, size=None, dtype=None, device=None):
+    return _C._zeros(*_shape("zeros", sizes, size), dtype=dtype, device=device)
 
 
-def ones(*size, dtype=None, device=None):
-    return _C._ones(*size, dtype=dtype, device=device)
+def ones(*sizes, size=None, dtype=None, device=None):
+    return _C._ones(*_shape("ones", sizes, size), dtype=dtype, device=device)
 
 
 def full(size, fill_value, dtype=None, device=None):

@@ -129,12 +129,24 @@ def _refuse_pytorch_checkpoint(head, where):
             "(for a state_dict of tensors), then pf.load('model.safetensors')")
 
 
-def load(path, device=None):
+def load(path, device=None, map_location=None):
     """Reads a safetensors file into a dict {name: Tensor}, in the file's order.
 
-    Tensors are created on `device` (default: the current device).
+    Tensors are created on `device` (default: the current device); `map_location`
+    is torch.load's name for it (a device string or pf device; not a dict or function).
     FileNotFoundError for a missing file; ValueError naming the problem for a
     truncated or corrupt one."""
+    if map_location is not None:
+        if device is not None:
+            raise TypeError("pf.load: give device= or map_location=, not both")
+        if callable(map_location) or isinstance(map_location, dict):
+            raise TypeError("pf.load: map_location must be a device (e.g. 'cpu' or 'rocm:0'); "
+                            "a dict or a function is not supported")
+        device = map_location
+    return _load(path, device)
+
+
+def _load(path, device):
     where = repr(os.fspath(path))
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size

@@ -251,15 +251,21 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
            "dim"_a = nb::none())
       .def("unsqueeze", &pyflame::unsqueeze, "dim"_a)
       .def("expand", [](const Tensor& t, nb::args shape) { return pyflame::expand(t, as_shape(shape)); })
-      .def("to", [](const Tensor& t, nb::handle target, nb::handle dtype) {
+      // non_blocking is accepted as PyTorch code passes it: a hint; copies from pinned host
+      // memory to a GPU are asynchronous already, the others wait as they must.
+      .def("to", [](const Tensor& t, nb::handle target, nb::handle dtype, bool /*non_blocking*/, bool copy) {
         Tensor r = t;
         if (!dtype.is_none()) r = pyflame::to(r, as_dtype(dtype));
-        if (target.is_none()) return r;
-        if (nb::isinstance<nb::str>(target) && !is_dtype_name(nb::cast<std::string>(target)))
-          return pyflame::to(r, as_device(target));
-        return pyflame::to(r, as_dtype(target));
-      }, "target"_a = nb::none(), "dtype"_a = nb::none(),
-         "to(device) moves the tensor ('cpu', 'rocm', 'rocm:N'); to(dtype) converts it; both return self when nothing changes.")
+        if (!target.is_none()) {
+          if (nb::isinstance<nb::str>(target) && !is_dtype_name(nb::cast<std::string>(target)))
+            r = pyflame::to(r, as_device(target));
+          else
+            r = pyflame::to(r, as_dtype(target));
+        }
+        return copy && r.same_storage(t) ? pyflame::clone(r) : r;
+      }, "target"_a = nb::none(), "dtype"_a = nb::none(), "non_blocking"_a = false, "copy"_a = false,
+         "to(device) moves the tensor ('cpu', 'rocm', 'rocm:N'); to(dtype) converts it; both return self when "
+         "nothing changes (a new tensor with copy=True).")
       .def("cpu", [](const Tensor& t) { return pyflame::to(t, pyflame::Device::cpu()); })
       .def("float", [](const Tensor& t) { return pyflame::to(t, DType::Float32); })
       .def("double", [](const Tensor& t) { return pyflame::to(t, DType::Float64); })

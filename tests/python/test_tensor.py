@@ -717,3 +717,25 @@ def test_empty_and_countable_shapes_still_work():
         pf.zeros(0, 2**40, 2**40)
     with pytest.raises(RuntimeError):
         torch.zeros(0, 2**40, 2**40)
+
+
+def test_keywords_pytorch_code_passes():
+    assert pf.zeros(size=(2, 3)).shape == (2, 3) and pf.ones(size=4).shape == (4,)
+    assert pf.empty(size=[1, 2]).shape == (1, 2)
+    with pytest.raises(TypeError, match="twice"):
+        pf.zeros(2, size=(2,))
+    x = pf.ones(2, 3)
+    assert x.to("cpu", non_blocking=True) is not None
+    y = x.to("cpu", copy=True)
+    assert y.data_ptr() != x.data_ptr() and y.tolist() == x.tolist()
+    assert x.to(pf.float32).data_ptr() == x.data_ptr()  # nothing to change: the same tensor
+
+
+def test_load_map_location(tmp_path):
+    path = tmp_path / "t.safetensors"
+    pf.save({"w": pf.arange(3)}, path)
+    assert pf.load(path, map_location="cpu")["w"].tolist() == [0, 1, 2]
+    with pytest.raises(TypeError, match="map_location"):
+        pf.load(path, map_location={"cuda:0": "cpu"})
+    with pytest.raises(TypeError, match="not both"):
+        pf.load(path, device="cpu", map_location="cpu")
