@@ -108,6 +108,27 @@ void bind_ops(nb::module_& m, nb::class_<Tensor>& tensor) {
 #undef PF_BIND_UNARY
 #undef PF_BIND_BINARY
 
+  // add and sub also take PyTorch's alpha: input + alpha * other. Overloads
+  // after the plain ones, so a call without alpha takes the plain path.
+  for (auto [name, op] : {std::pair{"add", OpType::add}, std::pair{"sub", OpType::sub}}) {
+    auto scaled = [op = op](const Tensor& a, nb::handle b, nb::handle alpha) {
+      Tensor other = as_operand(b);
+      PF_CHECK(!(nb::isinstance<nb::float_>(alpha) && !is_floating(a.dtype()) && !is_floating(other.dtype())),
+               TypeError, op_name(op), ": for integer tensors, alpha must not be a float");
+      return pyflame::binary_op(OpType::mul, other, as_operand(alpha));
+    };
+    m.def(name, [op = op, scaled](nb::handle a, nb::handle b, nb::handle alpha) {
+      Tensor x = as_operand(a);
+      return pyflame::binary_op(op, x, scaled(x, b, alpha));
+    }, "input"_a, "other"_a, nb::kw_only(), "alpha"_a);
+    tensor.def(name, [op = op, scaled](const Tensor& a, nb::handle b, nb::handle alpha) {
+      return pyflame::binary_op(op, a, scaled(a, b, alpha));
+    }, "other"_a, nb::kw_only(), "alpha"_a);
+    tensor.def((std::string(name) + "_").c_str(), [op = op, scaled](nb::handle self, nb::handle b, nb::handle alpha) {
+      return in_place(self, [&](Tensor& a) { pyflame::binary_op_(op, a, scaled(a, b, alpha)); });
+    }, "other"_a, nb::kw_only(), "alpha"_a);
+  }
+
   // Ops whose signature is their own.
   auto gelu = [](const Tensor& x, const std::string& approximate) { return pyflame::gelu(x, approximate); };
   m.def("gelu", gelu, "input"_a, "approximate"_a = "none");

@@ -480,3 +480,22 @@ def test_max_min_forms_match_pytorch(name, device, rng):
                                   getattr(torch, "a" + name)(t, (0, 1)).numpy())
     with pytest.raises(TypeError, match="amax|amin"):
         getattr(pf, name)(x, (0, 1))
+
+
+@pytest.mark.parametrize("name", ["add", "sub"])
+def test_add_sub_alpha(name, rng):
+    a, b = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4,)).astype(np.float32)
+    x, y, ta, tb = pf.tensor(a), pf.tensor(b), torch.from_numpy(a), torch.from_numpy(b)
+    want = getattr(torch, name)(ta, tb, alpha=2.5)
+    assert_matches(getattr(pf, name)(x, y, alpha=2.5), want, 1e-6, 1e-6, what=f"{name}(alpha)")
+    assert_matches(getattr(x, name)(y, alpha=2.5), want, 1e-6, 1e-6, what=f"Tensor.{name}(alpha)")
+    z = x.clone()
+    assert getattr(z, name + "_")(y, alpha=2.5) is z
+    assert_matches(z, want, 1e-6, 1e-6, what=f"{name}_(alpha)")
+    assert_matches(getattr(pf, name)(x, 1.5, alpha=-2), getattr(torch, name)(ta, 1.5, alpha=-2), 1e-6, 1e-6,
+                   what=f"{name}(number, alpha)")
+    i = pf.tensor([1, 2, 3])
+    assert getattr(pf, name)(i, i, alpha=3).tolist() == getattr(torch, name)(
+        torch.tensor([1, 2, 3]), torch.tensor([1, 2, 3]), alpha=3).tolist()
+    with pytest.raises(TypeError, match="alpha"):
+        getattr(pf, name)(i, i, alpha=0.5)
