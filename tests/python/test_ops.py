@@ -482,8 +482,10 @@ def test_max_min_forms_match_pytorch(name, device, rng):
         getattr(pf, name)(x, (0, 1))
 
 
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
 @pytest.mark.parametrize("name", ["add", "sub"])
-def test_add_sub_alpha(name, rng):
+def test_add_sub_alpha(name, device, rng):
+    _use_device(device, name)
     a, b = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4,)).astype(np.float32)
     x, y, ta, tb = pf.tensor(a), pf.tensor(b), torch.from_numpy(a), torch.from_numpy(b)
     want = getattr(torch, name)(ta, tb, alpha=2.5)
