@@ -18,6 +18,9 @@ struct PF_API TypeError : std::invalid_argument { using std::invalid_argument::i
 struct PF_API IndexError : std::out_of_range { using std::out_of_range::out_of_range; };
 // A feature this build or device does not provide; listed in docs/ops.md.
 struct PF_API NotSupportedError : std::runtime_error { using std::runtime_error::runtime_error; };
+// A misuse of autograd that PyTorch reports as RuntimeError (backward through a
+// freed graph, an in-place change to a saved tensor, ...).
+struct PF_API AutogradError : std::runtime_error { using std::runtime_error::runtime_error; };
 
 // The ROCm backend's family (seed 000); ROCmMemoryError is also a MemoryError in Python.
 struct PF_API ROCmError : std::runtime_error { using std::runtime_error::runtime_error; };

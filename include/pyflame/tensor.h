@@ -37,8 +37,13 @@ class PF_API Storage {
   void* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
+  // Bumped by every in-place op writing this memory: autograd's check that a
+  // tensor saved for backward still holds the values it saved.
+  uint64_t version() const { return version_; }
+  void bump_version() { ++version_; }
 
  private:
+  uint64_t version_ = 0;
   void* data_;
   size_t nbytes_;
   Device device_;
@@ -66,6 +71,11 @@ struct PF_API Scalar {
     return kind == o.kind && i == o.i && (f == o.f || (f != f && o.f != o.f));
   }
 };
+
+struct AutogradMeta;
+namespace autograd {
+class Node;
+}
 
 class PF_API Tensor {
  public:
@@ -124,7 +134,24 @@ class PF_API Tensor {
 
   std::string to_string() const;  // "Tensor(shape=[2, 3], dtype=float32, device=cpu)"
 
+  // Autograd (pyflame/autograd.h). Copies of a Tensor share this state.
+  bool requires_grad() const;  // a leaf marked so, or a result recorded from one
+  // Leaves only; floating dtypes only (AutogradError otherwise, as PyTorch).
+  Tensor& set_requires_grad(bool requires_grad);
+  bool is_leaf() const;
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
+  uint32_t output_nr() const;
+  Tensor grad() const;  // undefined until a backward reaches this tensor
+  void set_grad(const Tensor& grad);
+  void retain_grad();  // keep .grad of a non-leaf
+  bool retains_grad() const;
+  Tensor detach() const;  // the same memory, no history, not requiring grad
+  AutogradMeta* autograd_meta() const { return autograd_.get(); }
+  AutogradMeta& ensure_autograd_meta();  // creates the state shared with the copies made after this call
+  const std::shared_ptr<AutogradMeta>& autograd_meta_ptr() const { return autograd_; }
+
  private:
+  std::shared_ptr<AutogradMeta> autograd_;
   std::shared_ptr<Storage> storage_;
   Shape shape_;
   Shape strides_;

@@ -30,6 +30,7 @@ _preload_openblas()
 
 from . import _C  # noqa: E402
 from ._C import (  # noqa: E402,F401
+    AutogradError,
     DeviceError,
     Generator,
     HIPCompilationError,
@@ -42,8 +43,10 @@ from ._C import (  # noqa: E402,F401
     dtype,
     get_device,
     default_generator,
+    has_derivative,
     has_kernel,
     implicit_copy_count,
+    is_differentiable,
     is_supported,
     manual_seed,
     op_table,
@@ -95,6 +98,8 @@ from ._creation import (  # noqa: E402,F401
 )
 from ._C import cat, chunk, embedding, masked_fill, one_hot, split, stack, tril, triu  # noqa: E402,F401  (shape_ops.h)
 from ._device import device_info  # noqa: E402,F401
+from . import autograd  # noqa: E402,F401
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402,F401
 from . import _tensor_repr  # noqa: E402,F401  (installs Tensor.__repr__)
 from . import backend  # noqa: E402,F401  (pf.backend.rocm)
 

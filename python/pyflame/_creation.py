@@ -1,4 +1,4 @@
-"""Tensor creation: pf.tensor and the factories, each with dtype= and device=."""
+"""Tensor creation: pf.tensor and the factories, each with dtype=, device= and requires_grad=."""
 
 import warnings
 
@@ -10,7 +10,14 @@ from . import _C
 _NUMPY_KINDS = "biuf"
 
 
-def tensor(data, dtype=None, device=None):
+def _requires_grad(t, requires_grad):
+    """Marks a new leaf as PyTorch's requires_grad= does (floating dtypes only)."""
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of `data` (nested lists, a number, a NumPy array or a Tensor).
 
     Python floats become float32 (the default float type), Python ints int64 and
@@ -35,7 +42,8 @@ def tensor(data, dtype=None, device=None):
         t = _C.from_numpy(arr).clone()
     if dtype is not None:
         t = t.to(dtype)
-    return t.to(device if device is not None else _C.get_device())
+    t = t.to(device if device is not None else _C.get_device())
+    return _requires_grad(t.detach(), requires_grad)
 
 
 def from_numpy(array):
@@ -68,63 +76,63 @@ def _shape(name, sizes, size):
     return (size,) if isinstance(size, int) else tuple(size)
 
 
-def empty(*sizes, size=None, dtype=None, device=None):
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     """An uninitialised tensor of the given shape."""
-    return _C._empty(*_shape("empty", sizes, size), dtype=dtype, device=device)
+    return _requires_grad(_C._empty(*_shape("empty", sizes, size), dtype=dtype, device=device), requires_grad)
 
 
-def zeros(*sizes, size=None, dtype=None, device=None):
-    return _C._zeros(*_shape("zeros", sizes, size), dtype=dtype, device=device)
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False):
+    return _requires_grad(_C._zeros(*_shape("zeros", sizes, size), dtype=dtype, device=device), requires_grad)
 
 
-def ones(*sizes, size=None, dtype=None, device=None):
-    return _C._ones(*_shape("ones", sizes, size), dtype=dtype, device=device)
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False):
+    return _requires_grad(_C._ones(*_shape("ones", sizes, size), dtype=dtype, device=device), requires_grad)
 
 
-def full(size, fill_value, dtype=None, device=None):
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor filled with `fill_value`; dtype defaults to the value's (bool, int64 or float32)."""
-    return _C._full(size, fill_value, dtype=dtype, device=device)
+    return _requires_grad(_C._full(size, fill_value, dtype=dtype, device=device), requires_grad)
 
 
-def zeros_like(x, dtype=None, device=None):
-    return _C._full_like(x, 0, dtype=dtype, device=device)
+def zeros_like(x, dtype=None, device=None, requires_grad=False):
+    return _requires_grad(_C._full_like(x, 0, dtype=dtype, device=device), requires_grad)
 
 
-def ones_like(x, dtype=None, device=None):
-    return _C._full_like(x, 1, dtype=dtype, device=device)
+def ones_like(x, dtype=None, device=None, requires_grad=False):
+    return _requires_grad(_C._full_like(x, 1, dtype=dtype, device=device), requires_grad)
 
 
-def full_like(x, fill_value, dtype=None, device=None):
-    return _C._full_like(x, fill_value, dtype=dtype, device=device)
+def full_like(x, fill_value, dtype=None, device=None, requires_grad=False):
+    return _requires_grad(_C._full_like(x, fill_value, dtype=dtype, device=device), requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, device=None):
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     """Values from start (inclusive) to end (exclusive); int64 unless an argument is a float."""
     if end is None:
         start, end = 0, start
-    return _C._arange(start, end, step, dtype=dtype, device=device)
+    return _requires_grad(_C._arange(start, end, step, dtype=dtype, device=device), requires_grad)
 
 
-def linspace(start, end, steps, dtype=None, device=None):
-    return _C._linspace(float(start), float(end), steps, dtype=dtype, device=device)
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    return _requires_grad(_C._linspace(float(start), float(end), steps, dtype=dtype, device=device), requires_grad)
 
 
-def eye(n, m=None, dtype=None, device=None):
-    return _C._eye(n, m, dtype=dtype, device=device)
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    return _requires_grad(_C._eye(n, m, dtype=dtype, device=device), requires_grad)
 
 
-def rand(*size, dtype=None, generator=None, device=None):
+def rand(*size, dtype=None, generator=None, device=None, requires_grad=False):
     """Uniform samples in [0, 1), drawn on `device` from `generator` (default: the one pf.manual_seed seeds).
     A seed gives the same numbers on every device."""
-    return _C._rand(*size, dtype=dtype, generator=generator, device=device)
+    return _requires_grad(_C._rand(*size, dtype=dtype, generator=generator, device=device), requires_grad)
 
 
-def randn(*size, dtype=None, generator=None, device=None):
+def randn(*size, dtype=None, generator=None, device=None, requires_grad=False):
     """Standard normal samples, drawn as rand's."""
-    return _C._randn(*size, dtype=dtype, generator=generator, device=device)
+    return _requires_grad(_C._randn(*size, dtype=dtype, generator=generator, device=device), requires_grad)
 
 
-def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
+def randint(low, high=None, size=None, dtype=None, generator=None, device=None, requires_grad=False):
     """Integers in [low, high): randint(high, size) or randint(low, high, size), drawn as rand's."""
     if size is None:
         if high is None:
@@ -132,4 +140,4 @@ def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
         low, high, size = 0, low, high
     if high is None:
         raise TypeError("randint() needs high")
-    return _C._randint(low, high, size, dtype=dtype, generator=generator, device=device)
+    return _requires_grad(_C._randint(low, high, size, dtype=dtype, generator=generator, device=device), requires_grad)

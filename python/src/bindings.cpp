@@ -20,4 +20,5 @@ NB_MODULE(_C, m) {
   bind_modules(m, tensor);
   bind_creation(m);
   bind_device(m);
+  bind_autograd(m, tensor);
 }

@@ -7,6 +7,7 @@
 //   bind_shape.cpp, bind_conv.cpp, bind_nn.cpp, bind_modules.cpp   the ops of one area
 //   bind_creation.cpp  factories, generators, from_numpy
 //   bind_device.cpp    devices, synchronisation, the rocm_* functions
+//   bind_autograd.cpp  gradients: Tensor.requires_grad/grad/backward, grad_fn nodes, grad mode
 //   convert.cpp        the argument conversions declared here
 
 #include <nanobind/nanobind.h>
@@ -52,6 +53,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_ops(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_creation(nb::module_& m);
 void bind_device(nb::module_& m);
+void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor);
 // The ops of each area (CUSTOM family and compositions).
 void bind_conv(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_modules(nb::module_& m, nb::class_<Tensor>& tensor);

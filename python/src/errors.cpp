@@ -8,6 +8,7 @@
 namespace {
 
 PyObject* g_not_supported_error;
+PyObject* g_autograd_error;
 PyObject* g_rocm_error;
 PyObject* g_rocm_not_available_error;
 PyObject* g_device_error;
@@ -25,6 +26,8 @@ void translate(const std::exception_ptr& p, void*) {
     PyErr_SetString(PyExc_IndexError, e.what());
   } catch (const pyflame::NotSupportedError& e) {
     PyErr_SetString(g_not_supported_error, e.what());
+  } catch (const pyflame::AutogradError& e) {
+    PyErr_SetString(g_autograd_error, e.what());
   } catch (const pyflame::ROCmNotAvailableError& e) {
     PyErr_SetString(g_rocm_not_available_error, e.what());
   } catch (const pyflame::DeviceError& e) {
@@ -52,6 +55,8 @@ namespace pyflame::python {
 void bind_errors(nb::module_& m) {
   g_not_supported_error = new_exception(m, "NotSupportedError", PyExc_RuntimeError,
                                         "A feature this build or device does not provide (see docs/ops.md).");
+  g_autograd_error = new_exception(m, "AutogradError", PyExc_RuntimeError,
+                                   "A misuse of autograd (PyTorch raises RuntimeError for these).");
   g_rocm_error = new_exception(m, "ROCmError", PyExc_RuntimeError, "Base class of the ROCm backend's errors.");
   g_rocm_not_available_error =
       new_exception(m, "ROCmNotAvailableError", g_rocm_error, "No usable ROCm device (see rocm_unavailable_reason()).");

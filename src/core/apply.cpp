@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 
+#include "autograd/derivatives.h"
 #include "core/backend.h"
 #include "core/dispatch.h"
 #include "core/op_utils.h"
@@ -279,7 +280,30 @@ std::vector<Tensor> apply(OpCall call) {
   PF_CHECK(call.attrs.index() == table_attrs_index(call.op), TypeError, op_name(call.op), ": called with ",
            attrs_name(call.attrs), " but the op table gives it other attributes (a caller's bug)");
   Inferred inf = infer(call);
-  return execute(call, inf);
+  const bool in_place = !call.outputs.empty();
+  auto run = [&]() {
+    std::vector<Tensor> outputs = execute(call, inf);
+    if (in_place)
+      for (Tensor& o : outputs) o.storage()->bump_version();
+    return outputs;
+  };
+  if (!autograd::is_grad_enabled()) return run();
+  if (autograd::should_record(call)) {
+    autograd::Recording recording(call);
+    std::vector<Tensor> outputs;
+    {
+      autograd::GradModeGuard off(false);
+      outputs = run();
+    }
+    recording.finish(outputs);
+    return outputs;
+  }
+  if (in_place) return run();
+  const bool is_view = op_family(call.op) == OpFamily::VIEW;
+  const Tensor input = is_view ? call.inputs[0] : Tensor();
+  std::vector<Tensor> outputs = run();
+  autograd::note_untracked(call, input.autograd_meta_ptr(), input, outputs);
+  return outputs;
 }
 
 }  // namespace pyflame

@@ -442,14 +442,14 @@ Tensor pad(const Tensor& input, Ints pad, const std::string& mode, Scalar value)
     out_shape[d] = kept + std::max<int64_t>(0, before) + std::max<int64_t>(0, after);
   }
   const Device dev = current_device();
-  Tensor out = Tensor::empty(out_shape, input.dtype(), dev);
+  Tensor out = empty_output(out_shape, input.dtype(), dev);
   // The input (cropped) goes into a view of the output; positive padding is the border around it.
   Tensor src = input, dst = out;
   bool border = false;
   for (int64_t j = 0; j < n / 2; ++j) {
     const int64_t d = input.dim() - 1 - j, before = pad[2 * j], after = pad[2 * j + 1];
     src = slice(src, d, std::max<int64_t>(0, -before), input.shape()[d] - std::max<int64_t>(0, -after), 1);
-    dst = dst.slice(d, std::max<int64_t>(0, before), out_shape[d] - std::max<int64_t>(0, after), 1);
+    dst = slice(dst, d, std::max<int64_t>(0, before), out_shape[d] - std::max<int64_t>(0, after), 1);
     border = border || before > 0 || after > 0;
   }
   if (border) fill_(out, value);

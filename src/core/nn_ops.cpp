@@ -24,6 +24,7 @@
 
 #include "core/dispatch.h"
 #include "core/op_utils.h"
+#include "pyflame/autograd.h"
 #include "pyflame/error.h"
 #include "pyflame/generator.h"
 #include "pyflame/ops.h"
@@ -285,6 +286,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   std::vector<Tensor> out =
       apply({ir::OpType::batch_norm, {input, running_mean, running_var, weight, bias}, std::move(a), {}});
   if (out.size() == 3) {  // the updated running statistics, written back into the caller's tensors
+    autograd::GradModeGuard no_grad(false);  // buffers, never part of a graph
     Tensor rm = running_mean, rv = running_var;
     copy_(rm, out[1]);
     copy_(rv, out[2]);

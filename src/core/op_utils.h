@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "pyflame/autograd.h"
 #include "pyflame/error.h"
 #include "pyflame/ir/op_call.h"
 #include "pyflame/tensor.h"
@@ -29,7 +30,19 @@ inline Tensor apply_one(ir::OpType op, std::vector<Tensor> inputs, OpAttrs attrs
 }
 // Applies an in-place call: `out` receives the op's result.
 inline Tensor& apply_into(Tensor& out, ir::OpType op, std::vector<Tensor> inputs, OpAttrs attrs) {
+  // The call holds copies of `out`: its autograd state must exist before, to be shared.
+  if (autograd::is_grad_enabled()) out.ensure_autograd_meta();
   apply({op, std::move(inputs), std::move(attrs), {out}});
+  return out;
+}
+
+// A fresh tensor that a composition fills through views of it (cat, pad):
+// with autograd state, so that writing gradient-carrying values into its
+// views gives it a history (autograd's CopySlices). Views of it must be made
+// with the public view ops, which link them to it.
+inline Tensor empty_output(const Shape& shape, DType dtype, Device device) {
+  Tensor out = Tensor::empty(shape, dtype, device);
+  if (autograd::is_grad_enabled()) out.ensure_autograd_meta();
   return out;
 }
 

@@ -208,11 +208,11 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
                d, ", got shapes ", ref->shape(), " and ", t.shape(), " (tensor ", i, ")");
     shape[d] += t.shape()[d];
   }
-  Tensor out = Tensor::empty(shape, dtype, dev);
+  Tensor out = empty_output(shape, dtype, dev);
   int64_t at = 0;
   for (const Tensor& t : tensors) {
     if (skipped(t) || t.shape()[d] == 0) continue;
-    Tensor part = out.slice(d, at, at + t.shape()[d], 1);
+    Tensor part = slice(out, d, at, at + t.shape()[d], 1);
     if (t.device() != dev) note_implicit_copy(t, dev, "cat");  // as for an op's input
     copy_(part, t);
     at += t.shape()[d];
@@ -311,7 +311,14 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
              " is out of range for ", n, " embeddings");
   Shape shape = input.shape();
   shape.push_back(weight.shape()[1]);
-  return view(index_select(weight, 0, reshape(input, {-1})), shape);
+  Tensor index = reshape(input, {-1});
+  Tensor rows = index_select(weight, 0, index);
+  if (padding_idx && rows.requires_grad()) {  // the padding row's entries take no gradient, as in PyTorch
+    Tensor frozen = index_select(weight.detach(), 0, index);
+    Tensor keep = unsqueeze(ne(index, Scalar(*padding_idx < 0 ? *padding_idx + n : *padding_idx)), 1);
+    rows = where(keep, rows, frozen);
+  }
+  return view(rows, shape);
 }
 
 Tensor one_hot(const Tensor& x, int64_t num_classes) {

@@ -187,6 +187,7 @@ template <class T> struct Sign {
 
 template <class T> struct Reciprocal { PF_HOST_DEVICE T operator()(T x) const { return T(1) / x; } };
 template <class T> struct Log1p { PF_HOST_DEVICE T operator()(T x) const { return math::log1p(x); } };
+template <class T> struct Erf { PF_HOST_DEVICE T operator()(T x) const { return math::erf(x); } };
 
 // Activations with parameters (op_params.def).
 template <class T> struct LeakyRelu {

@@ -259,6 +259,7 @@ OP_INFOS = [
            _float_unary(torch.reciprocal), UNARY_CLASSES),
     OpInfo("log1p", "UNARY_FLOAT", ALL_DTYPES, _unary_samples(dict(low=-0.9, high=5, ilow=0, ihigh=20)),
            _float_unary(torch.log1p), UNARY_CLASSES),
+    OpInfo("erf", "UNARY_FLOAT", ALL_DTYPES, _unary_samples(_STD), _float_unary(torch.erf), UNARY_CLASSES),
     OpInfo("leaky_relu", "UNARY_FLOAT", ALL_DTYPES, _unary_samples(_STD, ({}, dict(negative_slope=0.2),
                                                                          dict(negative_slope=-1.5))),
            _float_unary(F.leaky_relu), UNARY_CLASSES),

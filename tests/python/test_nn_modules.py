@@ -159,8 +159,11 @@ def test_parameter_is_a_tensor_marker():
     assert isinstance(p, pf.Tensor) and isinstance(p, nn.Parameter)
     assert p.data_ptr() == t.data_ptr() and p.shape == (2, 3)
     assert type(p + 1) is pf.Tensor  # ops return plain tensors
-    assert p.add_(1) is p  # in-place ops keep the object
+    assert p.requires_grad and p.is_leaf and not t.requires_grad  # a new leaf on t's memory
+    with pf.no_grad():
+        assert p.add_(1) is p  # in-place ops keep the object
     np.testing.assert_array_equal(t.numpy(), p.numpy())
+    assert not nn.Parameter(t, requires_grad=False).requires_grad
     assert repr(p).startswith("Parameter containing:\ntensor(")
     assert nn.Parameter().shape == (0,)
     with pytest.raises(TypeError, match="Parameter"):

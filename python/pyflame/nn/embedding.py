@@ -1,6 +1,7 @@
 """Embedding: a lookup table of num_embeddings vectors, N(0, 1) initialised with the padding row zero."""
 
 from .. import NotSupportedError, _creation
+from ..autograd.grad_mode import no_grad
 from . import functional as F
 from . import init
 from .module import Module
@@ -8,12 +9,14 @@ from .parameter import Parameter
 
 
 class Embedding(Module):
-    """torch.nn.Embedding. scale_grad_by_freq, sparse and _freeze only concern gradients (PyFlame has
-    no autograd) and are kept for the repr; max_norm, which rewrites the weight, is not supported."""
+    """torch.nn.Embedding. sparse=True gives the same gradient values as a dense tensor (PyFlame has no
+    sparse tensors); scale_grad_by_freq and max_norm (which rewrites the weight) are not supported."""
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
         super().__init__()
+        if scale_grad_by_freq:
+            raise NotSupportedError("nn.Embedding: scale_grad_by_freq=True is not supported; see docs/nn.md")
         if max_norm is not None:
             raise NotSupportedError("nn.Embedding: max_norm (renormalising looked-up rows in place) is not "
                                     "supported; see docs/nn.md")
@@ -36,7 +39,7 @@ class Embedding(Module):
             if tuple(_weight.shape) != (num_embeddings, embedding_dim):
                 raise ValueError(f"Embedding: the weight's shape {tuple(_weight.shape)} does not match "
                                  f"(num_embeddings, embedding_dim) = ({num_embeddings}, {embedding_dim})")
-            self.weight = Parameter(_weight)
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
@@ -50,7 +53,8 @@ class Embedding(Module):
     def reset_parameters(self):
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            self.weight[self.padding_idx].fill_(0)
+            with no_grad():
+                self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input):
         return F.embedding(input, self.weight, self.padding_idx)

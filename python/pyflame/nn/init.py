@@ -1,6 +1,7 @@
 """Parameter initialisation, as torch.nn.init: each function fills a tensor in place and returns it.
 
-Random draws come from pf.rand/pf.randn, so pf.manual_seed makes them
+Fills run under no_grad, as PyTorch's: initialising a parameter is not part of
+any graph. Random draws come from pf.rand/pf.randn, so pf.manual_seed makes them
 reproducible; they are drawn in the tensor's dtype (float32 for float16 and
 bfloat16, then rounded once) on the current device and copied into the tensor.
 """
@@ -9,6 +10,7 @@ import math
 
 from .. import _C
 from .._creation import rand, randn
+from ..autograd.grad_mode import no_grad
 
 
 def _float_tensor(tensor, fn):
@@ -62,26 +64,31 @@ def _calculate_correct_fan(tensor, mode):
     return fan_in if mode == "fan_in" else fan_out
 
 
+@no_grad()
 def uniform_(tensor, a=0.0, b=1.0):
     """Fills with draws from U(a, b)."""
     _float_tensor(tensor, "uniform_")
     return tensor.copy_(rand(*tensor.shape, dtype=_draw_dtype(tensor)) * (b - a) + a)
 
 
+@no_grad()
 def normal_(tensor, mean=0.0, std=1.0):
     """Fills with draws from N(mean, std^2)."""
     _float_tensor(tensor, "normal_")
     return tensor.copy_(randn(*tensor.shape, dtype=_draw_dtype(tensor)) * std + mean)
 
 
+@no_grad()
 def constant_(tensor, val):
     return tensor.fill_(val)
 
 
+@no_grad()
 def ones_(tensor):
     return tensor.fill_(1)
 
 
+@no_grad()
 def zeros_(tensor):
     return tensor.fill_(0)
 

@@ -10,6 +10,7 @@ dicts, so the keys and the printed form match PyTorch's for the same model.
 from collections import OrderedDict, namedtuple
 
 from .. import _C
+from ..autograd.grad_mode import no_grad
 from .parameter import Parameter
 
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
@@ -269,12 +270,30 @@ class Module:
         for m in self.modules():
             for name, p in m._parameters.items():
                 if p is not None:
-                    new = fn(p)
+                    with no_grad():
+                        new = fn(p)
                     if new is not p:
-                        m._parameters[name] = Parameter(new)
+                        m._parameters[name] = Parameter(new, requires_grad=p.requires_grad)
             for name, b in m._buffers.items():
                 if b is not None:
                     m._buffers[name] = fn(b)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        """Clears the .grad of every parameter: None (the default), or zeros in place."""
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                with no_grad():
+                    p.grad.zero_()
+
+    def requires_grad_(self, requires_grad=True):
+        """Sets requires_grad on every parameter (freezing or unfreezing the module); returns self."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
         return self
 
     def cpu(self):
@@ -301,7 +320,7 @@ class Module:
             destination = OrderedDict()
         for name, p in self._parameters.items():
             if p is not None:
-                destination[prefix + name] = p if keep_vars else _C.Tensor(p)
+                destination[prefix + name] = p if keep_vars else p.detach()
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers:
                 destination[prefix + name] = b
@@ -353,14 +372,17 @@ class Module:
                               f"checkpoint, the shape in current model is {tuple(current.shape)}.")
         if errors:
             raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(errors))
-        for key, mod, store, name in entries:
-            if key not in state_dict:
-                continue
-            value = state_dict[key]
-            if assign:
-                getattr(mod, store)[name] = Parameter(value) if store == "_parameters" else value
-            else:
-                getattr(mod, store)[name].copy_(value)
+        with no_grad():
+            for key, mod, store, name in entries:
+                if key not in state_dict:
+                    continue
+                value = state_dict[key]
+                current = getattr(mod, store)[name]
+                if assign:
+                    getattr(mod, store)[name] = (Parameter(value, requires_grad=current.requires_grad)
+                                                 if store == "_parameters" else value)
+                else:
+                    current.copy_(value)
         return _IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------ printing

@@ -1,0 +1,49 @@
+"""Reverse-mode automatic differentiation, as torch.autograd.
+
+Ops record a backward graph while grad mode is on and an input requires grad
+(see docs/autograd.md); `Tensor.backward()` accumulates gradients into the
+leaves' `.grad`, `grad()` returns them instead.
+"""
+
+from .. import _C
+from .grad_mode import enable_grad, no_grad, set_grad_enabled
+
+is_grad_enabled = _C.is_grad_enabled
+Node = _C.Node
+
+__all__ = ["backward", "grad", "enable_grad", "no_grad", "set_grad_enabled", "is_grad_enabled", "Node"]
+
+
+def _as_list(tensors):
+    return [tensors] if isinstance(tensors, _C.Tensor) else list(tensors)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulates the gradients of `tensors` (weighted by `grad_tensors`) into the leaves' .grad."""
+    if create_graph:
+        raise _C.NotSupportedError("backward(create_graph=True): higher-order gradients are not supported yet "
+                                   "(docs/autograd.md)")
+    if inputs is not None:
+        raise _C.NotSupportedError("backward(inputs=...) is not supported yet; use pf.autograd.grad(outputs, "
+                                   "inputs) (docs/autograd.md)")
+    _C._backward(_as_list(tensors), grad_tensors, bool(retain_graph))
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=None,
+         is_grads_batched=False, materialize_grads=False):
+    """The gradients of `outputs` with respect to `inputs`, as a tuple (nothing is accumulated into .grad).
+
+    An input the outputs do not depend on raises unless allow_unused=True, which
+    gives None for it (zeros with materialize_grads=True)."""
+    if create_graph:
+        raise _C.NotSupportedError("autograd.grad(create_graph=True): higher-order gradients are not supported yet "
+                                   "(docs/autograd.md)")
+    if is_grads_batched:
+        raise _C.NotSupportedError("autograd.grad(is_grads_batched=True) is not supported (docs/autograd.md)")
+    inputs = _as_list(inputs)
+    unused_ok = bool(allow_unused) or materialize_grads
+    result = _C._grad(_as_list(outputs), inputs, grad_outputs, bool(retain_graph), unused_ok)
+    if materialize_grads:
+        result = tuple(_C._full_like(x, 0, dtype=None, device=None) if g is None else g
+                       for g, x in zip(result, inputs))
+    return result

@@ -1,0 +1,789 @@
+// The derivative table: one vector-Jacobian product per differentiable op of
+// ops.def, written with the public ops so the CPU and the GPU run the same
+// formulas (see derivatives.h). Float16/bfloat16 formulas that sum compute in
+// float32; the engine converts each result back to its input's dtype.
+// tests/python/test_autograd.py walks the op table: a differentiable op
+// without a line here fails it.
+
+#include <cmath>
+#include <limits>
+
+#include "autograd/derivatives.h"
+#include "pyflame/error.h"
+#include "pyflame/ops.h"
+
+namespace pyflame::autograd {
+namespace {
+
+using Grads = std::vector<Tensor>;
+using ir::OpType;
+
+Tensor zero_scalar() { return Tensor::scalar(Scalar(0.0)); }
+
+// Zeros of `shape` with g's dtype, on g's device.
+Tensor zeros_like_shape(const Shape& shape, const Tensor& g) {
+  Tensor z = Tensor::empty(shape, g.dtype(), g.device());
+  return fill_(z, Scalar(0.0));
+}
+
+// float16/bfloat16 -> float32, so sums and statistics keep their precision.
+Tensor widen(const Tensor& t) {
+  return t.dtype() == DType::Float16 || t.dtype() == DType::BFloat16 ? to(t, DType::Float32) : t;
+}
+
+Tensor as_dtype_of(const Tensor& mask, const Tensor& like) { return to(mask, like.dtype()); }
+
+// A reduction's gradient (or result) reshaped so it broadcasts against the input.
+Tensor unreduce(const Tensor& g, const Shape& in_shape, const std::vector<int64_t>& dims) {
+  Shape kept = in_shape;
+  if (dims.empty()) std::fill(kept.begin(), kept.end(), 1);
+  for (int64_t d : dims) kept[d] = 1;
+  return reshape(g, kept);
+}
+
+int64_t reduced_count(const Shape& in_shape, const std::vector<int64_t>& dims) {
+  if (dims.empty()) return shape_numel(in_shape);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= in_shape[d];
+  return n;
+}
+
+std::vector<int64_t> all_dims_but(int64_t ndim, int64_t keep) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < ndim; ++d)
+    if (d != keep) dims.push_back(d);
+  return dims;
+}
+
+// ---------------------------------------------------------------- elementwise
+
+Grads d_add(const GradContext& c) { return {c.grad(), c.grad()}; }
+Grads d_sub(const GradContext& c) { return {c.grad(), neg(c.grad())}; }
+Grads d_mul(const GradContext& c) { return {mul(c.grad(), c.input(1)), mul(c.grad(), c.input(0))}; }
+Grads d_div(const GradContext& c) {
+  const Tensor &a = c.input(0), &b = c.input(1);
+  Grads r(2);
+  if (c.needs[0]) r[0] = div(c.grad(), b);
+  if (c.needs[1]) r[1] = neg(div(mul(c.grad(), a), mul(b, b)));
+  return r;
+}
+Grads d_pow(const GradContext& c) {
+  const Tensor &a = c.input(0), &b = c.input(1), &g = c.grad();
+  Grads r(2);
+  if (c.needs[0])  // b * a^(b-1), and 0 where b == 0 (not 0 * inf at a == 0)
+    r[0] = where(eq(b, Scalar(0.0)), zero_scalar(), mul(g, mul(b, pow(a, sub(b, Scalar(1.0))))));
+  if (c.needs[1])  // a^b log a, and 0 where a == 0 and b >= 0 (the limit)
+    r[1] = where(logical_and(eq(a, Scalar(0.0)), ge(b, Scalar(0.0))), zero_scalar(),
+                 mul(g, mul(c.output(), log(a))));
+  return r;
+}
+// Ties split the gradient evenly, as PyTorch's maximum/minimum.
+Grads d_extremum(const GradContext& c, OpType wins) {
+  const Tensor &a = c.input(0), &b = c.input(1), &g = c.grad();
+  Tensor tie = mul(as_dtype_of(eq(a, b), g), Scalar(0.5));
+  Tensor a_wins = as_dtype_of(binary_op(wins, a, b), g), b_wins = as_dtype_of(binary_op(wins, b, a), g);
+  return {mul(g, add(a_wins, tie)), mul(g, add(b_wins, tie))};
+}
+Grads d_maximum(const GradContext& c) { return d_extremum(c, OpType::gt); }
+Grads d_minimum(const GradContext& c) { return d_extremum(c, OpType::lt); }
+
+Grads d_neg(const GradContext& c) { return {neg(c.grad())}; }
+Grads d_abs(const GradContext& c) { return {mul(c.grad(), sign(c.input(0)))}; }
+Grads d_relu(const GradContext& c) { return {where(gt(c.output(), Scalar(0.0)), c.grad(), zero_scalar())}; }
+Grads d_zero(const GradContext& c) { return {zeros_like(c.grad())}; }  // floor, ceil, round, sign
+Grads d_hardtanh(const GradContext& c) {
+  const auto& p = c.attr<ElementwiseAttrs>().params;
+  const Tensor& x = c.input(0);
+  return {where(logical_and(gt(x, p[0]), lt(x, p[1])), c.grad(), zero_scalar())};
+}
+Grads d_sqrt(const GradContext& c) { return {div(c.grad(), mul(c.output(), Scalar(2.0)))}; }
+Grads d_rsqrt(const GradContext& c) {
+  const Tensor& y = c.output();
+  return {mul(c.grad(), mul(mul(y, mul(y, y)), Scalar(-0.5)))};
+}
+Grads d_exp(const GradContext& c) { return {mul(c.grad(), c.output())}; }
+Grads d_log(const GradContext& c) { return {div(c.grad(), c.input(0))}; }
+Grads d_sin(const GradContext& c) { return {mul(c.grad(), cos(c.input(0)))}; }
+Grads d_cos(const GradContext& c) { return {neg(mul(c.grad(), sin(c.input(0))))}; }
+Grads d_tanh(const GradContext& c) {
+  const Tensor& y = c.output();
+  return {mul(c.grad(), sub(Scalar(1.0), mul(y, y)))};
+}
+Grads d_sigmoid(const GradContext& c) {
+  const Tensor& y = c.output();
+  return {mul(c.grad(), mul(y, sub(Scalar(1.0), y)))};
+}
+Grads d_gelu(const GradContext& c) {
+  const Tensor& x = c.input(0);
+  if (c.attr<ElementwiseAttrs>().params[0].i) {  // tanh form: 0.5 x (1 + tanh(u)), u = k (x + 0.044715 x^3)
+    const double k = std::sqrt(2.0 / M_PI);
+    Tensor x2 = mul(x, x);
+    Tensor t = tanh(mul(mul(x, add(mul(x2, Scalar(0.044715)), Scalar(1.0))), k));
+    Tensor du = mul(add(mul(x2, Scalar(3 * 0.044715)), Scalar(1.0)), k);
+    Tensor d = add(mul(add(t, Scalar(1.0)), Scalar(0.5)), mul(mul(mul(x, sub(Scalar(1.0), mul(t, t))), du), 0.5));
+    return {mul(c.grad(), d)};
+  }
+  // Phi(x) + x phi(x)
+  Tensor cdf = mul(add(erf(mul(x, Scalar(M_SQRT1_2))), Scalar(1.0)), Scalar(0.5));
+  Tensor pdf = mul(exp(mul(mul(x, x), Scalar(-0.5))), Scalar(0.5 * M_2_SQRTPI * M_SQRT1_2));
+  return {mul(c.grad(), add(cdf, mul(x, pdf)))};
+}
+Grads d_erf(const GradContext& c) {
+  const Tensor& x = c.input(0);
+  return {mul(c.grad(), mul(exp(neg(mul(x, x))), Scalar(M_2_SQRTPI)))};
+}
+Grads d_silu(const GradContext& c) {
+  const Tensor& x = c.input(0);
+  Tensor s = sigmoid(x);
+  return {mul(c.grad(), mul(s, add(mul(x, sub(Scalar(1.0), s)), Scalar(1.0))))};
+}
+Grads d_reciprocal(const GradContext& c) {
+  const Tensor& y = c.output();
+  return {neg(mul(c.grad(), mul(y, y)))};
+}
+Grads d_log1p(const GradContext& c) { return {div(c.grad(), add(c.input(0), Scalar(1.0)))}; }
+Grads d_leaky_relu(const GradContext& c) {
+  const double slope = c.attr<ElementwiseAttrs>().params[0].f;
+  return {where(gt(c.input(0), Scalar(0.0)), c.grad(), mul(c.grad(), Scalar(slope)))};
+}
+Grads d_elu(const GradContext& c) {
+  const double alpha = c.attr<ElementwiseAttrs>().params[0].f;
+  return {where(gt(c.input(0), Scalar(0.0)), c.grad(), mul(c.grad(), add(c.output(), Scalar(alpha))))};
+}
+Grads d_softplus(const GradContext& c) {
+  const auto& p = c.attr<ElementwiseAttrs>().params;
+  Tensor z = mul(c.input(0), p[0]);
+  return {where(gt(z, p[1]), c.grad(), mul(c.grad(), sigmoid(z)))};
+}
+
+Grads d_where(const GradContext& c) {
+  const Tensor &cond = c.input(0), &g = c.grad();
+  return {Tensor(), where(cond, g, zero_scalar()), where(cond, zero_scalar(), g)};
+}
+Grads d_clamp(const GradContext& c) {
+  const ClampAttrs& a = c.attr<ClampAttrs>();
+  const Tensor& x = c.input(0);
+  Tensor keep = ones_like(x, DType::Bool);
+  if (a.min) keep = logical_and(keep, ge(x, *a.min));
+  if (a.max) keep = logical_and(keep, le(x, *a.max));
+  return {where(keep, c.grad(), zero_scalar())};
+}
+
+// ---------------------------------------------------------------- reductions
+
+Grads d_sum(const GradContext& c) {
+  const ReduceAttrs& a = c.attr<ReduceAttrs>();
+  return {expand(unreduce(c.grad(), c.input_shape(0), a.dims), c.input_shape(0))};
+}
+Grads d_mean(const GradContext& c) {
+  const ReduceAttrs& a = c.attr<ReduceAttrs>();
+  const Shape& s = c.input_shape(0);
+  const double n = static_cast<double>(reduced_count(s, a.dims));
+  return {expand(div(unreduce(c.grad(), s, a.dims), Scalar(n)), s)};
+}
+// amax/amin: the gradient splits evenly between the elements that attain the extremum.
+Grads d_extreme_reduce(const GradContext& c) {
+  const ReduceAttrs& a = c.attr<ReduceAttrs>();
+  const Tensor& x = c.input(0);
+  Tensor hit = eq(x, unreduce(c.output(), x.shape(), a.dims));
+  Tensor count = sum(as_dtype_of(hit, c.grad()), a.dims, true);
+  return {where(hit, div(unreduce(c.grad(), x.shape(), a.dims), count), zero_scalar())};
+}
+// prod: out / x where no element is 0; with one 0 in a slice, that element
+// gets the product of the others and the rest 0; with two or more, all 0.
+Grads d_prod(const GradContext& c) {
+  const ReduceAttrs& a = c.attr<ReduceAttrs>();
+  const Tensor& x = c.input(0);
+  Tensor is_zero = eq(x, Scalar(0.0));
+  Tensor zeros_in_slice = sum(as_dtype_of(is_zero, x), a.dims, true);
+  Tensor others = prod(where(is_zero, Tensor::scalar(Scalar(1.0)), x), a.dims, true);
+  Tensor none_zero = div(unreduce(c.output(), x.shape(), a.dims), x);
+  Tensor one_zero = where(logical_and(is_zero, eq(zeros_in_slice, Scalar(1.0))), others, zero_scalar());
+  Tensor d = where(eq(zeros_in_slice, Scalar(0.0)), none_zero, one_zero);
+  return {mul(unreduce(c.grad(), x.shape(), a.dims), d)};
+}
+
+// As PyTorch's var_backward: 2 (x - mean) / (N - correction); over all
+// elements with no degrees of freedom left, NaN where x is the mean and inf
+// elsewhere. std's is var's of g / (2 std), with 0 where std is 0.
+Grads d_var_std(const GradContext& c) {
+  const ReduceAttrs& a = c.attr<ReduceAttrs>();
+  const Tensor x = widen(c.input(0));
+  Tensor g = unreduce(widen(c.grad()), x.shape(), a.dims);
+  if (c.call.op == OpType::std) {
+    Tensor s = unreduce(widen(c.output()), x.shape(), a.dims);
+    g = where(eq(s, Scalar(0.0)), zero_scalar(), div(g, mul(s, Scalar(2.0))));
+  }
+  const double dof = static_cast<double>(reduced_count(x.shape(), a.dims)) - a.correction;
+  Tensor centered = sub(x, mean(x, a.dims, true));
+  if ((a.dims.empty() || x.dim() == 0) && dof <= 0) {
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    return {mul(g, where(eq(centered, Scalar(0.0)), Tensor::scalar(Scalar(nan)), Tensor::scalar(Scalar(inf))))};
+  }
+  return {mul(g, mul(centered, Scalar(2.0 / dof)))};
+}
+
+// The reverse cumulative sum: total - cumsum + g.
+Grads d_cumsum(const GradContext& c) {
+  const int64_t dim = c.attr<DimAttrs>().dim;
+  const Tensor& g = c.grad();
+  if (g.dim() == 0) return {g};
+  return {add(sub(sum(g, {dim}, true), cumsum(g, dim)), g)};
+}
+
+// ---------------------------------------------------------------- matmul, softmax, linear
+
+Grads d_matmul(const GradContext& c) {
+  Tensor a = c.input(0), b = c.input(1), g = c.grad();
+  const bool a_vec = a.dim() == 1, b_vec = b.dim() == 1;
+  if (a_vec) a = unsqueeze(a, 0), g = unsqueeze(g, g.dim() - (b_vec ? 0 : 1));
+  if (b_vec) b = unsqueeze(b, 1), g = unsqueeze(g, g.dim());
+  Grads r(2);
+  if (c.needs[0]) {
+    Tensor ga = matmul(g, transpose(b, -1, -2));
+    r[0] = a_vec ? reshape(sum(ga, all_dims_but(ga.dim(), ga.dim() - 1)), c.input_shape(0)) : ga;
+  }
+  if (c.needs[1]) {
+    Tensor gb = matmul(transpose(a, -1, -2), g);
+    r[1] = b_vec ? reshape(sum(gb, all_dims_but(gb.dim(), gb.dim() - 2)), c.input_shape(1)) : gb;
+  }
+  return r;
+}
+
+Grads d_softmax(const GradContext& c) {
+  const int64_t dim = c.attr<DimAttrs>().dim;
+  Tensor y = widen(c.output()), g = widen(c.grad());
+  if (c.call.op == OpType::softmax) return {mul(y, sub(g, sum(mul(g, y), {dim}, true)))};
+  return {sub(g, mul(exp(y), sum(g, {dim}, true)))};
+}
+
+Grads d_linear(const GradContext& c) {
+  const Tensor& x = c.input(0);
+  // A 1-D weight (in,) is a (1, in) one whose output dim is dropped.
+  const bool vector_weight = c.input(1).dim() == 1;
+  Tensor w = vector_weight ? unsqueeze(c.input(1), 0) : c.input(1);
+  Tensor g = vector_weight ? unsqueeze(c.grad(), c.grad().dim()) : c.grad();
+  Grads r(3);
+  if (c.needs[0]) r[0] = matmul(g, w);
+  if (c.needs[1]) r[1] = matmul(transpose(reshape(g, {-1, w.shape()[0]}), 0, 1), reshape(x, {-1, w.shape()[1]}));
+  if (c.needs[1] && vector_weight) r[1] = reshape(r[1], {-1});
+  if (c.needs[2]) r[2] = vector_weight ? c.grad() : g;  // summed over the batch dims by the engine
+  return r;
+}
+
+// ---------------------------------------------------------------- views and copies
+
+Grads d_reshape_back(const GradContext& c) { return {reshape(c.grad(), c.input_shape(0))}; }
+Grads d_expand(const GradContext& c) { return {c.grad()}; }  // the engine sums the broadcast dims
+Grads d_permute(const GradContext& c) {
+  const std::vector<int64_t>& dims = c.attr<ViewAttrs>().dims;
+  std::vector<int64_t> inverse(dims.size());
+  const int64_t n = static_cast<int64_t>(dims.size());
+  for (int64_t i = 0; i < n; ++i) inverse[wrap_dim(dims[i], n, "permute")] = i;
+  return {permute(c.grad(), inverse)};
+}
+Grads d_transpose(const GradContext& c) {
+  const std::vector<int64_t>& dims = c.attr<ViewAttrs>().dims;
+  return {transpose(c.grad(), dims[0], dims[1])};
+}
+// select and slice: the gradient lands in the viewed elements of zeros.
+Grads d_select_slice(const GradContext& c) {
+  const ViewAttrs& a = c.attr<ViewAttrs>();
+  Tensor z = zeros_like_shape(c.input_shape(0), c.grad());
+  Tensor region = c.call.op == OpType::select
+                      ? select(z, a.dims[0], a.positions[0])
+                      : slice(z, a.dims[0], a.positions[0], a.positions[1], a.positions[2]);
+  copy_(region, c.grad());
+  return {z};
+}
+Grads d_copy(const GradContext& c) { return {c.grad()}; }  // the engine converts and sums broadcast dims
+
+// ---------------------------------------------------------------- indexing
+
+Tensor wrapped_index(const Tensor& index, int64_t size, bool wrap_negative) {
+  Tensor i = to(index, DType::Int64);
+  return wrap_negative ? where(lt(i, Scalar(int64_t{0})), add(i, Scalar(size)), i) : i;
+}
+
+Grads d_index_select(const GradContext& c) {
+  const IndexAttrs& a = c.attr<IndexAttrs>();
+  const Shape& s = c.input_shape(0);
+  if (s.empty()) return {sum(c.grad()), Tensor()};
+  Tensor index = reshape(wrapped_index(c.input(1), s[a.dim], a.wrap_negative), {-1});
+  Shape g_shape = s;
+  g_shape[a.dim] = index.numel();
+  Tensor g = reshape(c.grad(), g_shape);
+  Shape index_shape(s.size(), 1);
+  index_shape[a.dim] = index.numel();
+  Tensor spread = expand(reshape(index, index_shape), g_shape);
+  return {scatter_add(zeros_like_shape(s, g), a.dim, spread, g), Tensor()};
+}
+Grads d_gather(const GradContext& c) {
+  const IndexAttrs& a = c.attr<IndexAttrs>();
+  const Shape& s = c.input_shape(0);
+  Tensor index = wrapped_index(c.input(1), s.empty() ? 1 : s[a.dim], a.wrap_negative);
+  return {scatter_add(zeros_like_shape(s, c.grad()), a.dim, index, c.grad()), Tensor()};
+}
+// scatter and scatter_add: src's gradient is g at the positions src was read
+// from (its leading index-shaped corner).
+Tensor scattered_source_grad(const GradContext& c, const Tensor& index) {
+  const IndexAttrs& a = c.attr<IndexAttrs>();
+  Tensor picked = gather(c.grad(), a.dim, index);
+  const Shape& src_shape = c.input_shape(2);
+  if (picked.shape() == src_shape) return picked;
+  Tensor z = zeros_like_shape(src_shape, picked);
+  Tensor corner = z;
+  for (int64_t d = 0; d < picked.dim(); ++d) corner = slice(corner, d, 0, picked.shape()[d]);
+  copy_(corner, picked);
+  return z;
+}
+Grads d_scatter(const GradContext& c) {
+  const IndexAttrs& a = c.attr<IndexAttrs>();
+  const Shape& s = c.input_shape(0);
+  Tensor index = wrapped_index(c.input(1), s.empty() ? 1 : s[a.dim], a.wrap_negative);
+  Grads r(3);
+  if (c.needs[0]) r[0] = c.call.op == OpType::scatter ? scatter(c.grad(), a.dim, index, Scalar(0.0)) : c.grad();
+  if (c.needs[2]) r[2] = scattered_source_grad(c, index);
+  return r;
+}
+
+// ---------------------------------------------------------------- convolution and pooling
+//
+// Backward passes that are not one library call are written per kernel tap:
+// tap k of a window reads the input at positions k * dilation + o * stride
+// (o over the output grid) of the padded input, a strided slice. A window of
+// K taps costs K slices and K small matrix products or masks, which keeps
+// them correct for every stride, padding, dilation and group count in 2-D and 3-D.
+
+struct Window {
+  std::vector<int64_t> kernel, stride, padding, dilation;
+};
+
+// Every tap of a window, as its offset per spatial dim.
+std::vector<std::vector<int64_t>> taps_of(const std::vector<int64_t>& kernel) {
+  std::vector<std::vector<int64_t>> taps{{}};
+  for (int64_t k : kernel) {
+    std::vector<std::vector<int64_t>> next;
+    for (const auto& t : taps)
+      for (int64_t i = 0; i < k; ++i) {
+        next.push_back(t);
+        next.back().push_back(i);
+      }
+    taps = std::move(next);
+  }
+  return taps;
+}
+
+// The view of a padded (N, C, spatial...) tensor that tap `tap` reads for an output grid `out`.
+Tensor tap_view(const Tensor& padded, const std::vector<int64_t>& tap, const Window& w, const Shape& out) {
+  Tensor v = padded;
+  for (size_t d = 0; d < tap.size(); ++d) {
+    const int64_t start = tap[d] * w.dilation[d];
+    v = slice(v, static_cast<int64_t>(d) + 2, start, start + w.stride[d] * (out[d + 2] - 1) + 1, w.stride[d]);
+  }
+  return v;
+}
+
+// Pads the spatial dims of x by `padding` before and at least `padding` after,
+// enough for every tap of the output grid (ceil_mode reads past the end).
+Tensor pad_for_taps(const Tensor& x, const Window& w, const Shape& out, double value) {
+  std::vector<int64_t> pads;
+  for (size_t d = w.kernel.size(); d-- > 0;) {
+    const int64_t need = w.stride[d] * (out[d + 2] - 1) + w.dilation[d] * (w.kernel[d] - 1) + 1;
+    const int64_t have = x.shape()[d + 2] + 2 * w.padding[d];
+    pads.push_back(w.padding[d]);
+    pads.push_back(w.padding[d] + std::max<int64_t>(0, need - have));
+  }
+  return pad(x, pads, "constant", Scalar(value));
+}
+
+// The inverse of pad_for_taps: the input's elements of a padded gradient.
+Tensor crop_padding(const Tensor& padded, const Window& w, const Shape& in) {
+  Tensor v = padded;
+  for (size_t d = 0; d < w.kernel.size(); ++d)
+    v = slice(v, static_cast<int64_t>(d) + 2, w.padding[d], w.padding[d] + in[d + 2], 1);
+  return v;
+}
+
+// Unbatched (C, spatial...) calls run batched; these add and remove that dim.
+bool unbatched(const Shape& s, size_t spatial) { return s.size() == spatial + 1; }
+Tensor batched(const Tensor& t, bool add_dim) { return add_dim ? unsqueeze(t, 0) : t; }
+
+// d(conv)/d(weight): per tap, sum over the batch and positions of g (N, G, Og, P) x tap^T (N, G, P, Cg).
+Tensor conv_weight_grad(const Tensor& x, const Tensor& g, const Shape& w_shape, const Window& w, int64_t groups) {
+  const int64_t n = x.shape()[0], cin = x.shape()[1], cout = g.shape()[1];
+  Tensor padded = pad_for_taps(x, w, g.shape(), 0.0);
+  Tensor gm = reshape(g, {n, groups, cout / groups, -1});
+  std::vector<Tensor> per_tap;
+  for (const auto& tap : taps_of(w.kernel)) {
+    Tensor xt = reshape(tap_view(padded, tap, w, g.shape()), {n, groups, cin / groups, -1});
+    per_tap.push_back(sum(matmul(gm, transpose(xt, 2, 3)), {0}));  // (G, Og, Cg)
+  }
+  return reshape(stack(per_tap, 3), w_shape);
+}
+
+// d(conv)/d(input): per tap, w_tap^T (G, Cg, Og) g (N, G, Og, P) added into the tap's view of a padded zero gradient.
+Tensor conv_input_grad(const Tensor& g, const Tensor& weight, const Shape& x_shape, const Window& w, int64_t groups) {
+  const int64_t n = x_shape[0], cin = x_shape[1], cout = g.shape()[1];
+  Tensor grad_padded = pad_for_taps(zeros_like_shape(x_shape, g), w, g.shape(), 0.0);
+  Tensor gm = reshape(g, {n, groups, cout / groups, -1});
+  Tensor wm = reshape(weight, {groups, cout / groups, cin / groups, -1});  // (G, Og, Cg, taps)
+  const auto taps = taps_of(w.kernel);
+  for (size_t k = 0; k < taps.size(); ++k) {
+    Tensor wk = transpose(select(wm, 3, static_cast<int64_t>(k)), 1, 2);  // (G, Cg, Og)
+    Tensor contribution = matmul(wk, gm);                                 // (N, G, Cg, P)
+    Tensor view = tap_view(grad_padded, taps[k], w, g.shape());
+    binary_op_(OpType::add, view, reshape(contribution, view.shape()));
+  }
+  return crop_padding(grad_padded, w, x_shape);
+}
+
+Window conv_window(const ConvAttrs& a, const Shape& w_shape) {
+  return {Shape(w_shape.begin() + 2, w_shape.end()), a.stride, a.padding, a.dilation};
+}
+
+Grads d_conv(const GradContext& c) {
+  const ConvAttrs& a = c.attr<ConvAttrs>();
+  const Tensor& weight = c.input(1);
+  const size_t spatial = weight.dim() - 2;
+  const bool add_dim = unbatched(c.input_shape(0), spatial);
+  Tensor x = batched(c.input(0), add_dim), g = batched(c.grad(), add_dim);
+  const Window w = conv_window(a, weight.shape());
+  Grads r(3);
+  if (c.needs[0]) {
+    Tensor gx;
+    if (spatial == 2) {  // the library's backward-data: the transposed convolution
+      std::vector<int64_t> output_padding;
+      for (size_t d = 0; d < 2; ++d)
+        output_padding.push_back(x.shape()[d + 2] - ((g.shape()[d + 2] - 1) * a.stride[d] - 2 * a.padding[d] +
+                                                     a.dilation[d] * (w.kernel[d] - 1) + 1));
+      gx = conv_transpose2d(g, weight, std::nullopt, a.stride, a.padding, output_padding, a.groups, a.dilation);
+    } else {
+      gx = conv_input_grad(g, weight, x.shape(), w, a.groups);
+    }
+    r[0] = add_dim ? squeeze(gx, {0}) : gx;
+  }
+  if (c.needs[1]) r[1] = conv_weight_grad(x, g, weight.shape(), w, a.groups);
+  if (c.needs[2]) r[2] = sum(g, all_dims_but(g.dim(), 1));
+  return r;
+}
+
+// conv_transpose2d(x, w) is the adjoint of conv2d(., w): its input gradient is
+// that convolution of g, and its weight gradient the convolution's weight
+// gradient with the roles of input and output exchanged.
+Grads d_conv_transpose(const GradContext& c) {
+  const ConvAttrs& a = c.attr<ConvAttrs>();
+  const Tensor& weight = c.input(1);
+  const bool add_dim = unbatched(c.input_shape(0), 2);
+  Tensor x = batched(c.input(0), add_dim), g = batched(c.grad(), add_dim);
+  const Window w = conv_window(a, weight.shape());
+  Grads r(3);
+  if (c.needs[0]) {
+    Tensor gx = conv2d(g, weight, std::nullopt, a.stride, a.padding, a.dilation, a.groups);
+    // An output_padding of a stride or more (allowed below the dilation) gives
+    // the convolution more positions than x had: they belong to no element of x.
+    for (int64_t d = 2; d < gx.dim(); ++d) gx = slice(gx, d, 0, x.shape()[d], 1);
+    r[0] = add_dim ? squeeze(gx, {0}) : gx;
+  }
+  if (c.needs[1]) r[1] = conv_weight_grad(g, x, weight.shape(), w, a.groups);
+  if (c.needs[2]) r[2] = sum(g, all_dims_but(g.dim(), 1));
+  return r;
+}
+
+Window pool_window(const PoolAttrs& a) {
+  return {a.kernel_size, a.stride, a.padding, a.dilation.empty() ? std::vector<int64_t>(a.kernel_size.size(), 1)
+                                                                   : a.dilation};
+}
+
+// max pooling: each output's gradient goes to the first element of its window
+// that holds the maximum (PyTorch's index), NaN counting as the maximum.
+Grads d_max_pool(const GradContext& c) {
+  const PoolAttrs& a = c.attr<PoolAttrs>();
+  const Window w = pool_window(a);
+  const bool add_dim = unbatched(c.input_shape(0), w.kernel.size());
+  Tensor x = batched(c.input(0), add_dim), y = batched(c.output(), add_dim), g = batched(c.grad(), add_dim);
+  Tensor padded = pad_for_taps(x, w, y.shape(), -std::numeric_limits<double>::infinity());
+  Tensor grad_padded = zeros_like_shape(padded.shape(), g);
+  Tensor taken = zeros_like(y, DType::Bool);
+  const Tensor y_nan = ne(y, y);
+  for (const auto& tap : taps_of(w.kernel)) {
+    Tensor xt = tap_view(padded, tap, w, y.shape());
+    Tensor hit = logical_and(logical_or(eq(xt, y), logical_and(ne(xt, xt), y_nan)), logical_not(taken));
+    taken = logical_or(taken, hit);
+    Tensor view = tap_view(grad_padded, tap, w, y.shape());
+    binary_op_(OpType::add, view, where(hit, g, zero_scalar()));
+  }
+  Tensor gx = crop_padding(grad_padded, w, x.shape());
+  return {add_dim ? squeeze(gx, {0}) : gx};
+}
+
+// The number of window positions each output of an average pool divides by, per spatial dim.
+Tensor pool_divisors(const PoolAttrs& a, const Shape& in, const Shape& out, const Tensor& like) {
+  if (a.divisor_override) return full_like(like, Scalar(static_cast<double>(a.divisor_override)));
+  Tensor total;
+  const size_t spatial = a.kernel_size.size();
+  for (size_t d = 0; d < spatial; ++d) {
+    const int64_t size = in[d + 2], o_n = out[d + 2];
+    Tensor counts = Tensor::empty({o_n}, DType::Float64, Device::cpu());
+    for (int64_t o = 0; o < o_n; ++o) {
+      int64_t lo = o * a.stride[d] - a.padding[d], hi = lo + a.kernel_size[d];
+      hi = std::min(hi, size + a.padding[d]);
+      if (!a.count_include_pad) lo = std::max<int64_t>(lo, 0), hi = std::min(hi, size);
+      counts.data<double>()[o] = static_cast<double>(hi - lo);
+    }
+    Shape shape(spatial + 2, 1);
+    shape[d + 2] = o_n;
+    Tensor t = reshape(to(to(counts, like.dtype()), like.device()), shape);
+    total = total.defined() ? mul(total, t) : t;
+  }
+  return total;
+}
+
+Grads d_avg_pool(const GradContext& c) {
+  const PoolAttrs& a = c.attr<PoolAttrs>();
+  const Window w = pool_window(a);
+  const bool add_dim = unbatched(c.input_shape(0), w.kernel.size());
+  Tensor g = batched(c.grad(), add_dim);
+  Shape x_shape = c.input_shape(0);
+  if (add_dim) x_shape.insert(x_shape.begin(), 1);
+  Tensor share = div(g, pool_divisors(a, x_shape, g.shape(), g));
+  Tensor grad_padded = pad_for_taps(zeros_like_shape(x_shape, g), w, g.shape(), 0.0);
+  for (const auto& tap : taps_of(w.kernel)) {
+    Tensor view = tap_view(grad_padded, tap, w, g.shape());
+    binary_op_(OpType::add, view, share);
+  }
+  Tensor gx = crop_padding(grad_padded, w, x_shape);
+  return {add_dim ? squeeze(gx, {0}) : gx};
+}
+
+// Adaptive average pooling is out = A_h x A_w^T per plane, with A's rows the
+// windows' averaging weights; its gradient is A_h^T g A_w.
+Tensor adaptive_matrix(int64_t out, int64_t in, const Tensor& like) {
+  Tensor m = Tensor::empty({out, in}, DType::Float64, Device::cpu());
+  double* p = m.data<double>();
+  for (int64_t o = 0; o < out; ++o) {
+    const int64_t start = o * in / out, end = ((o + 1) * in + out - 1) / out;
+    for (int64_t i = 0; i < in; ++i) p[o * in + i] = i >= start && i < end ? 1.0 / static_cast<double>(end - start) : 0;
+  }
+  return to(to(m, like.dtype()), like.device());
+}
+Grads d_adaptive_avg_pool(const GradContext& c) {
+  const Shape& s = c.input_shape(0);
+  Tensor g = widen(c.grad());
+  const int64_t h = s[s.size() - 2], w = s[s.size() - 1];
+  Tensor ah = adaptive_matrix(g.shape()[g.dim() - 2], h, g), aw = adaptive_matrix(g.shape()[g.dim() - 1], w, g);
+  return {matmul(matmul(transpose(ah, 0, 1), g), aw)};
+}
+
+// ---------------------------------------------------------------- normalization
+
+// d(input) of (x - mean) * rstd over `dims`, given gxhat = g * weight and xhat.
+Tensor normalized_input_grad(const Tensor& gxhat, const Tensor& xhat, const Tensor& rstd,
+                             const std::vector<int64_t>& dims) {
+  Tensor centered = sub(gxhat, mean(gxhat, dims, true));
+  return mul(rstd, sub(centered, mul(xhat, mean(mul(gxhat, xhat), dims, true))));
+}
+
+Grads d_layer_norm(const GradContext& c) {
+  const NormAttrs& a = c.attr<NormAttrs>();
+  Tensor x = widen(c.input(0)), g = widen(c.grad());
+  std::vector<int64_t> dims;
+  for (int64_t d = x.dim() - static_cast<int64_t>(a.normalized_shape.size()); d < x.dim(); ++d) dims.push_back(d);
+  Tensor centered = sub(x, mean(x, dims, true));
+  Tensor rstd = rsqrt(add(mean(mul(centered, centered), dims, true), Scalar(a.eps)));
+  Tensor xhat = mul(centered, rstd);
+  const Tensor& weight = c.input(1);
+  Tensor gxhat = weight.defined() ? mul(g, widen(weight)) : g;
+  Grads r(3);  // weight and bias: the engine sums the leading dims
+  if (c.needs[0]) r[0] = normalized_input_grad(gxhat, xhat, rstd, dims);
+  if (c.needs[1]) r[1] = mul(g, xhat);
+  if (c.needs[2]) r[2] = g;
+  return r;
+}
+
+Grads d_rms_norm(const GradContext& c) {
+  const NormAttrs& a = c.attr<NormAttrs>();
+  Tensor x = widen(c.input(0)), g = widen(c.grad());
+  std::vector<int64_t> dims;
+  for (int64_t d = x.dim() - static_cast<int64_t>(a.normalized_shape.size()); d < x.dim(); ++d) dims.push_back(d);
+  Tensor rrms = rsqrt(add(mean(mul(x, x), dims, true), Scalar(a.eps)));
+  Tensor xhat = mul(x, rrms);
+  const Tensor& weight = c.input(1);
+  Tensor gxhat = weight.defined() ? mul(g, widen(weight)) : g;
+  Grads r(3);
+  if (c.needs[0]) r[0] = mul(rrms, sub(gxhat, mul(xhat, mean(mul(gxhat, xhat), dims, true))));
+  if (c.needs[1]) r[1] = mul(g, xhat);
+  return r;
+}
+
+// (C) -> (1, C, 1, ...) for an input of `ndim` dims.
+Tensor per_channel(const Tensor& t, int64_t ndim) {
+  Shape s(ndim, 1);
+  s[1] = t.numel();
+  return reshape(widen(t), s);
+}
+
+Grads d_batch_norm(const GradContext& c) {
+  const NormAttrs& a = c.attr<NormAttrs>();
+  Tensor x = widen(c.input(0)), g = widen(c.grad());
+  const Tensor &running_mean = c.input(1), &running_var = c.input(2), &weight = c.input(3);
+  const std::vector<int64_t> dims = all_dims_but(x.dim(), 1);
+  const bool batch_stats = a.training || !running_mean.defined();
+  Tensor mu = batch_stats ? mean(x, dims, true) : per_channel(running_mean, x.dim());
+  Tensor centered = sub(x, mu);
+  Tensor variance = batch_stats ? mean(mul(centered, centered), dims, true) : per_channel(running_var, x.dim());
+  Tensor rstd = rsqrt(add(variance, Scalar(a.eps)));
+  Tensor xhat = mul(centered, rstd);
+  Tensor gxhat = weight.defined() ? mul(g, per_channel(weight, x.dim())) : g;
+  Grads r(5);
+  if (c.needs[0]) r[0] = batch_stats ? normalized_input_grad(gxhat, xhat, rstd, dims) : mul(gxhat, rstd);
+  if (c.needs[3]) r[3] = sum(mul(g, xhat), dims);
+  if (c.needs[4]) r[4] = sum(g, dims);
+  return r;
+}
+
+Grads d_group_norm(const GradContext& c) {
+  const NormAttrs& a = c.attr<NormAttrs>();
+  Tensor x = widen(c.input(0)), g = widen(c.grad());
+  const Tensor& weight = c.input(1);
+  const Shape grouped{x.shape()[0], a.num_groups, -1};
+  Tensor xg = reshape(x, grouped);
+  Tensor centered = sub(xg, mean(xg, {2}, true));
+  Tensor rstd = rsqrt(add(mean(mul(centered, centered), {2}, true), Scalar(a.eps)));
+  Tensor xhat = mul(centered, rstd);
+  Tensor gxhat = weight.defined() ? mul(g, per_channel(weight, x.dim())) : g;
+  Grads r(3);
+  if (c.needs[0]) r[0] = reshape(normalized_input_grad(reshape(gxhat, grouped), xhat, rstd, {2}), x.shape());
+  const std::vector<int64_t> dims = all_dims_but(x.dim(), 1);
+  if (c.needs[1]) r[1] = sum(mul(g, reshape(xhat, x.shape())), dims);
+  if (c.needs[2]) r[2] = sum(g, dims);
+  return r;
+}
+
+// dropout's gradient is dropout of g with the same draws: g * mask / (1 - p).
+Grads d_dropout(const GradContext& c) {
+  return {apply({OpType::dropout, {c.grad()}, c.call.attrs, {}})[0]};
+}
+
+// ---------------------------------------------------------------- losses
+//
+// Per element, nll_loss and cross_entropy weigh the log-probabilities by
+//   coef[c] = (1 - eps) w[t] [c == t] + eps / C w[c]   (0 where t is ignored);
+// d(loss)/d(logp) = -coef, and through log_softmax d/d(logits) = p sum(coef) - coef.
+Grads d_class_loss(const GradContext& c) {
+  PF_CHECK(!c.needs[2], AutogradError, op_name(c.call.op),
+           ": not differentiable with respect to weight (as in PyTorch); pass weight.detach()");
+  const LossAttrs& a = c.attr<LossAttrs>();
+  Tensor x = widen(c.input(0)), g = widen(c.grad());
+  const Tensor& target = c.input(1);
+  const int64_t class_dim = x.dim() == 1 ? 0 : 1, classes = x.shape()[class_dim];
+  Tensor valid = ne(target, Scalar(a.ignore_index));
+  Tensor t = where(valid, to(target, DType::Int64), Tensor::scalar(Scalar(int64_t{0})));
+  Tensor w = c.input(2).defined() ? to(c.input(2), x.dtype()) : full({classes}, Scalar(1.0), x.dtype());
+  w = to(w, x.device());
+  Tensor w_t = mul(reshape(index_select(w, 0, reshape(t, {-1})), target.shape()), as_dtype_of(valid, x));
+  Tensor coef = scatter(zeros_like(x), class_dim, unsqueeze(t, class_dim),
+                        unsqueeze(mul(w_t, Scalar(1.0 - a.label_smoothing)), class_dim));
+  if (a.label_smoothing > 0) {
+    Shape s(x.dim(), 1);
+    s[class_dim] = classes;
+    Tensor smooth = mul(reshape(w, s), Scalar(a.label_smoothing / static_cast<double>(classes)));
+    coef = add(coef, mul(smooth, unsqueeze(as_dtype_of(valid, x), class_dim)));
+  }
+  Tensor scale = a.reduction == Reduction::None ? unsqueeze(g, class_dim) : g;
+  if (a.reduction == Reduction::Mean) scale = div(scale, sum(w_t));
+  Tensor d = c.call.op == OpType::nll_loss
+                 ? neg(coef)
+                 : sub(mul(softmax(x, class_dim), sum(coef, {class_dim}, true)), coef);
+  return {mul(d, scale), Tensor(), Tensor()};
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- the table
+
+PF_REGISTER_DERIVATIVE(add, &d_add, kSavesNothing);
+PF_REGISTER_DERIVATIVE(sub, &d_sub, kSavesNothing);
+PF_REGISTER_DERIVATIVE(mul, &d_mul, kSavesInputs);
+PF_REGISTER_DERIVATIVE(div, &d_div, kSavesInputs);
+PF_REGISTER_DERIVATIVE(pow, &d_pow, kSavesBoth);
+PF_REGISTER_DERIVATIVE(maximum, &d_maximum, kSavesInputs);
+PF_REGISTER_DERIVATIVE(minimum, &d_minimum, kSavesInputs);
+
+PF_REGISTER_DERIVATIVE(neg, &d_neg, kSavesNothing);
+PF_REGISTER_DERIVATIVE(abs, &d_abs, kSavesInputs);
+PF_REGISTER_DERIVATIVE(relu, &d_relu, kSavesOutputs);
+PF_REGISTER_DERIVATIVE(floor, &d_zero, kSavesNothing);
+PF_REGISTER_DERIVATIVE(ceil, &d_zero, kSavesNothing);
+PF_REGISTER_DERIVATIVE(round, &d_zero, kSavesNothing);
+PF_REGISTER_DERIVATIVE(sign, &d_zero, kSavesNothing);
+PF_REGISTER_DERIVATIVE(hardtanh, &d_hardtanh, kSavesInputs);
+PF_REGISTER_DERIVATIVE(sqrt, &d_sqrt, kSavesOutputs);
+PF_REGISTER_DERIVATIVE(rsqrt, &d_rsqrt, kSavesOutputs);
+PF_REGISTER_DERIVATIVE(exp, &d_exp, kSavesOutputs);
+PF_REGISTER_DERIVATIVE(log, &d_log, kSavesInputs);
+PF_REGISTER_DERIVATIVE(sin, &d_sin, kSavesInputs);
+PF_REGISTER_DERIVATIVE(cos, &d_cos, kSavesInputs);
+PF_REGISTER_DERIVATIVE(tanh, &d_tanh, kSavesOutputs);
+PF_REGISTER_DERIVATIVE(sigmoid, &d_sigmoid, kSavesOutputs);
+PF_REGISTER_DERIVATIVE(gelu, &d_gelu, kSavesInputs);
+PF_REGISTER_DERIVATIVE(erf, &d_erf, kSavesInputs);
+PF_REGISTER_DERIVATIVE(silu, &d_silu, kSavesInputs);
+PF_REGISTER_DERIVATIVE(reciprocal, &d_reciprocal, kSavesOutputs);
+PF_REGISTER_DERIVATIVE(log1p, &d_log1p, kSavesInputs);
+PF_REGISTER_DERIVATIVE(leaky_relu, &d_leaky_relu, kSavesInputs);
+PF_REGISTER_DERIVATIVE(elu, &d_elu, kSavesBoth);
+PF_REGISTER_DERIVATIVE(softplus, &d_softplus, kSavesInputs);
+
+PF_REGISTER_DERIVATIVE(where, &d_where, kSavesInputs);
+PF_REGISTER_DERIVATIVE(clamp, &d_clamp, kSavesInputs);
+
+PF_REGISTER_DERIVATIVE(sum, &d_sum, kSavesNothing);
+PF_REGISTER_DERIVATIVE(mean, &d_mean, kSavesNothing);
+PF_REGISTER_DERIVATIVE(max, &d_extreme_reduce, kSavesBoth);
+PF_REGISTER_DERIVATIVE(min, &d_extreme_reduce, kSavesBoth);
+PF_REGISTER_DERIVATIVE(prod, &d_prod, kSavesBoth);
+PF_REGISTER_DERIVATIVE(var, &d_var_std, kSavesInputs);
+PF_REGISTER_DERIVATIVE(std, &d_var_std, kSavesBoth);
+PF_REGISTER_DERIVATIVE(cumsum, &d_cumsum, kSavesNothing);
+
+PF_REGISTER_DERIVATIVE(matmul, &d_matmul, kSavesInputs);
+PF_REGISTER_DERIVATIVE(batch_matmul, &d_matmul, kSavesInputs);
+PF_REGISTER_DERIVATIVE(softmax, &d_softmax, kSavesOutputs);
+PF_REGISTER_DERIVATIVE(log_softmax, &d_softmax, kSavesOutputs);
+PF_REGISTER_DERIVATIVE(linear, &d_linear, kSavesInputs);
+
+PF_REGISTER_DERIVATIVE(view, &d_reshape_back, kSavesNothing);
+PF_REGISTER_DERIVATIVE(reshape, &d_reshape_back, kSavesNothing);
+PF_REGISTER_DERIVATIVE(squeeze, &d_reshape_back, kSavesNothing);
+PF_REGISTER_DERIVATIVE(unsqueeze, &d_reshape_back, kSavesNothing);
+PF_REGISTER_DERIVATIVE(expand, &d_expand, kSavesNothing);
+PF_REGISTER_DERIVATIVE(permute, &d_permute, kSavesNothing);
+PF_REGISTER_DERIVATIVE(transpose, &d_transpose, kSavesNothing);
+PF_REGISTER_DERIVATIVE(select, &d_select_slice, kSavesNothing);
+PF_REGISTER_DERIVATIVE(slice, &d_select_slice, kSavesNothing);
+PF_REGISTER_DERIVATIVE(copy, &d_copy, kSavesNothing);
+
+PF_REGISTER_DERIVATIVE(index_select, &d_index_select, kSavesInputs);
+PF_REGISTER_DERIVATIVE(gather, &d_gather, kSavesInputs);
+PF_REGISTER_DERIVATIVE(scatter, &d_scatter, kSavesInputs);
+PF_REGISTER_DERIVATIVE(scatter_add, &d_scatter, kSavesInputs);
+
+PF_REGISTER_DERIVATIVE(conv2d, &d_conv, kSavesInputs);
+PF_REGISTER_DERIVATIVE(conv3d, &d_conv, kSavesInputs);
+PF_REGISTER_DERIVATIVE(conv_transpose2d, &d_conv_transpose, kSavesInputs);
+PF_REGISTER_DERIVATIVE(max_pool2d, &d_max_pool, kSavesBoth);
+PF_REGISTER_DERIVATIVE(max_pool3d, &d_max_pool, kSavesBoth);
+PF_REGISTER_DERIVATIVE(avg_pool2d, &d_avg_pool, kSavesNothing);
+PF_REGISTER_DERIVATIVE(avg_pool3d, &d_avg_pool, kSavesNothing);
+PF_REGISTER_DERIVATIVE(adaptive_avg_pool2d, &d_adaptive_avg_pool, kSavesNothing);
+
+PF_REGISTER_DERIVATIVE(layer_norm, &d_layer_norm, kSavesInputs);
+PF_REGISTER_DERIVATIVE(rms_norm, &d_rms_norm, kSavesInputs);
+PF_REGISTER_DERIVATIVE(batch_norm, &d_batch_norm, kSavesInputs);
+PF_REGISTER_DERIVATIVE(group_norm, &d_group_norm, kSavesInputs);
+PF_REGISTER_DERIVATIVE(dropout, &d_dropout, kSavesNothing);
+PF_REGISTER_DERIVATIVE(nll_loss, &d_class_loss, kSavesInputs);
+PF_REGISTER_DERIVATIVE(cross_entropy, &d_class_loss, kSavesInputs);
+
+}  // namespace pyflame::autograd
