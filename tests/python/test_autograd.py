@@ -150,3 +150,220 @@ def test_derivative_matches_finite_differences(name, cls, rng):
         checked += 1
     if checked == 0:
         pytest.skip(f"{name}: no sample with a differentiable input")
+
+
+# ----------------------------------------------------------------- the engine, as PyTorch
+
+
+def _pair(rng, *shape):
+    v = rng.uniform(-2, 2, size=shape)
+    return pf.tensor(v, dtype=pf.float64, requires_grad=True), torch.tensor(v, requires_grad=True)
+
+
+def _close(p, t):
+    np.testing.assert_allclose(pf_to_numpy(p), t.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_gradients_accumulate_and_reduce_broadcasts(device, rng):
+    _use_device(device, "add")
+    x, tx = _pair(rng, 3, 1)
+    y, ty = _pair(rng, 4)
+    for _ in range(2):  # a second backward adds to .grad
+        ((x + y) * x).sum().backward()
+        ((tx + ty) * tx).sum().backward()
+    _close(x.grad, tx.grad)
+    _close(y.grad, ty.grad)
+    assert x.grad.shape == (3, 1) and y.grad.shape == (4,)
+
+
+def test_leaf_and_graph_attributes(rng):
+    x, _ = _pair(rng, 3)
+    y = x.exp()
+    assert x.is_leaf and x.grad_fn is None and x.requires_grad
+    assert not y.is_leaf and y.grad_fn.name() == "ExpBackward0" and y.requires_grad
+    assert repr(y.grad_fn) == "<ExpBackward0 object>"
+    assert y.grad_fn.next_functions[0][0].name() == "AccumulateGrad"
+    d = y.detach()
+    assert not d.requires_grad and d.is_leaf and d.data_ptr() == y.data_ptr()
+    z = y * 2
+    y.retain_grad()
+    z.sum().backward()
+    assert y.retains_grad and y.grad is not None and np.all(pf_to_numpy(y.grad) == 2)
+    c = pf.tensor([1, 2, 3])
+    assert not c.requires_grad and c.grad is None
+
+
+def test_grad_mode_context_and_decorator(rng):
+    x, _ = _pair(rng, 3)
+    with pf.no_grad():
+        assert not pf.is_grad_enabled()
+        assert not (x * 2).requires_grad
+        with pf.enable_grad():
+            assert (x * 2).requires_grad
+    assert pf.is_grad_enabled()
+
+    @pf.no_grad()
+    def f(t):
+        return t * 2
+
+    assert not f(x).requires_grad
+    with pf.set_grad_enabled(False):
+        assert not (x + 1).requires_grad
+    assert pf.is_grad_enabled()
+    pf.set_grad_enabled(False)
+    assert not pf.is_grad_enabled()
+    pf.set_grad_enabled(True)
+
+
+def test_errors_as_pytorch(rng):
+    x, _ = _pair(rng, 3)
+    with pytest.raises(RuntimeError, match="scalar outputs"):
+        (x * 2).backward()
+    y = (x * x).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        y.backward()
+    with pytest.raises(RuntimeError, match="floating point"):
+        pf.tensor([1, 2]).requires_grad_(True)
+    with pytest.raises(RuntimeError, match="leaf"):
+        x.add_(1)
+    with pytest.raises(RuntimeError, match="leaf"):
+        x[0] = 1.0
+    e = x.exp()
+    s = e.sum()
+    e.add_(1)  # exp saved its output
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        s.backward()
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        pf.ones(2).sum().backward()
+    with pytest.raises(RuntimeError):
+        (x * 2).requires_grad_(False)  # only leaves
+    assert issubclass(pf.AutogradError, RuntimeError)
+
+
+def test_retain_graph_allows_a_second_backward(rng):
+    x, tx = _pair(rng, 4)
+    y = (x.exp() * x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    ty = (tx.exp() * tx).sum()
+    ty.backward(retain_graph=True)
+    ty.backward()
+    _close(x.grad, tx.grad)
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_in_place_ops_and_views(device, rng):
+    _use_device(device, "mul")
+    x, tx = _pair(rng, 4, 3)
+    w, tw = _pair(rng, 3)
+
+    def run(m, x, w):
+        h = x * 1.5
+        h[1] = w * 2  # setitem: copy_ into a view
+        v = h[2:4]
+        v.mul_(w)  # in place through a view
+        h[0, 1] = 0.0  # fill_ through a view
+        h.relu_()
+        return (h * h).sum()
+
+    run(pf, x, w).backward()
+    run(torch, tx, tw).backward()
+    _close(x.grad, tx.grad)
+    _close(w.grad, tw.grad)
+
+
+def test_in_place_on_a_tensor_that_did_not_require_grad(rng):
+    x, tx = _pair(rng, 3)
+    z = pf.zeros(2, 3, dtype=pf.float64)
+    tz = torch.zeros(2, 3, dtype=torch.float64)
+    z[1] = x.sin()
+    tz[1] = tx.sin()
+    z.add_(x)
+    tz.add_(tx)
+    assert z.requires_grad and z.grad_fn is not None
+    (z * z).sum().backward()
+    (tz * tz).sum().backward()
+    _close(x.grad, tx.grad)
+
+
+def test_autograd_grad(rng):
+    x, tx = _pair(rng, 3)
+    y, ty = _pair(rng, 3)
+    out = (x * y).sum()
+    gx, gy = pf.autograd.grad(out, [x, y])
+    tgx, tgy = torch.autograd.grad((tx * ty).sum(), [tx, ty])
+    _close(gx, tgx)
+    _close(gy, tgy)
+    assert x.grad is None and y.grad is None  # grad() does not accumulate
+    unused, _ = _pair(rng, 2)
+    with pytest.raises(RuntimeError, match="allow_unused"):
+        pf.autograd.grad((x * 2).sum(), [x, unused])
+    g = pf.autograd.grad((x * 2).sum(), [x, unused], allow_unused=True)
+    assert g[1] is None
+    h = x * 3  # a non-leaf input
+    (gh,) = pf.autograd.grad((h * h).sum(), [h])
+    _close(gh, tx.detach() * 6)
+
+
+def test_deep_graph_needs_no_recursion():
+    x = pf.ones(1, dtype=pf.float64, requires_grad=True)
+    y = x
+    for _ in range(20000):
+        y = y * 1.0001
+    y.sum().backward()
+    np.testing.assert_allclose(pf_to_numpy(x.grad), [1.0001 ** 20000], rtol=1e-9)
+
+
+def test_no_graph_without_requires_grad():
+    a = pf.randn(3)
+    assert (a * 2).grad_fn is None and (a * 2).is_leaf
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_dropout_gradient_uses_the_same_mask(device, rng):
+    _use_device(device, "dropout")
+    x = pf.tensor(rng.uniform(0.5, 2, size=(64, 33)), dtype=pf.float32, requires_grad=True)
+    y = pf.dropout(x, p=0.3, training=True)
+    g = rng.uniform(-1, 1, size=(64, 33))
+    y.backward(pf.tensor(g, dtype=pf.float32))
+    kept = pf_to_numpy(y) != 0
+    assert 0 < kept.mean() < 1
+    np.testing.assert_allclose(pf_to_numpy(x.grad), np.where(kept, g / 0.7, 0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_gradients(dtype, rng):
+    v = rng.uniform(-1, 1, size=(4, 8)).astype(np.float32)
+    x = pf.tensor(v, dtype=getattr(pf, dtype), requires_grad=True)
+    tx = torch.tensor(v, dtype=getattr(torch, dtype), requires_grad=True)
+    pf.softmax(x * x, dim=-1).sum(dim=0).pow(2).sum().backward()
+    torch.softmax(tx * tx, dim=-1).sum(dim=0).pow(2).sum().backward()
+    assert x.grad.dtype == x.dtype
+    np.testing.assert_allclose(pf_to_numpy(x.grad), tx.grad.float().numpy(), rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_small_network_matches_torch(device, rng):
+    """A conv -> batch_norm -> relu -> max_pool -> linear -> cross_entropy step, all gradients (float32)."""
+    _use_device(device, "conv2d")
+    data = {k: rng.uniform(-1, 1, size=s).astype(np.float32) for k, s in
+            dict(x=(4, 1, 8, 8), cw=(6, 1, 3, 3), cb=(6,), g=(6,), b=(6,), lw=(10, 96), lb=(10,)).items()}
+    target = rng.integers(0, 10, size=4)
+    pfp = {k: pf.tensor(v, requires_grad=k != "x") for k, v in data.items()}
+    thp = {k: torch.tensor(v, requires_grad=k != "x") for k, v in data.items()}
+
+    def net(m, F, p, tgt):
+        h = F.conv2d(p["x"], p["cw"], p["cb"], padding=1)
+        h = F.batch_norm(h, None, None, p["g"], p["b"], training=True)
+        h = F.max_pool2d(F.relu(h), 2)
+        return F.cross_entropy(F.linear(h.reshape(4, -1), p["lw"], p["lb"]), tgt, label_smoothing=0.1)
+
+    import torch.nn.functional as TF
+    net(pf, pf.nn.functional, pfp, pf.tensor(target)).backward()
+    net(torch, TF, thp, torch.tensor(target)).backward()
+    for k in data:
+        if k != "x":
+            np.testing.assert_allclose(pf_to_numpy(pfp[k].grad), thp[k].grad.numpy(), rtol=1e-4, atol=1e-5,
+                                       err_msg=k)
