@@ -10,6 +10,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "pyflame/autograd.h"
 #include "pyflame/error.h"
 #include "pyflame/ops.h"
 
@@ -165,6 +166,9 @@ Tensor get_item(const Tensor& self, nb::handle key) {
 }
 
 void assign(Tensor& self, nb::handle key, nb::handle value) {
+  // Autograd state first, so that the view below links to it and writing a
+  // gradient-carrying value gives `self` a history.
+  if (pyflame::autograd::is_grad_enabled()) self.ensure_autograd_meta();
   ParsedKey k = parse_key(self, key);
   if (k.tensor_key.defined()) {
     if (nb::isinstance<Tensor>(value))

@@ -62,11 +62,11 @@ struct DerivativeRegistrar {
 // finished with its outputs (saved outputs, the results' grad_fn); apply runs
 // the call in between with grad mode off.
 bool should_record(const OpCall& call);
-// In grad mode, for a call that is not recorded: its results get autograd
-// state, and a view remembers its base, so that a later in-place op writing a
-// gradient-carrying value into either can give the base a history.
-void note_untracked(const OpCall& call, const std::shared_ptr<AutogradMeta>& input_meta, const Tensor& input,
-                    std::vector<Tensor>& outputs);
+// Links a view to the tensor it views when that tensor has autograd state
+// (it requires grad, or an in-place op or a composition gave it some), so that
+// an in-place op writing a gradient-carrying value into the view can give the
+// base a history. apply calls it for views it does not record, in grad mode.
+void link_view(const Tensor& input, Tensor& view);
 
 class OpNode;
 class Recording {

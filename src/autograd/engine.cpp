@@ -308,22 +308,16 @@ bool should_record(const OpCall& call) {
   return false;
 }
 
-void note_untracked(const OpCall& call, const std::shared_ptr<AutogradMeta>& input_meta, const Tensor& input,
-                    std::vector<Tensor>& outputs) {
-  if (op_family(call.op) != OpFamily::VIEW) {
-    for (Tensor& o : outputs) o.ensure_autograd_meta();
-    return;
-  }
-  for (Tensor& o : outputs) {
-    AutogradMeta& m = o.ensure_autograd_meta();
-    if (!o.same_storage(input)) continue;  // (reshape may copy)
-    if (input_meta && input_meta->base) {
-      m.base = input_meta->base;
-      m.base_layout = input_meta->base_layout;
-    } else if (input_meta) {
-      m.base = input_meta;
-      m.base_layout = input.detach();
-    }
+void link_view(const Tensor& input, Tensor& view) {
+  const AutogradMeta* im = input.autograd_meta();
+  if (!im || !view.same_storage(input)) return;  // (reshape may copy)
+  AutogradMeta& m = view.ensure_autograd_meta();
+  if (im->base) {
+    m.base = im->base;
+    m.base_layout = im->base_layout;
+  } else {
+    m.base = input.autograd_meta_ptr();
+    m.base_layout = input.detach();
   }
 }
 
@@ -399,17 +393,7 @@ void Recording::finish(std::vector<Tensor>& outputs) {
              "of place");
     m.grad_fn = node_;
     m.output_nr = static_cast<uint32_t>(i);
-    if (is_view && out.same_storage(call_.inputs[0])) {  // (reshape may copy)
-      const Tensor& in = call_.inputs[0];
-      const AutogradMeta* im = in.autograd_meta();
-      if (im && im->base) {
-        m.base = im->base;
-        m.base_layout = im->base_layout;
-      } else {
-        m.base = in.autograd_meta_ptr();
-        m.base_layout = in.detach();
-      }
-    }
+    if (is_view) link_view(call_.inputs[0], out);
   }
 }
 

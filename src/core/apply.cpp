@@ -298,11 +298,10 @@ std::vector<Tensor> apply(OpCall call) {
     recording.finish(outputs);
     return outputs;
   }
-  if (in_place) return run();
-  const bool is_view = op_family(call.op) == OpFamily::VIEW;
-  const Tensor input = is_view ? call.inputs[0] : Tensor();
+  if (in_place || op_family(call.op) != OpFamily::VIEW || !call.inputs[0].autograd_meta()) return run();
+  const Tensor input = call.inputs[0];
   std::vector<Tensor> outputs = run();
-  autograd::note_untracked(call, input.autograd_meta_ptr(), input, outputs);
+  for (Tensor& o : outputs) autograd::link_view(input, o);
   return outputs;
 }
 

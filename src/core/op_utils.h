@@ -30,8 +30,14 @@ inline Tensor apply_one(ir::OpType op, std::vector<Tensor> inputs, OpAttrs attrs
 }
 // Applies an in-place call: `out` receives the op's result.
 inline Tensor& apply_into(Tensor& out, ir::OpType op, std::vector<Tensor> inputs, OpAttrs attrs) {
-  // The call holds copies of `out`: its autograd state must exist before, to be shared.
-  if (autograd::is_grad_enabled()) out.ensure_autograd_meta();
+  // The call holds copies of `out`: when the call will be recorded, out's
+  // autograd state must exist before, to be shared with them.
+  if (autograd::is_grad_enabled())
+    for (const Tensor& t : inputs)
+      if (t.requires_grad()) {
+        out.ensure_autograd_meta();
+        break;
+      }
   apply({op, std::move(inputs), std::move(attrs), {out}});
   return out;
 }
