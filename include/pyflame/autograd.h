@@ -83,6 +83,12 @@ PF_API void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>
 PF_API std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                                 const std::vector<Tensor>& grad_outputs, bool retain_graph, bool allow_unused);
 
+// For nodes made outside the op table (pyflame.autograd.Function): the edge
+// that a gradient for `t` flows into (invalid if t does not require grad), and
+// making `t` output `slot` of `node`.
+PF_API Edge gradient_edge(const Tensor& t);
+PF_API void set_history(Tensor& t, const std::shared_ptr<Node>& node, uint32_t slot);
+
 // False for ops whose results carry no gradient (comparisons, arg reductions,
 // random creation, fill): the engine never records them.
 PF_API bool is_differentiable(ir::OpType op);

@@ -46,6 +46,63 @@ std::vector<Tensor> tensors(nb::handle h) {
   return out;
 }
 
+// The backward step of a pyflame.autograd.Function: calls the Python backward
+// (the engine holds the GIL: it runs inside a Python call) with one gradient
+// per output, zeros where none flowed (PyTorch's materialize_grads default),
+// and checks what it returns.
+class PythonNode : public ag::Node {
+ public:
+  PythonNode(std::string name, nb::object backward, std::vector<Shape> output_shapes,
+             std::vector<DType> output_dtypes, std::vector<pyflame::Device> output_devices,
+             std::vector<Shape> input_shapes)
+      : name_(std::move(name)),
+        backward_(std::move(backward)),
+        output_shapes_(std::move(output_shapes)),
+        output_dtypes_(std::move(output_dtypes)),
+        output_devices_(std::move(output_devices)),
+        input_shapes_(std::move(input_shapes)) {}
+  std::string name() const override { return name_; }
+  size_t num_slots() const override { return output_shapes_.size(); }
+  std::vector<Tensor> apply(std::vector<Tensor> grads) override {
+    if (!backward_.is_valid())
+      throw pyflame::AutogradError("trying to backward through " + name_ +
+                                   " a second time: pass retain_graph=True to the first backward()");
+    nb::list args;
+    for (size_t i = 0; i < grads.size(); ++i) {
+      Tensor g = grads[i];
+      if (!g.defined()) {
+        g = Tensor::empty(output_shapes_[i], output_dtypes_[i], output_devices_[i]);
+        g.fill_(0);
+      }
+      args.append(nb::cast(g));
+    }
+    nb::object result = backward_(*nb::tuple(args));
+    nb::tuple returned = nb::isinstance<nb::tuple>(result) ? nb::borrow<nb::tuple>(result) : nb::make_tuple(result);
+    if (returned.size() != next_edges.size())
+      throw pyflame::AutogradError(name_ + ": backward returned " + std::to_string(returned.size()) +
+                                   " gradients, but forward had " + std::to_string(next_edges.size()) + " inputs");
+    std::vector<Tensor> out(next_edges.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (returned[i].is_none() || !next_edges[i].valid()) continue;
+      out[i] = nb::cast<Tensor>(returned[i]);
+      if (out[i].shape() != input_shapes_[i])
+        throw pyflame::AutogradError(name_ + ": backward returned a gradient of shape " +
+                                     pyflame::detail::to_piece(out[i].shape()) + " for input " + std::to_string(i) +
+                                     " of shape " + pyflame::detail::to_piece(input_shapes_[i]));
+    }
+    return out;
+  }
+  void release() override { backward_ = nb::object(); }
+
+ private:
+  std::string name_;
+  nb::object backward_;
+  std::vector<Shape> output_shapes_;
+  std::vector<DType> output_dtypes_;
+  std::vector<pyflame::Device> output_devices_;
+  std::vector<Shape> input_shapes_;
+};
+
 }  // namespace
 
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor) {
@@ -113,6 +170,33 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor) {
         return nb::tuple(py);
       },
       "outputs"_a, "inputs"_a, "grad_outputs"_a.none(), "retain_graph"_a, "allow_unused"_a);
+  m.def(
+      "_record_function",
+      [](const std::string& name, nb::object backward, nb::list inputs, nb::list outputs) {
+        std::vector<Shape> out_shapes, in_shapes;
+        std::vector<DType> out_dtypes;
+        std::vector<pyflame::Device> out_devices;
+        for (nb::handle o : outputs) {
+          const Tensor& t = nb::cast<const Tensor&>(o);
+          out_shapes.push_back(t.shape()), out_dtypes.push_back(t.dtype()), out_devices.push_back(t.device());
+        }
+        std::vector<ag::Edge> edges;
+        for (nb::handle i : inputs) {
+          const bool is_tensor = nb::isinstance<Tensor>(i);
+          edges.push_back(is_tensor ? ag::gradient_edge(nb::cast<const Tensor&>(i)) : ag::Edge{});
+          in_shapes.push_back(is_tensor ? nb::cast<const Tensor&>(i).shape() : Shape{});
+        }
+        auto node = std::make_shared<PythonNode>(name, std::move(backward), std::move(out_shapes),
+                                                 std::move(out_dtypes), std::move(out_devices), std::move(in_shapes));
+        node->next_edges = std::move(edges);
+        uint32_t slot = 0;
+        for (nb::handle o : outputs) {
+          Tensor& t = nb::cast<Tensor&>(o);
+          if (pyflame::is_floating(t.dtype())) ag::set_history(t, node, slot);
+          ++slot;
+        }
+      },
+      "name"_a, "backward"_a, "inputs"_a, "outputs"_a);
   m.def("has_derivative", [](const std::string& op) { return ag::has_derivative(pyflame::op_from_name(op)); },
         "op"_a, "Whether the op of the table has a derivative.");
   m.def("is_differentiable", [](const std::string& op) { return ag::is_differentiable(pyflame::op_from_name(op)); },

@@ -113,7 +113,9 @@ class AccumulateGrad : public Node {
   std::shared_ptr<AutogradMeta> meta_;
 };
 
-Edge edge_of(const Tensor& t) {
+}  // namespace
+
+Edge gradient_edge(const Tensor& t) {
   AutogradMeta* m = t.autograd_meta();
   if (!m) return {};
   if (m->grad_fn) return {m->grad_fn, m->output_nr};
@@ -126,7 +128,12 @@ Edge edge_of(const Tensor& t) {
   return {acc, 0};
 }
 
-}  // namespace
+void set_history(Tensor& t, const std::shared_ptr<Node>& node, uint32_t slot) {
+  if (node->sequence_nr == 0) node->sequence_nr = ++g_next_sequence_nr;
+  AutogradMeta& m = t.ensure_autograd_meta();
+  m.grad_fn = node;
+  m.output_nr = slot;
+}
 
 // ---------------------------------------------------------------- grad mode and the table
 
@@ -342,7 +349,7 @@ Recording::Recording(OpCall& call) : call_(call) {
   node_->sequence_nr = g_next_sequence_nr++;
   for (const Tensor& t : call.inputs) {
     node_->inputs_.push_back(info_of(t));
-    node_->next_edges.push_back(t.requires_grad() ? edge_of(t) : Edge{});
+    node_->next_edges.push_back(t.requires_grad() ? gradient_edge(t) : Edge{});
     node_->needs_.push_back(t.requires_grad());
   }
   if (d->saves & kSavesInputs) {
@@ -499,7 +506,7 @@ Edge root_edge(const Tensor& t, size_t i) {
   PF_CHECK(t.requires_grad(), AutogradError, "element ", i,
            " of the tensors does not require grad and has no grad_fn: nothing to differentiate "
            "(set requires_grad=True on the leaves, outside pf.no_grad())");
-  return edge_of(t);
+  return gradient_edge(t);
 }
 
 Tensor root_grad(const Tensor& t, const Tensor& g) {
@@ -537,7 +544,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     PF_CHECK(inputs[i].requires_grad(), AutogradError, "autograd.grad: input ", i, " does not require grad");
-    targets.push_back(edge_of(inputs[i]));
+    targets.push_back(gradient_edge(inputs[i]));
   }
   std::vector<Tensor> result = run_graph(edges, grads, retain_graph, targets);
   for (size_t i = 0; i < result.size(); ++i) {

@@ -367,3 +367,39 @@ def test_small_network_matches_torch(device, rng):
         if k != "x":
             np.testing.assert_allclose(pf_to_numpy(pfp[k].grad), thp[k].grad.numpy(), rtol=1e-4, atol=1e-5,
                                        err_msg=k)
+
+
+def test_custom_function(rng):
+    class ScaledExp(pf.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, scale):
+            y = x.exp() * scale
+            ctx.save_for_backward(y)
+            ctx.scale = scale
+            return y
+
+        @staticmethod
+        def backward(ctx, grad):
+            (y,) = ctx.saved_tensors
+            return grad * y, None
+
+    x, tx = _pair(rng, 5)
+    y = ScaledExp.apply(x, 3.0)
+    assert y.grad_fn.name() == "ScaledExpBackward"
+    (y * y).sum().backward()
+    ((tx.exp() * 3.0) ** 2).sum().backward()
+    _close(x.grad, tx.grad)
+    with pf.no_grad():
+        assert not ScaledExp.apply(x, 2.0).requires_grad
+
+    class WrongShape(pf.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad.sum()
+
+    with pytest.raises(RuntimeError, match="shape"):
+        WrongShape.apply(x).sum().backward()
