@@ -199,6 +199,10 @@ std::vector<Tensor> execute(OpCall& call, const Inferred& inf) {
     for (Tensor& o : call.outputs) o.fill_(*inf.constant);
   } else if (is_view) {
     kernel(call);
+    // A view that is its input unchanged (squeezing no dim) is still a new
+    // tensor: it must not share the input's autograd state.
+    for (Tensor& o : call.outputs)
+      if (o.autograd_meta()) o = o.detach();
   } else {
     run_kernel(call, dev);
   }

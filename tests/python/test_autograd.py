@@ -403,3 +403,11 @@ def test_custom_function(rng):
 
     with pytest.raises(RuntimeError, match="shape"):
         WrongShape.apply(x).sum().backward()
+
+
+def test_a_view_that_changes_nothing_is_a_new_tensor(rng):
+    x, tx = _pair(rng, 3, 4)
+    y = x.squeeze()  # nothing to squeeze
+    assert x.is_leaf and x.grad_fn is None and y.grad_fn is not None
+    (y * y).sum().backward()
+    _close(x.grad, 2 * tx.detach())

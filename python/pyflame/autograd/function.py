@@ -33,7 +33,8 @@ class FunctionCtx:
         self._saved = ()
 
     def save_for_backward(self, *tensors):
-        self._saved = tuple(tensors)
+        # Without history: a saved output would otherwise own the node that owns it (a cycle).
+        self._saved = tuple(t.detach() if isinstance(t, _C.Tensor) else t for t in tensors)
 
     @property
     def saved_tensors(self):
