@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "pyflame/amp.h"
 #include "pyflame/autograd.h"
 #include "pyflame/error.h"
 
@@ -197,6 +198,19 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor) {
         }
       },
       "name"_a, "backward"_a, "inputs"_a, "outputs"_a);
+  m.def(
+      "_set_autocast",
+      [](nb::handle device_type, nb::handle dtype) {
+        pyflame::amp::set_autocast(as_device(device_type).type, as_opt_dtype(dtype));
+      },
+      "device_type"_a, "dtype"_a.none());
+  m.def(
+      "_get_autocast",
+      [](nb::handle device_type) -> nb::object {
+        std::optional<DType> d = pyflame::amp::autocast_dtype(as_device(device_type).type);
+        return d ? nb::cast(*d) : nb::none();
+      },
+      "device_type"_a);
   m.def("has_derivative", [](const std::string& op) { return ag::has_derivative(pyflame::op_from_name(op)); },
         "op"_a, "Whether the op of the table has a derivative.");
   m.def("is_differentiable", [](const std::string& op) { return ag::is_differentiable(pyflame::op_from_name(op)); },

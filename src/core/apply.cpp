@@ -10,6 +10,7 @@
 
 #include "autograd/derivatives.h"
 #include "core/backend.h"
+#include "pyflame/amp.h"
 #include "core/dispatch.h"
 #include "core/op_utils.h"
 #include "pyflame/error.h"
@@ -283,6 +284,7 @@ std::vector<Tensor> apply(OpCall call) {
   PF_CHECK(infer, NotSupportedError, op_name(call.op), ": the op has no infer function (a library bug)");
   PF_CHECK(call.attrs.index() == table_attrs_index(call.op), TypeError, op_name(call.op), ": called with ",
            attrs_name(call.attrs), " but the op table gives it other attributes (a caller's bug)");
+  if (amp::autocast_active()) amp::autocast_inputs(call);
   Inferred inf = infer(call);
   const bool in_place = !call.outputs.empty();
   auto run = [&]() {
