@@ -411,3 +411,23 @@ def test_a_view_that_changes_nothing_is_a_new_tensor(rng):
     assert x.is_leaf and x.grad_fn is None and y.grad_fn is not None
     (y * y).sum().backward()
     _close(x.grad, 2 * tx.detach())
+
+
+def test_checkpoint_recomputes_with_the_same_dropout_mask(rng):
+    w = pf.tensor(rng.uniform(-1, 1, (8, 8)), dtype=pf.float64, requires_grad=True)
+    x = pf.tensor(rng.uniform(-1, 1, (4, 8)), dtype=pf.float64, requires_grad=True)
+
+    def block(a):
+        return pf.dropout(pf.tanh(a @ w), p=0.5) * 2
+
+    pf.manual_seed(5)
+    ref = block(x)
+    (ref * ref).sum().backward()
+    want_w, want_x = pf_to_numpy(w.grad), pf_to_numpy(x.grad)
+    w.grad = x.grad = None
+    pf.manual_seed(5)
+    out = pf.utils.checkpoint.checkpoint(block, x)
+    np.testing.assert_array_equal(pf_to_numpy(out), pf_to_numpy(ref))
+    (out * out).sum().backward()
+    np.testing.assert_allclose(pf_to_numpy(w.grad), want_w, rtol=1e-12)
+    np.testing.assert_allclose(pf_to_numpy(x.grad), want_x, rtol=1e-12)

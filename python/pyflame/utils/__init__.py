@@ -1,3 +1,4 @@
-"""Utilities mirroring torch.utils: pyflame.utils.data (datasets, samplers, DataLoader)."""
+"""Utilities mirroring torch.utils: pyflame.utils.data (datasets, samplers, DataLoader) and
+pyflame.utils.checkpoint (gradient checkpointing)."""
 
-from . import data  # noqa: F401
+from . import checkpoint, data  # noqa: F401
