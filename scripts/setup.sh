@@ -14,6 +14,7 @@ fi
 . .venv/bin/activate
 python -m pip install -q --upgrade pip >/dev/null
 python -m pip install -q cmake ninja
+python -m pip install -q tqdm matplotlib  # the demo's progress bar and plot
 
 if [ "${PYFLAME_TEST_DEPS:-0}" = 1 ]; then
   python -m pip install -q "torch==2.13.0" pytest safetensors
