@@ -139,7 +139,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
-    """Clamps the gradients of `parameters` in place to [-clip_value, clip_value], as torch.nn.utils.clip_grad_value_."""
+    """Clamps the gradients of `parameters` in place to [-clip_value, clip_value] (torch.nn.utils.clip_grad_value_)."""
     clip_value = float(clip_value)
     with no_grad():
         for p in _as_tensor_list(parameters):
