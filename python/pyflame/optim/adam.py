@@ -1,0 +1,102 @@
+"""Adam and AdamW (decoupled weight decay), as torch.optim.Adam and torch.optim.AdamW."""
+
+from .. import _C
+from .optimizer import Optimizer, _check_unsupported, _no_grad_step, _zero_step
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    """Adam, PyTorch's algorithm (t counts this parameter's steps):
+
+        g = grad (+ weight_decay * p, unless decoupled)   (-grad with maximize)
+        p = p * (1 - lr * weight_decay)                   (decoupled, AdamW)
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g * g
+        v_max = max(v_max, v), used in place of v        (amsgrad)
+        p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        name = type(self).__name__
+        _check_unsupported(name, capturable=capturable, differentiable=differentiable, fused=fused)
+        if isinstance(lr, _C.Tensor) or any(isinstance(b, _C.Tensor) for b in betas):
+            raise TypeError(f"{name}: lr and betas must be numbers (tensors are not supported, docs/training.md)")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
+                    "maximize": maximize, "decoupled_weight_decay": decoupled_weight_decay}
+        super().__init__(params, defaults)
+
+    @_no_grad_step
+    def step(self):
+        for group in self.param_groups:
+            lr = group["lr"]
+            beta1, beta2 = group["betas"]
+            eps = group["eps"]
+            weight_decay = group["weight_decay"]
+            amsgrad = group["amsgrad"]
+            decoupled = group["decoupled_weight_decay"]
+            # maximize flips the gradient; the sign rides on the scalars (g*g does not see it).
+            sign = -1.0 if group["maximize"] else 1.0
+            for p in group["params"]:
+                grad = p.grad
+                if grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _zero_step()
+                    state["exp_avg"] = _C._full_like(p, 0)
+                    state["exp_avg_sq"] = _C._full_like(p, 0)
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = _C._full_like(p, 0)
+                step_t = state["step"]
+                step_t.add_(1)
+                step = step_t.item()
+                exp_avg = state["exp_avg"]
+                exp_avg_sq = state["exp_avg_sq"]
+
+                if weight_decay != 0:
+                    if decoupled:
+                        p.mul_(1 - lr * weight_decay)
+                    else:
+                        grad = grad.add(p, alpha=sign * weight_decay)  # sign * grad is the decayed gradient
+
+                exp_avg.mul_(beta1).add_(grad, alpha=sign * (1 - beta1))
+                exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+                if amsgrad:
+                    second = state["max_exp_avg_sq"]
+                    second.maximum_(exp_avg_sq)
+                else:
+                    second = exp_avg_sq
+                # m / (sqrt(v) / c2 + eps) == c2 * m / (sqrt(v) + eps * c2): one op less than PyTorch's form.
+                denom = second.sqrt().add_(eps * bias_correction2_sqrt)
+                p.add_(exp_avg / denom, alpha=-lr / bias_correction1 * bias_correction2_sqrt)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (p = p * (1 - lr * weight_decay) before the Adam update)."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True
