@@ -54,6 +54,8 @@ step python_tests python3 -m pytest tests/python -q -rs -p no:cacheprovider
 step demo python3 -m pyflame.demo
 step rocm_benchmark python3 benchmarks/rocm_benchmark.py --all --out "$OUT"
 cat "$LOGS/rocm_benchmark.log"
+step training_benchmark python3 benchmarks/training_benchmark.py --json "$OUT/training_benchmark.json"
+cat "$LOGS/training_benchmark.log"
 tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$LOGS"
 cat "$SUMMARY"
 ! grep -qv "rc=0" "$SUMMARY"

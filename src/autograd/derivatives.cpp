@@ -626,12 +626,13 @@ Tensor per_channel(const Tensor& t, int64_t ndim) {
 Grads d_batch_norm(const GradContext& c) {
   const NormAttrs& a = c.attr<NormAttrs>();
   Tensor x = widen(c.input(0)), g = widen(c.grad());
-  const Tensor &running_mean = c.input(1), &running_var = c.input(2), &weight = c.input(3);
+  const Tensor& weight = c.input(3);
   const std::vector<int64_t> dims = all_dims_but(x.dim(), 1);
-  const bool batch_stats = a.training || !running_mean.defined();
-  Tensor mu = batch_stats ? mean(x, dims, true) : per_channel(running_mean, x.dim());
+  // Training reads no running statistic (the op updates them in place after saving them).
+  const bool batch_stats = a.training || !c.inputs[1].defined;
+  Tensor mu = batch_stats ? mean(x, dims, true) : per_channel(c.input(1), x.dim());
   Tensor centered = sub(x, mu);
-  Tensor variance = batch_stats ? mean(mul(centered, centered), dims, true) : per_channel(running_var, x.dim());
+  Tensor variance = batch_stats ? mean(mul(centered, centered), dims, true) : per_channel(c.input(2), x.dim());
   Tensor rstd = rsqrt(add(variance, Scalar(a.eps)));
   Tensor xhat = mul(centered, rstd);
   Tensor gxhat = weight.defined() ? mul(g, per_channel(weight, x.dim())) : g;

@@ -8,9 +8,11 @@
 // formula may return a gradient of the broadcast shape in the computing dtype.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "pyflame/autograd.h"
+#include "pyflame/error.h"
 #include "pyflame/ir/op_call.h"
 
 namespace pyflame::autograd {
@@ -29,12 +31,22 @@ struct GradContext {
   const std::vector<Tensor>& outputs;     // saved outputs, else undefined
   const std::vector<Tensor>& grads;       // one per output; zeros where nothing flowed
   const std::vector<bool>& needs;         // whether input i wants a gradient
+  // Per saved input and output: why it may not be read (changed in place
+  // since it was saved), or empty. Only what a derivative reads is checked.
+  const std::vector<std::string>& stale_inputs;
+  const std::vector<std::string>& stale_outputs;
 
-  const Tensor& input(size_t i) const { return call.inputs[i]; }
-  const Tensor& output(size_t i = 0) const { return outputs[i]; }
+  const Tensor& input(size_t i) const { return checked(call.inputs[i], stale_inputs, i); }
+  const Tensor& output(size_t i = 0) const { return checked(outputs[i], stale_outputs, i); }
   const Tensor& grad(size_t i = 0) const { return grads[i]; }
   const Shape& input_shape(size_t i) const { return inputs[i].shape; }
   template <class A> const A& attr() const { return call.attr<A>(); }
+
+ private:
+  static const Tensor& checked(const Tensor& t, const std::vector<std::string>& stale, size_t i) {
+    if (i < stale.size() && !stale[i].empty()) throw AutogradError(stale[i]);
+    return t;
+  }
 };
 
 using DerivativeFn = std::vector<Tensor> (*)(const GradContext& ctx);

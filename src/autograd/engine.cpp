@@ -81,13 +81,13 @@ struct SavedTensor {
     value = t.detach();
     version = t.storage()->version();
   }
-  const Tensor& unpack(const char* node, size_t i, const char* what) const {
-    PF_CHECK(!value.defined() || value.storage()->version() == version, AutogradError,
-             "one of the tensors needed for gradient computation has been modified by an in-place operation: ", what,
-             " ", i, " of ", node, " (", dtype_name(value.dtype()), value.shape(), ") is at version ",
-             value.storage()->version(), "; expected version ", version,
-             ". Clone it before the in-place op, or make the op out of place.");
-    return value;
+  // Why the saved value may not be used (its memory changed since), or "".
+  std::string staleness(const std::string& node, size_t i, const char* what) const {
+    if (!value.defined() || value.storage()->version() == version) return {};
+    return detail::cat("one of the tensors needed for gradient computation has been modified by an in-place "
+                       "operation: ", what, " ", i, " of ", node, " (", dtype_name(value.dtype()), value.shape(),
+                       ") is at version ", value.storage()->version(), "; expected version ", version,
+                       ". Clone it before the in-place op, or make the op out of place.");
   }
 };
 
@@ -182,10 +182,17 @@ class OpNode : public Node {
       if (!grads[i].defined()) grads[i] = zeros_of(outputs_[i]);
     OpCall saved{call_.op, std::vector<Tensor>(saved_inputs_.size()), call_.attrs, {}};
     const std::string node = name();
-    for (size_t i = 0; i < saved_inputs_.size(); ++i) saved.inputs[i] = saved_inputs_[i].unpack(node.c_str(), i, "input");
+    std::vector<std::string> stale_inputs(saved_inputs_.size()), stale_outputs(saved_outputs_.size());
+    for (size_t i = 0; i < saved_inputs_.size(); ++i) {
+      saved.inputs[i] = saved_inputs_[i].value;
+      stale_inputs[i] = saved_inputs_[i].staleness(node, i, "input");
+    }
     std::vector<Tensor> outputs(saved_outputs_.size());
-    for (size_t i = 0; i < saved_outputs_.size(); ++i) outputs[i] = saved_outputs_[i].unpack(node.c_str(), i, "output");
-    GradContext ctx{saved, inputs_, outputs, grads, needs_};
+    for (size_t i = 0; i < saved_outputs_.size(); ++i) {
+      outputs[i] = saved_outputs_[i].value;
+      stale_outputs[i] = saved_outputs_[i].staleness(node, i, "output");
+    }
+    GradContext ctx{saved, inputs_, outputs, grads, needs_, stale_inputs, stale_outputs};
     std::vector<Tensor> result = derivative_->fn(ctx);
     PF_CHECK(result.size() == inputs_.size(), ValueError, name(), ": the derivative returned ", result.size(),
              " gradients for ", inputs_.size(), " inputs (a library bug)");
