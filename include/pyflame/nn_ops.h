@@ -70,6 +70,15 @@ PF_API Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor
 PF_API Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",
                      bool log_target = false);
 
+// ---- fused backward passes (what autograd runs for softmax, log_softmax,
+// layer_norm and rms_norm): the gradient of the input. `weight` may be undefined.
+PF_API Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim);
+PF_API Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim);
+PF_API Tensor layer_norm_backward(const Tensor& grad, const Tensor& input, const Shape& normalized_shape,
+                                  const Tensor& weight, double eps);
+PF_API Tensor rms_norm_backward(const Tensor& grad, const Tensor& input, const Shape& normalized_shape,
+                                const Tensor& weight, double eps);
+
 // ---- attention: softmax(q k^T * scale + mask) v over any leading batch dims.
 // attn_mask: bool (true = attend) or float (added), broadcastable to (..., L, S).
 PF_API Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,

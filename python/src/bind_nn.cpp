@@ -88,6 +88,20 @@ void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor) {
       },
       "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = nb::none());
 
+  // ---- fused backward passes (PyTorch's _softmax_backward_data & co.)
+  m.def("softmax_backward", &pyflame::softmax_backward, "grad"_a, "output"_a, "dim"_a,
+        "The gradient of softmax's input from its output's gradient and its output.");
+  m.def("log_softmax_backward", &pyflame::log_softmax_backward, "grad"_a, "output"_a, "dim"_a,
+        "The gradient of log_softmax's input from its output's gradient and its output.");
+  for (auto [name, fn] : {std::pair{"layer_norm_backward", &pyflame::layer_norm_backward},
+                          std::pair{"rms_norm_backward", &pyflame::rms_norm_backward}}) {
+    m.def(name,
+          [fn](const Tensor& grad, const Tensor& x, nb::handle normalized_shape, std::optional<Tensor> weight,
+               double eps) { return fn(grad, x, as_shape(nb::make_tuple(normalized_shape)), opt(weight), eps); },
+          "grad"_a, "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = 1e-5,
+          "The gradient of the norm's input (the statistics recomputed from the input).");
+  }
+
   // ---- dropout
   def_with_method(m, tensor, "dropout",
       [](nb::handle self, double p, bool training, bool inplace, std::optional<pyflame::Generator*> generator)

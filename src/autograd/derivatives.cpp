@@ -250,11 +250,11 @@ Grads d_matmul(const GradContext& c) {
   return r;
 }
 
+// Fused kernels: softmax's y (g - sum(g y)) and log_softmax's g - exp(y) sum(g), one pass each.
 Grads d_softmax(const GradContext& c) {
   const int64_t dim = c.attr<DimAttrs>().dim;
-  Tensor y = widen(c.output()), g = widen(c.grad());
-  if (c.call.op == OpType::softmax) return {mul(y, sub(g, sum(mul(g, y), {dim}, true)))};
-  return {sub(g, mul(exp(y), sum(g, {dim}, true)))};
+  if (c.call.op == OpType::softmax) return {softmax_backward(c.grad(), c.output(), dim)};
+  return {log_softmax_backward(c.grad(), c.output(), dim)};
 }
 
 Grads d_linear(const GradContext& c) {
@@ -584,35 +584,27 @@ Tensor normalized_input_grad(const Tensor& gxhat, const Tensor& xhat, const Tens
   return mul(rstd, sub(centered, mul(xhat, mean(mul(gxhat, xhat), dims, true))));
 }
 
-Grads d_layer_norm(const GradContext& c) {
+// The input's gradient from the fused kernels (layer_norm_backward,
+// rms_norm_backward); the weight's and bias's, when wanted, from xhat summed
+// over the rows by the engine.
+Tensor normalized_rows(const GradContext& c, bool rms) {
   const NormAttrs& a = c.attr<NormAttrs>();
-  Tensor x = widen(c.input(0)), g = widen(c.grad());
+  Tensor x = widen(c.input(0));
   std::vector<int64_t> dims;
   for (int64_t d = x.dim() - static_cast<int64_t>(a.normalized_shape.size()); d < x.dim(); ++d) dims.push_back(d);
+  if (rms) return mul(x, rsqrt(add(mean(mul(x, x), dims, true), Scalar(a.eps))));
   Tensor centered = sub(x, mean(x, dims, true));
-  Tensor rstd = rsqrt(add(mean(mul(centered, centered), dims, true), Scalar(a.eps)));
-  Tensor xhat = mul(centered, rstd);
-  const Tensor& weight = c.input(1);
-  Tensor gxhat = weight.defined() ? mul(g, widen(weight)) : g;
-  Grads r(3);  // weight and bias: the engine sums the leading dims
-  if (c.needs[0]) r[0] = normalized_input_grad(gxhat, xhat, rstd, dims);
-  if (c.needs[1]) r[1] = mul(g, xhat);
-  if (c.needs[2]) r[2] = g;
-  return r;
+  return mul(centered, rsqrt(add(mean(mul(centered, centered), dims, true), Scalar(a.eps))));
 }
 
-Grads d_rms_norm(const GradContext& c) {
+Grads d_row_norm(const GradContext& c) {
   const NormAttrs& a = c.attr<NormAttrs>();
-  Tensor x = widen(c.input(0)), g = widen(c.grad());
-  std::vector<int64_t> dims;
-  for (int64_t d = x.dim() - static_cast<int64_t>(a.normalized_shape.size()); d < x.dim(); ++d) dims.push_back(d);
-  Tensor rrms = rsqrt(add(mean(mul(x, x), dims, true), Scalar(a.eps)));
-  Tensor xhat = mul(x, rrms);
-  const Tensor& weight = c.input(1);
-  Tensor gxhat = weight.defined() ? mul(g, widen(weight)) : g;
+  const bool rms = c.call.op == OpType::rms_norm;
   Grads r(3);
-  if (c.needs[0]) r[0] = mul(rrms, sub(gxhat, mul(xhat, mean(mul(gxhat, xhat), dims, true))));
-  if (c.needs[1]) r[1] = mul(g, xhat);
+  if (c.needs[0])
+    r[0] = (rms ? rms_norm_backward : layer_norm_backward)(c.grad(), c.input(0), a.normalized_shape, c.input(1), a.eps);
+  if (c.needs[1]) r[1] = mul(widen(c.grad()), normalized_rows(c, rms));
+  if (c.needs[2]) r[2] = c.grad();
   return r;
 }
 
@@ -779,8 +771,8 @@ PF_REGISTER_DERIVATIVE(avg_pool2d, &d_avg_pool, kSavesNothing);
 PF_REGISTER_DERIVATIVE(avg_pool3d, &d_avg_pool, kSavesNothing);
 PF_REGISTER_DERIVATIVE(adaptive_avg_pool2d, &d_adaptive_avg_pool, kSavesNothing);
 
-PF_REGISTER_DERIVATIVE(layer_norm, &d_layer_norm, kSavesInputs);
-PF_REGISTER_DERIVATIVE(rms_norm, &d_rms_norm, kSavesInputs);
+PF_REGISTER_DERIVATIVE(layer_norm, &d_row_norm, kSavesInputs);
+PF_REGISTER_DERIVATIVE(rms_norm, &d_row_norm, kSavesInputs);
 PF_REGISTER_DERIVATIVE(batch_norm, &d_batch_norm, kSavesInputs);
 PF_REGISTER_DERIVATIVE(group_norm, &d_group_norm, kSavesInputs);
 PF_REGISTER_DERIVATIVE(dropout, &d_dropout, kSavesNothing);

@@ -156,7 +156,15 @@ bool is_differentiable(ir::OpType op) {
     case OpFamily::RANDOM: return false;
     default: break;
   }
-  return op != ir::OpType::fill;
+  switch (op) {
+    case ir::OpType::fill:
+    case ir::OpType::softmax_backward:  // no higher-order gradients (docs/autograd.md)
+    case ir::OpType::log_softmax_backward:
+    case ir::OpType::layer_norm_backward:
+    case ir::OpType::rms_norm_backward: return false;
+    default: break;
+  }
+  return true;
 }
 
 // ---------------------------------------------------------------- recorded calls

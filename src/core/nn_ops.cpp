@@ -205,6 +205,39 @@ Inferred infer_nll_loss(OpCall& call) {
           {}};
 }
 
+// softmax_backward, log_softmax_backward: grad and output of one shape, in the output's float dtype.
+Inferred infer_softmax_backward(OpCall& call) {
+  const char* name = op_name(call.op);
+  const Tensor &grad = call.inputs[0], &output = call.inputs[1];
+  check_float(output, name, "output");
+  PF_CHECK(grad.shape() == output.shape(), ValueError, name, ": grad shape ", grad.shape(),
+           " does not match output shape ", output.shape());
+  auto& a = std::get<DimAttrs>(call.attrs);
+  a.dim = wrap_dim(a.dim, output.dim(), name);
+  Shape shape = output.dim() == 0 ? Shape{1} : output.shape();
+  InputPlan g = reshaped(shape), y = reshaped(shape);
+  g.dtype = output.dtype();
+  Inferred inf{current_device(), {g, y}, {{shape, output.dtype()}}, {}};
+  if (output.dim() == 0) inf.outputs[0].result = Shape{};
+  return inf;
+}
+
+// layer_norm_backward, rms_norm_backward: as the forward's rows, with grad of the input's shape.
+Inferred infer_row_norm_backward(OpCall& call) {
+  const char* name = op_name(call.op);
+  PF_CHECK(call.inputs[0].shape() == call.inputs[1].shape(), ValueError, name, ": grad shape ",
+           call.inputs[0].shape(), " does not match input shape ", call.inputs[1].shape());
+  OpCall forward{call.op, {call.inputs[1], call.inputs[2], Tensor()}, call.attrs, {}};
+  Inferred inf = infer_row_norm(forward);
+  InputPlan g = inf.inputs[0];
+  g.dtype = call.inputs[1].dtype();
+  return {inf.device, {g, inf.inputs[0], inf.inputs[1]}, {inf.outputs[0]}, {}};
+}
+
+PF_REGISTER_INFER(softmax_backward, &infer_softmax_backward);
+PF_REGISTER_INFER(log_softmax_backward, &infer_softmax_backward);
+PF_REGISTER_INFER(layer_norm_backward, &infer_row_norm_backward);
+PF_REGISTER_INFER(rms_norm_backward, &infer_row_norm_backward);
 PF_REGISTER_INFER(var, &infer_moments);
 PF_REGISTER_INFER(std, &infer_moments);
 PF_REGISTER_INFER(cumsum, &infer_cumsum);
@@ -314,6 +347,30 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
   NormAttrs a;
   a.num_groups = num_groups, a.eps = eps;
   return apply_one(ir::OpType::group_norm, {input, weight, bias}, std::move(a));
+}
+
+// ---------------------------------------------------------------- fused backward passes
+
+Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim) {
+  return apply_one(ir::OpType::softmax_backward, {grad, output}, DimAttrs{dim, std::nullopt});
+}
+
+Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim) {
+  return apply_one(ir::OpType::log_softmax_backward, {grad, output}, DimAttrs{dim, std::nullopt});
+}
+
+Tensor layer_norm_backward(const Tensor& grad, const Tensor& input, const Shape& normalized_shape,
+                           const Tensor& weight, double eps) {
+  NormAttrs a;
+  a.normalized_shape = normalized_shape, a.eps = eps;
+  return apply_one(ir::OpType::layer_norm_backward, {grad, input, weight}, std::move(a));
+}
+
+Tensor rms_norm_backward(const Tensor& grad, const Tensor& input, const Shape& normalized_shape,
+                         const Tensor& weight, double eps) {
+  NormAttrs a;
+  a.normalized_shape = normalized_shape, a.eps = eps;
+  return apply_one(ir::OpType::rms_norm_backward, {grad, input, weight}, std::move(a));
 }
 
 // ---------------------------------------------------------------- dropout

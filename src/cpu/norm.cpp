@@ -64,6 +64,40 @@ template <bool kRms> void row_norm_kernel(OpCall& call) {
   });
 }
 
+// The input gradient of layer_norm (kRms false) and rms_norm: per row, with
+// xhat = (x - mean) rstd and gxhat = g w,
+//   gx = rstd (gxhat - mean(gxhat) - xhat mean(gxhat xhat))   (rms_norm: no mean(gxhat) term),
+// the statistics and both means in double.
+template <bool kRms> void row_norm_backward_kernel(OpCall& call) {
+  const Tensor &g = call.inputs[0], &x = call.inputs[1];
+  const int64_t rows = x.shape()[0], m = x.shape()[1];
+  const double eps = call.attr<NormAttrs>().eps;
+  for_float(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const std::vector<double> w = param_as<double>(call.inputs[2], m, 1.0);
+    const T *gp = g.data<T>(), *xp = x.data<T>();
+    T* out = call.out().data<T>();
+    parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(m, 1)), [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r) {
+        const T *gr = gp + r * m, *xr = xp + r * m;
+        const double mean = kRms ? 0.0 : row_sum(xr, m) / static_cast<double>(m);
+        const double rstd = 1.0 / std::sqrt(row_squared_deviation(xr, m, mean) / static_cast<double>(m) + eps);
+        double sum_g = 0, sum_gx = 0;
+        for (int64_t j = 0; j < m; ++j) {
+          const double gh = static_cast<double>(gr[j]) * w[j];
+          sum_g += gh;
+          sum_gx += gh * (static_cast<double>(xr[j]) - mean) * rstd;
+        }
+        const double mean_g = kRms ? 0.0 : sum_g / static_cast<double>(m), mean_gx = sum_gx / static_cast<double>(m);
+        for (int64_t j = 0; j < m; ++j) {
+          const double xhat = (static_cast<double>(xr[j]) - mean) * rstd;
+          out[r * m + j] = static_cast<T>(rstd * (static_cast<double>(gr[j]) * w[j] - mean_g - xhat * mean_gx));
+        }
+      }
+    });
+  });
+}
+
 // group_norm: x (N, C, S); group g of sample n is the contiguous run of
 // channels [g C/G, (g+1) C/G).
 void group_norm_kernel(OpCall& call) {
@@ -169,6 +203,8 @@ void batch_norm_kernel(OpCall& call) {
 
 PF_REGISTER_KERNEL(layer_norm, CPU, &row_norm_kernel<false>);
 PF_REGISTER_KERNEL(rms_norm, CPU, &row_norm_kernel<true>);
+PF_REGISTER_KERNEL(layer_norm_backward, CPU, &row_norm_backward_kernel<false>);
+PF_REGISTER_KERNEL(rms_norm_backward, CPU, &row_norm_backward_kernel<true>);
 PF_REGISTER_KERNEL(group_norm, CPU, &group_norm_kernel);
 PF_REGISTER_KERNEL(batch_norm, CPU, &batch_norm_kernel);
 

@@ -1,6 +1,6 @@
-// CPU softmax and log_softmax over any dim, stable for large logits: the
-// input is viewed as [outer, n, inner]; each (outer, inner) line subtracts
-// its max before exponentiating.
+// CPU softmax and log_softmax over any dim, stable for large logits, and
+// their backward passes: the input is viewed as [outer, n, inner]; each
+// (outer, inner) line subtracts its max before exponentiating.
 
 #include <algorithm>
 #include <vector>
@@ -78,7 +78,50 @@ template <bool kLog> void softmax_kernel(OpCall& call) {
   });
 }
 
+// Backward along lines of n elements, `inner` apart: softmax's
+// gx = y (g - sum(g y)), log_softmax's gx = g - exp(y) sum(g); the sums in
+// double, in fixed order.
+template <class T, bool kLog>
+void softmax_backward_line(const T* g, const T* y, T* gx, int64_t n, int64_t inner, int64_t j) {
+  using A = acc_t<T>;
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t k = i * inner + j;
+    s += kLog ? static_cast<double>(g[k]) : static_cast<double>(g[k]) * static_cast<double>(y[k]);
+  }
+  const A sum = static_cast<A>(s);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t k = i * inner + j;
+    const A gv = static_cast<A>(g[k]), yv = static_cast<A>(y[k]);
+    gx[k] = static_cast<T>(kLog ? gv - math::exp(yv) * sum : yv * (gv - sum));
+  }
+}
+
+template <bool kLog> void softmax_backward_kernel(OpCall& call) {
+  const Tensor &g = call.inputs[0], &y = call.inputs[1];
+  const int64_t d = call.attr<DimAttrs>().dim, n = y.shape()[d];
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < d; ++i) outer *= y.shape()[i];
+  for (int64_t i = d + 1; i < y.dim(); ++i) inner *= y.shape()[i];
+  visit_dtype(y.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      const T *gp = g.data<T>(), *yp = y.data<T>();
+      T* out = call.out().data<T>();
+      parallel_for(outer * inner, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)),
+                   [&](int64_t b, int64_t e) {
+                     for (int64_t line = b; line < e; ++line) {
+                       const int64_t o = line / inner, off = o * n * inner;
+                       softmax_backward_line<T, kLog>(gp + off, yp + off, out + off, n, inner, line % inner);
+                     }
+                   });
+    }
+  });
+}
+
 PF_REGISTER_KERNEL(softmax, CPU, &softmax_kernel<false>);
+PF_REGISTER_KERNEL(softmax_backward, CPU, &softmax_backward_kernel<false>);
+PF_REGISTER_KERNEL(log_softmax_backward, CPU, &softmax_backward_kernel<true>);
 PF_REGISTER_KERNEL(log_softmax, CPU, &softmax_kernel<true>);
 
 }  // namespace

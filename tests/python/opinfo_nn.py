@@ -25,6 +25,8 @@ from op_registry import (
     _binary_samples,
     _float_unary,
     _reduce_samples,
+    _exact,
+    _softmax_samples,
     _unary_samples,
     _x,
     is_float,
@@ -245,6 +247,60 @@ def _cross_entropy_ref(input, target, *args, **kwargs):
 
 NORM_CLASSES = ("plain", "noncontig", "empty", "size1")
 
+
+# ----------------------------------------------------------------- fused backward passes
+# Samples from the forward op's: a random output gradient of the forward's
+# result shape, and (softmaxes) the forward's output, computed in float64 and
+# rounded to the dtype. References: torch.autograd through the forward op.
+
+
+def _softmax_backward_samples(log):
+    def gen(rng, dtype, cls):
+        out = []
+        for s in _softmax_samples(rng, dtype, cls):
+            (x,), dim = s.args, s.kwargs.get("dim", -1)
+            t = torch.from_numpy(np.asarray(x.values, dtype=np.float64))
+            y = (torch.log_softmax if log else torch.softmax)(t, dim=dim) if t.dim() else t * 0 + (0.0 if log else 1.0)
+            g = make_values(rng, x.values.shape, dtype, low=-2, high=2)
+            out.append(Sample((Arg(g, x.layout), Arg(_exact(y.numpy(), dtype), x.layout)), dict(dim=dim)))
+        return out
+
+    return gen
+
+
+def _softmax_backward_ref(log):
+    def ref(grad, output, dim):
+        return torch._softmax_backward_data(grad.double(), output.double(), dim, torch.float64).to(output.dtype) \
+            if not log else torch._log_softmax_backward_data(grad.double(), output.double(), dim,
+                                                             torch.float64).to(output.dtype)
+
+    return ref
+
+
+def _row_norm_backward_samples(rms):
+    forward = _row_norm_samples(rms)
+
+    def gen(rng, dtype, cls):
+        out = []
+        for s in forward(rng, dtype, cls):
+            x, shape, w = s.args[0], s.args[1], s.args[2]
+            g = Arg(make_values(rng, x.values.shape, dtype, low=-2, high=2), x.layout)
+            out.append(Sample((g, x, shape, w), {"eps": s.kwargs.get("eps", 1e-5)}))
+        return out
+
+    return gen
+
+
+def _row_norm_backward_ref(rms):
+    def ref(grad, x, normalized_shape, weight=None, eps=1e-5):
+        x2 = x.detach().double().requires_grad_(True)
+        w = None if weight is None else weight.double()
+        y = F.rms_norm(x2, normalized_shape, w, eps) if rms else F.layer_norm(x2, normalized_shape, w, None, eps)
+        y.backward(grad.double())
+        return x2.grad.to(x.dtype)
+
+    return ref
+
 OP_INFOS = [
     # UNARY: rounding and sign (exact), hardtanh (parameters min_val, max_val)
     OpInfo("floor", "UNARY", NONBOOL_DTYPES, _unary_samples(_STD), torch.floor, UNARY_CLASSES, exact_float=True),
@@ -285,6 +341,16 @@ OP_INFOS = [
            tol={"float16": (2e-3, 2e-3), "float32": (1e-5, 2e-5)}),
     OpInfo("rms_norm", "CUSTOM", FLOAT_DTYPES, _row_norm_samples(True), F.rms_norm, NORM_CLASSES,
            tol={"float16": (2e-3, 2e-3), "float32": (1e-5, 2e-5)}),
+    OpInfo("layer_norm_backward", "CUSTOM", FLOAT_DTYPES, _row_norm_backward_samples(False),
+           _row_norm_backward_ref(False), NORM_CLASSES,
+           tol={"float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2), "float32": (1e-4, 1e-4)}, method=False),
+    OpInfo("rms_norm_backward", "CUSTOM", FLOAT_DTYPES, _row_norm_backward_samples(True),
+           _row_norm_backward_ref(True), NORM_CLASSES,
+           tol={"float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2), "float32": (1e-4, 1e-4)}, method=False),
+    OpInfo("softmax_backward", "CUSTOM", FLOAT_DTYPES, _softmax_backward_samples(False), _softmax_backward_ref(False),
+           REDUCE_CLASSES, tol={"float32": (1e-5, 1e-5)}, method=False),
+    OpInfo("log_softmax_backward", "CUSTOM", FLOAT_DTYPES, _softmax_backward_samples(True),
+           _softmax_backward_ref(True), REDUCE_CLASSES, tol={"float32": (1e-5, 1e-5)}, method=False),
     OpInfo("group_norm", "CUSTOM", FLOAT_DTYPES, _group_norm_samples, F.group_norm, NORM_CLASSES,
            tol={"float16": (2e-3, 2e-3), "float32": (1e-5, 2e-5)}),
     # dropout (deterministic cases), nll_loss, cross_entropy (class-index targets)

@@ -9,7 +9,7 @@
 // (C / G) * S elements), the row held in registers, so x is read once and
 // written once; weight and bias, converted to the compute type, are read
 // per element (they stay in cache).
-// Longer rows are read twice.
+// Longer rows are read twice. Their backward passes: one block per row too.
 //
 // Longer groups and batch_norm: three launches. Statistics: blocks fold runs
 // of a statistic's elements (group_norm: the contiguous (C/G) * S values of
@@ -218,6 +218,98 @@ template <bool kRms> void row_norm_entry(OpCall& call) {
   const int64_t rows = x.shape()[0], m = x.shape()[1];
   if (rows == 0 || m == 0) return;
   launch_row_norm<kRms>(call, x, rows, m, call.inputs[1], call.inputs[2], 0, 0, 0);
+}
+
+// The input gradient of layer_norm / rms_norm (cpu/norm.cpp has the
+// formula), one block per row: the statistics of x (Welford, or the mean
+// square), then the block sums of g w and g w xhat, then the row written.
+// x and g are read two or three times; a row is small enough that the later
+// reads mostly hit the cache.
+template <class T, bool kRms, int V>
+static __global__ void row_norm_backward(T* gx, const T* g, const T* x, const acc_t<T>* weight, int64_t rows, int64_t m,
+                                         double eps) {
+  using A = acc_t<T>;
+  const kernels::SumReduce<A> sum_of;
+  const int64_t nvec = m / V;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const Vec<T, V>* xr = reinterpret_cast<const Vec<T, V>*>(x + row * m);
+    const Vec<T, V>* gr = reinterpret_cast<const Vec<T, V>*>(g + row * m);
+    Vec<T, V>* out = reinterpret_cast<Vec<T, V>*>(gx + row * m);
+    A mean = A(0), rstd;
+    if constexpr (kRms) {
+      A q = A(0);
+      for (int64_t i = threadIdx.x; i < nvec; i += kNormThreads) {
+        const Vec<T, V> xv = xr[i];
+#pragma unroll
+        for (int j = 0; j < V; ++j) q += static_cast<A>(xv.v[j]) * static_cast<A>(xv.v[j]);
+      }
+      q = block_all_reduce<kNormThreads>(q, sum_of);
+      rstd = A(1) / math::sqrt(q / static_cast<A>(m) + static_cast<A>(eps));
+    } else {
+      Welford<A> st{};
+      for (int64_t i = threadIdx.x; i < nvec; i += kNormThreads) {
+        const Vec<T, V> xv = xr[i];
+#pragma unroll
+        for (int j = 0; j < V; ++j) st.push(static_cast<A>(xv.v[j]));
+      }
+      st = block_all_merge<kNormThreads>(st);
+      mean = st.mean;
+      rstd = A(1) / math::sqrt(st.m2 / static_cast<A>(m) + static_cast<A>(eps));
+    }
+    A sum_g = A(0), sum_gx = A(0);
+    for (int64_t i = threadIdx.x; i < nvec; i += kNormThreads) {
+      const Vec<T, V> xv = xr[i], gv = gr[i];
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const A gh = static_cast<A>(gv.v[j]) * (weight ? weight[i * V + j] : A(1));
+        sum_g += gh;
+        sum_gx += gh * (static_cast<A>(xv.v[j]) - mean) * rstd;
+      }
+    }
+    if (!kRms) sum_g = block_all_reduce<kNormThreads>(sum_g, sum_of);
+    sum_gx = block_all_reduce<kNormThreads>(sum_gx, sum_of);
+    const A mean_g = kRms ? A(0) : sum_g / static_cast<A>(m), mean_gx = sum_gx / static_cast<A>(m);
+    for (int64_t i = threadIdx.x; i < nvec; i += kNormThreads) {
+      const Vec<T, V> xv = xr[i], gv = gr[i];
+      Vec<T, V> r;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const A xhat = (static_cast<A>(xv.v[j]) - mean) * rstd;
+        const A gh = static_cast<A>(gv.v[j]) * (weight ? weight[i * V + j] : A(1));
+        r.v[j] = static_cast<T>(rstd * (gh - mean_g - xhat * mean_gx));
+      }
+      out[i] = r;
+    }
+  }
+}
+
+// inputs: g (rows, M), x (rows, M), weight (M, float64) or undefined.
+template <bool kRms> void row_norm_backward_entry(OpCall& call) {
+  const int device = call.out().device().index;
+  DeviceGuard guard(device);
+  const Tensor &g = call.inputs[0], &x = call.inputs[1];
+  const int64_t rows = x.shape()[0], m = x.shape()[1];
+  if (rows == 0 || m == 0) return;
+  const double eps = call.attr<NormAttrs>().eps;
+  const hipStream_t stream = current_stream(device);
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(rows, int64_t{1} << 16));
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      using A = acc_t<T>;
+      const Tensor w = call.inputs[2].defined() ? call.inputs[2].to(dtype_of<A>()) : Tensor();
+      const A* wp = w.defined() ? w.data<A>() : nullptr;
+      T* out = call.out().data<T>();
+      const T *gp = g.data<T>(), *xp = x.data<T>();
+      constexpr int V = kVec<T> < 4 ? kVec<T> : 4;
+      if (m % V == 0 && aligned(out, sizeof(T) * V) && aligned(gp, sizeof(T) * V) && aligned(xp, sizeof(T) * V))
+        row_norm_backward<T, kRms, V><<<grid, kNormThreads, 0, stream>>>(out, gp, xp, wp, rows, m, eps);
+      else
+        row_norm_backward<T, kRms, 1><<<grid, kNormThreads, 0, stream>>>(out, gp, xp, wp, rows, m, eps);
+    }
+  });
+  check_launch(op_name(call.op), "rows (" + std::to_string(rows) + ", " + std::to_string(m) + ") (" +
+                                     dtype_name(x.dtype()) + ")");
 }
 
 // ---- group_norm, batch_norm ------------------------------------------------
@@ -429,6 +521,8 @@ void batch_norm_entry(OpCall& call) {
 
 PF_REGISTER_KERNEL(layer_norm, ROCm, &row_norm_entry<false>);
 PF_REGISTER_KERNEL(rms_norm, ROCm, &row_norm_entry<true>);
+PF_REGISTER_KERNEL(layer_norm_backward, ROCm, &row_norm_backward_entry<false>);
+PF_REGISTER_KERNEL(rms_norm_backward, ROCm, &row_norm_backward_entry<true>);
 PF_REGISTER_KERNEL(group_norm, ROCm, &group_norm_entry);
 PF_REGISTER_KERNEL(batch_norm, ROCm, &batch_norm_entry);
 

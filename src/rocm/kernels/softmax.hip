@@ -5,7 +5,8 @@
 // wave32 alike), then the block writes the row. Rows of up to 8192 elements
 // are held in registers, so the input is read once; longer rows are read three
 // times. A result computed with dim moved innermost is copied back into the
-// output's layout.
+// output's layout. The backward passes (softmax_backward, log_softmax_backward)
+// run the same way: one block per row, a block-wide sum, then the row.
 
 #include <algorithm>
 
@@ -147,7 +148,72 @@ template <bool kLog> void softmax_entry(OpCall& call) {
   if (!innermost) call.out().copy_(result.transpose(d, last));
 }
 
+// Backward, one block per row: the row's sum (of g y for softmax, of g for
+// log_softmax) combined across the block, then the row written; the second
+// read of g and y mostly hits the cache (a row is at most a few tens of KiB).
+template <class T, bool kLog, int V>
+static __global__ void softmax_backward_rows(T* gx, const T* g, const T* y, int64_t rows, int64_t len) {
+  using A = acc_t<T>;
+  const kernels::SumReduce<A> sum_of;
+  const int64_t nvec = len / V;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const Vec<T, V>* gr = reinterpret_cast<const Vec<T, V>*>(g + row * len);
+    const Vec<T, V>* yr = reinterpret_cast<const Vec<T, V>*>(y + row * len);
+    Vec<T, V>* out = reinterpret_cast<Vec<T, V>*>(gx + row * len);
+    A s = A(0);
+    for (int64_t i = threadIdx.x; i < nvec; i += kSoftmaxThreads) {
+      const Vec<T, V> a = gr[i], b = yr[i];
+#pragma unroll
+      for (int j = 0; j < V; ++j) s += kLog ? static_cast<A>(a.v[j]) : static_cast<A>(a.v[j]) * static_cast<A>(b.v[j]);
+    }
+    s = block_all_reduce<kSoftmaxThreads>(s, sum_of);
+    for (int64_t i = threadIdx.x; i < nvec; i += kSoftmaxThreads) {
+      const Vec<T, V> a = gr[i], b = yr[i];
+      Vec<T, V> r;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const A gv = static_cast<A>(a.v[j]), yv = static_cast<A>(b.v[j]);
+        r.v[j] = static_cast<T>(kLog ? gv - math::exp(yv) * s : yv * (gv - s));
+      }
+      out[i] = r;
+    }
+  }
+}
+
+template <bool kLog> void softmax_backward_entry(OpCall& call) {
+  int device = call.out().device().index;
+  DeviceGuard guard(device);
+  const Tensor &g = call.inputs[0], &y = call.inputs[1];
+  const int64_t d = call.attr<DimAttrs>().dim, last = y.dim() - 1;
+  const bool innermost = d == last;
+  Tensor g_rows = innermost ? g : g.transpose(d, last).contiguous();
+  Tensor y_rows = innermost ? y : y.transpose(d, last).contiguous();
+  Tensor result = innermost ? call.out() : Tensor::empty(y_rows.shape(), y_rows.dtype(), y_rows.device());
+  const int64_t len = y.shape()[d];
+  const int64_t n_rows = len > 0 ? y_rows.numel() / len : 0;
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(n_rows, int64_t{1} << 16));
+  visit_dtype(y.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      constexpr int V = kVec<T> < 4 ? kVec<T> : 4;
+      T* out = result.data<T>();
+      const T *gp = g_rows.data<T>(), *yp = y_rows.data<T>();
+      const hipStream_t stream = current_stream(device);
+      if (n_rows == 0) return;
+      if (len % V == 0 && aligned(out, sizeof(T) * V) && aligned(gp, sizeof(T) * V) && aligned(yp, sizeof(T) * V))
+        softmax_backward_rows<T, kLog, V><<<grid, kSoftmaxThreads, 0, stream>>>(out, gp, yp, n_rows, len);
+      else
+        softmax_backward_rows<T, kLog, 1><<<grid, kSoftmaxThreads, 0, stream>>>(out, gp, yp, n_rows, len);
+    }
+  });
+  check_launch(op_name(call.op), "shape " + detail::to_piece(y.shape()) + " over dim " + std::to_string(d) + " (" +
+                                     dtype_name(y.dtype()) + ")");
+  if (!innermost) call.out().copy_(result.transpose(d, last));
+}
+
 PF_REGISTER_KERNEL(softmax, ROCm, &softmax_entry<false>);
+PF_REGISTER_KERNEL(softmax_backward, ROCm, &softmax_backward_entry<false>);
+PF_REGISTER_KERNEL(log_softmax_backward, ROCm, &softmax_backward_entry<true>);
 PF_REGISTER_KERNEL(log_softmax, ROCm, &softmax_entry<true>);
 
 }  // namespace
