@@ -102,6 +102,16 @@ void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor) {
           "The gradient of the norm's input (the statistics recomputed from the input).");
   }
 
+  m.def(
+      "cross_entropy_backward",
+      [](const Tensor& scale, const Tensor& x, const Tensor& target, std::optional<Tensor> weight,
+         int64_t ignore_index, double label_smoothing) {
+        return pyflame::cross_entropy_backward(scale, x, target, opt(weight), ignore_index, label_smoothing);
+      },
+      "scale"_a, "input"_a, "target"_a, "weight"_a = nb::none(), "ignore_index"_a = -100,
+      "label_smoothing"_a = 0.0,
+      "d/d(input) of sum(scale * cross_entropy(input, target, reduction='none')) (class-index targets).");
+
   // ---- dropout
   def_with_method(m, tensor, "dropout",
       [](nb::handle self, double p, bool training, bool inplace, std::optional<pyflame::Generator*> generator)

@@ -660,35 +660,48 @@ Grads d_dropout(const GradContext& c) {
 
 // ---------------------------------------------------------------- losses
 //
-// Per element, nll_loss and cross_entropy weigh the log-probabilities by
-//   coef[c] = (1 - eps) w[t] [c == t] + eps / C w[c]   (0 where t is ignored);
-// d(loss)/d(logp) = -coef, and through log_softmax d/d(logits) = p sum(coef) - coef.
-Grads d_class_loss(const GradContext& c) {
-  PF_CHECK(!c.needs[2], AutogradError, op_name(c.call.op),
-           ": not differentiable with respect to weight (as in PyTorch); pass weight.detach()");
+// Per element, nll_loss weighs the log-probabilities by
+//   coef[c] = (1 - eps) w[t] [c == t] + eps / C w[c]   (0 where t is ignored),
+// so d(loss)/d(logp) = -coef; through log_softmax, cross_entropy's is
+// p sum(coef) - coef, which its fused kernel computes. 'mean' divides by the
+// total weight of the targets kept.
+
+// Each element's target (0 where ignored) and its target's weight (0 where ignored), in like's dtype and device.
+std::pair<Tensor, Tensor> kept_targets(const GradContext& c, const Tensor& like) {
   const LossAttrs& a = c.attr<LossAttrs>();
-  Tensor x = widen(c.input(0)), g = widen(c.grad());
   const Tensor& target = c.input(1);
-  const int64_t class_dim = x.dim() == 1 ? 0 : 1, classes = x.shape()[class_dim];
   Tensor valid = ne(target, Scalar(a.ignore_index));
   Tensor t = where(valid, to(target, DType::Int64), Tensor::scalar(Scalar(int64_t{0})));
-  Tensor w = c.input(2).defined() ? to(c.input(2), x.dtype()) : full({classes}, Scalar(1.0), x.dtype());
-  w = to(w, x.device());
-  Tensor w_t = mul(reshape(index_select(w, 0, reshape(t, {-1})), target.shape()), as_dtype_of(valid, x));
-  Tensor coef = scatter(zeros_like(x), class_dim, unsqueeze(t, class_dim),
-                        unsqueeze(mul(w_t, Scalar(1.0 - a.label_smoothing)), class_dim));
-  if (a.label_smoothing > 0) {
-    Shape s(x.dim(), 1);
-    s[class_dim] = classes;
-    Tensor smooth = mul(reshape(w, s), Scalar(a.label_smoothing / static_cast<double>(classes)));
-    coef = add(coef, mul(smooth, unsqueeze(as_dtype_of(valid, x), class_dim)));
-  }
+  Tensor kept = as_dtype_of(valid, like);
+  if (!c.inputs[2].defined) return {t, kept};
+  Tensor w = to(to(c.input(2), like.dtype()), like.device());
+  return {t, mul(reshape(index_select(w, 0, reshape(t, {-1})), target.shape()), kept)};
+}
+
+void check_weight_not_differentiated(const GradContext& c) {
+  PF_CHECK(!c.needs[2], AutogradError, op_name(c.call.op),
+           ": not differentiable with respect to weight (as in PyTorch); pass weight.detach()");
+}
+
+Grads d_cross_entropy(const GradContext& c) {
+  check_weight_not_differentiated(c);
+  const LossAttrs& a = c.attr<LossAttrs>();
+  Tensor scale = widen(c.grad());
+  if (a.reduction == Reduction::Mean) scale = div(scale, sum(kept_targets(c, scale).second));
+  return {cross_entropy_backward(scale, c.input(0), c.input(1), c.input(2), a.ignore_index, a.label_smoothing),
+          Tensor(), Tensor()};
+}
+
+Grads d_nll_loss(const GradContext& c) {
+  check_weight_not_differentiated(c);
+  const LossAttrs& a = c.attr<LossAttrs>();
+  Tensor x = widen(c.input(0)), g = widen(c.grad());
+  const int64_t class_dim = x.dim() == 1 ? 0 : 1;
+  auto [t, w_t] = kept_targets(c, x);  // (nll_loss has no label smoothing: eps = 0)
+  Tensor coef = scatter(zeros_like(x), class_dim, unsqueeze(t, class_dim), unsqueeze(w_t, class_dim));
   Tensor scale = a.reduction == Reduction::None ? unsqueeze(g, class_dim) : g;
   if (a.reduction == Reduction::Mean) scale = div(scale, sum(w_t));
-  Tensor d = c.call.op == OpType::nll_loss
-                 ? neg(coef)
-                 : sub(mul(softmax(x, class_dim), sum(coef, {class_dim}, true)), coef);
-  return {mul(d, scale), Tensor(), Tensor()};
+  return {mul(neg(coef), scale), Tensor(), Tensor()};
 }
 
 }  // namespace
@@ -776,7 +789,7 @@ PF_REGISTER_DERIVATIVE(rms_norm, &d_row_norm, kSavesInputs);
 PF_REGISTER_DERIVATIVE(batch_norm, &d_batch_norm, kSavesInputs);
 PF_REGISTER_DERIVATIVE(group_norm, &d_group_norm, kSavesInputs);
 PF_REGISTER_DERIVATIVE(dropout, &d_dropout, kSavesNothing);
-PF_REGISTER_DERIVATIVE(nll_loss, &d_class_loss, kSavesInputs);
-PF_REGISTER_DERIVATIVE(cross_entropy, &d_class_loss, kSavesInputs);
+PF_REGISTER_DERIVATIVE(nll_loss, &d_nll_loss, kSavesInputs);
+PF_REGISTER_DERIVATIVE(cross_entropy, &d_cross_entropy, kSavesInputs);
 
 }  // namespace pyflame::autograd

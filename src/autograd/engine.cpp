@@ -161,7 +161,8 @@ bool is_differentiable(ir::OpType op) {
     case ir::OpType::softmax_backward:  // no higher-order gradients (docs/autograd.md)
     case ir::OpType::log_softmax_backward:
     case ir::OpType::layer_norm_backward:
-    case ir::OpType::rms_norm_backward: return false;
+    case ir::OpType::rms_norm_backward:
+    case ir::OpType::cross_entropy_backward: return false;
     default: break;
   }
   return true;

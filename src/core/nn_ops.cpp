@@ -234,6 +234,26 @@ Inferred infer_row_norm_backward(OpCall& call) {
   return {inf.device, {g, inf.inputs[0], inf.inputs[1]}, {inf.outputs[0]}, {}};
 }
 
+// cross_entropy_backward: the forward's plan for (input, target, weight); the
+// gradient has the input's shape, the per-element scale the compute dtype.
+Inferred infer_cross_entropy_backward(OpCall& call) {
+  const Tensor& scale = call.inputs[0];
+  OpCall forward{ir::OpType::cross_entropy, {call.inputs[1], call.inputs[2], call.inputs[3]}, call.attrs, {}};
+  std::get<LossAttrs>(forward.attrs).reduction = Reduction::None;
+  Inferred inf = infer_nll_loss(forward);
+  const Tensor& input = call.inputs[1];
+  const Shape& rows = *inf.inputs[1].reshape;  // (N, S)
+  PF_CHECK(scale.numel() == 1 || scale.shape() == call.inputs[2].shape(), ValueError,
+           "cross_entropy_backward: scale has shape ", scale.shape(), "; expected one element or the target's shape ",
+           call.inputs[2].shape());
+  InputPlan sp = reshaped({scale.numel() == 1 ? 1 : rows[0] * rows[1]});
+  sp.dtype = input.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  const Shape& kernel_shape = *inf.inputs[0].reshape;  // (N, C, S)
+  return {inf.device, {sp, inf.inputs[0], inf.inputs[1], inf.inputs[2]}, {{kernel_shape, input.dtype(), input.shape()}},
+          {}};
+}
+
+PF_REGISTER_INFER(cross_entropy_backward, &infer_cross_entropy_backward);
 PF_REGISTER_INFER(softmax_backward, &infer_softmax_backward);
 PF_REGISTER_INFER(log_softmax_backward, &infer_softmax_backward);
 PF_REGISTER_INFER(layer_norm_backward, &infer_row_norm_backward);
@@ -371,6 +391,12 @@ Tensor rms_norm_backward(const Tensor& grad, const Tensor& input, const Shape& n
   NormAttrs a;
   a.normalized_shape = normalized_shape, a.eps = eps;
   return apply_one(ir::OpType::rms_norm_backward, {grad, input, weight}, std::move(a));
+}
+
+Tensor cross_entropy_backward(const Tensor& scale, const Tensor& input, const Tensor& target, const Tensor& weight,
+                              int64_t ignore_index, double label_smoothing) {
+  return apply_one(ir::OpType::cross_entropy_backward, {scale, input, target, weight},
+                   LossAttrs{ignore_index, Reduction::None, label_smoothing});
 }
 
 // ---------------------------------------------------------------- dropout

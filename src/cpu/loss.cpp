@@ -7,7 +7,8 @@
 //   (1 - eps) * -w[t] logp[t]  +  eps / C * -sum_c w[c] logp[c]
 // (0 where t == ignore_index), computed in double; 'mean' divides the sum by
 // the sum of w[t] over the elements not ignored, as PyTorch. Sums run in a
-// fixed order, so results do not depend on the thread count.
+// fixed order, so results do not depend on the thread count. cross_entropy's
+// backward pass (cross_entropy_backward) is fused the same way.
 
 #include <algorithm>
 #include <cmath>
@@ -80,7 +81,52 @@ template <bool kFromLogits> void nll_loss_kernel(OpCall& call) {
   });
 }
 
+// cross_entropy's gradient of the logits, per element with target t kept:
+//   scale * (softmax(x) * A - coef),  coef[c] = (1 - eps) w[t] [c == t] + eps / C w[c],  A = sum_c coef[c];
+// 0 for ignored elements. scale: one value, or one per element.
+void cross_entropy_backward_kernel(OpCall& call) {
+  const Tensor& logits = call.inputs[1];
+  const int64_t n = logits.shape()[0], c = logits.shape()[1], s = logits.shape()[2];
+  const int64_t* target = call.inputs[2].data<int64_t>();
+  const LossAttrs& at = call.attr<LossAttrs>();
+  std::vector<double> weight(c, 1.0);
+  if (call.inputs[3].defined()) weight.assign(call.inputs[3].data<double>(), call.inputs[3].data<double>() + c);
+  double weight_total = 0;
+  for (double w : weight) weight_total += w;
+  const double eps = at.label_smoothing, smooth = eps / static_cast<double>(c);
+  visit_dtype(logits.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      using A = acc_t<T>;
+      const A* scale = call.inputs[0].data<A>();
+      const bool per_element = call.inputs[0].numel() > 1;
+      const T* x = logits.data<T>();
+      T* out = call.out().data<T>();
+      parallel_for(n * s, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(c, 1)), [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; ++k) {
+          const int64_t t = target[k], i = k / s, j = k % s;
+          const T* row = x + i * c * s + j;
+          T* dst = out + i * c * s + j;
+          if (t == at.ignore_index || t < 0 || t >= c) {
+            for (int64_t q = 0; q < c; ++q) dst[q * s] = T(0);
+            continue;
+          }
+          const double lse = logsumexp(row, c, s);
+          const double sc = static_cast<double>(scale[per_element ? k : 0]);
+          const double total = (1 - eps) * weight[t] + smooth * weight_total;
+          for (int64_t q = 0; q < c; ++q) {
+            const double coef = smooth * weight[q] + (q == t ? (1 - eps) * weight[t] : 0.0);
+            dst[q * s] = static_cast<T>(static_cast<A>(
+                sc * (std::exp(static_cast<double>(row[q * s]) - lse) * total - coef)));
+          }
+        }
+      });
+    }
+  });
+}
+
 PF_REGISTER_KERNEL(nll_loss, CPU, &nll_loss_kernel<false>);
+PF_REGISTER_KERNEL(cross_entropy_backward, CPU, &cross_entropy_backward_kernel);
 PF_REGISTER_KERNEL(cross_entropy, CPU, &nll_loss_kernel<true>);
 
 }  // namespace

@@ -277,6 +277,26 @@ def _softmax_backward_ref(log):
     return ref
 
 
+def _cross_entropy_backward_samples(rng, dtype, cls):
+    out = []
+    for s in _cross_entropy_samples(rng, dtype, cls):
+        x, target = s.args[0], s.args[1]
+        weight = s.args[2] if len(s.args) > 2 else None
+        per_element = s.kwargs.get("reduction") == "none"
+        scale = Arg(make_values(rng, target.values.shape if per_element else (), dtype, low=-2, high=2))
+        kw = {k: v for k, v in s.kwargs.items() if k in ("ignore_index", "label_smoothing")}
+        out.append(Sample((scale, x, target, weight), kw))
+    return out
+
+
+def _cross_entropy_backward_ref(scale, input, target, weight=None, ignore_index=-100, label_smoothing=0.0):
+    x = input.detach().double().requires_grad_(True)
+    loss = F.cross_entropy(x, target.long(), None if weight is None else weight.double(), ignore_index=ignore_index,
+                           reduction="none", label_smoothing=label_smoothing)
+    (loss * scale.double()).sum().backward()
+    return x.grad.to(input.dtype)
+
+
 def _row_norm_backward_samples(rms):
     forward = _row_norm_samples(rms)
 
@@ -347,6 +367,8 @@ OP_INFOS = [
     OpInfo("rms_norm_backward", "CUSTOM", FLOAT_DTYPES, _row_norm_backward_samples(True),
            _row_norm_backward_ref(True), NORM_CLASSES,
            tol={"float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2), "float32": (1e-4, 1e-4)}, method=False),
+    OpInfo("cross_entropy_backward", "CUSTOM", FLOAT_DTYPES, _cross_entropy_backward_samples,
+           _cross_entropy_backward_ref, NORM_CLASSES, tol={"float32": (1e-5, 1e-5)}, method=False),
     OpInfo("softmax_backward", "CUSTOM", FLOAT_DTYPES, _softmax_backward_samples(False), _softmax_backward_ref(False),
            REDUCE_CLASSES, tol={"float32": (1e-5, 1e-5)}, method=False),
     OpInfo("log_softmax_backward", "CUSTOM", FLOAT_DTYPES, _softmax_backward_samples(True),

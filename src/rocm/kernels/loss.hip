@@ -172,7 +172,68 @@ template <bool kFromLogits> void nll_loss_entry(OpCall& call) {
                                std::to_string(p.s) + ") (" + dtype_name(logp.dtype()) + ")");
 }
 
+// cross_entropy's logits gradient (cpu/loss.cpp has the formula), one warp
+// per element as the forward: a pass for the running maximum and sum of
+// exponentials (and sum w[c] for label smoothing), then a pass writing
+// scale * (p[c] A - coef[c]); ignored elements get zeros.
+template <class T>
+static __global__ void cross_entropy_backward_elements(T* gx, const T* logits, const int64_t* target,
+                                                       const acc_t<T>* scale, bool per_element, NllProblem p) {
+  using A = acc_t<T>;
+  const int lane = threadIdx.x % PF_WARP_SIZE;
+  const int64_t warps_per_block = kLossThreads / PF_WARP_SIZE;
+  const double smooth = p.label_smoothing / static_cast<double>(p.c);
+  for (int64_t k = blockIdx.x * warps_per_block + threadIdx.x / PF_WARP_SIZE; k < p.n * p.s;
+       k += static_cast<int64_t>(gridDim.x) * warps_per_block) {
+    const int64_t t = target[k], i = k / p.s, j = k % p.s;
+    const T* row = logits + i * p.c * p.s + j;
+    T* out = gx + i * p.c * p.s + j;
+    if (t == p.ignore_index || t < 0 || t >= p.c) {  // the forward reported a target out of range
+      for (int64_t q = lane; q < p.c; q += PF_WARP_SIZE) out[q * p.s] = T(0);
+      continue;
+    }
+    LogitSums<A> sums{-std::numeric_limits<A>::infinity(), A(0), 0.0, 0.0};
+    for (int64_t q = lane; q < p.c; q += PF_WARP_SIZE)
+      sums.add(static_cast<A>(row[q * p.s]), p.weight ? p.weight[q] : 1.0);
+    sums = warp_merge(sums);
+    const double wt = p.weight ? p.weight[t] : 1.0;
+    const A total = static_cast<A>((1 - p.label_smoothing) * wt + smooth * sums.weights);
+    const A sc = scale[per_element ? k : 0], inv = A(1) / sums.exp_sum;
+    for (int64_t q = lane; q < p.c; q += PF_WARP_SIZE) {
+      const double coef = smooth * (p.weight ? p.weight[q] : 1.0) + (q == t ? (1 - p.label_smoothing) * wt : 0.0);
+      const A prob = math::exp(static_cast<A>(row[q * p.s]) - sums.max) * inv;
+      out[q * p.s] = static_cast<T>(sc * (prob * total - static_cast<A>(coef)));
+    }
+  }
+}
+
+void cross_entropy_backward_entry(OpCall& call) {
+  Tensor& out = call.out();
+  const Device dev = out.device();
+  DeviceGuard guard(dev.index);
+  const Tensor &logits = call.inputs[1], &target = call.inputs[2];
+  const LossAttrs& at = call.attr<LossAttrs>();
+  const NllProblem p{logits.shape()[0], logits.shape()[1], logits.shape()[2], at.ignore_index, at.label_smoothing,
+                     call.inputs[3].defined() ? call.inputs[3].data<double>() : nullptr, static_cast<int32_t>(call.op),
+                     kernel_error_slot(dev.index)};
+  const int64_t elements = p.n * p.s, warps_per_block = kLossThreads / warp_size(dev.index);
+  if (elements == 0 || p.c == 0) return;
+  const unsigned blocks = static_cast<unsigned>(
+      std::clamp<int64_t>((elements + warps_per_block - 1) / warps_per_block, 1, int64_t{1} << 16));
+  visit_dtype(logits.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      cross_entropy_backward_elements<T><<<blocks, kLossThreads, 0, current_stream(dev.index)>>>(
+          out.data<T>(), logits.data<T>(), target.data<int64_t>(), call.inputs[0].data<acc_t<T>>(),
+          call.inputs[0].numel() > 1, p);
+    }
+  });
+  check_launch("cross_entropy_backward", "input (N, C, S) = (" + std::to_string(p.n) + ", " + std::to_string(p.c) +
+                                             ", " + std::to_string(p.s) + ") (" + dtype_name(logits.dtype()) + ")");
+}
+
 PF_REGISTER_KERNEL(nll_loss, ROCm, &nll_loss_entry<false>);
+PF_REGISTER_KERNEL(cross_entropy_backward, ROCm, &cross_entropy_backward_entry);
 PF_REGISTER_KERNEL(cross_entropy, ROCm, &nll_loss_entry<true>);
 
 }  // namespace
