@@ -21,4 +21,5 @@ NB_MODULE(_C, m) {
   bind_creation(m);
   bind_device(m);
   bind_autograd(m, tensor);
+  bind_optim(m);
 }

@@ -8,6 +8,7 @@
 //   bind_creation.cpp  factories, generators, from_numpy
 //   bind_device.cpp    devices, synchronisation, the rocm_* functions
 //   bind_autograd.cpp  gradients: Tensor.requires_grad/grad/backward, grad_fn nodes, grad mode
+//   bind_optim.cpp     fused optimizer updates
 //   convert.cpp        the argument conversions declared here
 
 #include <nanobind/nanobind.h>
@@ -54,6 +55,7 @@ void bind_ops(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_creation(nb::module_& m);
 void bind_device(nb::module_& m);
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor);
+void bind_optim(nb::module_& m);
 // The ops of each area (CUSTOM family and compositions).
 void bind_conv(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_modules(nb::module_& m, nb::class_<Tensor>& tensor);

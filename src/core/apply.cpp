@@ -99,6 +99,7 @@ PF_ATTRS_NAME(NormAttrs)
 PF_ATTRS_NAME(RandomAttrs)
 PF_ATTRS_NAME(LossAttrs)
 PF_ATTRS_NAME(FillAttrs)
+PF_ATTRS_NAME(AdamAttrs)
 #undef PF_ATTRS_NAME
 
 std::string describe_input(const Tensor& t) {

@@ -47,7 +47,7 @@ struct OutputPlan {
 };
 
 struct Inferred {
-  static constexpr size_t kMaxInputs = 6, kMaxOutputs = 3;
+  static constexpr size_t kMaxInputs = 6, kMaxOutputs = 4;
   Device device;
   InlineVector<InputPlan, kMaxInputs> inputs;  // one per call input (undefined inputs: ignored)
   InlineVector<OutputPlan, kMaxOutputs> outputs;

@@ -153,8 +153,22 @@ struct FillAttrs {
   template <class V> void fields(V&& v) const { v("value", value); }
 };
 
+// One Adam/AdamW step (pf.optim.Adam): the group's options and this step's
+// bias corrections 1 - beta1^t and 1 - beta2^t.
+struct AdamAttrs {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+  double bias_correction1 = 1, bias_correction2 = 1;
+  bool decoupled_weight_decay = false, amsgrad = false, maximize = false;
+  bool operator==(const AdamAttrs&) const = default;
+  template <class V> void fields(V&& v) const {
+    v("lr", lr), v("beta1", beta1), v("beta2", beta2), v("eps", eps), v("weight_decay", weight_decay),
+        v("bias_correction1", bias_correction1), v("bias_correction2", bias_correction2),
+        v("decoupled_weight_decay", decoupled_weight_decay), v("amsgrad", amsgrad), v("maximize", maximize);
+  }
+};
+
 using OpAttrs = std::variant<NoAttrs, ElementwiseAttrs, ClampAttrs, ReduceAttrs, IndexAttrs, DimAttrs, ViewAttrs,
-                             ConvAttrs, PoolAttrs, NormAttrs, RandomAttrs, LossAttrs, FillAttrs>;
+                             ConvAttrs, PoolAttrs, NormAttrs, RandomAttrs, LossAttrs, FillAttrs, AdamAttrs>;
 
 PF_API size_t hash_attrs(const OpAttrs& attrs);
 // "stride=[1, 1], padding=[0, 0], ..." (empty for NoAttrs).

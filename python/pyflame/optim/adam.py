@@ -47,8 +47,7 @@ class Adam(Optimizer):
             weight_decay = group["weight_decay"]
             amsgrad = group["amsgrad"]
             decoupled = group["decoupled_weight_decay"]
-            # maximize flips the gradient; the sign rides on the scalars (g*g does not see it).
-            sign = -1.0 if group["maximize"] else 1.0
+            maximize = group["maximize"]
             for p in group["params"]:
                 grad = p.grad
                 if grad is None:
@@ -63,28 +62,10 @@ class Adam(Optimizer):
                 step_t = state["step"]
                 step_t.add_(1)
                 step = step_t.item()
-                exp_avg = state["exp_avg"]
-                exp_avg_sq = state["exp_avg_sq"]
-
-                if weight_decay != 0:
-                    if decoupled:
-                        p.mul_(1 - lr * weight_decay)
-                    else:
-                        grad = grad.add(p, alpha=sign * weight_decay)  # sign * grad is the decayed gradient
-
-                exp_avg.mul_(beta1).add_(grad, alpha=sign * (1 - beta1))
-                exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
-
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
-                if amsgrad:
-                    second = state["max_exp_avg_sq"]
-                    second.maximum_(exp_avg_sq)
-                else:
-                    second = exp_avg_sq
-                # m / (sqrt(v) / c2 + eps) == c2 * m / (sqrt(v) + eps * c2): one op less than PyTorch's form.
-                denom = second.sqrt().add_(eps * bias_correction2_sqrt)
-                p.add_(exp_avg / denom, alpha=-lr / bias_correction1 * bias_correction2_sqrt)
+                _C.adam_step_(p, grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"), lr=lr,
+                              beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
+                              bias_correction1=1 - beta1 ** step, bias_correction2=1 - beta2 ** step,
+                              decoupled_weight_decay=decoupled, amsgrad=amsgrad, maximize=maximize)
 
 
 class AdamW(Adam):
