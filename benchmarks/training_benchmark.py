@@ -167,7 +167,13 @@ def main():
     for section in (training_cases, backward_cases):
         for name, pf_fn, torch_fn in section(device, tdev):
             t_torch = per_call_seconds(torch_fn, sync_torch, args.repeat) * 1e6
+            # On the CPU each library's idle OpenMP threads spin for a while after a
+            # parallel region; the pause keeps them from slowing the other on few cores.
+            if device == "cpu":
+                time.sleep(0.5)
             t_pf = per_call_seconds(pf_fn, sync_pf, args.repeat) * 1e6
+            if device == "cpu":
+                time.sleep(0.5)
             rows.append(dict(case=name, torch_us=t_torch, pyflame_us=t_pf, speedup=t_torch / t_pf))
             print(f"{name:44} {t_torch:10.1f} {t_pf:11.1f} {t_torch / t_pf:7.2f}x")
     if args.json:

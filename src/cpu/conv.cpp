@@ -31,9 +31,6 @@ namespace {
 
 // Column buffer per thread, in elements: 1 MiB of floats, about a core's L2.
 constexpr int64_t kColumnBudget = int64_t{1} << 18;
-// Below this many multiply-adds a call runs on one thread: starting the
-// others would cost more than they save.
-constexpr int64_t kParallelMacs = int64_t{1} << 20;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -103,9 +100,8 @@ template <class T> void col2im(const Window& w, int64_t channels, int64_t p0, in
 }
 
 // Runs task(t, column buffer) for t in [0, tasks), each about `macs`
-// multiply-adds, split across threads that call BLAS single-threaded.
+// multiply-adds, split across threads (their BLAS calls run serially).
 template <class T, class F> void run_tasks(int64_t tasks, int64_t macs, const F& task) {
-  SingleThreadedBlas single;
   parallel_for(tasks, ceil_div(kParallelMacs, std::max<int64_t>(1, macs)), [&](int64_t b, int64_t e) {
     std::vector<T> col;
     for (int64_t t = b; t < e; ++t) task(t, col);

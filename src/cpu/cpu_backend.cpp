@@ -47,7 +47,8 @@ class CpuBackend final : public DeviceBackend {
 };
 
 CpuBackend g_cpu;
-const bool g_registered = (register_backend(DeviceType::CPU, &g_cpu), true);
+// OpenBLAS single-threaded from the start: cpu/blas.h splits products across OpenMP threads.
+const bool g_registered = (scipy_openblas_set_num_threads(1), register_backend(DeviceType::CPU, &g_cpu), true);
 
 }  // namespace
 
@@ -55,8 +56,7 @@ int cpu_threads() { return omp_get_max_threads(); }
 
 void set_cpu_threads(int n) {
   n = std::max(n, 1);
-  omp_set_num_threads(n);
-  scipy_openblas_set_num_threads(n);
+  omp_set_num_threads(n);  // OpenBLAS stays single-threaded (cpu/blas.h)
 }
 
 }  // namespace pyflame
