@@ -20,10 +20,9 @@ namespace amp {
 // The autocast dtype for a device type in this thread, or none when autocast is off there.
 PF_API std::optional<DType> autocast_dtype(DeviceType device);
 PF_API void set_autocast(DeviceType device, std::optional<DType> dtype);
-// Casts `call`'s inputs as the region's policy says (apply's hook).
+// Casts `call`'s inputs as the region's policy says (apply's hook, when
+// core/thread_state.h says autocast is on somewhere).
 void autocast_inputs(OpCall& call);
-// Whether any device type has autocast on in this thread (one read: apply's fast path).
-bool autocast_active();
 
 }  // namespace amp
 }  // namespace pyflame

@@ -2,6 +2,7 @@
 
 #include "pyflame/amp.h"
 
+#include "core/thread_state.h"
 #include "pyflame/error.h"
 #include "pyflame/ops.h"
 
@@ -9,8 +10,6 @@ namespace pyflame::amp {
 
 namespace {
 
-thread_local std::optional<DType> t_dtype[kNumDeviceTypes];
-thread_local int t_active = 0;
 
 enum class Policy { Keep, Lower, Float32 };
 
@@ -50,21 +49,20 @@ Policy policy(ir::OpType op) {
 
 }  // namespace
 
-std::optional<DType> autocast_dtype(DeviceType device) { return t_dtype[static_cast<int>(device)]; }
+std::optional<DType> autocast_dtype(DeviceType device) { return thread_state().autocast[static_cast<int>(device)]; }
 
 void set_autocast(DeviceType device, std::optional<DType> dtype) {
   PF_CHECK(!dtype || *dtype == DType::Float16 || *dtype == DType::BFloat16, TypeError,
            "autocast: dtype must be float16 or bfloat16, got ", dtype_name(*dtype));
-  t_dtype[static_cast<int>(device)] = dtype;
-  t_active = 0;
-  for (const auto& d : t_dtype) t_active += d.has_value();
+  ThreadState& ts = thread_state();
+  ts.autocast[static_cast<int>(device)] = dtype;
+  ts.autocast_active = false;
+  for (const auto& d : ts.autocast) ts.autocast_active = ts.autocast_active || d.has_value();
 }
-
-bool autocast_active() { return t_active != 0; }
 
 void autocast_inputs(OpCall& call) {
   if (!call.outputs.empty()) return;  // in-place ops keep their tensor's dtype
-  const std::optional<DType> low = t_dtype[static_cast<int>(current_device().type)];
+  const std::optional<DType> low = thread_state().autocast[static_cast<int>(current_device().type)];
   if (!low) return;
   const Policy p = policy(call.op);
   if (p == Policy::Keep) return;

@@ -68,8 +68,8 @@ struct DerivativeRegistrar {
 #define PF_REGISTER_DERIVATIVE(op, fn, saves) \
   static ::pyflame::autograd::DerivativeRegistrar pf_derivative_##op(::pyflame::ir::OpType::op, fn, saves)
 
-// apply()'s hooks. should_record is the per-op cost of autograd when nothing
-// requires grad: one thread-local read and a look at each input. A Recording
+// apply()'s hooks, in grad mode. should_record is the per-op cost of autograd
+// when nothing requires grad: a look at each input. A Recording
 // is made before the call executes (edges, saved inputs, in-place checks) and
 // finished with its outputs (saved outputs, the results' grad_fn); apply runs
 // the call in between with grad mode off.

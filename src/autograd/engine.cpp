@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "autograd/derivatives.h"
+#include "core/thread_state.h"
 #include "pyflame/autograd.h"
 #include "pyflame/error.h"
 #include "pyflame/ops.h"
@@ -16,7 +17,6 @@ namespace autograd {
 
 namespace {
 
-thread_local bool t_grad_enabled = true;
 uint64_t g_next_sequence_nr = 0;
 Derivative g_derivatives[kNumOps];
 
@@ -137,8 +137,8 @@ void set_history(Tensor& t, const std::shared_ptr<Node>& node, uint32_t slot) {
 
 // ---------------------------------------------------------------- grad mode and the table
 
-bool is_grad_enabled() { return t_grad_enabled; }
-void set_grad_enabled(bool enabled) { t_grad_enabled = enabled; }
+bool is_grad_enabled() { return thread_state().grad_enabled; }
+void set_grad_enabled(bool enabled) { thread_state().grad_enabled = enabled; }
 
 void register_derivative(ir::OpType op, DerivativeFn fn, uint8_t saves) {
   g_derivatives[static_cast<int>(op)] = {fn, saves};
@@ -324,7 +324,6 @@ void rebase_view(const Tensor& view, AutogradMeta& m, const std::shared_ptr<OpNo
 }  // namespace
 
 bool should_record(const OpCall& call) {
-  if (!t_grad_enabled) return false;
   for (const Tensor& t : call.inputs)
     if (t.requires_grad()) return true;
   for (const Tensor& t : call.outputs)

@@ -10,9 +10,10 @@
 
 #include "autograd/derivatives.h"
 #include "core/backend.h"
-#include "pyflame/amp.h"
 #include "core/dispatch.h"
 #include "core/op_utils.h"
+#include "core/thread_state.h"
+#include "pyflame/amp.h"
 #include "pyflame/error.h"
 
 namespace pyflame {
@@ -134,8 +135,9 @@ void check_writable(const Tensor& out, ir::OpType op) {
              out.strides(), "); clone() it first");
 }
 
-Tensor prepare(const Tensor& t, const InputPlan& p, Device dev, ir::OpType op) {
-  Tensor r = t;
+// In place, so an input the plan leaves alone is not copied (Tensor copies are
+// a measurable part of a small op's cost).
+void prepare(Tensor& r, const InputPlan& p, Device dev, ir::OpType op) {
   if (!p.host_scalar && !p.transfer && r.device() != dev) {
     note_implicit_copy(r, dev, op_name(op));
     r = r.to(dev);
@@ -143,8 +145,7 @@ Tensor prepare(const Tensor& t, const InputPlan& p, Device dev, ir::OpType op) {
   if (p.dtype && r.dtype() != *p.dtype) r = r.to(*p.dtype);
   if (p.reshape && r.shape() != *p.reshape) r = r.reshape(*p.reshape);
   if (p.expand && r.shape() != *p.expand) r = r.expand(*p.expand);
-  if (p.contiguous) r = r.contiguous();
-  return r;
+  if (p.contiguous && !r.is_contiguous()) r = r.contiguous();
 }
 
 const Shape& result_shape(const OutputPlan& p) { return p.result ? *p.result : p.shape; }
@@ -189,7 +190,7 @@ std::vector<Tensor> execute(OpCall& call, const Inferred& inf) {
   if (!kernel && !is_view) return run_composite(call, std::move(given));
 
   for (size_t i = 0; i < call.inputs.size(); ++i)
-    if (call.inputs[i].defined()) call.inputs[i] = prepare(call.inputs[i], inf.inputs[i], dev, call.op);
+    if (call.inputs[i].defined()) prepare(call.inputs[i], inf.inputs[i], dev, call.op);
   const bool direct = !given.empty() && check_given_outputs(call, given, inf);
   call.outputs.resize(inf.outputs.size());
   for (size_t i = 0; i < inf.outputs.size(); ++i) {
@@ -217,6 +218,11 @@ std::vector<Tensor> execute(OpCall& call, const Inferred& inf) {
 }
 
 }  // namespace
+
+ThreadState& thread_state() {
+  thread_local ThreadState state;
+  return state;
+}
 
 const char* reduction_name(Reduction r) {
   switch (r) {
@@ -285,7 +291,8 @@ std::vector<Tensor> apply(OpCall call) {
   PF_CHECK(infer, NotSupportedError, op_name(call.op), ": the op has no infer function (a library bug)");
   PF_CHECK(call.attrs.index() == table_attrs_index(call.op), TypeError, op_name(call.op), ": called with ",
            attrs_name(call.attrs), " but the op table gives it other attributes (a caller's bug)");
-  if (amp::autocast_active()) amp::autocast_inputs(call);
+  const ThreadState& mode = thread_state();
+  if (mode.autocast_active) amp::autocast_inputs(call);
   Inferred inf = infer(call);
   const bool in_place = !call.outputs.empty();
   auto run = [&]() {
@@ -294,7 +301,7 @@ std::vector<Tensor> apply(OpCall call) {
       for (Tensor& o : outputs) o.storage()->bump_version();
     return outputs;
   };
-  if (!autograd::is_grad_enabled()) return run();
+  if (!mode.grad_enabled) return run();
   if (autograd::should_record(call)) {
     autograd::Recording recording(call);
     std::vector<Tensor> outputs;
@@ -305,7 +312,8 @@ std::vector<Tensor> apply(OpCall call) {
     recording.finish(outputs);
     return outputs;
   }
-  if (in_place || op_family(call.op) != OpFamily::VIEW || !call.inputs[0].autograd_meta()) return run();
+  if (in_place || call.inputs.empty() || !call.inputs[0].autograd_meta() || op_family(call.op) != OpFamily::VIEW)
+    return run();
   const Tensor input = call.inputs[0];
   std::vector<Tensor> outputs = run();
   for (Tensor& o : outputs) autograd::link_view(input, o);

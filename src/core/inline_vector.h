@@ -1,10 +1,12 @@
 #pragma once
 // A vector of at most N elements stored inline: the per-call plans of the op
-// layer (a few inputs, one to three outputs) cost no heap allocation, which
-// matters on the path every small op takes.
+// layer (a few inputs, one to four outputs) cost no heap allocation, which
+// matters on the path every small op takes. Only the elements pushed are
+// constructed, so unused capacity costs nothing.
 
 #include <cstddef>
 #include <initializer_list>
+#include <new>
 #include <stdexcept>
 #include <utility>
 
@@ -16,21 +18,50 @@ template <class T, size_t N> class InlineVector {
   InlineVector(std::initializer_list<T> items) {
     for (const T& t : items) push_back(t);
   }
+  InlineVector(const InlineVector& o) {
+    for (const T& t : o) push_back(t);
+  }
+  InlineVector(InlineVector&& o) noexcept {
+    for (T& t : o) new (slot(size_++)) T(std::move(t));
+  }
+  InlineVector& operator=(const InlineVector& o) {
+    if (this != &o) {
+      clear();
+      for (const T& t : o) push_back(t);
+    }
+    return *this;
+  }
+  InlineVector& operator=(InlineVector&& o) noexcept {
+    if (this != &o) {
+      clear();
+      for (T& t : o) new (slot(size_++)) T(std::move(t));
+    }
+    return *this;
+  }
+  ~InlineVector() { clear(); }
+
   void push_back(T t) {
     if (size_ == N) throw std::length_error("InlineVector: more than its capacity of elements");
-    items_[size_++] = std::move(t);
+    new (slot(size_)) T(std::move(t));
+    ++size_;
+  }
+  void clear() {
+    for (size_t i = 0; i < size_; ++i) begin()[i].~T();
+    size_ = 0;
   }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  T& operator[](size_t i) { return items_[i]; }
-  const T& operator[](size_t i) const { return items_[i]; }
-  T* begin() { return items_; }
-  T* end() { return items_ + size_; }
-  const T* begin() const { return items_; }
-  const T* end() const { return items_ + size_; }
+  T& operator[](size_t i) { return begin()[i]; }
+  const T& operator[](size_t i) const { return begin()[i]; }
+  T* begin() { return std::launder(reinterpret_cast<T*>(storage_)); }
+  T* end() { return begin() + size_; }
+  const T* begin() const { return std::launder(reinterpret_cast<const T*>(storage_)); }
+  const T* end() const { return begin() + size_; }
 
  private:
-  T items_[N] = {};
+  void* slot(size_t i) { return storage_ + i * sizeof(T); }
+
+  alignas(T) unsigned char storage_[N * sizeof(T)];
   size_t size_ = 0;
 };
 
