@@ -79,9 +79,11 @@ PF_API Tensor layer_norm_backward(const Tensor& grad, const Tensor& input, const
 PF_API Tensor rms_norm_backward(const Tensor& grad, const Tensor& input, const Shape& normalized_shape,
                                 const Tensor& weight, double eps);
 // cross_entropy with class-index targets: d(loss)/d(input) for a loss whose
-// gradient per element is `scale` (a 0-d tensor applies to every element).
+// gradient per element is `scale` (a 0-d tensor applies to every element);
+// lse: each element's logsumexp over the classes (the forward's second output).
 PF_API Tensor cross_entropy_backward(const Tensor& scale, const Tensor& input, const Tensor& target,
-                                     const Tensor& weight, int64_t ignore_index, double label_smoothing);
+                                     const Tensor& lse, const Tensor& weight, int64_t ignore_index,
+                                     double label_smoothing);
 
 // ---- attention: softmax(q k^T * scale + mask) v over any leading batch dims.
 // attn_mask: bool (true = attend) or float (added), broadcastable to (..., L, S).

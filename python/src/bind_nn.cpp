@@ -104,13 +104,14 @@ void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor) {
 
   m.def(
       "cross_entropy_backward",
-      [](const Tensor& scale, const Tensor& x, const Tensor& target, std::optional<Tensor> weight,
+      [](const Tensor& scale, const Tensor& x, const Tensor& target, const Tensor& lse, std::optional<Tensor> weight,
          int64_t ignore_index, double label_smoothing) {
-        return pyflame::cross_entropy_backward(scale, x, target, opt(weight), ignore_index, label_smoothing);
+        return pyflame::cross_entropy_backward(scale, x, target, lse, opt(weight), ignore_index, label_smoothing);
       },
-      "scale"_a, "input"_a, "target"_a, "weight"_a = nb::none(), "ignore_index"_a = -100,
+      "scale"_a, "input"_a, "target"_a, "lse"_a, "weight"_a = nb::none(), "ignore_index"_a = -100,
       "label_smoothing"_a = 0.0,
-      "d/d(input) of sum(scale * cross_entropy(input, target, reduction='none')) (class-index targets).");
+      "d/d(input) of sum(scale * cross_entropy(input, target, reduction='none')) (class-index targets); lse: "
+      "each element's logsumexp over the classes.");
 
   // ---- dropout
   def_with_method(m, tensor, "dropout",

@@ -688,7 +688,8 @@ Grads d_cross_entropy(const GradContext& c) {
   const LossAttrs& a = c.attr<LossAttrs>();
   Tensor scale = widen(c.grad());
   if (a.reduction == Reduction::Mean) scale = div(scale, sum(kept_targets(c, scale).second));
-  return {cross_entropy_backward(scale, c.input(0), c.input(1), c.input(2), a.ignore_index, a.label_smoothing),
+  return {cross_entropy_backward(scale, c.input(0), c.input(1), c.output(1), c.input(2), a.ignore_index,
+                                 a.label_smoothing),
           Tensor(), Tensor()};
 }
 
@@ -790,6 +791,6 @@ PF_REGISTER_DERIVATIVE(batch_norm, &d_batch_norm, kSavesInputs);
 PF_REGISTER_DERIVATIVE(group_norm, &d_group_norm, kSavesInputs);
 PF_REGISTER_DERIVATIVE(dropout, &d_dropout, kSavesNothing);
 PF_REGISTER_DERIVATIVE(nll_loss, &d_nll_loss, kSavesInputs);
-PF_REGISTER_DERIVATIVE(cross_entropy, &d_cross_entropy, kSavesInputs);
+PF_REGISTER_DERIVATIVE(cross_entropy, &d_cross_entropy, kSavesBoth);
 
 }  // namespace pyflame::autograd

@@ -178,6 +178,9 @@ Inferred infer_dropout(OpCall& call) {
   return {current_device(), {in}, {{input.shape(), input.dtype()}}, {}};
 }
 
+// The dtype cross_entropy keeps its per-element logsumexp in: the compute type.
+DType lse_dtype(DType logits) { return logits == DType::Float64 ? DType::Float64 : DType::Float32; }
+
 // nll_loss, and cross_entropy with class-index targets.
 Inferred infer_nll_loss(OpCall& call) {
   const ir::OpType op = call.op;
@@ -199,10 +202,14 @@ Inferred infer_nll_loss(OpCall& call) {
   InputPlan t = reshaped({n, inner});
   t.dtype = DType::Int64;
   const Shape out = std::get<LossAttrs>(call.attrs).reduction == Reduction::None ? expected : Shape{};
-  return {current_device(),
-          {reshaped({n, c, inner}), t, param_plan(weight, {c}, "weight", "the number of classes", op)},
-          {{out, logp.dtype()}},
-          {}};
+  Inferred inf{current_device(),
+               {reshaped({n, c, inner}), t, param_plan(weight, {c}, "weight", "the number of classes", op)},
+               {{out, logp.dtype()}},
+               {}};
+  // cross_entropy also gives each element's logsumexp over the classes (0
+  // where ignored), so that its backward pass reads the logits only once.
+  if (op == ir::OpType::cross_entropy) inf.outputs.push_back({{n * inner}, lse_dtype(logp.dtype())});
+  return inf;
 }
 
 // softmax_backward, log_softmax_backward: grad and output of one shape, in the output's float dtype.
@@ -235,7 +242,8 @@ Inferred infer_row_norm_backward(OpCall& call) {
 }
 
 // cross_entropy_backward: the forward's plan for (input, target, weight); the
-// gradient has the input's shape, the per-element scale the compute dtype.
+// gradient has the input's shape, the per-element scale and the forward's
+// logsumexp the compute dtype.
 Inferred infer_cross_entropy_backward(OpCall& call) {
   const Tensor& scale = call.inputs[0];
   OpCall forward{ir::OpType::cross_entropy, {call.inputs[1], call.inputs[2], call.inputs[3]}, call.attrs, {}};
@@ -247,9 +255,16 @@ Inferred infer_cross_entropy_backward(OpCall& call) {
            "cross_entropy_backward: scale has shape ", scale.shape(), "; expected one element or the target's shape ",
            call.inputs[2].shape());
   InputPlan sp = reshaped({scale.numel() == 1 ? 1 : rows[0] * rows[1]});
-  sp.dtype = input.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  sp.dtype = lse_dtype(input.dtype());
+  const Tensor& lse = call.inputs[4];
+  PF_CHECK(lse.numel() == rows[0] * rows[1], ValueError, "cross_entropy_backward: lse has ", lse.numel(),
+           " elements; expected one per target element (", rows[0] * rows[1], ")");
+  InputPlan lp = reshaped({rows[0] * rows[1]});
+  lp.dtype = sp.dtype;
   const Shape& kernel_shape = *inf.inputs[0].reshape;  // (N, C, S)
-  return {inf.device, {sp, inf.inputs[0], inf.inputs[1], inf.inputs[2]}, {{kernel_shape, input.dtype(), input.shape()}},
+  return {inf.device,
+          {sp, inf.inputs[0], inf.inputs[1], inf.inputs[2], lp},
+          {{kernel_shape, input.dtype(), input.shape()}},
           {}};
 }
 
@@ -393,9 +408,9 @@ Tensor rms_norm_backward(const Tensor& grad, const Tensor& input, const Shape& n
   return apply_one(ir::OpType::rms_norm_backward, {grad, input, weight}, std::move(a));
 }
 
-Tensor cross_entropy_backward(const Tensor& scale, const Tensor& input, const Tensor& target, const Tensor& weight,
-                              int64_t ignore_index, double label_smoothing) {
-  return apply_one(ir::OpType::cross_entropy_backward, {scale, input, target, weight},
+Tensor cross_entropy_backward(const Tensor& scale, const Tensor& input, const Tensor& target, const Tensor& lse,
+                              const Tensor& weight, int64_t ignore_index, double label_smoothing) {
+  return apply_one(ir::OpType::cross_entropy_backward, {scale, input, target, weight, lse},
                    LossAttrs{ignore_index, Reduction::None, label_smoothing});
 }
 

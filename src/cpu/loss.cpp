@@ -43,7 +43,7 @@ template <bool kFromLogits> void nll_loss_kernel(OpCall& call) {
   std::vector<double> weight(c, 1.0);
   if (call.inputs[2].defined()) weight.assign(call.inputs[2].data<double>(), call.inputs[2].data<double>() + c);
   const double eps = at.label_smoothing;
-  std::vector<double> loss(n * s), w(n * s);
+  std::vector<double> loss(n * s), w(n * s), lse_of(kFromLogits ? n * s : 0);
   visit_dtype(logp.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
@@ -54,10 +54,12 @@ template <bool kFromLogits> void nll_loss_kernel(OpCall& call) {
                        const int64_t t = target[k], i = k / s, j = k % s;
                        if (t == at.ignore_index) {
                          loss[k] = w[k] = 0;
+                         if (kFromLogits) lse_of[k] = 0;
                          continue;
                        }
                        const T* row = lp + i * c * s + j;  // class q at row[q * s]
                        const double lse = kFromLogits ? logsumexp(row, c, s) : 0.0;
+                       if (kFromLogits) lse_of[k] = lse;
                        w[k] = weight[t];
                        double l = -weight[t] * (static_cast<double>(row[t * s]) - lse);
                        if (eps > 0) {
@@ -68,6 +70,10 @@ template <bool kFromLogits> void nll_loss_kernel(OpCall& call) {
                        loss[k] = l;
                      }
                    });
+      if constexpr (kFromLogits) {  // each element's logsumexp, for the backward pass
+        acc_t<T>* lse_out = call.outputs[1].data<acc_t<T>>();
+        for (int64_t k = 0; k < n * s; ++k) lse_out[k] = static_cast<acc_t<T>>(lse_of[k]);
+      }
       T* out = call.out().data<T>();
       if (at.reduction == Reduction::None) {
         for (int64_t k = 0; k < n * s; ++k) out[k] = static_cast<T>(static_cast<acc_t<T>>(loss[k]));
@@ -81,7 +87,8 @@ template <bool kFromLogits> void nll_loss_kernel(OpCall& call) {
   });
 }
 
-// cross_entropy's gradient of the logits, per element with target t kept:
+// cross_entropy's gradient of the logits from the forward's logsumexp (one
+// read of the logits), per element with target t kept:
 //   scale * (softmax(x) * A - coef),  coef[c] = (1 - eps) w[t] [c == t] + eps / C w[c],  A = sum_c coef[c];
 // 0 for ignored elements. scale: one value, or one per element.
 void cross_entropy_backward_kernel(OpCall& call) {
@@ -99,6 +106,7 @@ void cross_entropy_backward_kernel(OpCall& call) {
     if constexpr (is_float_v<T>) {
       using A = acc_t<T>;
       const A* scale = call.inputs[0].data<A>();
+      const A* lse_of = call.inputs[4].data<A>();
       const bool per_element = call.inputs[0].numel() > 1;
       const T* x = logits.data<T>();
       T* out = call.out().data<T>();
@@ -111,7 +119,7 @@ void cross_entropy_backward_kernel(OpCall& call) {
             for (int64_t q = 0; q < c; ++q) dst[q * s] = T(0);
             continue;
           }
-          const double lse = logsumexp(row, c, s);
+          const double lse = static_cast<double>(lse_of[k]);
           const double sc = static_cast<double>(scale[per_element ? k : 0]);
           const double total = (1 - eps) * weight[t] + smooth * weight_total;
           for (int64_t q = 0; q < c; ++q) {

@@ -175,7 +175,7 @@ void launch_cross_entropy_loss(float* output, const float* logits, const int32_t
   OpCall call{ir::OpType::cross_entropy,
               {wrap(logits, N * C).view({N, C, 1}), target, Tensor()},
               LossAttrs{-100, Reduction::Mean, 0.0},
-              {wrap(output, 1).view({})}};
+              {wrap(output, 1).view({}), Tensor::empty({N}, DType::Float32, dev)}};  // (the kernel's logsumexp output)
   run_kernel(call, dev);
 }
 

@@ -285,11 +285,16 @@ def _cross_entropy_backward_samples(rng, dtype, cls):
         per_element = s.kwargs.get("reduction") == "none"
         scale = Arg(make_values(rng, target.values.shape if per_element else (), dtype, low=-2, high=2))
         kw = {k: v for k, v in s.kwargs.items() if k in ("ignore_index", "label_smoothing")}
-        out.append(Sample((scale, x, target, weight), kw))
+        # the forward's logsumexp over the class dim, per element, in the compute dtype
+        logits = torch.from_numpy(np.asarray(x.values, dtype=np.float64))
+        lse = torch.logsumexp(logits, dim=0 if logits.dim() == 1 else 1).reshape(-1).numpy()
+        out.append(Sample((scale, x, target, Arg(_exact(lse, "float64" if dtype == "float64" else "float32"),
+                                                  dtype="float64" if dtype == "float64" else "float32"),
+                           weight), kw))
     return out
 
 
-def _cross_entropy_backward_ref(scale, input, target, weight=None, ignore_index=-100, label_smoothing=0.0):
+def _cross_entropy_backward_ref(scale, input, target, lse, weight=None, ignore_index=-100, label_smoothing=0.0):
     x = input.detach().double().requires_grad_(True)
     loss = F.cross_entropy(x, target.long(), None if weight is None else weight.double(), ignore_index=ignore_index,
                            reduction="none", label_smoothing=label_smoothing)

@@ -79,7 +79,8 @@ template <class A> __device__ LogitSums<A> warp_merge(LogitSums<A> s) {
 // Element losses: out (reduction 'none') or, per block, the sums of losses and of
 // the weights of the targets kept into block_sums[2 * block + {0, 1}].
 template <class T, bool kFromLogits>
-static __global__ void nll_elements(T* out, double* block_sums, const T* logp, const int64_t* target, NllProblem p) {
+static __global__ void nll_elements(T* out, double* block_sums, acc_t<T>* lse_out, const T* logp, const int64_t* target,
+                                    NllProblem p) {
   using A = acc_t<T>;
   const int lane = threadIdx.x % PF_WARP_SIZE;
   const int64_t warps_per_block = kLossThreads / PF_WARP_SIZE;
@@ -92,6 +93,7 @@ static __global__ void nll_elements(T* out, double* block_sums, const T* logp, c
       record_kernel_error(p.errors, KernelErrorCode::TargetOutOfRange, p.op, t, p.c, p.ignore_index);
     if (!kept) {  // the same for the whole warp
       if (lane == 0 && out) out[k] = T(0);
+      if (lane == 0 && lse_out) lse_out[k] = A(0);
       continue;
     }
     const T* row = logp + i * p.c * p.s + j;  // class q at row[q * s]
@@ -110,6 +112,7 @@ static __global__ void nll_elements(T* out, double* block_sums, const T* logp, c
       smooth = warp_all_reduce(smooth, kernels::SumReduce<double>());
     }
     if (lane != 0) continue;
+    if (lse_out) lse_out[k] = static_cast<A>(lse);
     const double w = p.weight ? p.weight[t] : 1.0;
     double l = -w * (static_cast<double>(row[t * p.s]) - lse);
     if (smoothing) l = (1 - p.label_smoothing) * l + p.label_smoothing / static_cast<double>(p.c) * smooth;
@@ -152,7 +155,7 @@ template <bool kFromLogits> void nll_loss_entry(OpCall& call) {
   const hipStream_t stream = current_stream(dev.index);
   const int64_t elements = p.n * p.s, warps_per_block = kLossThreads / warp_size(dev.index);
   const bool reduce = at.reduction != Reduction::None;
-  if (!reduce && elements == 0) return;
+  if (!reduce && elements == 0) return;  // (then the logsumexp output is empty too)
   const int blocks =
       static_cast<int>(std::clamp<int64_t>((elements + warps_per_block - 1) / warps_per_block, 1, kMaxLossBlocks));
   Tensor block_sums = reduce ? Tensor::empty({2 * blocks}, DType::Float64, dev) : Tensor();
@@ -160,8 +163,9 @@ template <bool kFromLogits> void nll_loss_entry(OpCall& call) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
       double* sums = reduce ? block_sums.data<double>() : nullptr;
+      acc_t<T>* lse = kFromLogits ? call.outputs[1].data<acc_t<T>>() : nullptr;
       nll_elements<T, kFromLogits><<<blocks, kLossThreads, 0, stream>>>(
-          reduce ? nullptr : out.data<T>(), sums, logp.data<T>(), target.data<int64_t>(), p);
+          reduce ? nullptr : out.data<T>(), sums, lse, logp.data<T>(), target.data<int64_t>(), p);
       if (reduce) {
         HIP_CHECK(hipGetLastError());
         nll_total<T><<<1, kLossThreads, 0, stream>>>(out.data<T>(), sums, blocks, at.reduction == Reduction::Mean);
@@ -172,13 +176,14 @@ template <bool kFromLogits> void nll_loss_entry(OpCall& call) {
                                std::to_string(p.s) + ") (" + dtype_name(logp.dtype()) + ")");
 }
 
-// cross_entropy's logits gradient (cpu/loss.cpp has the formula), one warp
-// per element as the forward: a pass for the running maximum and sum of
-// exponentials (and sum w[c] for label smoothing), then a pass writing
-// scale * (p[c] A - coef[c]); ignored elements get zeros.
+// cross_entropy's logits gradient (cpu/loss.cpp has the formula) from the
+// forward's logsumexp, one warp per element as the forward, in one pass over
+// the logits writing scale * (exp(x - lse) A - coef); with label smoothing
+// and a weight, the lanes first sum the weights. Ignored elements get zeros.
 template <class T>
 static __global__ void cross_entropy_backward_elements(T* gx, const T* logits, const int64_t* target,
-                                                       const acc_t<T>* scale, bool per_element, NllProblem p) {
+                                                       const acc_t<T>* scale, const acc_t<T>* lse_of,
+                                                       bool per_element, NllProblem p) {
   using A = acc_t<T>;
   const int lane = threadIdx.x % PF_WARP_SIZE;
   const int64_t warps_per_block = kLossThreads / PF_WARP_SIZE;
@@ -192,16 +197,18 @@ static __global__ void cross_entropy_backward_elements(T* gx, const T* logits, c
       for (int64_t q = lane; q < p.c; q += PF_WARP_SIZE) out[q * p.s] = T(0);
       continue;
     }
-    LogitSums<A> sums{-std::numeric_limits<A>::infinity(), A(0), 0.0, 0.0};
-    for (int64_t q = lane; q < p.c; q += PF_WARP_SIZE)
-      sums.add(static_cast<A>(row[q * p.s]), p.weight ? p.weight[q] : 1.0);
-    sums = warp_merge(sums);
+    double weights = static_cast<double>(p.c);
+    if (smooth > 0 && p.weight) {
+      weights = 0;
+      for (int64_t q = lane; q < p.c; q += PF_WARP_SIZE) weights += p.weight[q];
+      weights = warp_all_reduce(weights, kernels::SumReduce<double>());
+    }
     const double wt = p.weight ? p.weight[t] : 1.0;
-    const A total = static_cast<A>((1 - p.label_smoothing) * wt + smooth * sums.weights);
-    const A sc = scale[per_element ? k : 0], inv = A(1) / sums.exp_sum;
+    const A total = static_cast<A>((1 - p.label_smoothing) * wt + smooth * weights);
+    const A sc = scale[per_element ? k : 0], lse = lse_of[k];
     for (int64_t q = lane; q < p.c; q += PF_WARP_SIZE) {
       const double coef = smooth * (p.weight ? p.weight[q] : 1.0) + (q == t ? (1 - p.label_smoothing) * wt : 0.0);
-      const A prob = math::exp(static_cast<A>(row[q * p.s]) - sums.max) * inv;
+      const A prob = math::exp(static_cast<A>(row[q * p.s]) - lse);
       out[q * p.s] = static_cast<T>(sc * (prob * total - static_cast<A>(coef)));
     }
   }
@@ -225,7 +232,7 @@ void cross_entropy_backward_entry(OpCall& call) {
     if constexpr (is_float_v<T>) {
       cross_entropy_backward_elements<T><<<blocks, kLossThreads, 0, current_stream(dev.index)>>>(
           out.data<T>(), logits.data<T>(), target.data<int64_t>(), call.inputs[0].data<acc_t<T>>(),
-          call.inputs[0].numel() > 1, p);
+          call.inputs[4].data<acc_t<T>>(), call.inputs[0].numel() > 1, p);
     }
   });
   check_launch("cross_entropy_backward", "input (N, C, S) = (" + std::to_string(p.n) + ", " + std::to_string(p.c) +
