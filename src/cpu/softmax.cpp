@@ -57,12 +57,18 @@ template <class T, bool kLog> void softmax_lines(const T* in, T* out, int64_t n,
     }
 }
 
+// A contiguous tensor as [outer, n, inner] around dim d.
+struct Lines {
+  int64_t outer = 1, n, inner = 1;
+  Lines(const Shape& s, int64_t d) : n(s[d]) {
+    for (int64_t i = 0; i < d; ++i) outer *= s[i];
+    for (int64_t i = d + 1; i < static_cast<int64_t>(s.size()); ++i) inner *= s[i];
+  }
+};
+
 template <bool kLog> void softmax_kernel(OpCall& call) {
   Tensor x = call.inputs[0].contiguous();
-  const int64_t d = call.attr<DimAttrs>().dim, n = x.shape()[d];
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < d; ++i) outer *= x.shape()[i];
-  for (int64_t i = d + 1; i < x.dim(); ++i) inner *= x.shape()[i];
+  const auto [outer, n, inner] = Lines(x.shape(), call.attr<DimAttrs>().dim);
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
@@ -99,10 +105,7 @@ void softmax_backward_line(const T* g, const T* y, T* gx, int64_t n, int64_t inn
 
 template <bool kLog> void softmax_backward_kernel(OpCall& call) {
   const Tensor &g = call.inputs[0], &y = call.inputs[1];
-  const int64_t d = call.attr<DimAttrs>().dim, n = y.shape()[d];
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < d; ++i) outer *= y.shape()[i];
-  for (int64_t i = d + 1; i < y.dim(); ++i) inner *= y.shape()[i];
+  const auto [outer, n, inner] = Lines(y.shape(), call.attr<DimAttrs>().dim);
   visit_dtype(y.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
