@@ -233,8 +233,7 @@ namespace {
 class CopySlices : public Node {
  public:
   CopySlices(const Tensor& base_layout, const Tensor& view, Edge base_edge, std::shared_ptr<OpNode> fn, int self_input)
-      : base_(info_of(base_layout)),
-        view_shape_(view.shape()),
+      : view_shape_(view.shape()),
         view_strides_(view.strides()),
         view_offset_(view.offset() - base_layout.offset()),
         fn_(std::move(fn)),
@@ -247,7 +246,7 @@ class CopySlices : public Node {
   std::string name() const override { return "CopySlices"; }
   std::vector<Tensor> apply(std::vector<Tensor> grads) override {
     if (!grads[0].defined()) return std::vector<Tensor>(next_edges.size());
-    Tensor result = grads[0].contiguous().clone();
+    Tensor result = grads[0].clone();  // contiguous, laid out as the base (which spans its memory)
     Tensor region = result.as_strided(view_shape_, view_strides_, view_offset_);
     std::vector<Tensor> fn_grads = fn_ ? fn_->apply({region.clone()}) : std::vector<Tensor>();
     if (self_input_ >= 0 && fn_grads[self_input_].defined()) region.copy_(fn_grads[self_input_]);
@@ -262,7 +261,6 @@ class CopySlices : public Node {
   }
 
  private:
-  TensorInfo base_;
   Shape view_shape_, view_strides_;
   int64_t view_offset_;
   std::shared_ptr<OpNode> fn_;
