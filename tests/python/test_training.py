@@ -88,3 +88,29 @@ def test_demo_trains_the_digits_cnn(tmp_path):
     accuracy = demo.main(["--epochs", "4", "--device", "cpu", "--plot", str(tmp_path / "curves.png")])
     assert accuracy >= 0.95
     assert (tmp_path / "curves.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+@pytest.mark.parametrize("name,kwargs", [
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
+    ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.1)),
+    ("AdamW", dict(lr=0.01)),
+    ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_optimizers_match_torch_on_each_device(name, kwargs, device, rng):
+    """Five steps with the same gradients: parameters equal torch.optim's (CPU) on either device."""
+    _use(device)
+    w0 = [rng.uniform(-1, 1, s).astype(np.float32) for s in ((7, 5), (5,))]
+    params = [pf.tensor(w, device=device, requires_grad=True) for w in w0]
+    tparams = [torch.tensor(w, requires_grad=True) for w in w0]
+    opt = getattr(pf.optim, name)(params, **kwargs)
+    topt = getattr(torch.optim, name)(tparams, **kwargs)
+    for _ in range(5):
+        for p, t in zip(params, tparams):
+            g = rng.uniform(-1, 1, t.shape).astype(np.float32)
+            p.grad = pf.tensor(g, device=device)
+            t.grad = torch.tensor(g)
+        opt.step()
+        topt.step()
+    for p, t in zip(params, tparams):
+        np.testing.assert_allclose(pf_to_numpy(p), t.detach().numpy(), rtol=1e-5, atol=1e-6)
