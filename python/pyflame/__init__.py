@@ -103,7 +103,7 @@ from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  #
 from . import amp  # noqa: E402,F401
 from . import utils  # noqa: E402,F401  (pf.utils.data, pf.utils.checkpoint)
 from . import datasets  # noqa: E402,F401
-from .amp import autocast  # noqa: E402,F401
+from .amp import autocast, is_autocast_enabled  # noqa: E402,F401
 from . import _tensor_repr  # noqa: E402,F401  (installs Tensor.__repr__)
 from . import backend  # noqa: E402,F401  (pf.backend.rocm)
 

@@ -24,7 +24,7 @@ def test_autocast_dtypes(device, low, rng):
     img = pf.tensor(rng.uniform(-1, 1, (2, 3, 6, 6)).astype(np.float32))
     k = pf.tensor(rng.uniform(-1, 1, (4, 3, 3, 3)).astype(np.float32))
     with pf.autocast(device, dtype=lowp):
-        assert pf.is_autocast_enabled(device) if hasattr(pf, "is_autocast_enabled") else pf.amp.is_autocast_enabled(device)
+        assert pf.is_autocast_enabled(device)
         h = a @ w.T
         assert h.dtype == lowp
         assert pf.linear(a, w).dtype == lowp
@@ -37,7 +37,7 @@ def test_autocast_dtypes(device, low, rng):
         with pf.autocast(device, enabled=False):
             assert (a @ w.T).dtype == pf.float32
     assert (a @ w.T).dtype == pf.float32
-    assert not pf.amp.is_autocast_enabled(device)
+    assert not pf.is_autocast_enabled(device)
 
 
 def test_autocast_matches_torch_for_matmul_and_linear(rng):
