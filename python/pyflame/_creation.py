@@ -132,12 +132,24 @@ def randn(*size, dtype=None, generator=None, device=None, requires_grad=False):
     return _requires_grad(_C._randn(*size, dtype=dtype, generator=generator, device=device), requires_grad)
 
 
-def randint(low, high=None, size=None, dtype=None, generator=None, device=None, requires_grad=False):
-    """Integers in [low, high): randint(high, size) or randint(low, high, size), drawn as rand's."""
-    if size is None:
-        if high is None:
-            raise TypeError("randint() needs a size: randint(low, high, size) or randint(high, size)")
-        low, high, size = 0, low, high
-    if high is None:
-        raise TypeError("randint() needs high")
-    return _requires_grad(_C._randint(low, high, size, dtype=dtype, generator=generator, device=device), requires_grad)
+def randint(*args, low=None, high=None, size=None, dtype=None, generator=None, device=None, requires_grad=False):
+    """Integers in [low, high), drawn as rand's, with PyTorch's forms: randint(high, size),
+    randint(low, high, size), and any of low (default 0), high and size as keywords."""
+    given = {"low": low, "high": high, "size": size}
+    # Positional values fill, in order, what the keywords left open; with fewer of them than
+    # that, low is the one left out (it defaults to 0): randint(high, size), randint(5, size=...).
+    open_names = [n for n in ("low", "high", "size") if given[n] is None]
+    if len(args) > len(open_names):
+        raise TypeError(f"randint() takes at most 3 arguments (low, high, size), got {len(args)} positional and "
+                        f"{3 - len(open_names)} by keyword")
+    if len(args) < len(open_names) and open_names[0] == "low":
+        open_names = open_names[1:]
+    for name, value in zip(open_names, args):
+        given[name] = value
+    if given["high"] is None:
+        raise TypeError("randint() needs high: randint(high, size), randint(low, high, size) or high=")
+    if given["size"] is None:
+        raise TypeError("randint() needs a size: randint(low, high, size), randint(high, size) or size=")
+    low = 0 if given["low"] is None else given["low"]
+    return _requires_grad(_C._randint(low, given["high"], given["size"], dtype=dtype, generator=generator,
+                                      device=device), requires_grad)

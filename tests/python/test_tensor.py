@@ -739,3 +739,28 @@ def test_load_map_location(tmp_path):
         pf.load(path, map_location={"cuda:0": "cpu"})
     with pytest.raises(TypeError, match="not both"):
         pf.load(path, device="cpu", map_location="cpu")
+
+
+@pytest.mark.parametrize("args,kwargs", [
+    ((5, (3, 4)), {}), ((2, 9, (6,)), {}), ((), dict(high=5, size=(3,))), ((), dict(low=-3, high=4, size=(2, 2))),
+    ((7,), dict(size=(5,))), ((1, 4), dict(size=(8,))), ((), dict(high=3, size=[4])),
+])
+def test_randint_forms_as_torch(args, kwargs):
+    """Every way torch.randint takes low, high and size gives the same shape and range."""
+    import torch
+
+    want = torch.randint(*args, **kwargs)
+    got = pf.randint(*args, **kwargs)
+    assert tuple(got.shape) == tuple(want.shape) and got.dtype == pf.int64
+    low = kwargs.get("low", args[0] if len(args) == 3 or (len(args) == 2 and "size" in kwargs) else 0)
+    high = kwargs.get("high", args[1] if len(args) >= 2 and (len(args) == 3 or "size" in kwargs) else
+                      (args[0] if args else None))
+    values = got.numpy()
+    assert values.min() >= low and values.max() < high
+
+
+def test_randint_needs_high_and_size():
+    with pytest.raises(TypeError):
+        pf.randint(size=(3,))
+    with pytest.raises(TypeError):
+        pf.randint(5)
