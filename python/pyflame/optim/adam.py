@@ -1,7 +1,7 @@
 """Adam and AdamW (decoupled weight decay), as torch.optim.Adam and torch.optim.AdamW."""
 
 from .. import _C
-from .optimizer import Optimizer, _check_unsupported, _no_grad_step, _zero_step
+from .optimizer import Optimizer, _check_nonnegative, _check_unsupported, _no_grad_step, _zero_step
 
 __all__ = ["Adam", "AdamW"]
 
@@ -24,16 +24,12 @@ class Adam(Optimizer):
         _check_unsupported(name, capturable=capturable, differentiable=differentiable, fused=fused)
         if isinstance(lr, _C.Tensor) or any(isinstance(b, _C.Tensor) for b in betas):
             raise TypeError(f"{name}: lr and betas must be numbers (tensors are not supported, docs/training.md)")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        _check_nonnegative(lr=lr, eps=eps)
         if not 0.0 <= betas[0] < 1.0:
             raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
         if not 0.0 <= betas[1] < 1.0:
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_nonnegative(weight_decay=weight_decay)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
                     "maximize": maximize, "decoupled_weight_decay": decoupled_weight_decay}
         super().__init__(params, defaults)

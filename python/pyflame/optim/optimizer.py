@@ -43,6 +43,17 @@ def _check_unsupported(name, **flags):
                                        "each optimizer (docs/training.md)")
 
 
+_INVALID = {"lr": "learning rate", "eps": "epsilon value", "momentum": "momentum value",
+            "weight_decay": "weight_decay value", "alpha": "alpha value"}
+
+
+def _check_nonnegative(**values):
+    """PyTorch's ValueError for each option that is negative (or NaN), checked in the order given."""
+    for name, value in values.items():
+        if not 0.0 <= value:
+            raise ValueError(f"Invalid {_INVALID[name]}: {value}")
+
+
 def _no_grad_step(step):
     """Runs an optimizer's step under pf.no_grad() (its closure, if any, under pf.enable_grad())."""
 

@@ -1,7 +1,7 @@
 """RMSprop, as torch.optim.RMSprop."""
 
 from .. import _C
-from .optimizer import Optimizer, _check_unsupported, _no_grad_step, _zero_step
+from .optimizer import Optimizer, _check_nonnegative, _check_unsupported, _no_grad_step, _zero_step
 
 __all__ = ["RMSprop"]
 
@@ -22,16 +22,7 @@ class RMSprop(Optimizer):
         _check_unsupported("RMSprop", capturable=capturable, differentiable=differentiable)
         if isinstance(lr, _C.Tensor):
             raise TypeError("RMSprop: lr must be a number (a tensor lr is not supported, docs/training.md)")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        _check_nonnegative(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         defaults = {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps, "centered": centered,
                     "weight_decay": weight_decay, "maximize": maximize}
         super().__init__(params, defaults)
