@@ -1,7 +1,10 @@
-// Fused optimizer updates (pyflame/optim_ops.h): pf.adam_step (out of place,
-// the updated parameter) and pf.adam_step_ (in place: what pf.optim.Adam runs).
+// Fused optimizer updates (pyflame/optim_ops.h): pf.adam_step, pf.sgd_step,
+// pf.rmsprop_step (one parameter, out of place: the updated parameter) and
+// _C.adam_step_, _C.sgd_step_, _C.rmsprop_step_ (lists of parameters, in
+// place: what pf.optim runs, one call per group).
 
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/vector.h>
 
 #include "bindings.h"
 #include "pyflame/optim_ops.h"
@@ -10,40 +13,86 @@ namespace pyflame::python {
 
 namespace {
 
-// Both forms take the same arguments; `step` runs one with the attributes assembled.
-template <class Step> void def_adam(nb::module_& m, const char* name, Step step, const char* doc) {
-  m.def(
-      name,
-      [step](Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
-             std::optional<Tensor> max_exp_avg_sq, double lr, double beta1, double beta2, double eps,
-             double weight_decay, double bias_correction1, double bias_correction2, bool decoupled_weight_decay,
-             bool amsgrad, bool maximize) -> nb::object {
-        Tensor v_max = max_exp_avg_sq.value_or(Tensor());
-        return step(param, grad, exp_avg, exp_avg_sq, v_max,
-                    pyflame::AdamAttrs{lr, beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2,
-                                       decoupled_weight_decay, amsgrad, maximize});
-      },
-      "param"_a, "grad"_a, "exp_avg"_a, "exp_avg_sq"_a, "max_exp_avg_sq"_a = nb::none(), nb::kw_only(), "lr"_a,
-      "beta1"_a, "beta2"_a, "eps"_a, "weight_decay"_a = 0.0, "bias_correction1"_a = 1.0, "bias_correction2"_a = 1.0,
-      "decoupled_weight_decay"_a = false, "amsgrad"_a = false, "maximize"_a = false, doc);
-}
+using TensorList = std::vector<Tensor>;
+
+Tensor or_absent(const std::optional<Tensor>& t) { return t.value_or(Tensor()); }
+TensorList or_empty(const std::optional<TensorList>& l) { return l.value_or(TensorList()); }
 
 }  // namespace
 
 void bind_optim(nb::module_& m) {
-  def_adam(
-      m, "adam_step",
-      [](Tensor& p, const Tensor& g, Tensor& m1, Tensor& m2, Tensor& v_max, const pyflame::AdamAttrs& a) {
-        return nb::cast(pyflame::adam_step(p, g, m1, m2, v_max, a));
+  m.def(
+      "adam_step",
+      [](const Tensor& p, const Tensor& g, const Tensor& m1, const Tensor& m2, std::optional<Tensor> v_max, double lr,
+         double beta1, double beta2, double eps, double weight_decay, double bias_correction1,
+         double bias_correction2, bool decoupled_weight_decay, bool amsgrad, bool maximize) {
+        return pyflame::adam_step(p, g, m1, m2, or_absent(v_max),
+                                  {lr, beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2,
+                                   decoupled_weight_decay, amsgrad, maximize});
       },
+      "param"_a, "grad"_a, "exp_avg"_a, "exp_avg_sq"_a, "max_exp_avg_sq"_a = nb::none(), nb::kw_only(), "lr"_a,
+      "beta1"_a, "beta2"_a, "eps"_a, "weight_decay"_a = 0.0, "bias_correction1"_a = 1.0, "bias_correction2"_a = 1.0,
+      "decoupled_weight_decay"_a = false, "amsgrad"_a = false, "maximize"_a = false,
       "One Adam/AdamW step out of place: the updated parameter (bias corrections: 1 - beta^t).");
-  def_adam(
-      m, "adam_step_",
-      [](Tensor& p, const Tensor& g, Tensor& m1, Tensor& m2, Tensor& v_max, const pyflame::AdamAttrs& a) {
-        pyflame::adam_step_(p, g, m1, m2, v_max, a);
-        return nb::none();
+  m.def(
+      "adam_step_",
+      [](const TensorList& p, const TensorList& g, const TensorList& m1, const TensorList& m2,
+         std::optional<TensorList> v_max, double lr, double beta1, double beta2, double eps, double weight_decay,
+         double bias_correction1, double bias_correction2, bool decoupled_weight_decay, bool amsgrad,
+         bool maximize) {
+        pyflame::adam_step_(p, g, m1, m2, or_empty(v_max),
+                            {lr, beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2,
+                             decoupled_weight_decay, amsgrad, maximize});
       },
-      "One Adam/AdamW step in place on the parameter and its state.");
+      "params"_a, "grads"_a, "exp_avgs"_a, "exp_avg_sqs"_a, "max_exp_avg_sqs"_a = nb::none(), nb::kw_only(), "lr"_a,
+      "beta1"_a, "beta2"_a, "eps"_a, "weight_decay"_a = 0.0, "bias_correction1"_a = 1.0, "bias_correction2"_a = 1.0,
+      "decoupled_weight_decay"_a = false, "amsgrad"_a = false, "maximize"_a = false,
+      "Adam/AdamW steps in place on lists of parameters (one dtype) and their state.");
+
+  m.def(
+      "sgd_step",
+      [](const Tensor& p, const Tensor& g, std::optional<Tensor> buf, double lr, double momentum, double dampening,
+         double weight_decay, bool nesterov, bool maximize, bool first_step) {
+        return pyflame::sgd_step(p, g, or_absent(buf),
+                                 {lr, momentum, dampening, weight_decay, nesterov, maximize, first_step});
+      },
+      "param"_a, "grad"_a, "momentum_buffer"_a = nb::none(), nb::kw_only(), "lr"_a, "momentum"_a = 0.0,
+      "dampening"_a = 0.0, "weight_decay"_a = 0.0, "nesterov"_a = false, "maximize"_a = false,
+      "first_step"_a = false,
+      "One SGD step out of place: the updated parameter (first_step: the momentum buffer starts as the gradient).");
+  m.def(
+      "sgd_step_",
+      [](const TensorList& p, const TensorList& g, std::optional<TensorList> bufs, double lr, double momentum,
+         double dampening, double weight_decay, bool nesterov, bool maximize, bool first_step) {
+        pyflame::sgd_step_(p, g, or_empty(bufs),
+                           {lr, momentum, dampening, weight_decay, nesterov, maximize, first_step});
+      },
+      "params"_a, "grads"_a, "momentum_buffers"_a = nb::none(), nb::kw_only(), "lr"_a, "momentum"_a = 0.0,
+      "dampening"_a = 0.0, "weight_decay"_a = 0.0, "nesterov"_a = false, "maximize"_a = false,
+      "first_step"_a = false, "SGD steps in place on lists of parameters (one dtype) and their momentum buffers.");
+
+  m.def(
+      "rmsprop_step",
+      [](const Tensor& p, const Tensor& g, const Tensor& v, std::optional<Tensor> buf, std::optional<Tensor> avg,
+         double lr, double alpha, double eps, double weight_decay, double momentum, bool centered, bool maximize) {
+        return pyflame::rmsprop_step(p, g, v, or_absent(buf), or_absent(avg),
+                                     {lr, alpha, eps, weight_decay, momentum, centered, maximize});
+      },
+      "param"_a, "grad"_a, "square_avg"_a, "momentum_buffer"_a = nb::none(), "grad_avg"_a = nb::none(),
+      nb::kw_only(), "lr"_a, "alpha"_a = 0.99, "eps"_a = 1e-8, "weight_decay"_a = 0.0, "momentum"_a = 0.0,
+      "centered"_a = false, "maximize"_a = false, "One RMSprop step out of place: the updated parameter.");
+  m.def(
+      "rmsprop_step_",
+      [](const TensorList& p, const TensorList& g, const TensorList& v, std::optional<TensorList> bufs,
+         std::optional<TensorList> avgs, double lr, double alpha, double eps, double weight_decay, double momentum,
+         bool centered, bool maximize) {
+        pyflame::rmsprop_step_(p, g, v, or_empty(bufs), or_empty(avgs),
+                               {lr, alpha, eps, weight_decay, momentum, centered, maximize});
+      },
+      "params"_a, "grads"_a, "square_avgs"_a, "momentum_buffers"_a = nb::none(), "grad_avgs"_a = nb::none(),
+      nb::kw_only(), "lr"_a, "alpha"_a = 0.99, "eps"_a = 1e-8, "weight_decay"_a = 0.0, "momentum"_a = 0.0,
+      "centered"_a = false, "maximize"_a = false,
+      "RMSprop steps in place on lists of parameters (one dtype) and their state.");
 }
 
 }  // namespace pyflame::python

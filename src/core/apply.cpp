@@ -5,6 +5,7 @@
 // in-place op) and calls the device's kernel, or the op's composite where the
 // device has no kernel.
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -101,6 +102,8 @@ PF_ATTRS_NAME(RandomAttrs)
 PF_ATTRS_NAME(LossAttrs)
 PF_ATTRS_NAME(FillAttrs)
 PF_ATTRS_NAME(AdamAttrs)
+PF_ATTRS_NAME(SgdAttrs)
+PF_ATTRS_NAME(RmspropAttrs)
 #undef PF_ATTRS_NAME
 
 std::string describe_input(const Tensor& t) {
@@ -124,6 +127,28 @@ bool safe_alias(const Tensor& out, const Tensor& in) {
   if (!in.defined() || !out.same_storage(in)) return true;
   return in.offset() == out.offset() && in.shape() == out.shape() && in.strides() == out.strides() &&
          in.dtype() == out.dtype();
+}
+
+// Whether the kernel may write every output while reading every input. A
+// multi-tensor step has hundreds of each: there the inputs are sorted by
+// storage, so each output meets only those that share its memory.
+bool safe_to_write(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs) {
+  if (outputs.size() * inputs.size() <= 64) {
+    for (const Tensor& out : outputs)
+      for (const Tensor& in : inputs)
+        if (!safe_alias(out, in)) return false;
+    return true;
+  }
+  std::vector<const Tensor*> by_storage;
+  for (const Tensor& in : inputs)
+    if (in.defined()) by_storage.push_back(&in);
+  auto storage_less = [](const Tensor* a, const Tensor* b) { return a->storage() < b->storage(); };
+  std::sort(by_storage.begin(), by_storage.end(), storage_less);
+  for (const Tensor& out : outputs)
+    for (auto it = std::lower_bound(by_storage.begin(), by_storage.end(), &out, storage_less);
+         it != by_storage.end() && (*it)->same_storage(out); ++it)
+      if (!safe_alias(out, **it)) return false;
+  return true;
 }
 
 // An in-place result must land in distinct memory: writing a tensor whose
@@ -150,6 +175,13 @@ void prepare(Tensor& r, const InputPlan& p, Device dev, ir::OpType op) {
 
 const Shape& result_shape(const OutputPlan& p) { return p.result ? *p.result : p.shape; }
 
+// Elementwise and copy kernels write through the output's strides; the
+// others write their results contiguously.
+bool writes_through_strides(ir::OpType op) {
+  const OpFamily f = op_family(op);
+  return f <= OpFamily::CLAMP || f == OpFamily::COPY;
+}
+
 // Checks the outputs given to an in-place call against the plan; true when
 // the kernel can write into them directly (else it writes fresh outputs that
 // are then copied in).
@@ -165,10 +197,10 @@ bool check_given_outputs(const OpCall& call, const std::vector<Tensor>& given, c
     PF_CHECK(can_cast(p.dtype, out.dtype()), TypeError, op_name(call.op), "_: the result type ", p.dtype,
              " cannot be stored in a tensor of type ", out.dtype());
     check_writable(out, call.op);
-    direct = direct && out.dtype() == p.dtype && out.device() == inf.device && !p.result;
-    for (const Tensor& in : call.inputs) direct = direct && safe_alias(out, in);
+    direct = direct && out.dtype() == p.dtype && out.device() == inf.device && !p.result &&
+             (out.is_contiguous() || writes_through_strides(call.op));
   }
-  return direct;
+  return direct && safe_to_write(given, call.inputs);
 }
 
 std::vector<Tensor> run_composite(OpCall& call, std::vector<Tensor> given) {

@@ -1,55 +1,121 @@
-// The op layer of include/pyflame/optim_ops.h: adam_step's call and infer.
+// The op layer of include/pyflame/optim_ops.h: the update ops' calls and
+// their one infer, shared through the functors' description of their state
+// (kernels/optim.h).
 
 #include "pyflame/optim_ops.h"
 
 #include "core/dispatch.h"
 #include "core/op_utils.h"
+#include "kernels/optim.h"
 #include "pyflame/error.h"
 #include "pyflame/ops.h"
 
 namespace pyflame {
 namespace {
 
-// Every tensor of the step has the parameter's shape; state in its dtype;
-// all handed over contiguous. Outputs: param, exp_avg, exp_avg_sq (and max_exp_avg_sq).
-Inferred infer_adam_step(OpCall& call) {
-  const Tensor& param = call.inputs[0];
-  const AdamAttrs& a = call.attr<AdamAttrs>();
-  PF_CHECK(is_floating(param.dtype()), TypeError, "adam_step: needs a floating-point parameter, got ", param.dtype());
-  PF_CHECK(a.amsgrad == call.inputs[4].defined(), ValueError,
-           "adam_step: max_exp_avg_sq must be given exactly when amsgrad is on");
-  const char* names[] = {"param", "grad", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+// Per parameter (param, grad, states): each tensor of the parameter's shape,
+// the states the options use given and the others absent; every parameter of
+// one call has one floating dtype (pf.optim groups them so), which the grad
+// and state are read in. All handed over contiguous. Outputs per parameter:
+// param and its present states.
+template <template <class> class Update> Inferred infer_optimizer_step(OpCall& call) {
+  using U = Update<float>;
+  constexpr size_t S = U::kStates;
+  const char* name = op_name(call.op);
+  const auto& attrs = call.attr<typename U::Attrs>();
+  PF_CHECK(!call.inputs.empty() && call.inputs.size() % (2 + S) == 0, ValueError, name, ": expected ", 2 + S,
+           " tensors per parameter (param, grad and its state), got ", call.inputs.size());
+  const DType dtype = call.inputs[0].dtype();
+  PF_CHECK(is_floating(dtype), TypeError, name, ": needs floating-point parameters, got ", dtype);
   Inferred inf{current_device(), {}, {}, {}};
-  for (size_t i = 0; i < call.inputs.size(); ++i) {
-    const Tensor& t = call.inputs[i];
-    InputPlan p;
-    if (t.defined()) {
-      PF_CHECK(t.shape() == param.shape(), ValueError, "adam_step: ", names[i], " has shape ", t.shape(),
-               " but the parameter has shape ", param.shape());
-      PF_CHECK(is_floating(t.dtype()), TypeError, "adam_step: ", names[i], " must be floating point, got ", t.dtype());
-      p.dtype = param.dtype();
-      p.contiguous = true;
+  for (size_t j = 0; j < call.inputs.size(); j += 2 + S) {
+    const Tensor& param = call.inputs[j];
+    PF_CHECK(param.defined() && call.inputs[j + 1].defined(), ValueError, name, ": parameter ", j / (2 + S),
+             " has no tensor or no gradient");
+    PF_CHECK(param.dtype() == dtype, TypeError, name, ": the parameters of one call share a dtype; parameter ",
+             j / (2 + S), " is ", param.dtype(), ", the first ", dtype);
+    for (size_t i = 0; i < 2 + S; ++i) {
+      const Tensor& t = call.inputs[j + i];
+      const char* what = i == 0 ? "param" : i == 1 ? "grad" : U::kNames[i - 2];
+      if (i >= 2)
+        PF_CHECK(t.defined() == U::uses_state(attrs, static_cast<int>(i - 2)), ValueError, name, ": ", what,
+                 t.defined() ? " is given but the options do not use it" : " is needed by the options but missing");
+      InputPlan p;
+      if (t.defined()) {
+        PF_CHECK(t.shape() == param.shape(), ValueError, name, ": ", what, " has shape ", t.shape(),
+                 " but its parameter has shape ", param.shape());
+        PF_CHECK(is_floating(t.dtype()), TypeError, name, ": ", what, " must be floating point, got ", t.dtype());
+        p.dtype = dtype;
+        p.contiguous = true;
+        if (i != 1) inf.outputs.push_back({param.shape(), dtype});
+      }
+      inf.inputs.push_back(p);
     }
-    inf.inputs.push_back(p);
   }
-  for (int i = 0; i < (a.amsgrad ? 4 : 3); ++i) inf.outputs.push_back({param.shape(), param.dtype()});
   return inf;
 }
 
-PF_REGISTER_INFER(adam_step, &infer_adam_step);
+PF_REGISTER_INFER(adam_step, &infer_optimizer_step<kernels::AdamUpdate>);
+PF_REGISTER_INFER(sgd_step, &infer_optimizer_step<kernels::SgdUpdate>);
+PF_REGISTER_INFER(rmsprop_step, &infer_optimizer_step<kernels::RmspropUpdate>);
+
+// The call's inputs (per parameter: param, grad, each state list's entry or
+// an absent tensor for an empty list) and, in place, its outputs.
+OpCall step_call(ir::OpType op, OpAttrs attrs, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                 std::initializer_list<const std::vector<Tensor>*> states, bool in_place) {
+  const char* name = op_name(op);
+  auto check_length = [&](const std::vector<Tensor>& list, const char* what) {
+    PF_CHECK(list.size() == params.size(), ValueError, name, ": ", params.size(), " parameters but ", list.size(),
+             " ", what);
+  };
+  check_length(grads, "gradients");
+  for (const std::vector<Tensor>* s : states)
+    if (!s->empty()) check_length(*s, "state tensors in a state list");
+  OpCall call{op, {}, std::move(attrs), {}};
+  for (size_t j = 0; j < params.size(); ++j) {
+    call.inputs.push_back(params[j]);
+    call.inputs.push_back(grads[j]);
+    if (in_place) call.outputs.push_back(params[j]);
+    for (const std::vector<Tensor>* s : states) {
+      call.inputs.push_back(s->empty() ? Tensor() : (*s)[j]);
+      if (in_place && !s->empty()) call.outputs.push_back((*s)[j]);
+    }
+  }
+  return call;
+}
 
 }  // namespace
 
-void adam_step_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, Tensor& max_exp_avg_sq,
-                const AdamAttrs& attrs) {
-  std::vector<Tensor> outputs{param, exp_avg, exp_avg_sq};
-  if (attrs.amsgrad) outputs.push_back(max_exp_avg_sq);
-  apply({ir::OpType::adam_step, {param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq}, attrs, std::move(outputs)});
+void adam_step_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
+                const std::vector<Tensor>& max_exp_avg_sqs, const AdamAttrs& attrs) {
+  apply(step_call(ir::OpType::adam_step, attrs, params, grads, {&exp_avgs, &exp_avg_sqs, &max_exp_avg_sqs}, true));
+}
+
+void sgd_step_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+               const std::vector<Tensor>& momentum_buffers, const SgdAttrs& attrs) {
+  apply(step_call(ir::OpType::sgd_step, attrs, params, grads, {&momentum_buffers}, true));
+}
+
+void rmsprop_step_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                   const std::vector<Tensor>& square_avgs, const std::vector<Tensor>& momentum_buffers,
+                   const std::vector<Tensor>& grad_avgs, const RmspropAttrs& attrs) {
+  apply(step_call(ir::OpType::rmsprop_step, attrs, params, grads, {&square_avgs, &momentum_buffers, &grad_avgs},
+                  true));
 }
 
 Tensor adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                  const Tensor& max_exp_avg_sq, const AdamAttrs& attrs) {
   return apply({ir::OpType::adam_step, {param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq}, attrs, {}})[0];
+}
+
+Tensor sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdAttrs& attrs) {
+  return apply({ir::OpType::sgd_step, {param, grad, momentum_buffer}, attrs, {}})[0];
+}
+
+Tensor rmsprop_step(const Tensor& param, const Tensor& grad, const Tensor& square_avg, const Tensor& momentum_buffer,
+                    const Tensor& grad_avg, const RmspropAttrs& attrs) {
+  return apply({ir::OpType::rmsprop_step, {param, grad, square_avg, momentum_buffer, grad_avg}, attrs, {}})[0];
 }
 
 }  // namespace pyflame

@@ -1,6 +1,7 @@
 """OpInfo entries for the fused optimizer updates (op_registry.py has the
-harness). The reference is PyTorch's Adam/AdamW formula written out in torch
-ops; test_optim.py checks pf.optim.Adam/AdamW against torch.optim step by step."""
+harness), one parameter out of place. The references are PyTorch's update
+formulas written out in torch ops; test_optim.py checks pf.optim against
+torch.optim step by step, test_training.py the multi-tensor in-place forms."""
 
 import torch
 
@@ -49,7 +50,85 @@ def _adam_ref(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=None, *, lr, beta
     return p.to(param.dtype)
 
 
+def _state_samples(make_state, option_sets):
+    """Samples for an update op: make_state(t, shape, layout, options) gives the positional tensors."""
+    def samples(rng, dtype, cls):
+        def t(shape, low=-2, high=2, layout="contig"):
+            return _x(rng, shape, dtype, dict(low=low, high=high), layout)
+
+        if cls == "plain":
+            return [Sample(make_state(t, (5, 7), "contig", o), o) for o in option_sets]
+        if cls == "noncontig":
+            return [Sample(make_state(t, (4, 5), "T", option_sets[-1]), option_sets[-1]),
+                    Sample(make_state(t, (3, 8), "strided", option_sets[0]), option_sets[0])]
+        if cls == "empty":
+            return [Sample(make_state(t, (0, 3), "contig", option_sets[-1]), option_sets[-1])]
+        if cls == "size1":
+            return [Sample(make_state(t, (1,), "contig", o), o) for o in option_sets[:2]]
+        return []
+    return samples
+
+
+_SGD_OPTIONS = [dict(lr=0.1), dict(lr=0.1, weight_decay=0.1, maximize=True),
+                dict(lr=0.1, momentum=0.9, dampening=0.2, first_step=True),
+                dict(lr=0.05, momentum=0.9, weight_decay=0.01),
+                dict(lr=0.05, momentum=0.8, nesterov=True, maximize=True, weight_decay=0.1)]
+
+
+def _sgd_state(t, shape, layout, o):
+    return (t(shape, layout=layout), t(shape, layout=layout)) + ((t(shape, layout=layout),) if o.get("momentum") else ())
+
+
+def _sgd_ref(param, grad, momentum_buffer=None, *, lr, momentum=0.0, dampening=0.0, weight_decay=0.0,
+             nesterov=False, maximize=False, first_step=False):
+    p, g = param.double(), grad.double()
+    g = -g if maximize else g
+    if weight_decay:
+        g = g + weight_decay * p
+    if momentum:
+        b = g if first_step else momentum * momentum_buffer.double() + (1 - dampening) * g
+        g = g + momentum * b if nesterov else b
+    return (p - lr * g).to(param.dtype)
+
+
+_RMSPROP_OPTIONS = [dict(lr=0.01), dict(lr=0.01, alpha=0.9, weight_decay=0.1, maximize=True),
+                    dict(lr=0.01, momentum=0.9), dict(lr=0.01, centered=True, eps=1e-6),
+                    dict(lr=0.02, momentum=0.5, centered=True, weight_decay=0.05)]
+
+
+def _rmsprop_state(t, shape, layout, o):
+    args = (t(shape, layout=layout), t(shape, layout=layout), t(shape, low=0.5, high=2, layout=layout))
+    if o.get("momentum"):
+        args += (t(shape, layout=layout),)
+    if o.get("centered"):  # |grad_avg| small enough that the centred variance stays positive
+        args += ((None,) if not o.get("momentum") else ()) + (t(shape, low=-0.3, high=0.3, layout=layout),)
+    return args
+
+
+def _rmsprop_ref(param, grad, square_avg, momentum_buffer=None, grad_avg=None, *, lr, alpha=0.99, eps=1e-8,
+                 weight_decay=0.0, momentum=0.0, centered=False, maximize=False):
+    p, g, v = param.double(), grad.double(), square_avg.double()
+    g = -g if maximize else g
+    if weight_decay:
+        g = g + weight_decay * p
+    v = alpha * v + (1 - alpha) * g * g
+    if centered:
+        a = alpha * grad_avg.double() + (1 - alpha) * g
+        d = (v - a * a).sqrt() + eps
+    else:
+        d = v.sqrt() + eps
+    if momentum:
+        return (p - lr * (momentum * momentum_buffer.double() + g / d)).to(param.dtype)
+    return (p - lr * g / d).to(param.dtype)
+
+
 OP_INFOS = [
     OpInfo("adam_step", "CUSTOM", FLOAT_DTYPES, _adam_samples, _adam_ref, ("plain", "noncontig", "empty", "size1"),
            tol={"float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 1.6e-2), "float32": (1e-5, 1e-5)}, method=False),
+    OpInfo("sgd_step", "CUSTOM", FLOAT_DTYPES, _state_samples(_sgd_state, _SGD_OPTIONS), _sgd_ref,
+           ("plain", "noncontig", "empty", "size1"),
+           tol={"float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 1.6e-2), "float32": (1e-5, 1e-5)}, method=False),
+    OpInfo("rmsprop_step", "CUSTOM", FLOAT_DTYPES, _state_samples(_rmsprop_state, _RMSPROP_OPTIONS), _rmsprop_ref,
+           ("plain", "noncontig", "empty", "size1"),
+           tol={"float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2), "float32": (1e-5, 1e-5)}, method=False),
 ]

@@ -167,8 +167,31 @@ struct AdamAttrs {
   }
 };
 
+// One SGD step (pf.optim.SGD); first_step: the momentum buffer starts as the gradient.
+struct SgdAttrs {
+  double lr = 1e-3, momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false, maximize = false, first_step = false;
+  bool operator==(const SgdAttrs&) const = default;
+  template <class V> void fields(V&& v) const {
+    v("lr", lr), v("momentum", momentum), v("dampening", dampening), v("weight_decay", weight_decay),
+        v("nesterov", nesterov), v("maximize", maximize), v("first_step", first_step);
+  }
+};
+
+// One RMSprop step (pf.optim.RMSprop).
+struct RmspropAttrs {
+  double lr = 1e-2, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0;
+  bool centered = false, maximize = false;
+  bool operator==(const RmspropAttrs&) const = default;
+  template <class V> void fields(V&& v) const {
+    v("lr", lr), v("alpha", alpha), v("eps", eps), v("weight_decay", weight_decay), v("momentum", momentum),
+        v("centered", centered), v("maximize", maximize);
+  }
+};
+
 using OpAttrs = std::variant<NoAttrs, ElementwiseAttrs, ClampAttrs, ReduceAttrs, IndexAttrs, DimAttrs, ViewAttrs,
-                             ConvAttrs, PoolAttrs, NormAttrs, RandomAttrs, LossAttrs, FillAttrs, AdamAttrs>;
+                             ConvAttrs, PoolAttrs, NormAttrs, RandomAttrs, LossAttrs, FillAttrs, AdamAttrs, SgdAttrs,
+                             RmspropAttrs>;
 
 PF_API size_t hash_attrs(const OpAttrs& attrs);
 // "stride=[1, 1], padding=[0, 0], ..." (empty for NoAttrs).

@@ -1,7 +1,7 @@
 """Adam and AdamW (decoupled weight decay), as torch.optim.Adam and torch.optim.AdamW."""
 
 from .. import _C
-from .optimizer import Optimizer, _check_nonnegative, _check_unsupported, _no_grad_step, _zero_step
+from .optimizer import Optimizer, _check_nonnegative, _check_unsupported, _fused_batches, _no_grad_step, _zero_step
 
 __all__ = ["Adam", "AdamW"]
 
@@ -44,10 +44,8 @@ class Adam(Optimizer):
             amsgrad = group["amsgrad"]
             decoupled = group["decoupled_weight_decay"]
             maximize = group["maximize"]
-            for p in group["params"]:
-                grad = p.grad
-                if grad is None:
-                    continue
+            params = [p for p in group["params"] if p.grad is not None]
+            for p in params:
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _zero_step()
@@ -55,14 +53,16 @@ class Adam(Optimizer):
                     state["exp_avg_sq"] = _C._full_like(p, 0)
                     if amsgrad:
                         state["max_exp_avg_sq"] = _C._full_like(p, 0)
-                step_t = state["step"]
-                step_t.add_(1)
-                step = step_t.item()
-                _C.adam_step_(p, grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"), lr=lr,
-                              beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
+                state["step"].add_(1)
+            # the bias corrections depend on each parameter's step count
+            for (_, _, step), batch in _fused_batches(params, lambda p: self.state[p]["step"].item()):
+                states = [self.state[p] for p in batch]
+                _C.adam_step_(batch, [p.grad for p in batch], [s["exp_avg"] for s in states],
+                              [s["exp_avg_sq"] for s in states],
+                              [s["max_exp_avg_sq"] for s in states] if amsgrad else None, lr=lr, beta1=beta1,
+                              beta2=beta2, eps=eps, weight_decay=weight_decay,
                               bias_correction1=1 - beta1 ** step, bias_correction2=1 - beta2 ** step,
                               decoupled_weight_decay=decoupled, amsgrad=amsgrad, maximize=maximize)
-
 
 class AdamW(Adam):
     """Adam with decoupled weight decay (p = p * (1 - lr * weight_decay) before the Adam update)."""

@@ -77,6 +77,17 @@ def _zero_step():
     return _C._full((), 0.0, dtype=_C.dtype.float32, device="cpu")
 
 
+def _fused_batches(params, key=None):
+    """params in the lists one fused update call takes: one device and dtype each (and one `key(p)`), in order.
+
+    The in-place update ops (adam_step_, sgd_step_, rmsprop_step_) update a whole list in one call,
+    one kernel launch on the GPU for up to a few dozen parameters."""
+    batches = {}
+    for p in params:
+        batches.setdefault((str(p.device), p.dtype, key(p) if key else None), []).append(p)
+    return batches.items()
+
+
 class Optimizer:
     """Base class of the optimizers: parameter groups, per-parameter state, zero_grad and (load_)state_dict.
 

@@ -1,7 +1,7 @@
 """RMSprop, as torch.optim.RMSprop."""
 
 from .. import _C
-from .optimizer import Optimizer, _check_nonnegative, _check_unsupported, _no_grad_step, _zero_step
+from .optimizer import Optimizer, _check_nonnegative, _check_unsupported, _fused_batches, _no_grad_step, _zero_step
 
 __all__ = ["RMSprop"]
 
@@ -36,12 +36,8 @@ class RMSprop(Optimizer):
             weight_decay = group["weight_decay"]
             momentum = group["momentum"]
             centered = group["centered"]
-            # maximize flips the gradient; the sign rides on the scalars (g*g does not see it).
-            sign = -1.0 if group["maximize"] else 1.0
-            for p in group["params"]:
-                grad = p.grad
-                if grad is None:
-                    continue
+            params = [p for p in group["params"] if p.grad is not None]
+            for p in params:
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _zero_step()
@@ -51,22 +47,10 @@ class RMSprop(Optimizer):
                     if centered:
                         state["grad_avg"] = _C._full_like(p, 0)
                 state["step"].add_(1)
-                square_avg = state["square_avg"]
-
-                if weight_decay != 0:
-                    grad = grad.add(p, alpha=sign * weight_decay)  # sign * grad is the decayed gradient
-
-                square_avg.mul_(alpha).add_(grad * grad, alpha=1 - alpha)
-                if centered:
-                    grad_avg = state["grad_avg"]
-                    grad_avg.mul_(alpha).add_(grad, alpha=sign * (1 - alpha))
-                    avg = square_avg.sub(grad_avg * grad_avg).sqrt_().add_(eps)
-                else:
-                    avg = square_avg.sqrt().add_(eps)
-
-                if momentum > 0:
-                    buf = state["momentum_buffer"]
-                    buf.mul_(momentum).add_(grad / avg, alpha=sign)
-                    p.add_(buf, alpha=-lr)
-                else:
-                    p.add_(grad / avg, alpha=-lr * sign)
+            for _, batch in _fused_batches(params):
+                states = [self.state[p] for p in batch]
+                _C.rmsprop_step_(batch, [p.grad for p in batch], [s["square_avg"] for s in states],
+                                 [s["momentum_buffer"] for s in states] if momentum > 0 else None,
+                                 [s["grad_avg"] for s in states] if centered else None, lr=lr, alpha=alpha,
+                                 eps=eps, weight_decay=weight_decay, momentum=momentum, centered=centered,
+                                 maximize=group["maximize"])

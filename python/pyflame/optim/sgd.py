@@ -1,7 +1,7 @@
 """SGD, optionally with momentum (heavy ball or Nesterov), as torch.optim.SGD."""
 
 from .. import _C
-from .optimizer import Optimizer, _check_unsupported, _no_grad_step
+from .optimizer import Optimizer, _check_unsupported, _fused_batches, _no_grad_step
 
 __all__ = ["SGD"]
 
@@ -40,31 +40,17 @@ class SGD(Optimizer):
             dampening = group["dampening"]
             weight_decay = group["weight_decay"]
             nesterov = group["nesterov"]
-            # maximize flips the gradient; the sign rides on the scalars instead of a negated copy.
-            sign = -1.0 if group["maximize"] else 1.0
-            for p in group["params"]:
-                grad = p.grad
-                if grad is None:
-                    continue
-                fresh = False  # grad is a temporary of this step (may become the momentum buffer)
-                if weight_decay != 0:
-                    grad = grad.add(p, alpha=sign * weight_decay)  # sign * grad is the decayed gradient
-                    fresh = True
-                if momentum == 0:
-                    p.add_(grad, alpha=-lr * sign)
-                    continue
-                state = self.state[p]
-                buf = state.get("momentum_buffer")
-                if buf is None:
-                    if sign < 0:
-                        buf = grad.neg()
-                    else:
-                        buf = grad if fresh else grad.clone()
-                    state["momentum_buffer"] = buf
-                else:
-                    buf.mul_(momentum).add_(grad, alpha=sign * (1 - dampening))
-                if nesterov:
-                    p.add_(grad, alpha=-lr * sign)
-                    p.add_(buf, alpha=-lr * momentum)
-                else:
-                    p.add_(buf, alpha=-lr)
+            params = [p for p in group["params"] if p.grad is not None]
+            if momentum == 0:
+                for _, batch in _fused_batches(params):
+                    _C.sgd_step_(batch, [p.grad for p in batch], lr=lr, weight_decay=weight_decay,
+                                 maximize=group["maximize"])
+                continue
+            # a parameter's first step starts its momentum buffer as the gradient
+            for (_, _, first), batch in _fused_batches(params, lambda p: "momentum_buffer" not in self.state[p]):
+                if first:
+                    for p in batch:
+                        self.state[p]["momentum_buffer"] = _C._full_like(p, 0)
+                _C.sgd_step_(batch, [p.grad for p in batch], [self.state[p]["momentum_buffer"] for p in batch],
+                             lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                             nesterov=nesterov, maximize=group["maximize"], first_step=first)

@@ -1,5 +1,15 @@
-// GPU optimizer updates: one grid-stride pass over the elements with the
-// functor the CPU loop uses (kernels/optim.h), 64-bit indices.
+// GPU optimizer updates over a list of parameters (the multi-tensor step):
+// one launch updates many parameters, with the functor the CPU loop uses
+// (kernels/optim.h).
+//
+// The parameters' pointers travel in the kernel's arguments (StepBatch, by
+// value, under the 4 KiB that every HIP and CUDA target accepts), so a step
+// needs no table copied to the device, allocates nothing and can be captured
+// into a graph. Each parameter is cut into chunks of kChunk elements; a block
+// takes chunks in a grid-stride loop and finds its parameter by a binary
+// search over the first chunk of each (the arguments are read uniformly by
+// the whole block). A group with more parameters than fit one batch takes
+// one launch per batch. 64-bit element indices.
 
 #include "core/dispatch.h"
 #include "kernels/optim.h"
@@ -11,43 +21,73 @@
 namespace pyflame::backend::rocm {
 namespace {
 
-template <class T>
-static __global__ void adam_step_elements(T* po, T* mo, T* vo, T* vmax_o, const T* p, const T* g, const T* m,
-                                          const T* v, const T* vmax, int64_t n, kernels::AdamUpdate<acc_t<T>> update) {
-  using A = acc_t<T>;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    A pv = static_cast<A>(p[i]), mv = static_cast<A>(m[i]), vv = static_cast<A>(v[i]);
-    A xv = vmax ? static_cast<A>(vmax[i]) : A(0);
-    update(pv, static_cast<A>(g[i]), mv, vv, xv);
-    po[i] = static_cast<T>(pv), mo[i] = static_cast<T>(mv), vo[i] = static_cast<T>(vv);
-    if (vmax_o) vmax_o[i] = static_cast<T>(xv);
+constexpr int64_t kChunk = int64_t{kThreads} * 8;  // elements per block per chunk
+constexpr size_t kArgBytes = 3840;               // kernel argument space used, below 4 KiB
+
+template <class T, int S> struct StepBatch {
+  static constexpr int kCapacity = static_cast<int>((kArgBytes - 16) / (sizeof(kernels::StepTensor<T, S>) + 8));
+  int count;
+  int64_t first_chunk[kCapacity + 1];  // [count]: the batch's number of chunks
+  kernels::StepTensor<T, S> tensors[kCapacity];
+};
+
+template <class T, int S, class Update>
+static __global__ void optimizer_step_chunks(const StepBatch<T, S> batch, Update update) {
+  const int64_t chunks = batch.first_chunk[batch.count];
+  for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
+    int lo = 0, hi = batch.count - 1;  // the last parameter whose chunks start at or before c
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (batch.first_chunk[mid] <= c) lo = mid;
+      else hi = mid - 1;
+    }
+    const kernels::StepTensor<T, S>& t = batch.tensors[lo];
+    const int64_t begin = (c - batch.first_chunk[lo]) * kChunk;
+    const int64_t end = begin + kChunk < t.n ? begin + kChunk : t.n;
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) kernels::step_element(t, i, update);
   }
 }
 
-// inputs: param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq (or undefined), contiguous, one dtype.
-void adam_step_entry(OpCall& call) {
+template <class T, int S, class Update> void launch_batch(const StepBatch<T, S>& batch, const Update& update, int device) {
+  static_assert(sizeof(StepBatch<T, S>) + sizeof(Update) <= 4096, "kernel arguments over 4 KiB");
+  const int64_t chunks = batch.first_chunk[batch.count];
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(chunks, int64_t{1} << 16));
+  optimizer_step_chunks<T, S, Update><<<grid, kThreads, 0, current_stream(device)>>>(batch, update);
+}
+
+// inputs per parameter: param, grad, states (kernels/optim.h); contiguous, one dtype.
+template <template <class> class Update> void optimizer_step_entry(OpCall& call) {
+  constexpr int S = Update<float>::kStates;
   const int device = call.outputs[0].device().index;
   DeviceGuard guard(device);
-  const AdamAttrs& a = call.attr<AdamAttrs>();
-  const int64_t n = call.inputs[0].numel();
-  if (n == 0) return;
+  const auto& attrs = call.attr<typename Update<float>::Attrs>();
+  const size_t params = call.inputs.size() / (2 + S);
   visit_dtype(call.inputs[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
-      const unsigned grid = grid_for(n);
-      adam_step_elements<T><<<grid, kThreads, 0, current_stream(device)>>>(
-          call.outputs[0].data<T>(), call.outputs[1].data<T>(), call.outputs[2].data<T>(),
-          a.amsgrad ? call.outputs[3].data<T>() : nullptr, call.inputs[0].data<T>(), call.inputs[1].data<T>(),
-          call.inputs[2].data<T>(), call.inputs[3].data<T>(), a.amsgrad ? call.inputs[4].data<T>() : nullptr, n,
-          kernels::AdamUpdate<acc_t<T>>(a));
+      const Update<acc_t<T>> update(attrs);
+      StepBatch<T, S> batch{};
+      for (size_t j = 0; j < params; ++j) {
+        const kernels::StepTensor<T, S> t = kernels::step_tensor<T, S>(call, j);
+        if (t.n == 0) continue;
+        batch.tensors[batch.count] = t;
+        batch.first_chunk[batch.count + 1] = batch.first_chunk[batch.count] + (t.n + kChunk - 1) / kChunk;
+        if (++batch.count == StepBatch<T, S>::kCapacity) {
+          launch_batch(batch, update, device);
+          batch.count = 0;
+        }
+      }
+      if (batch.count) launch_batch(batch, update, device);
     }
   });
-  check_launch("adam_step", "parameter of " + std::to_string(n) + " elements (" +
-                                dtype_name(call.inputs[0].dtype()) + ")");
+  check_launch(op_name(call.op), std::to_string(params) + " parameter(s) of " +
+                                     dtype_name(call.inputs[0].dtype()) + ", the first of shape " +
+                                     detail::to_piece(call.inputs[0].shape()));
 }
 
-PF_REGISTER_KERNEL(adam_step, ROCm, &adam_step_entry);
+PF_REGISTER_KERNEL(adam_step, ROCm, &optimizer_step_entry<kernels::AdamUpdate>);
+PF_REGISTER_KERNEL(sgd_step, ROCm, &optimizer_step_entry<kernels::SgdUpdate>);
+PF_REGISTER_KERNEL(rmsprop_step, ROCm, &optimizer_step_entry<kernels::RmspropUpdate>);
 
 }  // namespace
 }  // namespace pyflame::backend::rocm
