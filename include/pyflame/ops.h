@@ -58,11 +58,13 @@ PF_API Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t stop, i
 PF_API Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);  // a reshape
 
 // Copies as ops (Tensor's own copy_/fill_/to are the raw, unrecorded forms).
-// copy_ converts and broadcasts `src` into `dst`, from any device.
-PF_API Tensor& copy_(Tensor& dst, const Tensor& src);
+// copy_ converts and broadcasts `src` into `dst`, from any device. non_blocking:
+// a copy from pinned host memory (Tensor::pin_memory) to a GPU returns before it
+// has run (the source must not change until then), as in PyTorch.
+PF_API Tensor& copy_(Tensor& dst, const Tensor& src, bool non_blocking = false);
 PF_API Tensor& fill_(Tensor& dst, Scalar value);
 PF_API Tensor to(const Tensor& x, DType dtype);    // x itself when the dtype matches
-PF_API Tensor to(const Tensor& x, Device device);  // x itself when already there
+PF_API Tensor to(const Tensor& x, Device device, bool non_blocking = false);  // x itself when already there
 PF_API Tensor clone(const Tensor& x);
 PF_API Tensor contiguous(const Tensor& x);         // x itself when contiguous
 

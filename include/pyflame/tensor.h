@@ -125,6 +125,11 @@ class PF_API Tensor {
   Tensor clone() const;
   Tensor to(DType dtype) const;    // self when the dtype already matches
   Tensor to(Device device) const;  // self when already there
+  // A copy in page-locked host memory (self when already pinned): copies from
+  // it to a GPU run without staging and without the host waiting. Needs a
+  // usable GPU backend (NotSupportedError otherwise); CPU tensors only.
+  Tensor pin_memory() const;
+  bool is_pinned() const;
   // Writes src (broadcast, converted) into this tensor's elements, in place.
   Tensor& copy_(const Tensor& src);
   Tensor& fill_(Scalar value);

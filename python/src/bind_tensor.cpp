@@ -255,14 +255,14 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
            "dim"_a = nb::none())
       .def("unsqueeze", &pyflame::unsqueeze, "dim"_a)
       .def("expand", [](const Tensor& t, nb::args shape) { return pyflame::expand(t, as_shape(shape)); })
-      // non_blocking is accepted as PyTorch code passes it: a hint; copies from pinned host
-      // memory to a GPU are asynchronous already, the others wait as they must.
-      .def("to", [](const Tensor& t, nb::handle target, nb::handle dtype, bool /*non_blocking*/, bool copy) {
+      // non_blocking, as in PyTorch: a copy from pinned host memory to a GPU returns before it
+      // has run; other copies behave as without it.
+      .def("to", [](const Tensor& t, nb::handle target, nb::handle dtype, bool non_blocking, bool copy) {
         Tensor r = t;
         if (!dtype.is_none()) r = pyflame::to(r, as_dtype(dtype));
         if (!target.is_none()) {
           if (nb::isinstance<nb::str>(target) && !is_dtype_name(nb::cast<std::string>(target)))
-            r = pyflame::to(r, as_device(target));
+            r = pyflame::to(r, as_device(target), non_blocking);
           else
             r = pyflame::to(r, as_dtype(target));
         }
@@ -278,7 +278,12 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("int", [](const Tensor& t) { return pyflame::to(t, DType::Int32); })
       .def("long", [](const Tensor& t) { return pyflame::to(t, DType::Int64); })
       .def("bool", [](const Tensor& t) { return pyflame::to(t, DType::Bool); })
-      .def("copy_", [](nb::handle self, const Tensor& src) { return in_place(self, [&](Tensor& t) { pyflame::copy_(t, src); }); }, "src"_a)
+      .def("copy_", [](nb::handle self, const Tensor& src, bool non_blocking) {
+        return in_place(self, [&](Tensor& t) { pyflame::copy_(t, src, non_blocking); }); }, "src"_a, "non_blocking"_a = false)
+      .def("pin_memory", [](const Tensor& t) { return t.pin_memory(); },
+           "A copy in page-locked host memory (self when pinned already): to(device, non_blocking=True) from it "
+           "returns without waiting. Needs a usable GPU (pf.NotSupportedError otherwise).")
+      .def("is_pinned", &Tensor::is_pinned)
       .def("fill_", [](nb::handle self, nb::handle v) {
         return in_place(self, [&](Tensor& t) { pyflame::fill_(t, as_scalar(v, "fill_ value")); }); }, "value"_a)
       .def("zero_", [](nb::handle self) { return in_place(self, [](Tensor& t) { pyflame::fill_(t, Scalar(int64_t{0})); }); })

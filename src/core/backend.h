@@ -22,6 +22,11 @@ class DeviceBackend {
   // (or within the device); ordered after all work queued on the device.
   virtual void copy_to_host(void* dst, const void* src, size_t nbytes, int index) = 0;
   virtual void copy_from_host(void* dst, const void* src, size_t nbytes, int index) = 0;
+  // Page-locked host memory for pinned CPU tensors (Tensor::pin_memory);
+  // nullptr from a backend that has none.
+  virtual void* allocate_pinned(size_t nbytes) = 0;
+  virtual void deallocate_pinned(void* ptr) = 0;
+  virtual bool is_pinned(const void* ptr) const = 0;
   virtual void synchronize(int index) = 0;
   virtual void set_current(int index) = 0;
   virtual DeviceInfo device_info(int index) const = 0;

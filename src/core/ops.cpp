@@ -487,7 +487,9 @@ Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
   return reshape(x, s);
 }
 
-Tensor& copy_(Tensor& dst, const Tensor& src) { return apply_into(dst, ir::OpType::copy, {src}, NoAttrs{}); }
+Tensor& copy_(Tensor& dst, const Tensor& src, bool non_blocking) {
+  return apply_into(dst, ir::OpType::copy, {src}, CopyAttrs{non_blocking});
+}
 Tensor& fill_(Tensor& dst, Scalar value) { return apply_into(dst, ir::OpType::fill, {}, FillAttrs{value}); }
 
 Tensor to(const Tensor& x, DType dtype) {
@@ -496,10 +498,10 @@ Tensor to(const Tensor& x, DType dtype) {
   return copy_(out, x);
 }
 
-Tensor to(const Tensor& x, Device device) {
+Tensor to(const Tensor& x, Device device, bool non_blocking) {
   if (x.device() == device) return x;
   Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
-  return copy_(out, x);
+  return copy_(out, x, non_blocking);
 }
 
 Tensor clone(const Tensor& x) {

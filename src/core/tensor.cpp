@@ -355,6 +355,26 @@ Tensor Tensor::to(DType dtype) const {
   return out;
 }
 
+Tensor Tensor::pin_memory() const {
+  PF_CHECK(device().is_cpu(), ValueError, "pin_memory: only CPU tensors can be pinned; this one is on '",
+           pyflame::to_string(device()), "'");
+  if (is_pinned()) return *this;
+  DeviceBackend* gpu = backend_for(DeviceType::ROCm);
+  void* p = gpu ? gpu->allocate_pinned(nbytes()) : nullptr;
+  PF_CHECK(p, NotSupportedError, "pin_memory: page-locked memory needs a usable GPU (", rocm_unavailable_reason(),
+           ")");
+  auto storage = std::make_shared<Storage>(p, nbytes(), Device::cpu(), [gpu](void* q) { gpu->deallocate_pinned(q); });
+  Tensor out(std::move(storage), shape_, contiguous_strides(shape_), 0, dtype_);
+  out.copy_(*this);
+  return out;
+}
+
+bool Tensor::is_pinned() const {
+  if (!device().is_cpu()) return false;
+  DeviceBackend* gpu = backend_for(DeviceType::ROCm);
+  return gpu && gpu->is_pinned(data_ptr());
+}
+
 Tensor Tensor::to(Device dst) const {
   Device src = device();
   if (dst == src) return *this;
@@ -373,7 +393,7 @@ Tensor Tensor::to(Device dst) const {
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
-  OpCall call{ir::OpType::copy, {src.expand(shape_)}, NoAttrs{}, {*this}};  // the kernel reads any device
+  OpCall call{ir::OpType::copy, {src.expand(shape_)}, CopyAttrs{}, {*this}};  // the kernel reads any device
   run_kernel(call, device());
   return *this;
 }

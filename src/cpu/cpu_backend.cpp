@@ -36,6 +36,9 @@ class CpuBackend final : public DeviceBackend {
   void deallocate(void* ptr, int) override { std::free(ptr); }
   void copy_to_host(void* dst, const void* src, size_t n, int) override { std::memcpy(dst, src, n); }
   void copy_from_host(void* dst, const void* src, size_t n, int) override { std::memcpy(dst, src, n); }
+  void* allocate_pinned(size_t) override { return nullptr; }
+  void deallocate_pinned(void*) override {}
+  bool is_pinned(const void*) const override { return false; }
   void synchronize(int) override {}
   void set_current(int) override {}
   DeviceInfo device_info(int) const override {

@@ -32,6 +32,9 @@ class ROCmBackend final : public DeviceBackend {
   void copy_from_host(void* dst, const void* src, size_t nbytes, int index) override {
     get_memory_manager(index).copy_host_to_device(dst, src, nbytes);
   }
+  void* allocate_pinned(size_t nbytes) override { return get_pinned_pool().acquire(nbytes); }
+  void deallocate_pinned(void* ptr) override { get_pinned_pool().release(ptr); }
+  bool is_pinned(const void* ptr) const override { return get_pinned_pool().holds(ptr); }
   void synchronize(int index) override {
     DeviceGuard guard(index);
     count_synchronization();

@@ -108,14 +108,14 @@ void launch_comparison(ir::OpType op, float* output, const float* a, const float
   OpCall compare{op, {wrap(a, numel), wrap(b, numel)}, ElementwiseAttrs{},
                  {Tensor::empty({numel}, DType::Bool, scope.device())}};
   run_kernel(compare, scope.device());
-  OpCall to_float{ir::OpType::copy, {compare.out()}, NoAttrs{}, {wrap(output, numel)}};
+  OpCall to_float{ir::OpType::copy, {compare.out()}, CopyAttrs{}, {wrap(output, numel)}};
   run_kernel(to_float, scope.device());
 }
 
 void launch_where(float* output, const float* condition, const float* x, const float* y, int64_t numel,
                   hipStream_t stream) {
   CurrentStream scope(stream);
-  OpCall to_bool{ir::OpType::copy, {wrap(condition, numel)}, NoAttrs{},
+  OpCall to_bool{ir::OpType::copy, {wrap(condition, numel)}, CopyAttrs{},
                  {Tensor::empty({numel}, DType::Bool, scope.device())}};
   run_kernel(to_bool, scope.device());
   OpCall call{ir::OpType::where, {to_bool.out(), wrap(x, numel), wrap(y, numel)}, NoAttrs{}, {wrap(output, numel)}};
@@ -170,7 +170,7 @@ void launch_cross_entropy_loss(float* output, const float* logits, const int32_t
   const Device dev = scope.device();
   PF_CHECK(N >= 0 && C > 0, ValueError, "launch_cross_entropy_loss: need N >= 0 and C > 0, got N ", N, ", C ", C);
   const Tensor target = Tensor::empty({N, 1}, DType::Int64, dev);
-  OpCall widen{ir::OpType::copy, {wrap(targets, N, DType::Int32).view({N, 1})}, NoAttrs{}, {target}};
+  OpCall widen{ir::OpType::copy, {wrap(targets, N, DType::Int32).view({N, 1})}, CopyAttrs{}, {target}};
   run_kernel(widen, dev);
   OpCall call{ir::OpType::cross_entropy,
               {wrap(logits, N * C).view({N, C, 1}), target, Tensor()},

@@ -3,6 +3,11 @@
 // through here), because hipHostMalloc costs milliseconds and transfers from
 // pageable memory cannot run at full speed.
 //
+// Pinned CPU tensors (Tensor::pin_memory) take their memory from here too.
+// A copy from one runs straight from its memory without waiting; the copy's
+// stream is recorded against the buffer (record_use), and releasing the
+// buffer then waits for that stream's work as release_after() does.
+//
 // A buffer that queued copies still use comes back through release_after():
 // an event recorded after the copies marks when it is free again. acquire()
 // and clear() reclaim such buffers oldest first and stop at the first whose
@@ -12,13 +17,13 @@
 #include <deque>
 #include <map>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
 #include "core/backend.h"
 #include "pyflame/backend/rocm/hip_check.h"
 #include "pyflame/backend/rocm/memory.h"
 #include "pyflame/backend/rocm/stream.h"
+#include "rocm/device_guard.h"
 
 namespace pyflame::backend::rocm {
 
@@ -30,12 +35,30 @@ struct PinnedMemoryPool::Impl {
     int device;        // the event's
   };
 
+  struct Use {
+    int device;
+    hipStream_t stream;
+  };
+  struct Acquired {
+    size_t size_class;
+    std::vector<Use> uses;  // streams with queued copies from the buffer (record_use)
+  };
+
   mutable std::mutex mutex;
   std::map<size_t, std::vector<void*>> free_by_class;
-  std::unordered_map<void*, size_t> in_use;  // acquired: ptr -> size class
+  std::map<void*, Acquired> in_use;  // by address, to find the buffer a pointer lies in
   std::deque<InFlight> in_flight;            // released after copies, oldest first
   std::map<int, std::vector<hipEvent_t>> spare_events;  // per device: an event belongs to one
   size_t cached = 0, used = 0;
+
+  // The acquired buffer that holds `ptr`, or in_use.end().
+  std::map<void*, Acquired>::iterator holding(const void* ptr) {
+    auto it = in_use.upper_bound(const_cast<void*>(ptr));
+    if (it == in_use.begin()) return in_use.end();
+    --it;
+    const char* end = static_cast<const char*>(it->first) + it->second.size_class;
+    return static_cast<const char*>(ptr) < end ? it : in_use.end();
+  }
 
   void reclaim_finished() {
     while (!in_flight.empty()) {
@@ -91,21 +114,54 @@ void* PinnedMemoryPool::acquire(size_t bytes) {
   } else {
     HIP_CHECK(hipHostMalloc(&p, c, hipHostMallocDefault));
   }
-  impl_->in_use[p] = c;
+  impl_->in_use[p] = {c, {}};
   impl_->used += c;
   return p;
 }
 
 void PinnedMemoryPool::release(void* ptr) {
   if (!ptr) return;
+  std::vector<Impl::Use> uses;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    auto it = impl_->in_use.find(ptr);
+    PF_CHECK(it != impl_->in_use.end(), ValueError,
+             "PinnedMemoryPool::release: pointer was not acquired from this pool");
+    uses = it->second.uses;
+    if (uses.empty()) {
+      size_t c = it->second.size_class;
+      impl_->in_use.erase(it);
+      impl_->used -= c;
+      impl_->free_by_class[c].push_back(ptr);
+      impl_->cached += c;
+      return;
+    }
+  }
+  // Copies from the buffer may still be queued: it comes back once the last
+  // stream's have run; other streams (a rare case) are waited for here.
+  for (size_t i = 0; i + 1 < uses.size(); ++i) {
+    DeviceGuard guard(uses[i].device);
+    count_synchronization();
+    HIP_CHECK(hipStreamSynchronize(uses[i].stream));
+  }
+  DeviceGuard guard(uses.back().device);
+  release_after(ptr, uses.back().stream);
+}
+
+bool PinnedMemoryPool::record_use(const void* ptr, int device, hipStream_t stream) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  auto it = impl_->in_use.find(ptr);
-  PF_CHECK(it != impl_->in_use.end(), ValueError, "PinnedMemoryPool::release: pointer was not acquired from this pool");
-  size_t c = it->second;
-  impl_->in_use.erase(it);
-  impl_->used -= c;
-  impl_->free_by_class[c].push_back(ptr);
-  impl_->cached += c;
+  auto it = impl_->holding(ptr);
+  if (it == impl_->in_use.end()) return false;
+  std::vector<Impl::Use>& uses = it->second.uses;
+  for (const Impl::Use& u : uses)
+    if (u.device == device && u.stream == stream) return true;
+  uses.push_back({device, stream});
+  return true;
+}
+
+bool PinnedMemoryPool::holds(const void* ptr) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->holding(ptr) != impl_->in_use.end();
 }
 
 void PinnedMemoryPool::release_after(void* ptr, hipStream_t stream) {
@@ -127,7 +183,7 @@ void PinnedMemoryPool::release_after(void* ptr, hipStream_t stream) {
   hipError_t err = hipEventRecord(event, stream);
   if (err != hipSuccess) spare.push_back(event);
   HIP_CHECK(err);
-  impl_->in_flight.push_back({ptr, it->second, event, device});
+  impl_->in_flight.push_back({ptr, it->second.size_class, event, device});
   impl_->in_use.erase(it);
 }
 

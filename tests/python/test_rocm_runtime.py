@@ -274,3 +274,44 @@ def test_hip_visible_devices_is_honoured(visible, expected):
     assert int(out[0]) == expected
     if expected == 0:
         assert out[1] != "None"  # says why
+
+
+def test_pinned_tensors_and_non_blocking_copies():
+    pf.set_device("rocm")
+    rng = np.random.default_rng(11)
+    pool = rocm.get_pinned_pool()
+    values = rng.standard_normal((512, 1024)).astype(np.float32)
+    x = pf.tensor(values, device="cpu")
+    used = pool.in_use_bytes
+    p = x.pin_memory()
+    assert p.is_pinned() and not x.is_pinned() and p.device == "cpu"
+    assert pool.in_use_bytes >= used + values.nbytes
+    assert p.pin_memory().data_ptr() == p.data_ptr()
+    np.testing.assert_array_equal(p.numpy(), values)
+    assert p[1:].is_pinned()  # a view of pinned memory is pinned
+
+    # A blocking copy has read the source when it returns: changing it afterwards is safe.
+    busy = pf.ones(4096, 4096)
+    for _ in range(30):
+        busy = busy * 1.0
+    y = p.to("rocm")
+    p.fill_(7.0)
+    np.testing.assert_array_equal(y.numpy(), values)
+
+    # non_blocking returns before the copy has run (no host wait); freeing the source and
+    # pinning new data meanwhile must not hand its memory out before the copy has read it.
+    p.copy_(x)
+    for _ in range(30):
+        busy = busy * 1.0
+    before = pf.synchronization_count()
+    z = p.to("rocm", non_blocking=True)
+    assert pf.synchronization_count() == before
+    del p
+    others = [pf.full((512, 1024), float(i), device="cpu").pin_memory() for i in range(4)]
+    np.testing.assert_array_equal(z.numpy(), values)
+    assert [o[0, 0].item() for o in others] == [0.0, 1.0, 2.0, 3.0]
+    assert busy[0, 0].item() == 1.0
+
+    with pytest.raises(ValueError, match="only CPU tensors"):
+        z.pin_memory()
+    assert not z.is_pinned()

@@ -764,3 +764,11 @@ def test_randint_needs_high_and_size():
         pf.randint(size=(3,))
     with pytest.raises(TypeError):
         pf.randint(5)
+
+
+@pytest.mark.skipif(pf.rocm_is_available(), reason="a GPU is usable: test_rocm_runtime.py pins memory")
+def test_pin_memory_without_a_gpu_raises():
+    x = pf.randn(3)
+    assert not x.is_pinned()
+    with pytest.raises(pf.NotSupportedError, match="pin_memory: page-locked memory needs a usable GPU"):
+        x.pin_memory()

@@ -147,6 +147,14 @@ struct LossAttrs {
   }
 };
 
+// copy: non_blocking lets a copy from pinned host memory run without the host
+// waiting or staging (the source must then not change until it has run, as in PyTorch).
+struct CopyAttrs {
+  bool non_blocking = false;
+  bool operator==(const CopyAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("non_blocking", non_blocking); }
+};
+
 struct FillAttrs {
   Scalar value;
   bool operator==(const FillAttrs&) const = default;
@@ -190,7 +198,7 @@ struct RmspropAttrs {
 };
 
 using OpAttrs = std::variant<NoAttrs, ElementwiseAttrs, ClampAttrs, ReduceAttrs, IndexAttrs, DimAttrs, ViewAttrs,
-                             ConvAttrs, PoolAttrs, NormAttrs, RandomAttrs, LossAttrs, FillAttrs, AdamAttrs, SgdAttrs,
+                             ConvAttrs, PoolAttrs, NormAttrs, RandomAttrs, LossAttrs, CopyAttrs, FillAttrs, AdamAttrs, SgdAttrs,
                              RmspropAttrs>;
 
 PF_API size_t hash_attrs(const OpAttrs& attrs);

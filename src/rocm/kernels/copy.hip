@@ -73,7 +73,14 @@ void copy_entry(OpCall& call) {
   if (src.device() != out.device()) {
     src = src.contiguous();
     if (src.device().is_cpu() && out.is_contiguous() && out.dtype() == src.dtype()) {
-      get_memory_manager(device).copy_host_to_device(out.data_ptr(), src.data_ptr(), src.nbytes());
+      ROCmMemoryManager& memory = get_memory_manager(device);
+      hipStream_t stream = current_stream(device);
+      // non_blocking from a pinned tensor: straight from its memory, without
+      // waiting; the pool keeps the memory until the copy has run.
+      if (call.attr<CopyAttrs>().non_blocking && get_pinned_pool().record_use(src.data_ptr(), device, stream))
+        memory.copy_host_to_device_async(out.data_ptr(), src.data_ptr(), src.nbytes(), stream);
+      else
+        memory.copy_host_to_device(out.data_ptr(), src.data_ptr(), src.nbytes());
       return;
     }
     src = src.to(out.device());

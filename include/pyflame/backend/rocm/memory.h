@@ -113,6 +113,10 @@ class PF_API PinnedMemoryPool {
   // the buffer returns to the cache once they have finished, as later acquire() and
   // clear() calls find without waiting.
   void release_after(void* ptr, hipStream_t stream);
+  // Notes a copy from (or to) `ptr`, inside an acquired buffer, queued on `stream` of
+  // `device`: the buffer's release waits for it. False when no acquired buffer holds `ptr`.
+  bool record_use(const void* ptr, int device, hipStream_t stream);
+  bool holds(const void* ptr) const;  // whether an acquired buffer holds `ptr`
   void warmup(const std::vector<size_t>& sizes);  // acquire and release each size now
   void clear();  // frees every cached buffer (not those whose copies are still queued)
   size_t cached_bytes() const;

@@ -244,10 +244,6 @@ def _pin_memory_enabled(loader):
         warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
                       "then device pinned memory won't be used.", stacklevel=4)
         return False
-    if not hasattr(pf.Tensor, "pin_memory"):
-        warnings.warn("'pin_memory' argument is set as true but PyFlame tensors have no pin_memory() yet, "
-                      "then device pinned memory won't be used.", stacklevel=4)
-        return False
     return True
 
 
