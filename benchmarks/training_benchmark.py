@@ -141,6 +141,22 @@ def backward_cases(device, tdev):
 
     yield f"cross_entropy fwd+bwd {n}x{c}", ce, tce
 
+    # conv2d 3x3, input and weight gradients (the DNN library's backward data and weights on the GPU)
+    shape = (32, 64, 56, 56) if big else (8, 16, 28, 28)
+    image, timage = pair(shape)
+    kernel, tkernel = pair((shape[1], shape[1], 3, 3))
+    gout, tgout = pair(shape, grad=False)
+
+    def conv():
+        image.grad = kernel.grad = None
+        pf.conv2d(image, kernel, padding=1).backward(gout)
+
+    def tconv():
+        timage.grad = tkernel.grad = None
+        F.conv2d(timage, tkernel, padding=1).backward(tgout)
+
+    yield f"conv2d 3x3 fwd+bwd {'x'.join(map(str, shape))}", conv, tconv
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

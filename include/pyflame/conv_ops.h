@@ -58,6 +58,14 @@ PF_API Tensor conv_transpose2d(const Tensor& input, const Tensor& weight,
                                std::vector<int64_t> padding = {0}, std::vector<int64_t> output_padding = {0},
                                int64_t groups = 1, std::vector<int64_t> dilation = {1});
 
+// The gradient of conv2d/conv3d(input, weight, stride, padding, dilation, groups)
+// with respect to the weight, given grad_output (the output's gradient); the
+// result has the weight's shape (the weight's values are not read). As
+// torch.nn.grad.conv2d_weight; batched or unbatched input and grad_output.
+PF_API Tensor conv_weight_backward(const Tensor& input, const Tensor& grad_output, const Tensor& weight,
+                                   std::vector<int64_t> stride = {1}, std::vector<int64_t> padding = {0},
+                                   std::vector<int64_t> dilation = {1}, int64_t groups = 1);
+
 // Pooling. An empty stride means stride = kernel_size (PyTorch's stride=None).
 PF_API Tensor max_pool1d(const Tensor& input, std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {},
                          std::vector<int64_t> padding = {0}, std::vector<int64_t> dilation = {1},

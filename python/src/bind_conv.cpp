@@ -87,6 +87,17 @@ void bind_conv(nb::module_& m, nb::class_<Tensor>& /*tensor*/) {
         },
         "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0, "output_padding"_a = 0,
         "groups"_a = 1, "dilation"_a = 1);
+  m.def("conv_weight_backward",
+        [](const Tensor& input, const Tensor& grad_output, const Tensor& weight, nb::handle stride, nb::handle padding,
+           nb::handle dilation, int64_t groups) {
+          const char* op = "conv_weight_backward";
+          return pyflame::conv_weight_backward(input, grad_output, weight, as_ints(stride, op, "stride"),
+                                               as_ints(padding, op, "padding"), as_ints(dilation, op, "dilation"),
+                                               groups);
+        },
+        "input"_a, "grad_output"_a, "weight"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1, "groups"_a = 1,
+        "The gradient of conv2d/conv3d(input, weight, ...) with respect to the weight, given grad_output (the "
+        "weight's values are not read), as torch.nn.grad.conv2d_weight(input, weight.shape, grad_output, ...).");
 
   m.def("max_pool1d", max_pool_binding("max_pool1d", &pyflame::max_pool1d), "input"_a, "kernel_size"_a,
         "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1, "ceil_mode"_a = false, "return_indices"_a = false);

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "autograd/derivatives.h"
+#include "core/dispatch.h"
 #include "pyflame/error.h"
 #include "pyflame/ops.h"
 
@@ -463,9 +464,18 @@ Grads d_conv(const GradContext& c) {
     }
     r[0] = add_dim ? squeeze(gx, {0}) : gx;
   }
-  if (c.needs[1]) r[1] = conv_weight_grad(x, g, weight.shape(), w, a.groups);
+  if (c.needs[1]) r[1] = conv_weight_backward(x, g, weight, a.stride, a.padding, a.dilation, a.groups);
   if (c.needs[2]) r[2] = sum(g, all_dims_but(g.dim(), 1));
   return r;
+}
+
+// Devices without a conv_weight_backward kernel (AMD without MIOpen) compose it per tap.
+std::vector<Tensor> conv_weight_backward_composite(const OpCall& call) {
+  const ConvAttrs& a = call.attr<ConvAttrs>();
+  const Tensor& weight = call.inputs[2];
+  const bool add_dim = unbatched(call.inputs[0].shape(), weight.dim() - 2);
+  Tensor x = batched(call.inputs[0], add_dim), g = batched(call.inputs[1], add_dim);
+  return {conv_weight_grad(x, g, weight.shape(), conv_window(a, weight.shape()), a.groups)};
 }
 
 // conv_transpose2d(x, w) is the adjoint of conv2d(., w): its input gradient is
@@ -476,7 +486,6 @@ Grads d_conv_transpose(const GradContext& c) {
   const Tensor& weight = c.input(1);
   const bool add_dim = unbatched(c.input_shape(0), 2);
   Tensor x = batched(c.input(0), add_dim), g = batched(c.grad(), add_dim);
-  const Window w = conv_window(a, weight.shape());
   Grads r(3);
   if (c.needs[0]) {
     Tensor gx = conv2d(g, weight, std::nullopt, a.stride, a.padding, a.dilation, a.groups);
@@ -485,7 +494,21 @@ Grads d_conv_transpose(const GradContext& c) {
     for (int64_t d = 2; d < gx.dim(); ++d) gx = slice(gx, d, 0, x.shape()[d], 1);
     r[0] = add_dim ? squeeze(gx, {0}) : gx;
   }
-  if (c.needs[1]) r[1] = conv_weight_grad(g, x, weight.shape(), w, a.groups);
+  if (c.needs[1]) {
+    // The convolution of g has x's shape, or more positions (output_padding of
+    // a stride or more): x padded with zeros there, which add nothing.
+    std::vector<int64_t> pads;
+    bool padded = false;
+    for (int64_t d = x.dim() - 1; d >= 2; --d) {
+      const int64_t span = a.dilation[d - 2] * (weight.shape()[d] - 1) + 1;
+      const int64_t positions = (g.shape()[d] + 2 * a.padding[d - 2] - span) / a.stride[d - 2] + 1;
+      pads.push_back(0);
+      pads.push_back(positions - x.shape()[d]);
+      padded = padded || positions > x.shape()[d];
+    }
+    r[1] = conv_weight_backward(g, padded ? pad(x, pads, "constant", Scalar(0.0)) : x, weight, a.stride, a.padding,
+                                a.dilation, a.groups);
+  }
   if (c.needs[2]) r[2] = sum(g, all_dims_but(g.dim(), 1));
   return r;
 }
@@ -776,6 +799,7 @@ PF_REGISTER_DERIVATIVE(gather, &d_gather, kSavesInputs);
 PF_REGISTER_DERIVATIVE(scatter, &d_scatter, kSavesInputs);
 PF_REGISTER_DERIVATIVE(scatter_add, &d_scatter, kSavesInputs);
 
+PF_REGISTER_COMPOSITE(conv_weight_backward, &conv_weight_backward_composite);
 PF_REGISTER_DERIVATIVE(conv2d, &d_conv, kSavesInputs);
 PF_REGISTER_DERIVATIVE(conv3d, &d_conv, kSavesInputs);
 PF_REGISTER_DERIVATIVE(conv_transpose2d, &d_conv_transpose, kSavesInputs);

@@ -163,6 +163,7 @@ bool is_differentiable(ir::OpType op) {
     case ir::OpType::layer_norm_backward:
     case ir::OpType::rms_norm_backward:
     case ir::OpType::cross_entropy_backward:
+    case ir::OpType::conv_weight_backward:
     case ir::OpType::adam_step:
     case ir::OpType::sgd_step:
     case ir::OpType::rmsprop_step: return false;

@@ -191,6 +191,25 @@ Inferred infer_conv_transpose(OpCall& call) {
           {}};
 }
 
+// conv_weight_backward: input, grad_output (the forward's output shape), weight (its shape only).
+Inferred infer_conv_weight_backward(OpCall& call) {
+  const char* op = "conv_weight_backward";
+  const Tensor &input = call.inputs[0], &grad = call.inputs[1], &weight = call.inputs[2];
+  PF_CHECK(weight.dim() == 4 || weight.dim() == 5, ValueError, op,
+           ": expected a 4-D or 5-D weight (a conv2d or conv3d weight), got shape ", weight.shape());
+  const int64_t nd = weight.dim() - 2;
+  Shape out = check_convolution(nd, input, weight, Tensor(), std::get<ConvAttrs>(call.attrs));
+  check_same_dtype(op, "grad_output", grad, input);
+  Shape expected = out;
+  if (unbatched(input, nd)) expected.erase(expected.begin());
+  PF_CHECK(grad.shape() == expected, ValueError, op, ": grad_output has shape ", grad.shape(),
+           " but the convolution of input ", input.shape(), " by weight ", weight.shape(), " has shape ", expected);
+  Inferred inf{current_device(), {batched_plan(input, nd), batched_plan(grad, nd), {}}, {{weight.shape(), input.dtype()}},
+               {}};
+  if (input.numel() == 0 || grad.numel() == 0) inf.constant = Scalar(0.0);  // empty sums
+  return inf;
+}
+
 Tensor conv_call(ir::OpType op, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                  ConvAttrs attrs) {
   return apply_one(op, {input, weight, bias.value_or(Tensor())}, std::move(attrs));
@@ -211,6 +230,7 @@ Tensor convolution(int64_t nd, const Tensor& input, const Tensor& weight, const 
 PF_REGISTER_INFER(conv2d, &infer_conv);
 PF_REGISTER_INFER(conv3d, &infer_conv);
 PF_REGISTER_INFER(conv_transpose2d, &infer_conv_transpose);
+PF_REGISTER_INFER(conv_weight_backward, &infer_conv_weight_backward);
 
 }  // namespace
 
@@ -260,6 +280,12 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::op
   return conv_call(ir::OpType::conv_transpose2d, input, weight, bias,
                    ConvAttrs{std::move(stride), std::move(padding), std::move(dilation), std::move(output_padding),
                              groups});
+}
+
+Tensor conv_weight_backward(const Tensor& input, const Tensor& grad_output, const Tensor& weight, Ints stride,
+                            Ints padding, Ints dilation, int64_t groups) {
+  return apply_one(ir::OpType::conv_weight_backward, {input, grad_output, weight},
+                   ConvAttrs{std::move(stride), std::move(padding), std::move(dilation), {}, groups});
 }
 
 // ------------------------------------------------------------------ pooling

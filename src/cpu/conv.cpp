@@ -6,7 +6,8 @@
 // padding multiplies the input itself. Blocks keep the column buffer near
 // cache size whatever the image. The transposed convolution is the adjoint:
 // a GEMM with the transposed weights makes the columns, which are added back
-// onto the output (col2im). 2-D runs as 3-D with depth 1 (cpu/window.h).
+// onto the output (col2im). The weight gradient multiplies the output
+// gradient by the forward's columns. 2-D runs as 3-D with depth 1 (cpu/window.h).
 //
 // Threads: one OpenMP region per call splits independent tasks (image x
 // block of output positions; for the transpose, image x group x block of
@@ -19,6 +20,7 @@
 #include <omp.h>
 
 #include <climits>
+#include <mutex>
 
 #include "core/dispatch.h"
 #include "cpu/blas.h"
@@ -186,6 +188,43 @@ void conv_transpose_forward(ir::OpType op, const std::vector<Tensor>& in, Tensor
   });
 }
 
+// The weight gradient of the convolution: per image, group and block of
+// output positions, dW_g (og x k) += dy_g (og x block) * col^T (block x k),
+// with col the block's im2col columns as in the forward. Each thread sums into
+// its own dW, and the partial sums are added at the end (dW is small next to
+// the images). inputs: x (N, C, spatial...), dy (N, O, spatial...); out: dW (O, C / groups, kernel...).
+template <class T>
+void conv_weight_backward(ir::OpType op, const std::vector<Tensor>& in, Tensor& out, const ConvAttrs& a) {
+  const Tensor& x = in[0];
+  const Tensor& dy = in[1];
+  const Window w = make_window(x.shape(), dy.shape(), Shape(out.shape().begin() + 2, out.shape().end()), a);
+  const int64_t batch = x.shape()[0], channels = x.shape()[1], out_channels = dy.shape()[1];
+  const int64_t cg = channels / a.groups, og = out_channels / a.groups, k = cg * w.kernel_volume();
+  const int64_t plane = w.out_plane(), in_plane = w.in_plane();
+  check_blas_sizes(op, {og, k, plane});
+  const int64_t block = std::clamp<int64_t>(kColumnBudget / std::max<int64_t>(1, k), 1, plane);
+  const int64_t blocks = ceil_div(plane, block);
+  T* dw = out.data<T>();
+  std::fill(dw, dw + out.numel(), T(0));
+  std::mutex merge;
+  parallel_for(batch * blocks, ceil_div(kParallelMacs, std::max<int64_t>(1, out_channels * k * block)),
+               [&](int64_t t0, int64_t t1) {
+    std::vector<T> col, partial(out.numel(), T(0));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / blocks, p0 = (t % blocks) * block, p1 = std::min(plane, p0 + block);
+      col.resize(k * (p1 - p0));
+      for (int64_t g = 0; g < a.groups; ++g) {
+        im2col(w, cg, p0, p1, x.data<T>() + (n * channels + g * cg) * in_plane, col.data());
+        const T* dyg = dy.data<T>() + (n * out_channels + g * og) * plane + p0;
+        gemm_serial<T>(false, true, og, k, p1 - p0, dyg, plane, col.data(), p1 - p0, partial.data() + g * og * k, k,
+                       T(1));
+      }
+    }
+    std::lock_guard<std::mutex> lock(merge);
+    for (int64_t i = 0; i < out.numel(); ++i) dw[i] += partial[i];
+  });
+}
+
 // Runs body(TypeTag<T>, inputs, out) in the BLAS type of the call's dtype:
 // float16 and bfloat16 convert to float32 and round once on the way back.
 template <class Body> void in_blas_type(OpCall& call, const Body& body) {
@@ -214,9 +253,16 @@ void conv_transpose_kernel(OpCall& call) {
   });
 }
 
+void conv_weight_backward_kernel(OpCall& call) {
+  in_blas_type(call, [&](auto tag, const std::vector<Tensor>& in, Tensor& out) {
+    conv_weight_backward<typename decltype(tag)::type>(call.op, in, out, call.attr<ConvAttrs>());
+  });
+}
+
 PF_REGISTER_KERNEL(conv2d, CPU, &conv_kernel);
 PF_REGISTER_KERNEL(conv3d, CPU, &conv_kernel);
 PF_REGISTER_KERNEL(conv_transpose2d, CPU, &conv_transpose_kernel);
+PF_REGISTER_KERNEL(conv_weight_backward, CPU, &conv_weight_backward_kernel);
 
 }  // namespace
 }  // namespace pyflame::cpu

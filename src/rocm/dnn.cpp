@@ -104,8 +104,9 @@ ConvParams ConvParams::Conv2D(int pad_h, int pad_w, int stride_h, int stride_w, 
 }
 
 // The forward convolution reads x and w and writes y; its backward data
-// (the transposed convolution) reads dy (y's shape) and w and writes dx (x's).
-enum class ConvDirection { forward, backward_data };
+// (the transposed convolution) reads dy (y's shape) and w and writes dx (x's);
+// its backward weights read x and dy and write dw (w's shape).
+enum class ConvDirection { forward, backward_data, backward_weights };
 
 // A library call for problem `p`: a failure names the op, its shapes and the call.
 #define DNN_CHECK_FOR(p, call) (p).check((call), #call, __FILE__, __LINE__)
@@ -158,7 +159,10 @@ struct ConvProblem {
     PF_CHECK(dt != DType::Float64, NotSupportedError, op(),
              ": MIOpen has no float64 convolution; convert to float32 or run on the CPU");
 #endif
-    key = std::string(dir == ConvDirection::forward ? "conv_fwd|" : "conv_bwd_data|") + dtype_name(dt) + "|x" +
+    const char* kind = dir == ConvDirection::forward         ? "conv_fwd|"
+                       : dir == ConvDirection::backward_data ? "conv_bwd_data|"
+                                                             : "conv_bwd_weights|";
+    key = std::string(kind) + dtype_name(dt) + "|x" +
           join(xs) + "|w" + join(ws) + "|y" + join(ys) + "|p" + join(p.padding) + "|s" + join(p.stride) + "|d" +
           join(p.dilation) + "|g" + std::to_string(p.groups) + (tf32 ? "|tf32" : "|fp32") + "|" +
           device_tag(device);
@@ -178,16 +182,21 @@ struct ConvProblem {
   const char* op() const {
     const bool three_d = x_shape.size() == 5;
     if (direction == ConvDirection::forward) return three_d ? "conv3d" : "conv2d";
+    if (direction == ConvDirection::backward_weights) return "conv_weight_backward";
     return three_d ? "conv_transpose3d" : "conv_transpose2d";
   }
 
   // The problem in the op's terms: the transposed convolution's input is dy, its output dx.
   std::string describe() const {
+    const std::string tail = "], padding [" + join(params.padding) + "], stride [" + join(params.stride) +
+                             "], dilation [" + join(params.dilation) + "], groups " + std::to_string(params.groups) +
+                             ", " + dtype_name(dtype);
+    if (direction == ConvDirection::backward_weights)
+      return std::string(op()) + " of input [" + join(x_shape) + "] and grad_output [" + join(y_shape) +
+             "] into weight [" + join(w_shape) + tail;
     const bool forward = direction == ConvDirection::forward;
     return std::string(op()) + " of input [" + join(forward ? x_shape : y_shape) + "] by weight [" + join(w_shape) +
-           "] into output [" + join(forward ? y_shape : x_shape) + "], padding [" + join(params.padding) +
-           "], stride [" + join(params.stride) + "], dilation [" + join(params.dilation) + "], groups " +
-           std::to_string(params.groups) + ", " + dtype_name(dtype);
+           "] into output [" + join(forward ? y_shape : x_shape) + tail;
   }
 
   void check(miopenStatus_t status, const char* call, const char* file, int line) const {
@@ -327,6 +336,24 @@ template <> struct CudnnSearch<ConvDirection::backward_data> {
   }
 };
 
+template <> struct CudnnSearch<ConvDirection::backward_weights> {
+  using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+  static constexpr int kAlgorithms = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+  static miopenStatus_t workspace_size(miopenHandle_t h, const ConvProblem& p, int algo, size_t* bytes) {
+    return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p.x, p.y, p.conv, p.w,
+                                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), bytes);
+  }
+  static void find(miopenHandle_t h, const ConvProblem& p, const SearchBuffers& b, Perf* perf, int* returned) {
+    DNN_CHECK_FOR(p, cudnnFindConvolutionBackwardFilterAlgorithmEx(h, p.x, b.x.get(), p.y, b.y.get(), p.conv, p.w,
+                                                                   b.w.get(), kAlgorithms, returned, perf,
+                                                                   b.workspace.get(), b.workspace_bytes));
+  }
+  static void rank(miopenHandle_t h, const ConvProblem& p, Perf* perf, int* returned) {
+    DNN_CHECK_FOR(p, cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p.x, p.y, p.conv, p.w, kAlgorithms, returned,
+                                                                   perf));
+  }
+};
+
 // The first usable algorithm of cuDNN's search for `p`, or algo -1.
 template <ConvDirection direction>
 MIOpenTuningCache::Entry search_cudnn(miopenHandle_t handle, int device, hipStream_t stream, const ConvProblem& p,
@@ -393,41 +420,69 @@ MIOpenTuningCache::Entry ROCmDNN::choose(const ConvProblem& p) {
   // The searches differ: cuDNN times every algorithm (Find) or ranks them by
   // heuristics (Get), with calls of its own per direction; MIOpen's Find does
   // both, by its exhaustive flag.
-  const MIOpenTuningCache::Entry choice =
-      p.direction == ConvDirection::forward
-          ? search_cudnn<ConvDirection::forward>(handle_, device_, stream_, p, exhaustive)
-          : search_cudnn<ConvDirection::backward_data>(handle_, device_, stream_, p, exhaustive);
+  MIOpenTuningCache::Entry choice;
+  switch (p.direction) {
+    case ConvDirection::forward:
+      choice = search_cudnn<ConvDirection::forward>(handle_, device_, stream_, p, exhaustive);
+      break;
+    case ConvDirection::backward_data:
+      choice = search_cudnn<ConvDirection::backward_data>(handle_, device_, stream_, p, exhaustive);
+      break;
+    case ConvDirection::backward_weights:
+      choice = search_cudnn<ConvDirection::backward_weights>(handle_, device_, stream_, p, exhaustive);
+      break;
+  }
 #else
-  const bool forward = p.direction == ConvDirection::forward;
   size_t workspace_bytes = 0;
-  if (forward)
-    DNN_CHECK_FOR(p, miopenConvolutionForwardGetWorkSpaceSize(handle_, p.w, p.x, p.conv, p.y, &workspace_bytes));
-  else
-    DNN_CHECK_FOR(p, miopenConvolutionBackwardDataGetWorkSpaceSize(handle_, p.y, p.w, p.conv, p.x, &workspace_bytes));
+  switch (p.direction) {
+    case ConvDirection::forward:
+      DNN_CHECK_FOR(p, miopenConvolutionForwardGetWorkSpaceSize(handle_, p.w, p.x, p.conv, p.y, &workspace_bytes));
+      break;
+    case ConvDirection::backward_data:
+      DNN_CHECK_FOR(p,
+                    miopenConvolutionBackwardDataGetWorkSpaceSize(handle_, p.y, p.w, p.conv, p.x, &workspace_bytes));
+      break;
+    case ConvDirection::backward_weights:
+      DNN_CHECK_FOR(
+          p, miopenConvolutionBackwardWeightsGetWorkSpaceSize(handle_, p.y, p.x, p.conv, p.w, &workspace_bytes));
+      break;
+  }
   SearchBuffers b(device_, stream_, p, std::min(workspace_bytes, kMaxSearchWorkspace));
   miopenConvAlgoPerf_t perf[4];
   int returned = 0;
-  if (forward)
-    DNN_CHECK_FOR(p, miopenFindConvolutionForwardAlgorithm(handle_, p.x, b.x.get(), p.w, b.w.get(), p.conv, p.y,
-                                                           b.y.get(), 4, &returned, perf, b.workspace.get(),
-                                                           b.workspace_bytes, exhaustive));
-  else
-    DNN_CHECK_FOR(p, miopenFindConvolutionBackwardDataAlgorithm(handle_, p.y, b.y.get(), p.w, b.w.get(), p.conv,
-                                                                p.x, b.x.get(), 4, &returned, perf,
-                                                                b.workspace.get(), b.workspace_bytes, exhaustive));
-  // MIOpen lists the fastest first; the perf union holds the direction's algorithm.
-  MIOpenTuningCache::Entry choice{-1, 0, 0};
-  if (returned > 0)
-    choice = {forward ? static_cast<int>(perf[0].fwd_algo) : static_cast<int>(perf[0].bwd_data_algo), perf[0].memory,
-              0};
+  int algo = -1;  // the fastest: MIOpen lists it first, in the perf union's member of the direction
+  switch (p.direction) {
+    case ConvDirection::forward:
+      DNN_CHECK_FOR(p, miopenFindConvolutionForwardAlgorithm(handle_, p.x, b.x.get(), p.w, b.w.get(), p.conv, p.y,
+                                                             b.y.get(), 4, &returned, perf, b.workspace.get(),
+                                                             b.workspace_bytes, exhaustive));
+      if (returned > 0) algo = static_cast<int>(perf[0].fwd_algo);
+      break;
+    case ConvDirection::backward_data:
+      DNN_CHECK_FOR(p, miopenFindConvolutionBackwardDataAlgorithm(handle_, p.y, b.y.get(), p.w, b.w.get(), p.conv,
+                                                                  p.x, b.x.get(), 4, &returned, perf,
+                                                                  b.workspace.get(), b.workspace_bytes, exhaustive));
+      if (returned > 0) algo = static_cast<int>(perf[0].bwd_data_algo);
+      break;
+    case ConvDirection::backward_weights:
+      DNN_CHECK_FOR(p, miopenFindConvolutionBackwardWeightsAlgorithm(handle_, p.y, b.y.get(), p.x, b.x.get(), p.conv,
+                                                                     p.w, b.w.get(), 4, &returned, perf,
+                                                                     b.workspace.get(), b.workspace_bytes,
+                                                                     exhaustive));
+      if (returned > 0) algo = static_cast<int>(perf[0].bwd_weights_algo);
+      break;
+  }
+  const MIOpenTuningCache::Entry choice{algo, returned > 0 ? perf[0].memory : 0, 0};
 #endif
   PF_CHECK(choice.algo >= 0, NotSupportedError, p.op(), ": the DNN library has no algorithm for ", p.describe());
   cache.insert(p.key, choice);
   return choice;
 }
 
-void ROCmDNN::run(const ConvProblem& p, const MIOpenTuningCache::Entry& choice, const void* input,
-                  const void* weight, void* output, void* workspace, size_t workspace_size) {
+// The operands by direction: forward (x, w) -> y, backward data (dy, w) -> dx,
+// backward weights (x, dy) -> dw.
+void ROCmDNN::run(const ConvProblem& p, const MIOpenTuningCache::Entry& choice, const void* first,
+                  const void* second, void* output, void* workspace, size_t workspace_size) {
   PF_CHECK(workspace_size >= choice.workspace, ValueError, p.op(), ": the algorithm needs a workspace of ",
            choice.workspace, " bytes, got ", workspace_size, " (ask ",
            p.direction == ConvDirection::forward ? "conv_forward_workspace_size" : "conv_backward_data_workspace_size",
@@ -441,14 +496,23 @@ void ROCmDNN::run(const ConvProblem& p, const MIOpenTuningCache::Entry& choice, 
   // cuDNN runs with the math type the algorithm was timed with (as PyTorch does).
   DNN_CHECK_FOR(p, cudnnSetConvolutionMathType(p.conv, static_cast<cudnnMathType_t>(choice.math_type)));
 #endif
-  if (p.direction == ConvDirection::forward)
-    DNN_CHECK_FOR(p, miopenConvolutionForward(handle_, alpha, p.x, input, p.w, weight, p.conv,
-                                              static_cast<miopenConvFwdAlgorithm_t>(choice.algo), beta, p.y, output,
-                                              workspace, workspace_size));
-  else
-    DNN_CHECK_FOR(p, miopenConvolutionBackwardData(handle_, alpha, p.y, input, p.w, weight, p.conv,
-                                                   static_cast<miopenConvBwdDataAlgorithm_t>(choice.algo), beta, p.x,
-                                                   output, workspace, workspace_size));
+  switch (p.direction) {
+    case ConvDirection::forward:
+      DNN_CHECK_FOR(p, miopenConvolutionForward(handle_, alpha, p.x, first, p.w, second, p.conv,
+                                                static_cast<miopenConvFwdAlgorithm_t>(choice.algo), beta, p.y,
+                                                output, workspace, workspace_size));
+      break;
+    case ConvDirection::backward_data:
+      DNN_CHECK_FOR(p, miopenConvolutionBackwardData(handle_, alpha, p.y, first, p.w, second, p.conv,
+                                                     static_cast<miopenConvBwdDataAlgorithm_t>(choice.algo), beta,
+                                                     p.x, output, workspace, workspace_size));
+      break;
+    case ConvDirection::backward_weights:
+      DNN_CHECK_FOR(p, miopenConvolutionBackwardWeights(handle_, alpha, p.y, second, p.x, first, p.conv,
+                                                        static_cast<miopenConvBwdWeightsAlgorithm_t>(choice.algo),
+                                                        beta, p.w, output, workspace, workspace_size));
+      break;
+  }
 }
 
 void ROCmDNN::conv_forward(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
@@ -533,6 +597,18 @@ size_t ROCmDNN::conv_backward_data_workspace_size(DType dtype, const std::vector
   ConvProblem p(ConvDirection::backward_data, device_, dtype, grad_input_shape, weight_shape, grad_output_shape,
                 params);
   return choose(p).workspace;
+}
+
+void ROCmDNN::conv_backward_weights(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
+                                    const std::vector<int64_t>& grad_output_shape, const void* grad_output,
+                                    const std::vector<int64_t>& grad_weight_shape, void* grad_weight,
+                                    const ConvParams& params) {
+  DeviceGuard guard(device_);
+  ConvProblem p(ConvDirection::backward_weights, device_, dtype, input_shape, grad_weight_shape, grad_output_shape,
+                params);
+  const MIOpenTuningCache::Entry choice = choose(p);
+  Scratch workspace(device_, stream_, choice.workspace);
+  run(p, choice, input, grad_output, grad_weight, workspace.get(), choice.workspace);
 }
 
 namespace {
@@ -647,9 +723,26 @@ void conv_transpose_entry(OpCall& call) {
   add_bias(call);
 }
 
+// pf.conv_weight_backward on the device: the op layer hands over contiguous
+// (N, C, spatial...) input and (N, O, spatial...) grad_output; the weight
+// (inputs[2]) gives the result's shape only.
+void conv_weight_backward_entry(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& g = call.inputs[1];
+  Tensor& out = call.out();
+  DeviceGuard guard(out.device().index);
+  if (x.numel() == 0 || g.numel() == 0) {
+    out.fill_(Scalar(0.0));  // empty sums (the libraries take no empty dimension)
+    return;
+  }
+  get_dnn().conv_backward_weights(x.dtype(), x.shape(), x.data_ptr(), g.shape(), g.data_ptr(), out.shape(),
+                                  out.data_ptr(), dnn_params(call.op, call.attr<ConvAttrs>()));
+}
+
 PF_REGISTER_KERNEL(conv2d, ROCm, &conv_entry);
 PF_REGISTER_KERNEL(conv3d, ROCm, &conv_entry);
 PF_REGISTER_KERNEL(conv_transpose2d, ROCm, &conv_transpose_entry);
+PF_REGISTER_KERNEL(conv_weight_backward, ROCm, &conv_weight_backward_entry);
 
 }  // namespace
 }  // namespace pyflame::backend::rocm

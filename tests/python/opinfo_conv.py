@@ -204,6 +204,28 @@ def _pad(x, pad, mode="constant", value=None):
     return F.pad(x, list(pad), mode=mode, value=value)
 
 
+def _weight_grad_samples(rng, dtype, cls):
+    """conv_weight_backward's samples: the conv2d and conv3d cases (numeric padding) with a
+    grad_output of the convolution's output shape."""
+    out = []
+    for table, conv in ((_CONV2D, F.conv2d), (_CONV3D, F.conv3d)):
+        for tensors, kwargs in table.get(cls, []):
+            if isinstance(kwargs.get("padding"), str):
+                continue
+            (xs, xl), (ws, wl) = tensors[0], tensors[1]
+            ys = tuple(conv(torch.zeros(xs), torch.zeros(ws), **kwargs).shape)
+            args = (_x(rng, xs, dtype, _DOM, xl), _x(rng, ys, dtype, _DOM, xl), _x(rng, ws, dtype, _DOM, wl))
+            out.append(Sample(args, dict(kwargs)))
+    return out
+
+
+def _conv_weight_grad(input, grad_output, weight, stride=1, padding=0, dilation=1, groups=1):
+    if input.dim() == weight.dim() - 1:  # unbatched
+        input, grad_output = input.unsqueeze(0), grad_output.unsqueeze(0)
+    fn = torch.nn.grad.conv2d_weight if weight.dim() == 4 else torch.nn.grad.conv3d_weight
+    return fn(input, weight.shape, grad_output, stride, padding, dilation, groups)
+
+
 def _op(name, table, ref, **kw):
     return OpInfo(name, "CUSTOM", FLOAT_DTYPES, _samples(table), _in_float32(ref), CONV_CLASSES, **kw)
 
@@ -212,6 +234,8 @@ OP_INFOS = [
     _op("conv2d", _CONV2D, F.conv2d, tol=_CONV_TOL, method=False),
     _op("conv3d", _CONV3D, F.conv3d, tol=_CONV_TOL, method=False),
     _op("conv_transpose2d", _CONV_TRANSPOSE2D, F.conv_transpose2d, tol=_CONV_TOL, method=False),
+    OpInfo("conv_weight_backward", "CUSTOM", FLOAT_DTYPES, _weight_grad_samples, _in_float32(_conv_weight_grad),
+           CONV_CLASSES, tol=_CONV_TOL, method=False),
     _op("max_pool2d", _pool_table(2, True), F.max_pool2d, exact_float=True, method=False),
     _op("max_pool3d", _pool_table(3, True), F.max_pool3d, exact_float=True, method=False),
     _op("avg_pool2d", _pool_table(2, False), F.avg_pool2d, method=False),

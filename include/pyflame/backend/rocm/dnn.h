@@ -10,8 +10,9 @@
 // (tuning.h).
 //
 // Provided now: N-D convolution (2-D and 3-D) forward — pf.conv2d, conv1d and
-// conv3d on the device — and its backward data, which is the transposed
-// convolution: pf.conv_transpose2d on the device.
+// conv3d on the device —, its backward data, which is the transposed
+// convolution: pf.conv_transpose2d on the device, and its backward weights:
+// pf.conv_weight_backward (what autograd runs for a convolution's weight).
 // One instance per device and thread; get_dnn() returns the current device's,
 // bound to the current stream.
 
@@ -112,11 +113,20 @@ class PF_API ROCmDNN {
                                            const std::vector<int64_t>& weight_shape,
                                            const std::vector<int64_t>& grad_input_shape, const ConvParams& params);
 
+  // The backward weights of conv_forward: grad_weight = d(sum(grad_output * conv(input,
+  // weight)))/d(weight), in the forward's shapes: input (N, C, spatial...),
+  // grad_output (N, O, spatial...), grad_weight (O, C/groups, kernel...); the
+  // workspace from the caching allocator. pf.conv_weight_backward runs this.
+  void conv_backward_weights(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
+                             const std::vector<int64_t>& grad_output_shape, const void* grad_output,
+                             const std::vector<int64_t>& grad_weight_shape, void* grad_weight,
+                             const ConvParams& params);
+
  private:
   MIOpenTuningCache::Entry choose(const ConvProblem& p);
-  // Runs the problem's direction: forward reads `input` = x and writes
-  // `output` = y; backward data reads `input` = dy and writes `output` = dx.
-  void run(const ConvProblem& p, const MIOpenTuningCache::Entry& choice, const void* input, const void* weight,
+  // Runs the problem's direction on its operands: forward (x, w) -> y,
+  // backward data (dy, w) -> dx, backward weights (x, dy) -> dw.
+  void run(const ConvProblem& p, const MIOpenTuningCache::Entry& choice, const void* first, const void* second,
            void* output, void* workspace, size_t workspace_size);
 
   miopenHandle_t handle_ = nullptr;

@@ -83,6 +83,7 @@ using miopenTensorDescriptor_t = cudnnTensorDescriptor_t;
 using miopenConvolutionDescriptor_t = cudnnConvolutionDescriptor_t;
 using miopenConvFwdAlgorithm_t = cudnnConvolutionFwdAlgo_t;
 using miopenConvBwdDataAlgorithm_t = cudnnConvolutionBwdDataAlgo_t;
+using miopenConvBwdWeightsAlgorithm_t = cudnnConvolutionBwdFilterAlgo_t;
 using dnnWeightDescriptor_t = cudnnFilterDescriptor_t;
 
 constexpr miopenStatus_t miopenStatusSuccess = CUDNN_STATUS_SUCCESS;
@@ -130,6 +131,17 @@ inline miopenStatus_t miopenConvolutionBackwardData(miopenHandle_t handle, const
                                                     size_t workspace_size) {
   return cudnnConvolutionBackwardData(handle, alpha, w_desc, w, dy_desc, dy, conv, algo, workspace, workspace_size,
                                       beta, dx_desc, dx);
+}
+
+inline miopenStatus_t miopenConvolutionBackwardWeights(miopenHandle_t handle, const void* alpha,
+                                                       miopenTensorDescriptor_t dy_desc, const void* dy,
+                                                       miopenTensorDescriptor_t x_desc, const void* x,
+                                                       miopenConvolutionDescriptor_t conv,
+                                                       miopenConvBwdWeightsAlgorithm_t algo, const void* beta,
+                                                       dnnWeightDescriptor_t dw_desc, void* dw, void* workspace,
+                                                       size_t workspace_size) {
+  return cudnnConvolutionBackwardFilter(handle, alpha, x_desc, x, dy_desc, dy, conv, algo, workspace, workspace_size,
+                                        beta, dw_desc, dw);
 }
 
 inline miopenStatus_t dnnCreateWeightDescriptor(dnnWeightDescriptor_t* d) { return cudnnCreateFilterDescriptor(d); }
