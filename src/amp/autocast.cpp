@@ -26,6 +26,9 @@ Policy policy(ir::OpType op) {
     case OpType::exp:
     case OpType::log:
     case OpType::log1p:
+    case OpType::log2:
+    case OpType::log10:
+    case OpType::expm1:
     case OpType::reciprocal:
     case OpType::rsqrt:
     case OpType::pow:

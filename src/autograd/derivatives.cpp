@@ -143,6 +143,28 @@ Grads d_reciprocal(const GradContext& c) {
   return {neg(mul(c.grad(), mul(y, y)))};
 }
 Grads d_log1p(const GradContext& c) { return {div(c.grad(), add(c.input(0), Scalar(1.0)))}; }
+Grads d_expm1(const GradContext& c) { return {mul(c.grad(), add(c.output(), Scalar(1.0)))}; }
+Grads d_log2(const GradContext& c) { return {div(c.grad(), mul(c.input(0), Scalar(M_LN2)))}; }
+Grads d_log10(const GradContext& c) { return {div(c.grad(), mul(c.input(0), Scalar(M_LN10)))}; }
+Grads d_exp2(const GradContext& c) { return {mul(c.grad(), mul(c.output(), Scalar(M_LN2)))}; }
+Grads d_square(const GradContext& c) { return {mul(c.grad(), mul(c.input(0), Scalar(2.0)))}; }
+// d atan2(a, b) = (b da - a db) / (a^2 + b^2)
+Grads d_atan2(const GradContext& c) {
+  const Tensor &a = c.input(0), &b = c.input(1);
+  Tensor scale = div(c.grad(), add(mul(a, a), mul(b, b)));
+  Grads r(2);
+  if (c.needs[0]) r[0] = mul(scale, b);
+  if (c.needs[1]) r[1] = neg(mul(scale, a));
+  return r;
+}
+// d hypot(a, b) = (a da + b db) / hypot(a, b)
+Grads d_hypot(const GradContext& c) {
+  Tensor scale = div(c.grad(), c.output());
+  Grads r(2);
+  if (c.needs[0]) r[0] = mul(scale, c.input(0));
+  if (c.needs[1]) r[1] = mul(scale, c.input(1));
+  return r;
+}
 Grads d_leaky_relu(const GradContext& c) {
   const double slope = c.attr<ElementwiseAttrs>().params[0].f;
   return {where(gt(c.input(0), Scalar(0.0)), c.grad(), mul(c.grad(), Scalar(slope)))};
@@ -739,6 +761,8 @@ PF_REGISTER_DERIVATIVE(div, &d_div, kSavesInputs);
 PF_REGISTER_DERIVATIVE(pow, &d_pow, kSavesBoth);
 PF_REGISTER_DERIVATIVE(maximum, &d_maximum, kSavesInputs);
 PF_REGISTER_DERIVATIVE(minimum, &d_minimum, kSavesInputs);
+PF_REGISTER_DERIVATIVE(atan2, &d_atan2, kSavesInputs);
+PF_REGISTER_DERIVATIVE(hypot, &d_hypot, kSavesBoth);
 
 PF_REGISTER_DERIVATIVE(neg, &d_neg, kSavesNothing);
 PF_REGISTER_DERIVATIVE(abs, &d_abs, kSavesInputs);
@@ -748,6 +772,9 @@ PF_REGISTER_DERIVATIVE(ceil, &d_zero, kSavesNothing);
 PF_REGISTER_DERIVATIVE(round, &d_zero, kSavesNothing);
 PF_REGISTER_DERIVATIVE(sign, &d_zero, kSavesNothing);
 PF_REGISTER_DERIVATIVE(hardtanh, &d_hardtanh, kSavesInputs);
+PF_REGISTER_DERIVATIVE(trunc, &d_zero, kSavesNothing);
+PF_REGISTER_DERIVATIVE(frac, &d_copy, kSavesNothing);
+PF_REGISTER_DERIVATIVE(square, &d_square, kSavesInputs);
 PF_REGISTER_DERIVATIVE(sqrt, &d_sqrt, kSavesOutputs);
 PF_REGISTER_DERIVATIVE(rsqrt, &d_rsqrt, kSavesOutputs);
 PF_REGISTER_DERIVATIVE(exp, &d_exp, kSavesOutputs);
@@ -761,6 +788,10 @@ PF_REGISTER_DERIVATIVE(erf, &d_erf, kSavesInputs);
 PF_REGISTER_DERIVATIVE(silu, &d_silu, kSavesInputs);
 PF_REGISTER_DERIVATIVE(reciprocal, &d_reciprocal, kSavesOutputs);
 PF_REGISTER_DERIVATIVE(log1p, &d_log1p, kSavesInputs);
+PF_REGISTER_DERIVATIVE(expm1, &d_expm1, kSavesOutputs);
+PF_REGISTER_DERIVATIVE(log2, &d_log2, kSavesInputs);
+PF_REGISTER_DERIVATIVE(log10, &d_log10, kSavesInputs);
+PF_REGISTER_DERIVATIVE(exp2, &d_exp2, kSavesOutputs);
 PF_REGISTER_DERIVATIVE(leaky_relu, &d_leaky_relu, kSavesInputs);
 PF_REGISTER_DERIVATIVE(elu, &d_elu, kSavesBoth);
 PF_REGISTER_DERIVATIVE(softplus, &d_softplus, kSavesInputs);

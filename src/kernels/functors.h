@@ -188,6 +188,45 @@ template <class T> struct Sign {
 template <class T> struct Reciprocal { PF_HOST_DEVICE T operator()(T x) const { return T(1) / x; } };
 template <class T> struct Log1p { PF_HOST_DEVICE T operator()(T x) const { return math::log1p(x); } };
 template <class T> struct Erf { PF_HOST_DEVICE T operator()(T x) const { return math::erf(x); } };
+template <class T> struct Expm1 { PF_HOST_DEVICE T operator()(T x) const { return math::expm1(x); } };
+template <class T> struct Log2 { PF_HOST_DEVICE T operator()(T x) const { return math::log2(x); } };
+template <class T> struct Log10 { PF_HOST_DEVICE T operator()(T x) const { return math::log10(x); } };
+template <class T> struct Exp2 { PF_HOST_DEVICE T operator()(T x) const { return math::exp2(x); } };
+template <class T> struct Square { PF_HOST_DEVICE T operator()(T x) const { return x * x; } };
+// Rounding toward zero and what it drops; integers are whole already.
+template <class T> struct Trunc {
+  PF_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return math::trunc(x);
+    else return x;
+  }
+};
+template <class T> struct Frac {
+  PF_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return x - math::trunc(x);
+    else return T(0);
+  }
+};
+// Float classes; integers are always finite.
+template <class T> struct IsNan {
+  PF_HOST_DEVICE bool operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return x != x;
+    else return false;
+  }
+};
+template <class T> struct IsInf {
+  PF_HOST_DEVICE bool operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return x == std::numeric_limits<T>::infinity() || x == -std::numeric_limits<T>::infinity();
+    else return false;
+  }
+};
+template <class T> struct IsFinite {
+  PF_HOST_DEVICE bool operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return x - x == T(0);  // inf - inf and NaN - NaN are NaN
+    else return true;
+  }
+};
+template <class T> struct Atan2 { PF_HOST_DEVICE T operator()(T a, T b) const { return math::atan2(a, b); } };
+template <class T> struct Hypot { PF_HOST_DEVICE T operator()(T a, T b) const { return math::hypot(a, b); } };
 
 // Activations with parameters (op_params.def).
 template <class T> struct LeakyRelu {

@@ -50,6 +50,15 @@ PF_MATH_FORWARD(fabs)
 PF_MATH_FORWARD(floor)
 PF_MATH_FORWARD(ceil)
 PF_MATH_FORWARD(rint)  // round half to even (the default rounding mode)
+PF_MATH_FORWARD(trunc)
+PF_MATH_FORWARD(log2)
+PF_MATH_FORWARD(log10)
+PF_MATH_FORWARD(exp2)
+#define PF_MATH_FORWARD2(name)                                                  \
+  PF_HOST_DEVICE float name(float x, float y) { return ::name##f(x, y); }       \
+  PF_HOST_DEVICE double name(double x, double y) { return ::name(x, y); }
+PF_MATH_FORWARD2(atan2)
+PF_MATH_FORWARD2(hypot)
 
 PF_HOST_DEVICE float tanh(float x) {
 #if PF_DEVICE_PASS

@@ -326,6 +326,28 @@ def _row_norm_backward_ref(rms):
 
     return ref
 
+def _frac(x):
+    """torch.frac, and 0 for integers (which torch refuses)."""
+    return torch.frac(x) if x.is_floating_point() else torch.zeros_like(x)
+
+
+def _hypot(a, b):
+    """torch.hypot, with integer and bool operands in float32 (torch takes floats only)."""
+    if not a.is_floating_point() and not b.is_floating_point():
+        a, b = a.float(), b.float()
+    return torch.hypot(a, b)
+
+
+def _special_samples(rng, dtype, cls):
+    """Unary samples whose float values include NaN, inf and -inf (isnan & co.)."""
+    samples = _unary_samples(_STD)(rng, dtype, cls)
+    if dtype in FLOAT_DTYPES:
+        for s in samples:
+            flat = s.args[0].values.reshape(-1)
+            flat[::4], flat[1::5], flat[2::7] = np.nan, np.inf, -np.inf
+    return samples
+
+
 OP_INFOS = [
     # UNARY: rounding and sign (exact), hardtanh (parameters min_val, max_val)
     OpInfo("floor", "UNARY", NONBOOL_DTYPES, _unary_samples(_STD), torch.floor, UNARY_CLASSES, exact_float=True),
@@ -335,12 +357,23 @@ OP_INFOS = [
            torch.round, UNARY_CLASSES, exact_float=True),
     OpInfo("sign", "UNARY", NONBOOL_DTYPES, _unary_samples(_TIES), torch.sign, UNARY_CLASSES, exact_float=True),
     OpInfo("hardtanh", "UNARY", NONBOOL_DTYPES, _hardtanh_samples, F.hardtanh, UNARY_CLASSES, exact_float=True),
+    OpInfo("trunc", "UNARY", NONBOOL_DTYPES, _unary_samples(_STD), torch.trunc, UNARY_CLASSES, exact_float=True),
+    OpInfo("frac", "UNARY", NONBOOL_DTYPES, _unary_samples(_STD), _frac, UNARY_CLASSES, exact_float=True),
+    OpInfo("square", "UNARY", NONBOOL_DTYPES, _unary_samples(_STD), torch.square, UNARY_CLASSES),
     # UNARY_FLOAT: integer and bool inputs are computed in float32
     OpInfo("reciprocal", "UNARY_FLOAT", ALL_DTYPES, _unary_samples(dict(_STD, nonzero=True)),
            _float_unary(torch.reciprocal), UNARY_CLASSES),
     OpInfo("log1p", "UNARY_FLOAT", ALL_DTYPES, _unary_samples(dict(low=-0.9, high=5, ilow=0, ihigh=20)),
            _float_unary(torch.log1p), UNARY_CLASSES),
     OpInfo("erf", "UNARY_FLOAT", ALL_DTYPES, _unary_samples(_STD), _float_unary(torch.erf), UNARY_CLASSES),
+    OpInfo("expm1", "UNARY_FLOAT", ALL_DTYPES, _unary_samples(dict(low=-4, high=4, ilow=-5, ihigh=5)),
+           _float_unary(torch.expm1), UNARY_CLASSES),
+    OpInfo("log2", "UNARY_FLOAT", ALL_DTYPES, _unary_samples(dict(low=0.1, high=10, ilow=1, ihigh=20)),
+           _float_unary(torch.log2), UNARY_CLASSES),
+    OpInfo("log10", "UNARY_FLOAT", ALL_DTYPES, _unary_samples(dict(low=0.1, high=10, ilow=1, ihigh=20)),
+           _float_unary(torch.log10), UNARY_CLASSES),
+    OpInfo("exp2", "UNARY_FLOAT", ALL_DTYPES, _unary_samples(dict(low=-4, high=4, ilow=-5, ihigh=5)),
+           _float_unary(torch.exp2), UNARY_CLASSES),
     OpInfo("leaky_relu", "UNARY_FLOAT", ALL_DTYPES, _unary_samples(_STD, ({}, dict(negative_slope=0.2),
                                                                          dict(negative_slope=-1.5))),
            _float_unary(F.leaky_relu), UNARY_CLASSES),
@@ -351,6 +384,12 @@ OP_INFOS = [
            _float_unary(F.softplus), UNARY_CLASSES),
     # logical: any dtype in, bool out
     OpInfo("logical_not", "UNARY_BOOL", ALL_DTYPES, _unary_samples(_TRUTH), torch.logical_not, UNARY_CLASSES),
+    *[OpInfo(n, "UNARY_BOOL", ALL_DTYPES, _special_samples, getattr(torch, n), UNARY_CLASSES)
+      for n in ("isnan", "isinf", "isfinite")],
+    # two-argument math: integer and bool inputs are computed in float32
+    *[OpInfo(n, "BINARY_FLOAT", ALL_DTYPES, _binary_samples(_STD, scalars=(3, 2.5, True), scalar_first=(2, 1.5, True)),
+             _binary(fn), BINARY_CLASSES)
+      for n, fn in (("atan2", torch.atan2), ("hypot", _hypot))],
     *[OpInfo(n, "COMPARE", ALL_DTYPES, _binary_samples(_TRUTH, scalars=(0, 1.5, True), scalar_first=(0.0, 2, False)),
              _binary(getattr(torch, n)), BINARY_CLASSES)
       for n in ("logical_and", "logical_or")],
