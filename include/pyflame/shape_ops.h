@@ -48,6 +48,15 @@ PF_API Tensor advanced_index(const Tensor& x, int64_t dim, const Tensor& key);
 // x[..., key] = values: values broadcast to the shape advanced_index gives.
 PF_API void advanced_index_put_(Tensor& x, int64_t dim, const Tensor& key, const Tensor& values);
 PF_API void advanced_index_put_(Tensor& x, int64_t dim, const Tensor& key, Scalar value);
+// Advanced indexing by several keys, as PyTorch's x[..., k0, ..., k1, ...]: keys[i]
+// indexes x from dim dims[i] (increasing; a bool mask covers mask.dim() dims and
+// stands for its true entries' coordinates). The integer keys broadcast to one
+// shape B, which replaces the indexed dims where these are adjacent and leads the
+// result otherwise. An index out of range raises IndexError (on a GPU at the
+// next wait for the device, as the one-key forms).
+PF_API Tensor advanced_index(const Tensor& x, const std::vector<int64_t>& dims, const std::vector<Tensor>& keys);
+PF_API void advanced_index_put_(Tensor& x, const std::vector<int64_t>& dims, const std::vector<Tensor>& keys,
+                                const Tensor& values);
 
 // Masking. mask is bool and broadcasts with x; value is cast to x's dtype.
 PF_API Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);

@@ -95,40 +95,50 @@ Tensor from_numpy(nb::ndarray<nb::numpy, nb::device::cpu> arr, nb::handle owner)
   return Tensor(storage, shape, strides, 0, dtype);
 }// ------------------------------------------------------------ indexing
 
-// Whether an index item is a tensor key (advanced indexing): any tensor but a
-// 0-d integer one, which PyTorch treats as an int.
+// Whether an index item is an advanced key: a list, a bool (a 0-d mask), a NumPy array (not 0-d) or
+// any tensor but a 0-d integer one, which PyTorch treats as an int.
 bool is_tensor_key(nb::handle it) {
-  if (!nb::isinstance<Tensor>(it)) return false;
+  if (PyList_Check(it.ptr()) || PyBool_Check(it.ptr())) return true;
+  if (!nb::isinstance<Tensor>(it)) return nb::hasattr(it, "__array_interface__") && nb::cast<int>(it.attr("ndim")) > 0;
   const Tensor& t = nb::cast<const Tensor&>(it);
   return !(t.dim() == 0 && pyflame::is_integral(t.dtype()));
 }
 
-// x[key] as PyTorch: ints, slices, None and '...' make a view; one tensor key
-// (advanced indexing) is applied to that view at the dim where it stood.
+// A list or NumPy array key as a tensor on `device` (an empty list indexes nothing: int64).
+Tensor as_key(nb::handle it, pyflame::Device device) {
+  if (nb::isinstance<Tensor>(it)) return nb::cast<Tensor>(it);
+  Tensor t = nb::cast<Tensor>(nb::module_::import_("pyflame").attr("tensor")(it, nb::none(), nb::str(
+      pyflame::to_string(device).c_str())));
+  return t.numel() == 0 && pyflame::is_floating(t.dtype()) ? pyflame::to(t, DType::Int64) : t;
+}
+
+// x[key] as PyTorch: ints, slices, None and '...' make a view; the advanced
+// keys (tensors, lists, arrays) are applied to that view at the dims where they stood.
 struct ParsedKey {
   Tensor view;
-  Tensor tensor_key;  // undefined if none
-  int64_t tensor_dim = 0;
+  std::vector<Tensor> keys;
+  std::vector<int64_t> dims;
 };
 
 ParsedKey parse_key(const Tensor& self, nb::handle key) {
   nb::tuple items = nb::isinstance<nb::tuple>(key) ? nb::borrow<nb::tuple>(key) : nb::make_tuple(key);
   int64_t consumed = 0;
   bool ellipsis = false;
+  std::vector<Tensor> keys;  // the advanced keys as tensors, in order
   for (nb::handle it : items) {
     if (it.is(Py_Ellipsis)) {
       if (ellipsis) throw pyflame::IndexError("an index can only have a single ellipsis ('...')");
       ellipsis = true;
     } else if (is_tensor_key(it)) {
-      const Tensor& t = nb::cast<const Tensor&>(it);
-      consumed += t.dtype() == DType::Bool ? t.dim() : 1;  // a mask covers as many dims as it has
+      keys.push_back(as_key(it, self.device()));
+      consumed += keys.back().dtype() == DType::Bool ? keys.back().dim() : 1;  // a mask covers as many dims as it has
     } else if (!it.is_none()) {
       ++consumed;
     }
   }
   if (consumed > self.dim())
     throw pyflame::IndexError("too many indices for a tensor of dimension " + std::to_string(self.dim()));
-  ParsedKey k{self, Tensor(), 0};
+  ParsedKey k{self, {}, {}};
   Tensor& r = k.view;
   int64_t d = 0;
   for (nb::handle it : items) {
@@ -142,18 +152,15 @@ ParsedKey parse_key(const Tensor& self, nb::handle key) {
       if (step < 0) throw pyflame::ValueError("negative slice steps are not supported (as in PyTorch); use flip");
       r = pyflame::slice(r, d++, start, stop, step);
     } else if (is_tensor_key(it)) {
-      if (k.tensor_key.defined())
-        throw pyflame::NotSupportedError(
-            "indexing with more than one tensor is not supported yet (docs/ops.md); index one dim at a time");
-      k.tensor_key = nb::cast<Tensor>(it);
-      k.tensor_dim = d;
-      d += k.tensor_key.dtype() == DType::Bool ? k.tensor_key.dim() : 1;
+      k.keys.push_back(keys[k.keys.size()]);
+      k.dims.push_back(d);
+      d += k.keys.back().dtype() == DType::Bool ? k.keys.back().dim() : 1;
     } else if (PyIndex_Check(it.ptr()) && !PyBool_Check(it.ptr())) {
       r = pyflame::select(r, d, nb::cast<int64_t>(nb::int_(it)));
     } else {
-      throw pyflame::NotSupportedError(
-          "indexing with " + py_type_name(it) +
-          " is not supported: use integers, slices, None, '...' and one integer or bool tensor (docs/ops.md)");
+      throw pyflame::IndexError("indexing with " + py_type_name(it) +
+                                " is not supported: use integers, slices, None, '...', tensors, lists or "
+                                "NumPy arrays of integers or bools");
     }
   }
   return k;
@@ -161,8 +168,9 @@ ParsedKey parse_key(const Tensor& self, nb::handle key) {
 
 Tensor get_item(const Tensor& self, nb::handle key) {
   ParsedKey k = parse_key(self, key);
-  if (!k.tensor_key.defined()) return k.view;
-  return pyflame::advanced_index(k.view, k.tensor_dim, k.tensor_key);
+  if (k.keys.empty()) return k.view;
+  if (k.keys.size() == 1) return pyflame::advanced_index(k.view, k.dims[0], k.keys[0]);
+  return pyflame::advanced_index(k.view, k.dims, k.keys);
 }
 
 void assign(Tensor& self, nb::handle key, nb::handle value) {
@@ -170,11 +178,16 @@ void assign(Tensor& self, nb::handle key, nb::handle value) {
   // gradient-carrying value gives `self` a history.
   if (pyflame::autograd::is_grad_enabled()) self.ensure_autograd_meta();
   ParsedKey k = parse_key(self, key);
-  if (k.tensor_key.defined()) {
+  if (k.keys.size() > 1) {
+    Tensor v = nb::isinstance<Tensor>(value)
+                   ? nb::cast<Tensor>(value)
+                   : pyflame::to(pyflame::full({}, as_scalar(value, "the assigned value"), self.dtype()), self.device());
+    pyflame::advanced_index_put_(k.view, k.dims, k.keys, v);
+  } else if (k.keys.size() == 1) {
     if (nb::isinstance<Tensor>(value))
-      pyflame::advanced_index_put_(k.view, k.tensor_dim, k.tensor_key, nb::cast<Tensor>(value));
+      pyflame::advanced_index_put_(k.view, k.dims[0], k.keys[0], nb::cast<Tensor>(value));
     else
-      pyflame::advanced_index_put_(k.view, k.tensor_dim, k.tensor_key, as_scalar(value, "the assigned value"));
+      pyflame::advanced_index_put_(k.view, k.dims[0], k.keys[0], as_scalar(value, "the assigned value"));
   } else if (nb::isinstance<Tensor>(value)) {
     pyflame::copy_(k.view, nb::cast<Tensor>(value));
   } else {

@@ -160,6 +160,23 @@ Tensor mask_positions(const Tensor& mask) {
   return to(pos, current_device());
 }
 
+// The coordinates of a mask's true entries, one int64 tensor per mask dim
+// (NumPy's nonzero), counted on the host as mask_positions.
+std::vector<Tensor> mask_coordinates(const Tensor& mask) {
+  Tensor pos = to(mask_positions(mask), Device::cpu());
+  const int64_t n = pos.numel();
+  std::vector<Tensor> coords;
+  for (int64_t d = 0; d < mask.dim(); ++d) coords.push_back(Tensor::empty({n}, DType::Int64, Device::cpu()));
+  const int64_t* p = pos.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t d = mask.dim() - 1, rest = p[i]; d >= 0; --d) {
+      coords[d].data<int64_t>()[i] = rest % mask.shape()[d];
+      rest /= mask.shape()[d];
+    }
+  for (Tensor& c : coords) c = to(c, current_device());
+  return coords;
+}
+
 void check_key(const Tensor& x, int64_t dim, const Tensor& key) {
   PF_CHECK(key.dtype() == DType::Bool || key.dtype() == DType::Int32 || key.dtype() == DType::Int64, IndexError,
            "tensors used as indices must be int64, int32 or bool tensors, got ", key.dtype());
@@ -378,6 +395,139 @@ void advanced_index_put_(Tensor& x, int64_t dim, const Tensor& key, const Tensor
   pos_shape[dim] = pos.numel();
   scatter_op_(ir::OpType::scatter, target, dim, expand(view(pos, pos_shape), shape), v, true);
   if (!target.same_storage(x)) copy_(x, view(target, x.shape()));
+}
+
+namespace {
+
+// Several keys (PyTorch's rules, as NumPy's): each mask becomes its
+// coordinates, one integer key per dim it covers; the integer keys broadcast
+// to one shape B. The indexed dims are moved to the front (`order`) and
+// merged into one of `total` rows, and `row` is each element of B's row
+// there, so x[keys] is one index_select and x[keys] = v one scatter. B's dims
+// go where the indexed dims were when those are adjacent (`front`), else first.
+struct MultiKey {
+  std::vector<int64_t> order;
+  Shape rest;  // the sizes of the dims not indexed, in order
+  Shape broadcast;
+  Tensor row;  // int64, shape `broadcast`; `total` (out of range) where a key is
+  int64_t total = 1, front = 0;
+
+  Shape rows_shape() const {
+    Shape s = rest;
+    s.insert(s.begin(), total);
+    return s;
+  }
+  // The result's dims as B + rest; the permutation that puts B at `front`.
+  Shape picked_shape() const {
+    Shape s = broadcast;
+    s.insert(s.end(), rest.begin(), rest.end());
+    return s;
+  }
+  std::vector<int64_t> to_result() const {
+    const int64_t nb = static_cast<int64_t>(broadcast.size()), nr = static_cast<int64_t>(rest.size());
+    std::vector<int64_t> p;
+    for (int64_t i = 0; i < front; ++i) p.push_back(nb + i);
+    for (int64_t i = 0; i < nb; ++i) p.push_back(i);
+    for (int64_t i = front; i < nr; ++i) p.push_back(nb + i);
+    return p;
+  }
+};
+
+MultiKey plan_keys(const Tensor& x, const std::vector<int64_t>& dims, const std::vector<Tensor>& keys) {
+  PF_CHECK(dims.size() == keys.size(), ValueError, "advanced_index: ", dims.size(), " dims for ", keys.size(), " keys");
+  std::vector<int64_t> at;
+  std::vector<Tensor> ints;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    check_key(x, dims[i], keys[i]);
+    PF_CHECK(keys[i].dtype() != DType::Bool || keys[i].dim() > 0, NotSupportedError,
+             "indexing: a 0-d bool index (True/False) together with other tensor indices is not supported");
+    if (keys[i].dtype() != DType::Bool) {
+      at.push_back(dims[i]);
+      ints.push_back(to(to(keys[i], DType::Int64), x.device()));
+      continue;
+    }
+    const std::vector<Tensor> coords = mask_coordinates(keys[i]);
+    for (size_t j = 0; j < coords.size(); ++j) {
+      at.push_back(dims[i] + static_cast<int64_t>(j));
+      ints.push_back(to(coords[j], x.device()));
+    }
+  }
+  MultiKey k;
+  bool adjacent = true;
+  for (size_t i = 0; i < at.size(); ++i) {
+    PF_CHECK(i == 0 || at[i] > at[i - 1], ValueError, "advanced_index: dims must increase, got ", Shape(dims));
+    adjacent = adjacent && (i == 0 || at[i] == at[i - 1] + 1);
+    try {
+      k.broadcast = i == 0 ? ints[i].shape() : broadcast_shapes(k.broadcast, ints[i].shape(), "indexing");
+    } catch (const ValueError&) {
+      std::string shapes;
+      for (const Tensor& t : ints) shapes += (shapes.empty() ? "" : ", ") + detail::to_piece(t.shape());
+      throw IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes " + shapes);
+    }
+  }
+  k.front = adjacent && !at.empty() ? at[0] : 0;
+  k.order = at;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (std::find(at.begin(), at.end(), d) == at.end()) {
+      k.order.push_back(d);
+      k.rest.push_back(x.shape()[d]);
+    }
+  Tensor row = to(zeros(k.broadcast, DType::Int64), x.device());
+  Tensor valid = to(full(k.broadcast, Scalar(true), DType::Bool), x.device());
+  for (size_t i = 0; i < at.size(); ++i) {
+    const int64_t size = x.shape()[at[i]];
+    if (x.device().is_cpu()) {  // reading costs no wait here: PyTorch's message, naming the dim
+      const Tensor host = ints[i].contiguous();
+      const int64_t* v = host.data<int64_t>();
+      for (int64_t j = 0; j < host.numel(); ++j)
+        PF_CHECK(v[j] >= -size && v[j] < size, IndexError, "index ", v[j], " is out of bounds for dimension ", at[i],
+                 " with size ", size);
+    }
+    Tensor idx = where(lt(ints[i], Scalar(int64_t{0})), add(ints[i], Scalar(size)), ints[i]);
+    valid = logical_and(valid, logical_and(ge(idx, Scalar(int64_t{0})), lt(idx, Scalar(size))));
+    row = add(mul(row, Scalar(size)), idx);
+    k.total *= size;
+  }
+  // An index out of its dim's range makes the row out of range, which the
+  // index_select/scatter kernels report (the CPU at once, a GPU at the next wait).
+  k.row = where(valid, row, to(full({}, Scalar(k.total), DType::Int64), x.device()));
+  return k;
+}
+
+}  // namespace
+
+Tensor advanced_index(const Tensor& x, const std::vector<int64_t>& dims, const std::vector<Tensor>& keys) {
+  const MultiKey k = plan_keys(x, dims, keys);
+  Tensor rows = reshape(permute(x, k.order), k.rows_shape());
+  Tensor picked = view(index_select_op(rows, 0, reshape(k.row, {-1}), false), k.picked_shape());
+  return permute(picked, k.to_result());
+}
+
+void advanced_index_put_(Tensor& x, const std::vector<int64_t>& dims, const std::vector<Tensor>& keys,
+                         const Tensor& values) {
+  const MultiKey k = plan_keys(x, dims, keys);
+  const std::vector<int64_t> to_result = k.to_result();
+  Shape result_shape;
+  for (int64_t d : to_result) result_shape.push_back(k.picked_shape()[d]);
+  Tensor v;
+  try {
+    v = expand(to(values, x.dtype()), result_shape);
+  } catch (const ValueError&) {
+    throw ValueError(detail::cat("index_put_: values of shape ", values.shape(),
+                                 " cannot be broadcast to the indexed shape ", result_shape));
+  }
+  std::vector<int64_t> back(to_result.size());
+  for (size_t i = 0; i < to_result.size(); ++i) back[to_result[i]] = static_cast<int64_t>(i);
+  Shape v_rows = k.rest;
+  v_rows.insert(v_rows.begin(), k.row.numel());
+  v = reshape(permute(v, back), v_rows);
+  Shape index_shape(v_rows.size(), 1);
+  index_shape[0] = k.row.numel();
+  Tensor permuted = permute(x, k.order);
+  Tensor target = contiguous(permuted);  // x's own memory when the permuted view is contiguous
+  Tensor rows = view(target, k.rows_shape());
+  scatter_op_(ir::OpType::scatter, rows, 0, expand(view(k.row, index_shape), v_rows), v, false);
+  if (!target.same_storage(x)) copy_(permuted, target);
 }
 
 void advanced_index_put_(Tensor& x, int64_t dim, const Tensor& key, Scalar value) {

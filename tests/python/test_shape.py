@@ -581,6 +581,78 @@ def test_join_and_split_errors():
     expect(ValueError, lambda: pf.chunk(pf.tensor(1.0), 1), match="at least 1 dimension")
 
 
+# Several advanced keys (tensors, lists, NumPy arrays, masks) in one index: PyTorch's
+# result shapes (the broadcast keys replace adjacent indexed dims, else lead), reads and writes.
+_MULTI_KEYS = [
+    lambda k: k([0, 1]),
+    lambda k: k(np.array([1, 0])),
+    lambda k: (slice(None), k([0, 2])),
+    lambda k: (0, k([0, 2]), k([1, 3])),
+    lambda k: (Ellipsis, k([1, 0])),
+    lambda k: (0, slice(None), k([1, 2])),
+    lambda k: (k([0, 1]), slice(None), k([1, 2])),
+    lambda k: (slice(None), k([0, 1]), k([1, 2])),
+    lambda k: (slice(None), k([[0], [1]]), k([1, 2])),
+    lambda k: (k([0, 1]), Ellipsis, k([1, 2])),
+    lambda k: (None, k([0, 1]), None, k([1, 2])),
+    lambda k: (k([True, False]), k([1, 2])),
+    lambda k: (k([-1, 0]), k([-2, 1])),
+    lambda k: (k([]),),
+    lambda k: (slice(None), k(np.array([[0, 1], [2, 0]])), slice(1, 3), k([[1], [0]])),
+    lambda k: (k(np.array([[True, False, True], [False, True, True]])),),
+    lambda k: (k(np.array([[True, False, True], [False, True, True]])), k([0, 1, 3, 2])),
+    lambda k: (k([1, 1, 0]), k([2, 2, 1])),  # repeated positions: reads repeat, writes pick one
+]
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+@pytest.mark.parametrize("case", range(len(_MULTI_KEYS)))
+@pytest.mark.parametrize("as_tensor", [False, True], ids=["lists", "tensors"])
+def test_advanced_indexing_with_several_keys(case, as_tensor, device, rng):
+    if device == "rocm" and not pf.rocm_is_available():
+        pytest.skip(f"no usable GPU: {pf.rocm_unavailable_reason()}")
+    values = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    x, t = pf.tensor(values, device=device), torch.tensor(values)
+
+    def pf_key(v):
+        if not as_tensor or isinstance(v, np.ndarray):
+            return v
+        return pf.tensor(v, device=device, dtype=pf.int64 if np.asarray(v).size == 0 else None)
+
+    def torch_key(v):
+        return torch.tensor(np.asarray(v), dtype=torch.int64 if np.asarray(v).size == 0 else None)
+
+    pkey, tkey = _MULTI_KEYS[case](pf_key), _MULTI_KEYS[case](torch_key)
+    expected = t[tkey]
+    got = x[pkey]
+    assert tuple(got.shape) == tuple(expected.shape)
+    np.testing.assert_array_equal(pf_to_numpy(got), expected.numpy())
+    if case == len(_MULTI_KEYS) - 1:
+        return  # duplicate positions: which write lands is unspecified, in PyTorch as here
+    new = rng.standard_normal(tuple(expected.shape)).astype(np.float32)
+    x[pkey] = pf.tensor(new, device=device)
+    t[tkey] = torch.tensor(new)
+    np.testing.assert_array_equal(pf_to_numpy(x), t.numpy())
+    x[pkey] = -3.5
+    t[tkey] = -3.5
+    np.testing.assert_array_equal(pf_to_numpy(x), t.numpy())
+
+
+def test_advanced_indexing_writes_through_views_and_gradients(rng):
+    values = rng.standard_normal((4, 6)).astype(np.float32)
+    base, tbase = pf.tensor(values), torch.tensor(values)
+    view, tview = base[:, 1:5].T, tbase[:, 1:5].T  # non-contiguous: written through a copy
+    view[[0, 3], [1, 2]] = 9.0
+    tview[[0, 3], [1, 2]] = 9.0
+    np.testing.assert_array_equal(base.numpy(), tbase.numpy())
+    w = pf.tensor(values, requires_grad=True)
+    tw = torch.tensor(values, requires_grad=True)
+    g = rng.standard_normal((3,)).astype(np.float32)
+    w[[0, 2, 0], [1, 5, 1]].backward(pf.tensor(g))
+    tw[[0, 2, 0], [1, 5, 1]].backward(torch.tensor(g))
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-6)
+
+
 def test_tensor_key_errors():
     x = pf.rand(3, 4)
     expect(IndexError, lambda: x[pf.tensor([1.0])], x, match="int64, int32 or bool")
@@ -590,8 +662,11 @@ def test_tensor_key_errors():
     expect(IndexError, lambda: x[pf.tensor([True, False])], x, match="shape of the mask")
     expect(IndexError, lambda: x[0, pf.zeros(4, 1, dtype=pf.bool)], x, match="too many indices")
     expect(IndexError, lambda: x[pf.zeros(3, 4, 1, dtype=pf.bool)], x, match="too many indices")
-    expect(pf.NotSupportedError, lambda: x[pf.tensor([0]), pf.tensor([1])], x, match="more than one tensor")
-    expect(pf.NotSupportedError, lambda: x[[0, 1]], x, match="list")
+    expect(IndexError, lambda: x[pf.tensor([0]), pf.tensor([4])], x, match="index 4 is out of bounds for dimension 1")
+    expect(IndexError, lambda: x[[0, 1], [[0], [-5]]], x, match="index -5 is out of bounds for dimension 1")
+    expect(IndexError, lambda: x[[0, 1], [0, 1, 2]], x, match=r"could not be broadcast together with shapes \[2\], \[3\]")
+    expect(IndexError, lambda: x[[0.5]], x, match="int64, int32 or bool")
+    expect(pf.NotSupportedError, lambda: x[True, [0, 1]], x, match="0-d bool")
     expect(IndexError, lambda: x[pf.tensor([1, 0, 1], dtype=pf.uint8)], x, match="uint8")
 
     def put(key, value):
