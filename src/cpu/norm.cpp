@@ -132,7 +132,8 @@ template <class T> void write_param_grads(OpCall& call, const std::vector<double
                                           const std::vector<double>& sum_g) {
   using P = acc_t<T>;
   P *gw = call.outputs[1].data<P>(), *gb = call.outputs[2].data<P>();
-  for (size_t ch = 0; ch < sum_g.size(); ++ch) gw[ch] = static_cast<P>(sum_gxhat[ch]), gb[ch] = static_cast<P>(sum_g[ch]);
+  for (size_t ch = 0; ch < sum_g.size(); ++ch)
+    gw[ch] = static_cast<P>(sum_gxhat[ch]), gb[ch] = static_cast<P>(sum_g[ch]);
 }
 
 // group_norm: x (N, C, S); group g of sample n is the contiguous run of
@@ -321,8 +322,8 @@ void group_norm_backward_kernel(OpCall& call) {
           const double mean_gh = sum_gh / static_cast<double>(len), mean_ghxhat = sum_ghxhat / static_cast<double>(len);
           for (int64_t k = 0; k < cg; ++k) {
             const int64_t ch = (row % groups) * cg + k;
-            write_input_grad(gr + k * s, xr + k * s, out + row * len + k * s, s, rstd * w[ch], rstd * rstd * mean_ghxhat,
-                             mean, rstd * mean_gh);
+            write_input_grad(gr + k * s, xr + k * s, out + row * len + k * s, s, rstd * w[ch],
+                             rstd * rstd * mean_ghxhat, mean, rstd * mean_gh);
           }
         }
       });

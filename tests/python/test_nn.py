@@ -438,8 +438,8 @@ def test_group_norm_backward_paths(device, rng):
         g, tg = pair(rng, shape, "float32")
         w, tw = pair(rng, (shape[1],), "float32")
         got = pf.group_norm_backward(g, x, groups, w)
-        _norm_backward_close(got, _group_norm_backward_ref(tg, tx, groups, tw), f"group_norm_backward {shape} G={groups} "
-                             f"[{device}]")
+        want = _group_norm_backward_ref(tg, tx, groups, tw)
+        _norm_backward_close(got, want, f"group_norm_backward {shape} G={groups} [{device}]")
 
 
 # ----------------------------------------------------------------- stability of the statistics

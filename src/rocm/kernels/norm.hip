@@ -790,22 +790,23 @@ static __global__ void group_norm_backward_cached(T* gx, acc_t<T>* plane_g, acc_
                                                   int64_t cg, int64_t s, int p, double eps) {
   using A = acc_t<T>;
   const kernels::SumReduce<A> sum_of;
-  const int64_t sv = s / V, len = cg * s;
-  const int64_t team = threadIdx.x / p, lane = threadIdx.x % p;
+  const int64_t len = cg * s;
+  // Offsets within a row fit in 32 bits (at most kMaxCached values per thread):
+  // the slots share three row pointers instead of holding 64-bit addresses.
+  const int sv = static_cast<int>(s / V), team = static_cast<int>(threadIdx.x) / p, lane = threadIdx.x % p;
+  const bool live_team = team < cg;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const int64_t base = row * len + team * s;
-    const int64_t ch = row % groups * cg + team;
+    const int64_t first = row * len + (live_team ? team * s : 0);
+    const Vec<T, V>* xr = reinterpret_cast<const Vec<T, V>*>(x + first);
+    const Vec<T, V>* gr = reinterpret_cast<const Vec<T, V>*>(g + first);
     A xv[kVecs][V], gv[kVecs][V];
     A sum = A(0);
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
-      const int64_t i = lane + static_cast<int64_t>(k) * p;
+      const int i = lane + k * p;
       Vec<T, V> xs, gs;
-      const bool live = team < cg && i < sv;
-      if (live) {
-        xs = *reinterpret_cast<const Vec<T, V>*>(x + base + i * V);
-        gs = *reinterpret_cast<const Vec<T, V>*>(g + base + i * V);
-      }
+      const bool live = live_team && i < sv;
+      if (live) xs = xr[i], gs = gr[i];
 #pragma unroll
       for (int j = 0; j < V; ++j) {
         xv[k][j] = live ? static_cast<A>(xs.v[j]) : A(0);
@@ -817,7 +818,7 @@ static __global__ void group_norm_backward_cached(T* gx, acc_t<T>* plane_g, acc_
     A q = A(0);
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
-      const bool live = team < cg && lane + static_cast<int64_t>(k) * p < sv;
+      const bool live = live_team && lane + k * p < sv;
 #pragma unroll
       for (int j = 0; j < V; ++j) {
         xv[k][j] -= mean;
@@ -837,9 +838,9 @@ static __global__ void group_norm_backward_cached(T* gx, acc_t<T>* plane_g, acc_
       }
     sum_gxhat *= rstd;
     team_sum(sum_g, sum_gxhat, p);
-    const A w = team < cg && weight ? weight[ch] : A(1);
+    const A w = live_team && weight ? weight[row % groups * cg + team] : A(1);
     A wg = A(0), wgxhat = A(0);
-    if (lane == 0 && team < cg) {
+    if (lane == 0 && live_team) {
       plane_g[row * cg + team] = sum_g;
       plane_gxhat[row * cg + team] = sum_gxhat;
       wg = w * sum_g;
@@ -848,14 +849,15 @@ static __global__ void group_norm_backward_cached(T* gx, acc_t<T>* plane_g, acc_
     const A mean_wg = block_all_reduce<kNormThreads>(wg, sum_of) / static_cast<A>(len);
     const A mean_wgxhat = block_all_reduce<kNormThreads>(wgxhat, sum_of) / static_cast<A>(len);
     const A scale = w * rstd, b = rstd * rstd * mean_wgxhat, d = rstd * mean_wg;
+    Vec<T, V>* out = reinterpret_cast<Vec<T, V>*>(gx + first);
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
-      const int64_t i = lane + static_cast<int64_t>(k) * p;
-      if (team >= cg || i >= sv) break;
+      const int i = lane + k * p;
+      if (!live_team || i >= sv) break;
       Vec<T, V> r;
 #pragma unroll
       for (int j = 0; j < V; ++j) r.v[j] = static_cast<T>(scale * gv[k][j] - b * xv[k][j] - d);
-      *reinterpret_cast<Vec<T, V>*>(gx + base + i * V) = r;
+      out[i] = r;
     }
   }
 }
@@ -965,14 +967,16 @@ void batch_norm_backward_entry(OpCall& call) {
       const T *gp = g.data<T>(), *xp = x.data<T>();
       T* gx = call.out().data<T>();
       int64_t splits;
-      Tensor partials = fold_grad<T>(gp, xp, at.training ? nullptr : gx, {c, s, n, s, c * s}, eval, splits, dev, stream);
+      Tensor partials =
+          fold_grad<T>(gp, xp, at.training ? nullptr : gx, {c, s, n, s, c * s}, eval, splits, dev, stream);
       Tensor coefs = Tensor::empty({4, c}, DType::Float64, dev);
       double* cp = coefs.data<double>();
       const GradCoefs gc{cp, cp + c, cp + 2 * c, cp + 3 * c, weight, c, 0};
-      finish_batch_norm_backward<A><<<static_cast<unsigned>(std::min<int64_t>(c, int64_t{1} << 16)), kNormThreads, 0,
-                                      stream>>>(call.outputs[1].data<A>(), call.outputs[2].data<A>(), gc,
-                                                static_cast<const CoMoments<A>*>(partials.data_ptr()), splits, at.eps,
-                                                at.training ? nullptr : call.inputs[2].data<double>(), eval.running_var);
+      const unsigned channel_grid = static_cast<unsigned>(std::min<int64_t>(c, int64_t{1} << 16));
+      const auto* states = static_cast<const CoMoments<A>*>(partials.data_ptr());
+      finish_batch_norm_backward<A><<<channel_grid, kNormThreads, 0, stream>>>(
+          call.outputs[1].data<A>(), call.outputs[2].data<A>(), gc, states, splits, at.eps,
+          at.training ? nullptr : call.inputs[2].data<double>(), eval.running_var);
       if (at.training) {
         HIP_CHECK(hipGetLastError());
         launch_apply_grad<T>(gx, gp, xp, n, c, s, gc, stream);
