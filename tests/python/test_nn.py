@@ -583,6 +583,11 @@ def test_error_messages(rng):
     expect(ValueError, lambda: pf.batch_norm(pf.randn(1, 3), None, None, training=True), match="more than 1 value")
     expect(ValueError, lambda: pf.group_norm(img, 4), img, match=[r"num_groups \(4\)", r"\(6\)"])
     expect(ValueError, lambda: pf.group_norm(img, 3, pf.ones(4)), img, match=[r"weight", r"\[4\]"])
+    g = pf.randn(2, 6, 3, 3)
+    expect(ValueError, lambda: pf.batch_norm_backward(g, img), g, img, match=[r"batch_norm_backward", "running_mean"])
+    expect(ValueError, lambda: pf.batch_norm_backward(g[:1], img, training=True), g, img,
+           match=[r"batch_norm_backward", r"\[1, 6, 3, 3\]", r"\[2, 6, 3, 3\]"])
+    expect(ValueError, lambda: pf.group_norm_backward(g, img, 4), g, img, match=[r"num_groups \(4\)", r"\(6\)"])
     expect(ValueError, lambda: pf.hardtanh(x, 1.0, -1.0), x, match="min_val")
     expect(ValueError, lambda: pf.hardtanh(pf.ones(3, dtype=pf.uint8)), match="uint8")
     expect(TypeError, lambda: pf.round(pf.ones(3, dtype=pf.int32), decimals=1), match="decimals")
