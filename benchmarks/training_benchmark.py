@@ -8,7 +8,8 @@ clock per step, waiting for the device at the end of each step:
   * seed 003's model (Linear 1024->2048, GELU, Linear 2048->1024), batch 64,
     mse_loss, AdamW.
 Backward passes (forward + backward of one op, the gradient of its input):
-norms, softmax and cross_entropy at the sizes of issue 11's forward benchmarks.
+norms (layer_norm, rms_norm, batch_norm in training, group_norm), softmax and
+cross_entropy at the sizes of issue 11's forward benchmarks.
 The ratio is PyTorch's time over PyFlame's: above 1.0 means PyFlame is faster.
 On 'rocm' PyTorch runs on its CUDA device (the same GPU).
 """
@@ -126,6 +127,19 @@ def backward_cases(device, tdev):
            *fwd_bwd(lambda a: pf.rms_norm(a, (cols,), w), lambda a: F.rms_norm(a, (cols,), tw)))
     yield (f"softmax fwd+bwd {rows}x{cols}",
            *fwd_bwd(lambda a: pf.softmax(a, -1), lambda a: torch.softmax(a, -1)))
+    # The channel norms at issue 11's forward sizes: input, output gradient, weight and bias.
+    bn_shape = (64, 64, 112, 112) if big else (8, 64, 28, 28)
+    (bn_x, bn_tx), (bn_g, bn_tg) = pair(bn_shape), pair(bn_shape, grad=False)
+    (bn_w, bn_tw), (bn_b, bn_tb) = pair(bn_shape[1:2], grad=False), pair(bn_shape[1:2], grad=False)
+    yield (f"batch_norm training fwd+bwd {'x'.join(map(str, bn_shape))}",
+           *fwd_bwd(lambda a: pf.batch_norm(a, None, None, bn_w, bn_b, training=True),
+                    lambda a: F.batch_norm(a, None, None, bn_tw, bn_tb, training=True), bn_x, bn_tx, bn_g, bn_tg))
+    gn_shape = (64, 256, 32, 32) if big else (8, 256, 16, 16)
+    (gn_x, gn_tx), (gn_g, gn_tg) = pair(gn_shape), pair(gn_shape, grad=False)
+    (gn_w, gn_tw), (gn_b, gn_tb) = pair(gn_shape[1:2], grad=False), pair(gn_shape[1:2], grad=False)
+    yield (f"group_norm G=32 fwd+bwd {'x'.join(map(str, gn_shape))}",
+           *fwd_bwd(lambda a: pf.group_norm(a, 32, gn_w, gn_b), lambda a: F.group_norm(a, 32, gn_tw, gn_tb),
+                    gn_x, gn_tx, gn_g, gn_tg))
     n, c = (8192, 32000) if big else (1024, 4000)
     logits, tlogits = pair((n, c))
     t = rng.integers(0, c, n)

@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "pyflame/generator.h"
@@ -71,13 +72,27 @@ PF_API Tensor kl_div(const Tensor& input, const Tensor& target, const std::strin
                      bool log_target = false);
 
 // ---- fused backward passes (what autograd runs for softmax, log_softmax,
-// layer_norm and rms_norm): the gradient of the input. `weight` may be undefined.
+// the norms and cross_entropy): the gradient of the input. `weight` may be undefined.
 PF_API Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim);
 PF_API Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim);
 PF_API Tensor layer_norm_backward(const Tensor& grad, const Tensor& input, const Shape& normalized_shape,
                                   const Tensor& weight, double eps);
 PF_API Tensor rms_norm_backward(const Tensor& grad, const Tensor& input, const Shape& normalized_shape,
                                 const Tensor& weight, double eps);
+// batch_norm and group_norm: the gradients of the input, the weight and the
+// bias, from one pass over grad and input. batch_norm's input gradient needs
+// the per-channel sums of g and g * xhat, which are the bias's and the
+// weight's gradients; group_norm's pass meets every per-channel sum too,
+// where computing them on their own would read grad and input again. So
+// the three come together, the last two as if weight and bias were given,
+// in the compute dtype (float32 for float16/bfloat16 inputs).
+// batch_norm: training recomputes the batch statistics (running_mean and
+// running_var are not read); otherwise they normalize and must be given.
+PF_API std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad, const Tensor& input,
+                                                              const Tensor& running_mean, const Tensor& running_var,
+                                                              const Tensor& weight, bool training, double eps);
+PF_API std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const Tensor& input,
+                                                              int64_t num_groups, const Tensor& weight, double eps);
 // cross_entropy with class-index targets: d(loss)/d(input) for a loss whose
 // gradient per element is `scale` (a 0-d tensor applies to every element);
 // lse: each element's logsumexp over the classes (the forward's second output).

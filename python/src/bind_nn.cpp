@@ -4,6 +4,7 @@
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
@@ -101,6 +102,24 @@ void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor) {
           "grad"_a, "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = 1e-5,
           "The gradient of the norm's input (the statistics recomputed from the input).");
   }
+  m.def(
+      "batch_norm_backward",
+      [](const Tensor& grad, const Tensor& x, std::optional<Tensor> running_mean, std::optional<Tensor> running_var,
+         std::optional<Tensor> weight, bool training, double eps) {
+        return pyflame::batch_norm_backward(grad, x, opt(running_mean), opt(running_var), opt(weight), training, eps);
+      },
+      "grad"_a, "input"_a, "running_mean"_a = nb::none(), "running_var"_a = nb::none(), "weight"_a = nb::none(),
+      "training"_a = false, "eps"_a = 1e-5,
+      "(grad_input, grad_weight, grad_bias) of batch_norm (training: the batch statistics recomputed from the "
+      "input; otherwise the running statistics); the last two in the compute dtype.");
+  m.def(
+      "group_norm_backward",
+      [](const Tensor& grad, const Tensor& x, int64_t num_groups, std::optional<Tensor> weight, double eps) {
+        return pyflame::group_norm_backward(grad, x, num_groups, opt(weight), eps);
+      },
+      "grad"_a, "input"_a, "num_groups"_a, "weight"_a = nb::none(), "eps"_a = 1e-5,
+      "(grad_input, grad_weight, grad_bias) of group_norm (the statistics recomputed from the input); the last two "
+      "in the compute dtype.");
 
   m.def(
       "cross_entropy_backward",

@@ -622,13 +622,6 @@ Grads d_adaptive_avg_pool(const GradContext& c) {
 
 // ---------------------------------------------------------------- normalization
 
-// d(input) of (x - mean) * rstd over `dims`, given gxhat = g * weight and xhat.
-Tensor normalized_input_grad(const Tensor& gxhat, const Tensor& xhat, const Tensor& rstd,
-                             const std::vector<int64_t>& dims) {
-  Tensor centered = sub(gxhat, mean(gxhat, dims, true));
-  return mul(rstd, sub(centered, mul(xhat, mean(mul(gxhat, xhat), dims, true))));
-}
-
 // The input's gradient from the fused kernels (layer_norm_backward,
 // rms_norm_backward); the weight's and bias's, when wanted, from xhat summed
 // over the rows by the engine.
@@ -653,49 +646,21 @@ Grads d_row_norm(const GradContext& c) {
   return r;
 }
 
-// (C) -> (1, C, 1, ...) for an input of `ndim` dims.
-Tensor per_channel(const Tensor& t, int64_t ndim) {
-  Shape s(ndim, 1);
-  s[1] = t.numel();
-  return reshape(widen(t), s);
-}
-
+// The fused kernels give the input's, the weight's and the bias's gradients
+// in one pass (nn_ops.h says why all three).
 Grads d_batch_norm(const GradContext& c) {
   const NormAttrs& a = c.attr<NormAttrs>();
-  Tensor x = widen(c.input(0)), g = widen(c.grad());
-  const Tensor& weight = c.input(3);
-  const std::vector<int64_t> dims = all_dims_but(x.dim(), 1);
   // Training reads no running statistic (the op updates them in place after saving them).
-  const bool batch_stats = a.training || !c.inputs[1].defined;
-  Tensor mu = batch_stats ? mean(x, dims, true) : per_channel(c.input(1), x.dim());
-  Tensor centered = sub(x, mu);
-  Tensor variance = batch_stats ? mean(mul(centered, centered), dims, true) : per_channel(c.input(2), x.dim());
-  Tensor rstd = rsqrt(add(variance, Scalar(a.eps)));
-  Tensor xhat = mul(centered, rstd);
-  Tensor gxhat = weight.defined() ? mul(g, per_channel(weight, x.dim())) : g;
-  Grads r(5);
-  if (c.needs[0]) r[0] = batch_stats ? normalized_input_grad(gxhat, xhat, rstd, dims) : mul(gxhat, rstd);
-  if (c.needs[3]) r[3] = sum(mul(g, xhat), dims);
-  if (c.needs[4]) r[4] = sum(g, dims);
-  return r;
+  const Tensor none;
+  auto [gx, gw, gb] = batch_norm_backward(c.grad(), c.input(0), a.training ? none : c.input(1),
+                                          a.training ? none : c.input(2), c.input(3), a.training, a.eps);
+  return {gx, {}, {}, gw, gb};
 }
 
 Grads d_group_norm(const GradContext& c) {
   const NormAttrs& a = c.attr<NormAttrs>();
-  Tensor x = widen(c.input(0)), g = widen(c.grad());
-  const Tensor& weight = c.input(1);
-  const Shape grouped{x.shape()[0], a.num_groups, -1};
-  Tensor xg = reshape(x, grouped);
-  Tensor centered = sub(xg, mean(xg, {2}, true));
-  Tensor rstd = rsqrt(add(mean(mul(centered, centered), {2}, true), Scalar(a.eps)));
-  Tensor xhat = mul(centered, rstd);
-  Tensor gxhat = weight.defined() ? mul(g, per_channel(weight, x.dim())) : g;
-  Grads r(3);
-  if (c.needs[0]) r[0] = reshape(normalized_input_grad(reshape(gxhat, grouped), xhat, rstd, {2}), x.shape());
-  const std::vector<int64_t> dims = all_dims_but(x.dim(), 1);
-  if (c.needs[1]) r[1] = sum(mul(g, reshape(xhat, x.shape())), dims);
-  if (c.needs[2]) r[2] = sum(g, dims);
-  return r;
+  auto [gx, gw, gb] = group_norm_backward(c.grad(), c.input(0), a.num_groups, c.input(1), a.eps);
+  return {gx, gw, gb};
 }
 
 // dropout's gradient is dropout of g with the same draws: g * mask / (1 - p).

@@ -162,6 +162,8 @@ bool is_differentiable(ir::OpType op) {
     case ir::OpType::log_softmax_backward:
     case ir::OpType::layer_norm_backward:
     case ir::OpType::rms_norm_backward:
+    case ir::OpType::batch_norm_backward:
+    case ir::OpType::group_norm_backward:
     case ir::OpType::cross_entropy_backward:
     case ir::OpType::conv_weight_backward:
     case ir::OpType::adam_step:

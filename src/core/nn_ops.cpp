@@ -7,6 +7,10 @@
 //               training with running statistics, outputs 1 and 2 are their
 //               updated values (float64), which batch_norm writes back
 //   group_norm  x (N, C, S), weight, bias; attrs num_groups
+//   batch_norm_backward, group_norm_backward   g and x (N, C, S) in x's dtype,
+//               then the forward's per-channel tensors but bias; outputs the
+//               input's gradient (N, C, S) and the weight's and bias's (C),
+//               these in the compute dtype
 //   layer_norm, rms_norm   x (rows, M), weight (M), bias (M)
 //   dropout     x; attrs p and the Philox range of its draws
 //   nll_loss    log-probabilities (N, C, S), target (N, S) int64, weight (C);
@@ -34,6 +38,10 @@ namespace pyflame {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// float16/bfloat16 compute in float32: the composite losses, rounding once at
+// the end, and the norms' weight and bias gradients.
+DType compute_dtype(DType d) { return d == DType::Float16 || d == DType::BFloat16 ? DType::Float32 : d; }
 
 void check_float(const Tensor& t, const char* op, const char* what) {
   PF_CHECK(is_floating(t.dtype()), TypeError, op, ": ", what, " must be a floating-point tensor, got ", t.dtype(),
@@ -241,6 +249,38 @@ Inferred infer_row_norm_backward(OpCall& call) {
   return {inf.device, {g, inf.inputs[0], inf.inputs[1]}, {inf.outputs[0]}, {}};
 }
 
+// batch_norm_backward, group_norm_backward: g of the input's shape, in its
+// dtype, then the forward's plan for (input, per-channel tensors but bias);
+// the weight's and bias's gradients (C) in the compute dtype.
+Inferred infer_channel_norm_backward(OpCall& call) {
+  const char* name = op_name(call.op);
+  const Tensor &grad = call.inputs[0], &input = call.inputs[1];
+  PF_CHECK(grad.shape() == input.shape(), ValueError, name, ": grad shape ", grad.shape(),
+           " does not match input shape ", input.shape());
+  const bool batch = call.op == ir::OpType::batch_norm_backward;
+  const NormAttrs& a = call.attr<NormAttrs>();
+  const Tensor none;
+  Inferred forward;
+  if (batch) {
+    PF_CHECK(a.training || (call.inputs[2].defined() && call.inputs[3].defined()), ValueError, name,
+             ": running_mean and running_var are needed when training=False");
+    // Training reads no running statistic.
+    const Tensor& running_mean = a.training ? none : call.inputs[2];
+    const Tensor& running_var = a.training ? none : call.inputs[3];
+    OpCall f{ir::OpType::batch_norm, {input, running_mean, running_var, call.inputs[4], none}, call.attrs, {}};
+    forward = infer_batch_norm(f);
+  } else {
+    OpCall f{ir::OpType::group_norm, {input, call.inputs[2], none}, call.attrs, {}};
+    forward = infer_group_norm(f);
+  }
+  InputPlan g = forward.inputs[0];
+  g.dtype = input.dtype();
+  const OutputPlan param{{input.shape()[1]}, compute_dtype(input.dtype())};
+  Inferred inf{forward.device, {g}, {forward.outputs[0], param, param}, {}};
+  for (size_t i = 1; i < call.inputs.size(); ++i) inf.inputs.push_back(forward.inputs[i - 1]);
+  return inf;
+}
+
 // cross_entropy_backward: the forward's plan for (input, target, weight); the
 // gradient has the input's shape, the per-element scale and the forward's
 // logsumexp the compute dtype.
@@ -273,6 +313,8 @@ PF_REGISTER_INFER(softmax_backward, &infer_softmax_backward);
 PF_REGISTER_INFER(log_softmax_backward, &infer_softmax_backward);
 PF_REGISTER_INFER(layer_norm_backward, &infer_row_norm_backward);
 PF_REGISTER_INFER(rms_norm_backward, &infer_row_norm_backward);
+PF_REGISTER_INFER(batch_norm_backward, &infer_channel_norm_backward);
+PF_REGISTER_INFER(group_norm_backward, &infer_channel_norm_backward);
 PF_REGISTER_INFER(var, &infer_moments);
 PF_REGISTER_INFER(std, &infer_moments);
 PF_REGISTER_INFER(cumsum, &infer_cumsum);
@@ -284,9 +326,6 @@ PF_REGISTER_INFER(dropout, &infer_dropout);
 PF_REGISTER_INFER(nll_loss, &infer_nll_loss);
 PF_REGISTER_INFER(cross_entropy, &infer_nll_loss);
 
-
-// Composite losses compute float16/bfloat16 in float32 and round once at the end.
-DType compute_dtype(DType d) { return d == DType::Float16 || d == DType::BFloat16 ? DType::Float32 : d; }
 
 Tensor reduce_loss(const Tensor& loss, Reduction r) {
   switch (r) {
@@ -406,6 +445,24 @@ Tensor rms_norm_backward(const Tensor& grad, const Tensor& input, const Shape& n
   NormAttrs a;
   a.normalized_shape = normalized_shape, a.eps = eps;
   return apply_one(ir::OpType::rms_norm_backward, {grad, input, weight}, std::move(a));
+}
+
+std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad, const Tensor& input,
+                                                       const Tensor& running_mean, const Tensor& running_var,
+                                                       const Tensor& weight, bool training, double eps) {
+  NormAttrs a;
+  a.training = training, a.eps = eps;
+  std::vector<Tensor> r =
+      apply({ir::OpType::batch_norm_backward, {grad, input, running_mean, running_var, weight}, std::move(a), {}});
+  return {std::move(r[0]), std::move(r[1]), std::move(r[2])};
+}
+
+std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const Tensor& input, int64_t num_groups,
+                                                       const Tensor& weight, double eps) {
+  NormAttrs a;
+  a.num_groups = num_groups, a.eps = eps;
+  std::vector<Tensor> r = apply({ir::OpType::group_norm_backward, {grad, input, weight}, std::move(a), {}});
+  return {std::move(r[0]), std::move(r[1]), std::move(r[2])};
 }
 
 Tensor cross_entropy_backward(const Tensor& scale, const Tensor& input, const Tensor& target, const Tensor& lse,

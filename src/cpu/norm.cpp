@@ -6,6 +6,8 @@
 // float64). Centring before scaling keeps data far from zero accurate, where
 // x * scale + shift' would cancel. Weight, bias and running statistics
 // arrive as float64 (src/core/nn_ops.cpp), undefined when not given.
+// The backward passes recompute the statistics the same way and compute in
+// double throughout, as the references of the GPU kernels.
 
 #include <algorithm>
 #include <cmath>
@@ -96,6 +98,42 @@ template <bool kRms> void row_norm_backward_kernel(OpCall& call) {
       }
     });
   });
+}
+
+// sum(g) and sum(g (x - center)) over n values, added to sum_g and sum_gx; in
+// double with eight lanes so the loop vectorises.
+template <class T> void add_grad_sums(const T* g, const T* x, int64_t n, double center, double& sum_g, double& sum_gx) {
+  double lg[8] = {}, lgx[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) {
+      const double gv = static_cast<double>(g[i + l]);
+      lg[l] += gv;
+      lgx[l] += gv * (static_cast<double>(x[i + l]) - center);
+    }
+  for (; i < n; ++i) {
+    const double gv = static_cast<double>(g[i]);
+    lg[0] += gv;
+    lgx[0] += gv * (static_cast<double>(x[i]) - center);
+  }
+  for (int l = 0; l < 8; ++l) sum_g += lg[l], sum_gx += lgx[l];
+}
+
+// The input gradient of a norm over n values sharing one statistic:
+// gx = scale g - b (x - mean) - d, centred first as the forward.
+template <class T>
+void write_input_grad(const T* g, const T* x, T* gx, int64_t n, double scale, double b, double mean, double d) {
+  for (int64_t i = 0; i < n; ++i)
+    gx[i] = static_cast<T>(scale * static_cast<double>(g[i]) - b * (static_cast<double>(x[i]) - mean) - d);
+}
+
+// The weight's and bias's gradients (outputs 1 and 2), in the compute type.
+template <class T> void write_param_grads(OpCall& call, const std::vector<double>& sum_gxhat,
+                                          const std::vector<double>& sum_g) {
+  using P = acc_t<T>;
+  P *gw = call.outputs[1].data<P>(), *gb = call.outputs[2].data<P>();
+  for (size_t ch = 0; ch < sum_g.size(); ++ch)
+    gw[ch] = static_cast<P>(sum_gxhat[ch]), gb[ch] = static_cast<P>(sum_g[ch]);
 }
 
 // group_norm: x (N, C, S); group g of sample n is the contiguous run of
@@ -201,10 +239,108 @@ void batch_norm_kernel(OpCall& call) {
   });
 }
 
+// The gradients of batch_norm: g, x (N, C, S); running_mean, running_var
+// (eval), weight. Per channel of n = N S values, with xhat = (x - mean) rstd,
+// sum(g) is the bias's gradient and sum(g xhat) the weight's; the input's is
+//   training  w rstd (g - sum(g) / n - xhat sum(g xhat) / n)
+//   eval      w rstd g (x is not read for it: the running statistics are constants).
+void batch_norm_backward_kernel(OpCall& call) {
+  const Tensor &g = call.inputs[0], &x = call.inputs[1];
+  const int64_t n = x.shape()[0], c = x.shape()[1], s = x.shape()[2];
+  const NormAttrs& at = call.attr<NormAttrs>();
+  const std::vector<double> w = param_as<double>(call.inputs[4], c, 1.0);
+  std::vector<double> sum_g(c, 0.0), sum_gxhat(c, 0.0), mean(c, 0.0), var(c, 0.0), rstd(c);
+  for_float(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T *gp = g.data<T>(), *xp = x.data<T>();
+    T* out = call.out().data<T>();
+    const double count = static_cast<double>(n * s);
+    parallel_for(c, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n * s, 1)), [&](int64_t lo, int64_t hi) {
+      // Threads split the channels; each walks the N runs of S values of its channels in memory order.
+      auto runs = [&](const auto& f) {
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t ch = lo; ch < hi; ++ch) f(ch, (i * c + ch) * s);
+      };
+      if (at.training) {
+        runs([&](int64_t ch, int64_t off) { mean[ch] += row_sum(xp + off, s); });
+        for (int64_t ch = lo; ch < hi; ++ch) mean[ch] /= count;
+        runs([&](int64_t ch, int64_t off) { var[ch] += row_squared_deviation(xp + off, s, mean[ch]); });
+        for (int64_t ch = lo; ch < hi; ++ch) rstd[ch] = 1.0 / std::sqrt(var[ch] / count + at.eps);
+      } else {
+        for (int64_t ch = lo; ch < hi; ++ch) {
+          mean[ch] = call.inputs[2].data<double>()[ch];
+          rstd[ch] = 1.0 / std::sqrt(call.inputs[3].data<double>()[ch] + at.eps);
+        }
+      }
+      runs([&](int64_t ch, int64_t off) { add_grad_sums(gp + off, xp + off, s, mean[ch], sum_g[ch], sum_gxhat[ch]); });
+      for (int64_t ch = lo; ch < hi; ++ch) sum_gxhat[ch] *= rstd[ch];
+      runs([&](int64_t ch, int64_t off) {
+        const double scale = w[ch] * rstd[ch];
+        if (!at.training) {
+          for (int64_t j = 0; j < s; ++j) out[off + j] = static_cast<T>(scale * static_cast<double>(gp[off + j]));
+          return;
+        }
+        write_input_grad(gp + off, xp + off, out + off, s, scale, scale * rstd[ch] * sum_gxhat[ch] / count, mean[ch],
+                         scale * sum_g[ch] / count);
+      });
+    });
+    write_param_grads<T>(call, sum_gxhat, sum_g);
+  });
+}
+
+// The gradients of group_norm: g, x (N, C, S); weight. Per row of a group of
+// a sample (len = (C / G) S values), with gh = g w and xhat = (x - mean) rstd,
+// the input's is rstd (gh - mean(gh) - xhat mean(gh xhat)); sum(g) and
+// sum(g xhat) per (n, c) plane, summed over n in order, are the bias's and
+// the weight's.
+void group_norm_backward_kernel(OpCall& call) {
+  const Tensor &g = call.inputs[0], &x = call.inputs[1];
+  const int64_t n = x.shape()[0], c = x.shape()[1], s = x.shape()[2], groups = call.attr<NormAttrs>().num_groups;
+  const int64_t cg = c / groups, len = cg * s;
+  const double eps = call.attr<NormAttrs>().eps;
+  const std::vector<double> w = param_as<double>(call.inputs[2], c, 1.0);
+  std::vector<double> plane_g(n * c, 0.0), plane_gxhat(n * c, 0.0);
+  for_float(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T *gp = g.data<T>(), *xp = x.data<T>();
+    T* out = call.out().data<T>();
+    if (len > 0) {
+      parallel_for(n * groups, std::max<int64_t>(1, kParallelGrain / len), [&](int64_t lo, int64_t hi) {
+        for (int64_t row = lo; row < hi; ++row) {
+          const T *gr = gp + row * len, *xr = xp + row * len;
+          const double mean = row_sum(xr, len) / static_cast<double>(len);
+          const double rstd = 1.0 / std::sqrt(row_squared_deviation(xr, len, mean) / static_cast<double>(len) + eps);
+          double sum_gh = 0, sum_ghxhat = 0;
+          // plane (n, c) = row * cg + k: row = n G + c / cg
+          for (int64_t k = 0; k < cg; ++k) {
+            const int64_t plane = row * cg + k, ch = (row % groups) * cg + k;
+            add_grad_sums(gr + k * s, xr + k * s, s, mean, plane_g[plane], plane_gxhat[plane]);
+            plane_gxhat[plane] *= rstd;
+            sum_gh += w[ch] * plane_g[plane];
+            sum_ghxhat += w[ch] * plane_gxhat[plane];
+          }
+          const double mean_gh = sum_gh / static_cast<double>(len), mean_ghxhat = sum_ghxhat / static_cast<double>(len);
+          for (int64_t k = 0; k < cg; ++k) {
+            const int64_t ch = (row % groups) * cg + k;
+            write_input_grad(gr + k * s, xr + k * s, out + row * len + k * s, s, rstd * w[ch],
+                             rstd * rstd * mean_ghxhat, mean, rstd * mean_gh);
+          }
+        }
+      });
+    }
+    std::vector<double> sum_g(c, 0.0), sum_gxhat(c, 0.0);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t ch = 0; ch < c; ++ch) sum_g[ch] += plane_g[i * c + ch], sum_gxhat[ch] += plane_gxhat[i * c + ch];
+    write_param_grads<T>(call, sum_gxhat, sum_g);
+  });
+}
+
 PF_REGISTER_KERNEL(layer_norm, CPU, &row_norm_kernel<false>);
 PF_REGISTER_KERNEL(rms_norm, CPU, &row_norm_kernel<true>);
 PF_REGISTER_KERNEL(layer_norm_backward, CPU, &row_norm_backward_kernel<false>);
 PF_REGISTER_KERNEL(rms_norm_backward, CPU, &row_norm_backward_kernel<true>);
+PF_REGISTER_KERNEL(batch_norm_backward, CPU, &batch_norm_backward_kernel);
+PF_REGISTER_KERNEL(group_norm_backward, CPU, &group_norm_backward_kernel);
 PF_REGISTER_KERNEL(group_norm, CPU, &group_norm_kernel);
 PF_REGISTER_KERNEL(batch_norm, CPU, &batch_norm_kernel);
 

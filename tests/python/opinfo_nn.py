@@ -326,6 +326,7 @@ def _row_norm_backward_ref(rms):
 
     return ref
 
+
 def _frac(x):
     """torch.frac, and 0 for integers (which torch refuses)."""
     return torch.frac(x) if x.is_floating_point() else torch.zeros_like(x)
@@ -347,6 +348,69 @@ def _special_samples(rng, dtype, cls):
             flat[::4], flat[1::5], flat[2::7] = np.nan, np.inf, -np.inf
     return samples
 
+
+
+def _grad_like(rng, x, dtype):
+    return Arg(make_values(rng, x.values.shape, dtype, low=-2, high=2), x.layout)
+
+
+def _batch_norm_backward_samples(rng, dtype, cls):
+    out = []
+    for s in _batch_norm_samples(rng, dtype, cls):
+        x, running_mean, running_var, weight = s.args[:4]
+        kw = {k: v for k, v in s.kwargs.items() if k != "momentum"}
+        out.append(Sample((_grad_like(rng, x, dtype), x, running_mean, running_var, weight), kw))
+    if cls == "plain":
+        c = 4
+        stats = (_param(rng, (c,), dtype), _param(rng, (c,), dtype, low=0.5, high=2.0))
+        far = _x(rng, (3, c, 7), dtype, dict(low=10, high=11))  # off zero
+        out.append(Sample((_grad_like(rng, far, dtype), far, None, None, _param(rng, (c,), dtype)),
+                          dict(training=True)))
+        x = _x(rng, (5, c, 2, 3), dtype, dict(low=-3, high=3))  # training ignores running statistics
+        out.append(Sample((_grad_like(rng, x, dtype), x, *stats, None), dict(training=True)))
+    return out
+
+
+def _batch_norm_backward_ref(grad, x, running_mean=None, running_var=None, weight=None, training=False, eps=1e-5):
+    """(grad_input, grad_weight, grad_bias) through torch.autograd in float64; the last two in the compute dtype."""
+    c = x.shape[1]
+    x2 = x.detach().double().requires_grad_(True)
+    w = (torch.ones(c, dtype=torch.float64) if weight is None else weight.double()).requires_grad_(True)
+    b = torch.zeros(c, dtype=torch.float64, requires_grad=True)
+    stats = (None, None) if training else (running_mean.double(), running_var.double())
+    F.batch_norm(x2, *stats, w, b, training=training, eps=eps).backward(grad.double())
+    return _norm_grads(x, x2, w, b)
+
+
+def _norm_grads(x, x2, w, b):
+    compute = torch.float64 if x.dtype == torch.float64 else torch.float32
+    if x.numel() == 0:  # empty sums (torch's group_norm gives NaN: 0 times the NaN rstd of an empty group)
+        return torch.zeros_like(x), torch.zeros(w.shape, dtype=compute), torch.zeros(w.shape, dtype=compute)
+    return x2.grad.to(x.dtype), w.grad.to(compute), b.grad.to(compute)
+
+
+def _group_norm_backward_samples(rng, dtype, cls):
+    out = []
+    for s in _group_norm_samples(rng, dtype, cls):
+        x, groups = s.args[:2]
+        weight = s.args[2] if len(s.args) > 2 else None
+        out.append(Sample((_grad_like(rng, x, dtype), x, groups, weight), s.kwargs))
+    if cls == "plain":
+        far = _x(rng, (2, 4, 9), dtype, dict(low=10, high=11))  # off zero
+        out.append(Sample((_grad_like(rng, far, dtype), far, 2, _param(rng, (4,), dtype))))
+    return out
+
+
+def _group_norm_backward_ref(grad, x, num_groups, weight=None, eps=1e-5):
+    c = x.shape[1]
+    x2 = x.detach().double().requires_grad_(True)
+    w = (torch.ones(c, dtype=torch.float64) if weight is None else weight.double()).requires_grad_(True)
+    b = torch.zeros(c, dtype=torch.float64, requires_grad=True)
+    F.group_norm(x2, num_groups, w, b, eps).backward(grad.double())
+    return _norm_grads(x, x2, w, b)
+
+
+_NORM_BACKWARD_TOL = {"float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2), "float32": (1e-4, 1e-4)}
 
 OP_INFOS = [
     # UNARY: rounding and sign (exact), hardtanh (parameters min_val, max_val)
@@ -411,6 +475,10 @@ OP_INFOS = [
     OpInfo("rms_norm_backward", "CUSTOM", FLOAT_DTYPES, _row_norm_backward_samples(True),
            _row_norm_backward_ref(True), NORM_CLASSES,
            tol={"float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2), "float32": (1e-4, 1e-4)}, method=False),
+    OpInfo("batch_norm_backward", "CUSTOM", FLOAT_DTYPES, _batch_norm_backward_samples, _batch_norm_backward_ref,
+           NORM_CLASSES, tol=_NORM_BACKWARD_TOL, method=False),
+    OpInfo("group_norm_backward", "CUSTOM", FLOAT_DTYPES, _group_norm_backward_samples, _group_norm_backward_ref,
+           NORM_CLASSES, tol=_NORM_BACKWARD_TOL, method=False),
     OpInfo("cross_entropy_backward", "CUSTOM", FLOAT_DTYPES, _cross_entropy_backward_samples,
            _cross_entropy_backward_ref, NORM_CLASSES, tol={"float32": (1e-5, 1e-5)}, method=False),
     OpInfo("softmax_backward", "CUSTOM", FLOAT_DTYPES, _softmax_backward_samples(False), _softmax_backward_ref(False),

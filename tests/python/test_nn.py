@@ -385,6 +385,63 @@ def test_batch_norm_running_stats_in_other_layouts(rng):
     close(pf.batch_norm(x, None, None, training=True), F.batch_norm(tx, None, None, training=True), "float64", "None")
 
 
+# ----------------------------------------------------------------- the channel norms' backward passes
+
+# Shapes (N, C, S) that take each path of the GPU kernels (src/rocm/kernels/norm.hip): batch_norm's
+# fold over many blocks per channel (vector and scalar loads, runs shorter than a warp) or one
+# thread per channel; group_norm's groups held in registers by teams of 256 down to 1 thread per
+# channel, and its three passes for long groups or more than 256 channels per group.
+_BATCH_NORM_PATHS = [((5, 3, 3000), True, 0), ((5, 3, 3001), True, -20), ((5, 3, 3001), False, 0),
+                     ((70, 2, 1), True, 0), ((300, 4, 1), False, 0), ((4, 3, 5), True, 0), ((2, 2, 640), True, 100)]
+_GROUP_NORM_PATHS = [((2, 8, 64), 2, 0), ((2, 6, 10), 3, 0), ((3, 8, 16), 1, 50), ((2, 256, 2), 4, 0),
+                     ((2, 512, 1), 2, 0), ((1, 2, 8192), 2, 0), ((1, 4, 20000), 2, 0), ((1, 300, 2), 1, 0),
+                     ((2, 3, 9001), 1, 30)]
+
+
+def _device_or_skip(device):
+    if device == "rocm" and not pf.rocm_is_available():
+        pytest.skip(f"no usable GPU: {pf.rocm_unavailable_reason()}")
+    pf.set_device(device)
+
+
+def _norm_backward_close(got, want, what):
+    for i, (a, e) in enumerate(zip(got, want)):
+        scale = max(1.0, float(e.abs().max()))  # sums over thousands of values
+        assert_matches(a, e, 1e-4, 1e-5 * scale, what=f"{what} output {i}")
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_batch_norm_backward_paths(device, rng):
+    from opinfo_nn import _batch_norm_backward_ref
+
+    _device_or_skip(device)
+    for shape, training, offset in _BATCH_NORM_PATHS:
+        c = shape[1]
+        x, tx = pair(rng, shape, "float32", low=offset - 3, high=offset + 3)
+        g, tg = pair(rng, shape, "float32")
+        w, tw = pair(rng, (c,), "float32")
+        rm, trm = pair(rng, (c,), "float32", low=offset - 1, high=offset + 1)
+        rv, trv = pair(rng, (c,), "float32", low=0.5, high=2)
+        stats, tstats = ((None, None), (None, None)) if training else ((rm, rv), (trm, trv))
+        got = pf.batch_norm_backward(g, x, *stats, w, training=training)
+        want = _batch_norm_backward_ref(tg, tx, *tstats, tw, training=training)
+        _norm_backward_close(got, want, f"batch_norm_backward {shape} training={training} [{device}]")
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_group_norm_backward_paths(device, rng):
+    from opinfo_nn import _group_norm_backward_ref
+
+    _device_or_skip(device)
+    for shape, groups, offset in _GROUP_NORM_PATHS:
+        x, tx = pair(rng, shape, "float32", low=offset - 3, high=offset + 3)
+        g, tg = pair(rng, shape, "float32")
+        w, tw = pair(rng, (shape[1],), "float32")
+        got = pf.group_norm_backward(g, x, groups, w)
+        want = _group_norm_backward_ref(tg, tx, groups, tw)
+        _norm_backward_close(got, want, f"group_norm_backward {shape} G={groups} [{device}]")
+
+
 # ----------------------------------------------------------------- stability of the statistics
 
 
@@ -526,6 +583,11 @@ def test_error_messages(rng):
     expect(ValueError, lambda: pf.batch_norm(pf.randn(1, 3), None, None, training=True), match="more than 1 value")
     expect(ValueError, lambda: pf.group_norm(img, 4), img, match=[r"num_groups \(4\)", r"\(6\)"])
     expect(ValueError, lambda: pf.group_norm(img, 3, pf.ones(4)), img, match=[r"weight", r"\[4\]"])
+    g = pf.randn(2, 6, 3, 3)
+    expect(ValueError, lambda: pf.batch_norm_backward(g, img), g, img, match=[r"batch_norm_backward", "running_mean"])
+    expect(ValueError, lambda: pf.batch_norm_backward(g[:1], img, training=True), g, img,
+           match=[r"batch_norm_backward", r"\[1, 6, 3, 3\]", r"\[2, 6, 3, 3\]"])
+    expect(ValueError, lambda: pf.group_norm_backward(g, img, 4), g, img, match=[r"num_groups \(4\)", r"\(6\)"])
     expect(ValueError, lambda: pf.hardtanh(x, 1.0, -1.0), x, match="min_val")
     expect(ValueError, lambda: pf.hardtanh(pf.ones(3, dtype=pf.uint8)), match="uint8")
     expect(TypeError, lambda: pf.round(pf.ones(3, dtype=pf.int32), decimals=1), match="decimals")

@@ -20,8 +20,12 @@
 // statistics (unbiased variance, as PyTorch); normalize: one block per
 // (n, c) plane of S values (S small: one thread per element), each plane's
 // mean, scale and shift read once.
+//
+// batch_norm_backward and group_norm_backward: see their section below.
 
 #include <algorithm>
+#include <string>
+#include <type_traits>
 
 #include "core/dispatch.h"
 #include "kernels/functors.h"
@@ -519,12 +523,542 @@ void batch_norm_entry(OpCall& call) {
   channel_norm(call, {c, s, n, s, c * s}, at.training, running, call.inputs[3], call.inputs[4], 0);
 }
 
+// ---- batch_norm_backward, group_norm_backward ---------------------------------
+//
+// Both give the input's gradient and the per-channel sums sum(g) (the bias's
+// gradient) and sum(g xhat) (the weight's), with the statistics of x
+// recomputed (cpu/norm.cpp has the formulas). Written as
+//   gx = w[c] rstd g - b (x - mean) - d
+// with rstd, mean, b and d per statistic item (GradCoefs).
+//
+// batch_norm: a channel's N runs of S values do not fit on chip, so x and g
+// are read twice. Fold: blocks (channel, split) walk chunks of a channel's
+// values, many blocks per channel (about 32 blocks per compute unit in all,
+// so that 64 channels still fill the GPU, in waves short enough that the
+// last one's tail costs little), folding (x, g) into
+// CoMoments (welford.h): the statistics of x and sum(g (x - mean)) in one
+// read; channels of at most kThreadItem values take one thread each. Finish:
+// one block per channel merges its splits in a fixed order (deterministic)
+// into the sums and the coefficients. Apply: the elementwise pass over
+// planes, as the forward's normalize. Eval needs no statistics: the fold
+// writes gx = w rstd g itself and reads x only for the weight's gradient.
+//
+// group_norm: a group (C / G channels of S values) is one block's row held in
+// registers, x and g read once, when the block's teams fit it: teams of p
+// threads, one team per channel of the group (p = 256 / the channel count
+// rounded up to a power of two), at most kMaxCached values per thread (so
+// groups of up to 8192 values with the usual channel counts). Each channel's
+// sums are then a team's shuffles (or its warps' sums in shared memory), not
+// a segmented reduction over the row; the per-(n, c) sums go to a small
+// buffer that one block per channel sums over n. Other groups (longer, or
+// more than 256 channels) run batch_norm's three passes with (n, c) planes
+// for items and a finish per group.
+
+// Items of at most this many values are folded by one thread each.
+constexpr int64_t kThreadItem = 64;
+
+// The input gradient's coefficients per statistic item (batch_norm: channel
+// c; group_norm: group n G + c / (C / G)): gx = w[c] rstd g - b (x - mean) - d.
+// The finish kernels write them, the apply kernels read them.
+struct GradCoefs {
+  double* rstd;
+  double* mean;
+  double* b;
+  double* d;
+  const double* weight;  // per channel, or null
+  int64_t channels;
+  int64_t groups;  // 0: batch_norm
+
+  template <class A> __device__ void at(int64_t plane, A& scale, A& mu, A& bb, A& dd) const {
+    const int64_t c = plane % channels;
+    const int64_t item = groups ? plane / channels * groups + c / (channels / groups) : c;
+    scale = static_cast<A>(rstd[item] * (weight ? weight[c] : 1.0));
+    mu = static_cast<A>(mean[item]);
+    bb = static_cast<A>(b[item]);
+    dd = static_cast<A>(d[item]);
+  }
+};
+
+// batch_norm in eval: the input's gradient w rstd g, rstd from the running variance.
+struct EvalScale {
+  const double* running_var;  // null: training
+  const double* weight;       // or null
+  double eps;
+
+  template <class A> __device__ A at(int64_t c) const {
+    return static_cast<A>((weight ? weight[c] : 1.0) / sqrt(running_var[c] + eps));
+  }
+};
+
+// Block (item, split) folds the pairs (x, g) of values [split * chunk, ...)
+// of its item (StatLayout: runs of contiguous values) into CoMoments. Long
+// runs: threads walk along each run (coalesced); short ones (< a warp):
+// threads walk the values one each. V > 1: runs, strides, chunk and pointers
+// V-aligned; loads take V values. kEval: also writes gx = w rstd g (items
+// are batch_norm's channels).
+template <class T, int V, bool kEval>
+static __global__ void fold_grad_moments(CoMoments<acc_t<T>>* partials, T* gx, const T* g, const T* x, StatLayout l,
+                                         int64_t splits, int64_t chunk, EvalScale eval) {
+  using A = acc_t<T>;
+  const int64_t len = l.runs * l.run_len;
+  for (int64_t block = blockIdx.x; block < l.items * splits; block += gridDim.x) {
+    const int64_t item = block / splits, k0 = block % splits * chunk, k1 = std::min(len, k0 + chunk);
+    const int64_t base = item * l.item_stride;
+    const A scale = kEval ? eval.at<A>(item) : A(0);
+    CoMoments<A> s{};
+    if (l.run_len >= PF_WARP_SIZE) {
+      for (int64_t k = k0; k < k1;) {
+        const int64_t r = k / l.run_len, p0 = k - r * l.run_len, p1 = std::min(l.run_len, p0 + (k1 - k));
+        const int64_t off = base + r * l.run_stride;
+        for (int64_t i = p0 / V + threadIdx.x; i < p1 / V; i += kNormThreads) {
+          const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(x + off + i * V);
+          const Vec<T, V> gv = *reinterpret_cast<const Vec<T, V>*>(g + off + i * V);
+          Vec<T, V> out;
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            s.push(static_cast<A>(xv.v[j]), static_cast<A>(gv.v[j]));
+            if (kEval) out.v[j] = static_cast<T>(scale * static_cast<A>(gv.v[j]));
+          }
+          if (kEval) *reinterpret_cast<Vec<T, V>*>(gx + off + i * V) = out;
+        }
+        k += p1 - p0;
+      }
+    } else {
+      for (int64_t k = k0 + threadIdx.x; k < k1; k += kNormThreads) {
+        const int64_t off = base + k / l.run_len * l.run_stride + k % l.run_len;
+        s.push(static_cast<A>(x[off]), static_cast<A>(g[off]));
+        if (kEval) gx[off] = static_cast<T>(scale * static_cast<A>(g[off]));
+      }
+    }
+    s = block_all_merge<kNormThreads>(s);
+    if (threadIdx.x == 0) partials[block] = s;
+  }
+}
+
+// One thread per item of at most kThreadItem values (one split).
+template <class T, bool kEval>
+static __global__ void fold_grad_moments_per_thread(CoMoments<acc_t<T>>* partials, T* gx, const T* g, const T* x,
+                                                    StatLayout l, EvalScale eval) {
+  using A = acc_t<T>;
+  for (int64_t item = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; item < l.items;
+       item += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const A scale = kEval ? eval.at<A>(item) : A(0);
+    CoMoments<A> s{};
+    for (int64_t r = 0; r < l.runs; ++r)
+      for (int64_t j = 0; j < l.run_len; ++j) {
+        const int64_t off = item * l.item_stride + r * l.run_stride + j;
+        s.push(static_cast<A>(x[off]), static_cast<A>(g[off]));
+        if (kEval) gx[off] = static_cast<T>(scale * static_cast<A>(g[off]));
+      }
+    partials[item] = s;
+  }
+}
+
+// Per channel of batch_norm: its splits' states merged (a fixed order) into
+// sum(g) and sum(g xhat), the bias's and the weight's gradients, and in
+// training the input gradient's coefficients,
+//   gx = w rstd (g - sum(g) / n - xhat sum(g xhat) / n).
+// Eval (running.running_var given): mean and rstd from the running statistics.
+template <class A>
+static __global__ void finish_batch_norm_backward(A* grad_weight, A* grad_bias, GradCoefs coefs,
+                                                  const CoMoments<A>* partials, int64_t splits, double eps,
+                                                  const double* running_mean, const double* running_var) {
+  for (int64_t ch = blockIdx.x; ch < coefs.channels; ch += gridDim.x) {
+    CoMoments<A> s{};
+    for (int64_t k = threadIdx.x; k < splits; k += kNormThreads) s.merge(partials[ch * splits + k]);
+    s = block_all_merge<kNormThreads>(s);
+    if (threadIdx.x != 0) continue;
+    const double n = static_cast<double>(s.count);
+    const double mean = running_var ? running_mean[ch] : static_cast<double>(s.mean_x);
+    const double rstd = 1.0 / sqrt((running_var ? running_var[ch] : static_cast<double>(s.m2) / n) + eps);
+    const double sum_g = n * static_cast<double>(s.mean_g);
+    // sum(g (x - mean)) about the batch mean (training) or the running one.
+    const double sum_gxhat =
+        rstd * (static_cast<double>(s.co) + (static_cast<double>(s.mean_x) - mean) * sum_g);
+    grad_weight[ch] = static_cast<A>(sum_gxhat);
+    grad_bias[ch] = static_cast<A>(sum_g);
+    if (running_var) continue;
+    const double scale = rstd * (coefs.weight ? coefs.weight[ch] : 1.0);
+    coefs.rstd[ch] = rstd;
+    coefs.mean[ch] = mean;
+    coefs.b[ch] = scale * rstd * sum_gxhat / n;
+    coefs.d[ch] = scale * sum_g / n;
+  }
+}
+
+// Per group of group_norm (item n G + g, its C / G planes consecutive, each
+// with `splits` states): the group's statistics, each plane's sum(g) and
+// sum(g xhat) into plane_g / plane_gxhat, and the coefficients
+//   gx = rstd (w g - mean(w g) - xhat mean(w g xhat)).
+template <class A>
+static __global__ void finish_group_norm_backward(A* plane_g, A* plane_gxhat, GradCoefs coefs,
+                                                  const CoMoments<A>* partials, int64_t items, int64_t splits,
+                                                  double eps) {
+  const int64_t cg = coefs.channels / coefs.groups;
+  const kernels::SumReduce<double> sum_of;
+  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+    const CoMoments<A>* states = partials + item * cg * splits;
+    CoMoments<A> s{};
+    for (int64_t k = threadIdx.x; k < cg * splits; k += kNormThreads) s.merge(states[k]);
+    s = block_all_merge<kNormThreads>(s);
+    const double len = static_cast<double>(s.count), mean = static_cast<double>(s.mean_x);
+    const double rstd = 1.0 / sqrt(static_cast<double>(s.m2) / len + eps);
+    double sum_wg = 0, sum_wgxhat = 0;
+    for (int64_t k = threadIdx.x; k < cg; k += kNormThreads) {
+      CoMoments<A> p{};
+      for (int64_t j = 0; j < splits; ++j) p.merge(states[k * splits + j]);
+      const double sum_g = static_cast<double>(p.count) * static_cast<double>(p.mean_g);
+      const double sum_gxhat = rstd * (static_cast<double>(p.co) + (static_cast<double>(p.mean_x) - mean) * sum_g);
+      plane_g[item * cg + k] = static_cast<A>(sum_g);
+      plane_gxhat[item * cg + k] = static_cast<A>(sum_gxhat);
+      const double w = coefs.weight ? coefs.weight[item % coefs.groups * cg + k] : 1.0;
+      sum_wg += w * sum_g;
+      sum_wgxhat += w * sum_gxhat;
+    }
+    sum_wg = block_all_reduce<kNormThreads>(sum_wg, sum_of);
+    sum_wgxhat = block_all_reduce<kNormThreads>(sum_wgxhat, sum_of);
+    if (threadIdx.x != 0) continue;
+    coefs.rstd[item] = rstd;
+    coefs.mean[item] = mean;
+    coefs.b[item] = rstd * rstd * sum_wgxhat / len;
+    coefs.d[item] = rstd * sum_wg / len;
+  }
+}
+
+// The input's gradient, one block per (n, c) plane of s values (s >=
+// kMinBlockPlane). V > 1: planes and pointers V-aligned.
+template <class T, int V>
+static __global__ void apply_grad_planes(T* gx, const T* g, const T* x, int64_t planes, int64_t s, GradCoefs coefs) {
+  using A = acc_t<T>;
+  for (int64_t plane = blockIdx.x; plane < planes; plane += gridDim.x) {
+    A scale, mu, b, d;
+    coefs.at(plane, scale, mu, b, d);
+    const Vec<T, V>* xp = reinterpret_cast<const Vec<T, V>*>(x + plane * s);
+    const Vec<T, V>* gp = reinterpret_cast<const Vec<T, V>*>(g + plane * s);
+    Vec<T, V>* out = reinterpret_cast<Vec<T, V>*>(gx + plane * s);
+    for (int64_t i = threadIdx.x; i < s / V; i += kNormThreads) {
+      const Vec<T, V> xv = xp[i], gv = gp[i];
+      Vec<T, V> r;
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        r.v[j] = static_cast<T>(scale * static_cast<A>(gv.v[j]) - b * (static_cast<A>(xv.v[j]) - mu) - d);
+      out[i] = r;
+    }
+  }
+}
+
+// One thread per value (shorter planes).
+template <class T>
+static __global__ void apply_grad_elements(T* gx, const T* g, const T* x, int64_t n, int64_t s, GradCoefs coefs) {
+  using A = acc_t<T>;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    A scale, mu, b, d;
+    coefs.at(i / s, scale, mu, b, d);
+    gx[i] = static_cast<T>(scale * static_cast<A>(g[i]) - b * (static_cast<A>(x[i]) - mu) - d);
+  }
+}
+
+// Sums a and b over each team of p consecutive threads (p a power of two, the
+// same across the block); the team's first thread gets the sums. Contains
+// __syncthreads when p spans warps: all threads must call it.
+template <class A> __device__ __forceinline__ void team_sum(A& a, A& b, int p) {
+  constexpr int kWarps = kNormThreads / PF_WARP_SIZE;
+  __shared__ A warp_sums[2][kWarps];
+  for (int mask = (p < PF_WARP_SIZE ? p : PF_WARP_SIZE) / 2; mask > 0; mask >>= 1) {
+    a += shfl_xor(a, mask);
+    b += shfl_xor(b, mask);
+  }
+  if (p <= PF_WARP_SIZE) return;
+  const int warp = threadIdx.x / PF_WARP_SIZE;
+  if (threadIdx.x % PF_WARP_SIZE == 0) warp_sums[0][warp] = a, warp_sums[1][warp] = b;
+  __syncthreads();
+  if (threadIdx.x % p == 0) {
+    a = b = A(0);
+    for (int w = warp; w < warp + p / PF_WARP_SIZE; ++w) a += warp_sums[0][w], b += warp_sums[1][w];
+  }
+  __syncthreads();  // the shared slots may be reused by the next call
+}
+
+// group_norm's backward for groups held in registers: one block per row (a
+// group of a sample: cg channels of s values), team t = threadIdx.x / p
+// holds channel t (t < cg), its lane l the vectors l, l + p, ... (at most
+// kVecs). Writes gx and each (n, c) plane's sum(g) and sum(g xhat).
+template <class T, int V, int kVecs>
+static __global__ void group_norm_backward_cached(T* gx, acc_t<T>* plane_g, acc_t<T>* plane_gxhat, const T* g,
+                                                  const T* x, const acc_t<T>* weight, int64_t rows, int64_t groups,
+                                                  int64_t cg, int64_t s, int p, double eps) {
+  using A = acc_t<T>;
+  const kernels::SumReduce<A> sum_of;
+  const int64_t len = cg * s;
+  // Offsets within a row fit in 32 bits (at most kMaxCached values per thread):
+  // the slots share three row pointers instead of holding 64-bit addresses.
+  const int sv = static_cast<int>(s / V), team = static_cast<int>(threadIdx.x) / p, lane = threadIdx.x % p;
+  const bool live_team = team < cg;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t first = row * len + (live_team ? team * s : 0);
+    const Vec<T, V>* xr = reinterpret_cast<const Vec<T, V>*>(x + first);
+    const Vec<T, V>* gr = reinterpret_cast<const Vec<T, V>*>(g + first);
+    A xv[kVecs][V], gv[kVecs][V];
+    A sum = A(0);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int i = lane + k * p;
+      Vec<T, V> xs, gs;
+      const bool live = live_team && i < sv;
+      if (live) xs = xr[i], gs = gr[i];
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        xv[k][j] = live ? static_cast<A>(xs.v[j]) : A(0);
+        gv[k][j] = live ? static_cast<A>(gs.v[j]) : A(0);
+        sum += xv[k][j];
+      }
+    }
+    const A mean = block_all_reduce<kNormThreads>(sum, sum_of) / static_cast<A>(len);
+    A q = A(0);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const bool live = live_team && lane + k * p < sv;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        xv[k][j] -= mean;
+        if (live) q += xv[k][j] * xv[k][j];
+      }
+    }
+    const A rstd = A(1) / math::sqrt(block_all_reduce<kNormThreads>(q, sum_of) / static_cast<A>(len) +
+                                     static_cast<A>(eps));
+    // The channel's sum(g) and sum(g xhat); dead slots hold zeros.
+    A sum_g = A(0), sum_gxhat = A(0);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        sum_g += gv[k][j];
+        sum_gxhat += gv[k][j] * xv[k][j];
+      }
+    sum_gxhat *= rstd;
+    team_sum(sum_g, sum_gxhat, p);
+    const A w = live_team && weight ? weight[row % groups * cg + team] : A(1);
+    A wg = A(0), wgxhat = A(0);
+    if (lane == 0 && live_team) {
+      plane_g[row * cg + team] = sum_g;
+      plane_gxhat[row * cg + team] = sum_gxhat;
+      wg = w * sum_g;
+      wgxhat = w * sum_gxhat;
+    }
+    const A mean_wg = block_all_reduce<kNormThreads>(wg, sum_of) / static_cast<A>(len);
+    const A mean_wgxhat = block_all_reduce<kNormThreads>(wgxhat, sum_of) / static_cast<A>(len);
+    const A scale = w * rstd, b = rstd * rstd * mean_wgxhat, d = rstd * mean_wg;
+    Vec<T, V>* out = reinterpret_cast<Vec<T, V>*>(gx + first);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int i = lane + k * p;
+      if (!live_team || i >= sv) break;
+      Vec<T, V> r;
+#pragma unroll
+      for (int j = 0; j < V; ++j) r.v[j] = static_cast<T>(scale * gv[k][j] - b * xv[k][j] - d);
+      out[i] = r;
+    }
+  }
+}
+
+// The weight's and bias's gradients from the (n, c) planes' sums: one block
+// per channel, summing over n in a fixed order.
+template <class A>
+static __global__ void sum_planes(A* grad_weight, A* grad_bias, const A* plane_gxhat, const A* plane_g, int64_t n,
+                                  int64_t channels) {
+  const kernels::SumReduce<A> sum_of;
+  for (int64_t ch = blockIdx.x; ch < channels; ch += gridDim.x) {
+    A gw = A(0), gb = A(0);
+    for (int64_t i = threadIdx.x; i < n; i += kNormThreads) {
+      gw += plane_gxhat[i * channels + ch];
+      gb += plane_g[i * channels + ch];
+    }
+    gw = block_all_reduce<kNormThreads>(gw, sum_of);
+    gb = block_all_reduce<kNormThreads>(gb, sum_of);
+    if (threadIdx.x == 0) grad_weight[ch] = gw, grad_bias[ch] = gb;
+  }
+}
+
+// Folds (x, g) of each `l` item into CoMoments states, `splits` per item
+// (returned). With eval.running_var: batch_norm's eval gradient written into gx on the way.
+template <class T>
+Tensor fold_grad(const T* g, const T* x, T* gx, const StatLayout& l, const EvalScale& eval, int64_t& splits,
+                 const Device& dev, hipStream_t stream) {
+  using A = acc_t<T>;
+  const int64_t len = l.runs * l.run_len;
+  constexpr int V = kVec<T>;
+  const bool vector = l.run_len % V == 0 && l.run_stride % V == 0 && l.item_stride % V == 0 &&
+                      aligned(g, sizeof(T) * V) && aligned(x, sizeof(T) * V) && (!gx || aligned(gx, sizeof(T) * V));
+  splits = 1;
+  if (len > kThreadItem) {
+    // Many blocks per item when items are few: several waves of blocks keep
+    // the last one's tail short; at least a few vectors per thread.
+    const int64_t target = int64_t{32} * compute_units(dev.index);
+    const int64_t most = std::max<int64_t>(1, len / (int64_t{kNormThreads} * V * 4));
+    splits = std::clamp<int64_t>(target / l.items, 1, most);
+  }
+  int64_t chunk = (len + splits - 1) / splits;
+  chunk = (chunk + V - 1) / V * V;
+  splits = std::max<int64_t>(1, (len + chunk - 1) / chunk);
+  Tensor partials = Tensor::empty({l.items * splits * int64_t{sizeof(CoMoments<A>)}}, DType::UInt8, dev);
+  auto* p = static_cast<CoMoments<A>*>(partials.data_ptr());
+  const bool eval_grad = eval.running_var != nullptr;
+  auto run = [&](auto eval_tag) {
+    constexpr bool kEval = decltype(eval_tag)::value;
+    if (len <= kThreadItem) {
+      fold_grad_moments_per_thread<T, kEval><<<grid_for(l.items), kThreads, 0, stream>>>(p, gx, g, x, l, eval);
+      return;
+    }
+    const unsigned grid = static_cast<unsigned>(std::min<int64_t>(l.items * splits, int64_t{1} << 20));
+    if (vector)
+      fold_grad_moments<T, V, kEval><<<grid, kNormThreads, 0, stream>>>(p, gx, g, x, l, splits, chunk, eval);
+    else
+      fold_grad_moments<T, 1, kEval><<<grid, kNormThreads, 0, stream>>>(p, gx, g, x, l, splits, chunk, eval);
+  };
+  if (eval_grad) run(std::true_type());
+  else run(std::false_type());
+  HIP_CHECK(hipGetLastError());
+  return partials;
+}
+
+// gx from the coefficients, over n * c planes of s values.
+template <class T>
+void launch_apply_grad(T* gx, const T* g, const T* x, int64_t n, int64_t c, int64_t s, const GradCoefs& coefs,
+                       hipStream_t stream) {
+  constexpr int V = kVec<T>;
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(n * c, int64_t{1} << 20));
+  const bool vector = s % V == 0 && aligned(gx, sizeof(T) * V) && aligned(g, sizeof(T) * V) &&
+                      aligned(x, sizeof(T) * V);
+  if (s >= kMinBlockPlane && vector)
+    apply_grad_planes<T, V><<<grid, kNormThreads, 0, stream>>>(gx, g, x, n * c, s, coefs);
+  else if (s >= kMinBlockPlane)
+    apply_grad_planes<T, 1><<<grid, kNormThreads, 0, stream>>>(gx, g, x, n * c, s, coefs);
+  else
+    apply_grad_elements<T><<<grid_for(n * c * s), kThreads, 0, stream>>>(gx, g, x, n * c * s, s, coefs);
+}
+
+std::string channels_what(const Tensor& x) {
+  return "(N, C, S) = (" + std::to_string(x.shape()[0]) + ", " + std::to_string(x.shape()[1]) + ", " +
+         std::to_string(x.shape()[2]) + ") (" + dtype_name(x.dtype()) + ")";
+}
+
+// inputs: g, x (N, C, S), running_mean, running_var (eval), weight; outputs
+// gx, the weight's and the bias's gradients (C, compute type).
+void batch_norm_backward_entry(OpCall& call) {
+  const Tensor &g = call.inputs[0], &x = call.inputs[1];
+  const Device dev = x.device();
+  DeviceGuard guard(dev.index);
+  const int64_t n = x.shape()[0], c = x.shape()[1], s = x.shape()[2];
+  if (c == 0) return;
+  if (x.numel() == 0) {  // empty sums
+    call.outputs[1].fill_(Scalar(0.0));
+    call.outputs[2].fill_(Scalar(0.0));
+    return;
+  }
+  const NormAttrs& at = call.attr<NormAttrs>();
+  const hipStream_t stream = current_stream(dev.index);
+  const double* weight = data_or_null(call.inputs[4]);
+  const EvalScale eval{at.training ? nullptr : call.inputs[3].data<double>(), weight, at.eps};
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      using A = acc_t<T>;
+      const T *gp = g.data<T>(), *xp = x.data<T>();
+      T* gx = call.out().data<T>();
+      int64_t splits;
+      Tensor partials =
+          fold_grad<T>(gp, xp, at.training ? nullptr : gx, {c, s, n, s, c * s}, eval, splits, dev, stream);
+      Tensor coefs = Tensor::empty({4, c}, DType::Float64, dev);
+      double* cp = coefs.data<double>();
+      const GradCoefs gc{cp, cp + c, cp + 2 * c, cp + 3 * c, weight, c, 0};
+      const unsigned channel_grid = static_cast<unsigned>(std::min<int64_t>(c, int64_t{1} << 16));
+      const auto* states = static_cast<const CoMoments<A>*>(partials.data_ptr());
+      finish_batch_norm_backward<A><<<channel_grid, kNormThreads, 0, stream>>>(
+          call.outputs[1].data<A>(), call.outputs[2].data<A>(), gc, states, splits, at.eps,
+          at.training ? nullptr : call.inputs[2].data<double>(), eval.running_var);
+      if (at.training) {
+        HIP_CHECK(hipGetLastError());
+        launch_apply_grad<T>(gx, gp, xp, n, c, s, gc, stream);
+      }
+    }
+  });
+  check_launch(op_name(call.op), channels_what(x));
+}
+
+// inputs: g, x (N, C, S), weight; attrs num_groups; outputs as batch_norm_backward's.
+void group_norm_backward_entry(OpCall& call) {
+  const Tensor &g = call.inputs[0], &x = call.inputs[1];
+  const Device dev = x.device();
+  DeviceGuard guard(dev.index);
+  const int64_t n = x.shape()[0], c = x.shape()[1], s = x.shape()[2], groups = call.attr<NormAttrs>().num_groups;
+  if (c == 0) return;
+  if (x.numel() == 0) {  // empty sums
+    call.outputs[1].fill_(Scalar(0.0));
+    call.outputs[2].fill_(Scalar(0.0));
+    return;
+  }
+  const int64_t cg = c / groups, rows = n * groups;
+  const double eps = call.attr<NormAttrs>().eps;
+  const hipStream_t stream = current_stream(dev.index);
+  const Tensor& weight = call.inputs[2];
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      using A = acc_t<T>;
+      const T *gp = g.data<T>(), *xp = x.data<T>();
+      T* gx = call.out().data<T>();
+      Tensor planes = Tensor::empty({2, n * c}, dtype_of<A>(), dev);
+      A *plane_g = planes.data<A>(), *plane_gxhat = plane_g + n * c;
+      const unsigned row_grid = static_cast<unsigned>(std::min<int64_t>(rows, int64_t{1} << 16));
+      // Teams of p threads, one per channel of a group; the row fits in
+      // registers when each lane holds at most kMaxCached values.
+      int64_t teams = 1;
+      while (teams < cg) teams *= 2;
+      const int p = static_cast<int>(kNormThreads / std::min<int64_t>(teams, kNormThreads));
+      constexpr int V = kVec<T>;
+      const bool vector = s % V == 0 && aligned(gp, sizeof(T) * V) && aligned(xp, sizeof(T) * V) &&
+                          aligned(gx, sizeof(T) * V);
+      const int64_t per_lane = (s / (vector ? V : 1) + p - 1) / p * (vector ? V : 1);
+      if (teams <= kNormThreads && per_lane <= kMaxCached) {
+        const Tensor w = weight.defined() ? weight.to(dtype_of<A>()) : Tensor();
+        const A* wp = w.defined() ? w.data<A>() : nullptr;
+        auto run = [&](auto v_tag, auto per_tag) {
+          constexpr int kV = decltype(v_tag)::value, kVecs = decltype(per_tag)::value / kV;
+          group_norm_backward_cached<T, kV, kVecs><<<row_grid, kNormThreads, 0, stream>>>(
+              gx, plane_g, plane_gxhat, gp, xp, wp, rows, groups, cg, s, p, eps);
+        };
+        if (vector && per_lane <= 8) run(std::integral_constant<int, V>(), std::integral_constant<int, 8>());
+        else if (vector) run(std::integral_constant<int, V>(), std::integral_constant<int, kMaxCached>());
+        else if (per_lane <= 8) run(std::integral_constant<int, 1>(), std::integral_constant<int, 8>());
+        else run(std::integral_constant<int, 1>(), std::integral_constant<int, kMaxCached>());
+      } else {
+        int64_t splits;
+        Tensor partials = fold_grad<T>(gp, xp, nullptr, {n * c, s, 1, s, s}, EvalScale{}, splits, dev, stream);
+        Tensor coefs = Tensor::empty({4, rows}, DType::Float64, dev);
+        double* cp = coefs.data<double>();
+        const GradCoefs gc{cp, cp + rows, cp + 2 * rows, cp + 3 * rows, data_or_null(weight), c, groups};
+        finish_group_norm_backward<A><<<row_grid, kNormThreads, 0, stream>>>(
+            plane_g, plane_gxhat, gc, static_cast<const CoMoments<A>*>(partials.data_ptr()), rows, splits, eps);
+        HIP_CHECK(hipGetLastError());
+        launch_apply_grad<T>(gx, gp, xp, n, c, s, gc, stream);
+      }
+      HIP_CHECK(hipGetLastError());
+      sum_planes<A><<<static_cast<unsigned>(std::min<int64_t>(c, int64_t{1} << 16)), kNormThreads, 0, stream>>>(
+          call.outputs[1].data<A>(), call.outputs[2].data<A>(), plane_gxhat, plane_g, n, c);
+    }
+  });
+  check_launch(op_name(call.op), channels_what(x) + " in " + std::to_string(groups) + " groups");
+}
+
 PF_REGISTER_KERNEL(layer_norm, ROCm, &row_norm_entry<false>);
 PF_REGISTER_KERNEL(rms_norm, ROCm, &row_norm_entry<true>);
 PF_REGISTER_KERNEL(layer_norm_backward, ROCm, &row_norm_backward_entry<false>);
 PF_REGISTER_KERNEL(rms_norm_backward, ROCm, &row_norm_backward_entry<true>);
 PF_REGISTER_KERNEL(group_norm, ROCm, &group_norm_entry);
 PF_REGISTER_KERNEL(batch_norm, ROCm, &batch_norm_entry);
+PF_REGISTER_KERNEL(batch_norm_backward, ROCm, &batch_norm_backward_entry);
+PF_REGISTER_KERNEL(group_norm_backward, ROCm, &group_norm_backward_entry);
 
 }  // namespace
 }  // namespace pyflame::backend::rocm

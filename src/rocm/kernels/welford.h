@@ -5,7 +5,8 @@
 // pairwise update), which stays accurate for data far from zero where
 // sum(x^2) - n mean^2 would cancel. The count is an integer: a float count
 // stops counting at 2^24 elements. No member initializers (shared memory
-// holds states): start from Welford<A>{}, all zero.
+// holds states): start from Welford<A>{}, all zero. CoMoments does the same
+// for pairs (x, g), for the norms' backward passes.
 
 #include <cstdint>
 
@@ -37,36 +38,88 @@ template <class A> struct Welford {
     m2 += o.m2 + d * d * static_cast<A>(count) * f;
     count = n;
   }
+
+  // The state of lane (this lane ^ mask).
+  __device__ Welford shuffled(int mask) const {
+    Welford o{};
+    o.mean = shfl_xor(mean, mask);
+    o.m2 = shfl_xor(m2, mask);
+    o.count = shfl_xor(count, mask);
+    return o;
+  }
 };
 
-// Every lane gets the warp's merged state.
-template <class A> __device__ __forceinline__ Welford<A> warp_all_merge(Welford<A> s) {
-  for (int mask = PF_WARP_SIZE / 2; mask > 0; mask >>= 1) {
-    Welford<A> o{};
-    o.mean = shfl_xor(s.mean, mask);
-    o.m2 = shfl_xor(s.m2, mask);
-    o.count = shfl_xor(s.count, mask);
-    s.merge(o);
+// Welford over pairs (x, g): x's mean and squared deviations, g's mean, and
+// the co-moment sum((x - mean_x)(g - mean_g)), which equals
+// sum(g (x - mean_x)): what the norms' backward passes need besides the
+// statistics of x, in the same pass over x and g (sum(g x) - mean_x sum(g)
+// would cancel for data far from zero).
+template <class A> struct CoMoments {
+  A mean_x;
+  A m2;  // sum of squared deviations of x
+  A mean_g;
+  A co;  // sum((x - mean_x)(g - mean_g))
+  int64_t count;
+
+  __device__ void push(A x, A g) {
+    ++count;
+    const A inv = A(1) / static_cast<A>(count);
+    const A dx = x - mean_x;
+    mean_x += dx * inv;
+    m2 += dx * (x - mean_x);
+    mean_g += (g - mean_g) * inv;
+    co += dx * (g - mean_g);
   }
+
+  __device__ void merge(const CoMoments& o) {
+    if (o.count == 0) return;
+    if (count == 0) {
+      *this = o;
+      return;
+    }
+    const int64_t n = count + o.count;
+    const A dx = o.mean_x - mean_x, dg = o.mean_g - mean_g, f = static_cast<A>(o.count) / static_cast<A>(n);
+    const A w = static_cast<A>(count) * f;  // count * o.count / n
+    mean_x += dx * f;
+    mean_g += dg * f;
+    m2 += o.m2 + dx * dx * w;
+    co += o.co + dx * dg * w;
+    count = n;
+  }
+
+  __device__ CoMoments shuffled(int mask) const {
+    CoMoments o{};
+    o.mean_x = shfl_xor(mean_x, mask);
+    o.m2 = shfl_xor(m2, mask);
+    o.mean_g = shfl_xor(mean_g, mask);
+    o.co = shfl_xor(co, mask);
+    o.count = shfl_xor(count, mask);
+    return o;
+  }
+};
+
+// Every lane gets the warp's merged state (S: Welford or CoMoments).
+template <class S> __device__ __forceinline__ S warp_all_merge(S s) {
+  for (int mask = PF_WARP_SIZE / 2; mask > 0; mask >>= 1) s.merge(s.shuffled(mask));
   return s;
 }
 
 // Every thread of the block (kThreads threads) gets the block's merged state.
 // Contains __syncthreads: all threads must call it.
-template <int kThreads, class A> __device__ __forceinline__ Welford<A> block_all_merge(Welford<A> s) {
+template <int kThreads, class S> __device__ __forceinline__ S block_all_merge(S s) {
   constexpr int kWarps = kThreads / PF_WARP_SIZE;
-  __shared__ Welford<A> warp_states[kWarps];
-  __shared__ Welford<A> result;
+  __shared__ S warp_states[kWarps];
+  __shared__ S result;
   s = warp_all_merge(s);
   if (threadIdx.x % PF_WARP_SIZE == 0) warp_states[threadIdx.x / PF_WARP_SIZE] = s;
   __syncthreads();
   if (threadIdx.x == 0) {
-    Welford<A> r = warp_states[0];
+    S r = warp_states[0];
     for (int w = 1; w < kWarps; ++w) r.merge(warp_states[w]);
     result = r;
   }
   __syncthreads();
-  const Welford<A> r = result;
+  const S r = result;
   __syncthreads();  // the shared slots may be reused by the next call
   return r;
 }
