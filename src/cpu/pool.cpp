@@ -131,11 +131,10 @@ void adaptive_avg_pool2d_kernel(OpCall& call) {
 
 // ---- backward passes
 
-// The taps [lo, hi) of a window starting at `start` (k taps, d apart) that lie inside [0, in).
-std::pair<int64_t, int64_t> taps_inside(int64_t start, int64_t k, int64_t d, int64_t in) {
-  const int64_t lo = start >= 0 ? 0 : (-start + d - 1) / d;
-  const int64_t hi = start >= in ? 0 : std::min(k, (in - start + d - 1) / d);
-  return {lo, std::max(lo, hi)};
+// The taps [lo, hi) of a window of k contiguous taps starting at `start` that lie inside [0, in).
+std::pair<int64_t, int64_t> taps_inside(int64_t start, int64_t k, int64_t in) {
+  const int64_t lo = std::max<int64_t>(0, -start);
+  return {lo, std::max(lo, std::min(k, in - start))};
 }
 
 // out (planes of in_plane elements) from fill(acc, plane), which adds one
@@ -160,12 +159,14 @@ template <class T, class Fill> void plane_grads(T* out, int64_t planes, int64_t 
 }
 
 // (grad, input): each output's gradient to its window's first maximum (the
-// last NaN; the first element inside the input when all are -inf): the
-// forward's comparison, remembering where it took its value.
+// last NaN; the first element inside the input when all are -inf). The
+// maxima of an output row are found as the forward finds them, tap by tap
+// across the row, remembering where each was taken; then the row's
+// gradients are added, in order.
 void max_pool_backward_kernel(OpCall& call) {
   const Tensor &grad = call.inputs[0], &x = call.inputs[1];
   const Window w = make_window(x.shape(), grad.shape(), call.attr<PoolAttrs>().kernel_size, call.attr<PoolAttrs>());
-  const int64_t planes = x.shape()[0] * x.shape()[1];
+  const int64_t planes = x.shape()[0] * x.shape()[1], width = w.out[2];
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
@@ -175,29 +176,33 @@ void max_pool_backward_kernel(OpCall& call) {
                      [&](A* acc, int64_t plane) {
         const T* src = in + plane * w.in_plane();
         const T* gy = g + plane * w.out_plane();
-        for (int64_t od = 0; od < w.out[0]; ++od) {
-          const int64_t d0 = od * w.s[0] - w.p[0];
-          const auto [kd_lo, kd_hi] = taps_inside(d0, w.k[0], w.d[0], w.in[0]);
-          for (int64_t oh = 0; oh < w.out[1]; ++oh) {
-            const int64_t h0 = oh * w.s[1] - w.p[1];
-            const auto [kh_lo, kh_hi] = taps_inside(h0, w.k[1], w.d[1], w.in[1]);
-            for (int64_t ow = 0; ow < w.out[2]; ++ow, ++gy) {
-              const int64_t w0 = ow * w.s[2] - w.p[2];
-              const auto [kw_lo, kw_hi] = taps_inside(w0, w.k[2], w.d[2], w.in[2]);
-              int64_t best = -1;  // none: a window of dilated taps may miss the input altogether
-              A m = -std::numeric_limits<A>::infinity();
-              for (int64_t kd = kd_lo; kd < kd_hi; ++kd)
-                for (int64_t kh = kh_lo; kh < kh_hi; ++kh) {
-                  const int64_t row = ((d0 + kd * w.d[0]) * w.in[1] + h0 + kh * w.d[1]) * w.in[2] + w0;
-                  for (int64_t kw = kw_lo; kw < kw_hi; ++kw) {
-                    const A v = static_cast<A>(src[row + kw * w.d[2]]);
-                    if (best < 0 || v > m || v != v) m = v, best = row + kw * w.d[2];
+        std::vector<A> m(width);
+        std::vector<int64_t> best(width);  // -1: none yet (a window of dilated taps may miss the input altogether)
+        for (int64_t od = 0; od < w.out[0]; ++od)
+          for (int64_t oh = 0; oh < w.out[1]; ++oh, gy += width) {
+            std::fill(m.begin(), m.end(), -std::numeric_limits<A>::infinity());
+            std::fill(best.begin(), best.end(), int64_t{-1});
+            for (int64_t kd = 0; kd < w.k[0]; ++kd) {
+              const int64_t id = od * w.s[0] - w.p[0] + kd * w.d[0];
+              if (id < 0 || id >= w.in[0]) continue;
+              for (int64_t kh = 0; kh < w.k[1]; ++kh) {
+                const int64_t ih = oh * w.s[1] - w.p[1] + kh * w.d[1];
+                if (ih < 0 || ih >= w.in[1]) continue;
+                const int64_t row = (id * w.in[1] + ih) * w.in[2];
+                for (int64_t kw = 0; kw < w.k[2]; ++kw) {
+                  const int64_t off = kw * w.d[2] - w.p[2], s = w.s[2];
+                  const auto [lo, hi] = valid_range(off, s, w.in[2], width);
+                  for (int64_t o = lo; o < hi; ++o) {
+                    const int64_t at = row + o * s + off;
+                    const A v = static_cast<A>(src[at]);
+                    if (best[o] < 0 || v > m[o] || v != v) m[o] = v, best[o] = at;
                   }
                 }
-              if (best >= 0) acc[best] += static_cast<A>(*gy);
+              }
             }
+            for (int64_t o = 0; o < width; ++o)
+              if (best[o] >= 0) acc[best[o]] += static_cast<A>(gy[o]);
           }
-        }
       });
     }
   });
@@ -223,13 +228,13 @@ void avg_pool_backward_kernel(OpCall& call) {
         const T* gy = g + plane * w.out_plane();
         for (int64_t od = 0; od < w.out[0]; ++od) {
           const int64_t d0 = od * w.s[0] - w.p[0];
-          const auto [kd_lo, kd_hi] = taps_inside(d0, w.k[0], 1, w.in[0]);
+          const auto [kd_lo, kd_hi] = taps_inside(d0, w.k[0], w.in[0]);
           for (int64_t oh = 0; oh < w.out[1]; ++oh) {
             const int64_t h0 = oh * w.s[1] - w.p[1];
-            const auto [kh_lo, kh_hi] = taps_inside(h0, w.k[1], 1, w.in[1]);
+            const auto [kh_lo, kh_hi] = taps_inside(h0, w.k[1], w.in[1]);
             for (int64_t ow = 0; ow < w.out[2]; ++ow, ++gy) {
               const int64_t w0 = ow * w.s[2] - w.p[2];
-              const auto [kw_lo, kw_hi] = taps_inside(w0, w.k[2], 1, w.in[2]);
+              const auto [kw_lo, kw_hi] = taps_inside(w0, w.k[2], w.in[2]);
               const int64_t divisor = a.divisor_override ? a.divisor_override
                                                          : extent(0, od) * extent(1, oh) * extent(2, ow);
               const A share = static_cast<A>(*gy) / static_cast<A>(divisor);
