@@ -34,7 +34,7 @@
 // twice: first the forward's kernels with a third reduction, argmax, which
 // writes the tap of each window's maximum (the forward's comparison, so ties
 // keep the first and the last NaN wins, as in PyTorch), one byte per output
-// for windows under 255 taps, four above; then the gather, in which an element
+// for windows of up to 255 taps, four above; then the gather, in which an element
 // takes an output's gradient when it sits at that tap. A window whose valid
 // elements are all -inf has no tap (the tiled kernel stages padding as -inf
 // too): its gradient goes to its first element inside the input, as PyTorch's.
@@ -291,7 +291,7 @@ __device__ void pool_tile(O* out, const T* smem, const PoolGeometry& g, const Ti
     uint32_t at[kStrip];  // argmax: the tap acc[u] came from
 #pragma unroll
     for (int u = 0; u < kStrip; ++u) acc[u] = pool_identity<A, kPool>(), at[u] = kNoTap<uint32_t>;
-    // Taps run in order, staged slot j being depth tap kd_lo + j (launch_max_pool_backward keeps them in 32 bits).
+    // Taps run in order, staged slot j being depth tap kd_lo + j (max_pool_backward_entry keeps them in 32 bits).
     uint32_t tap = static_cast<uint32_t>(tile.kd_lo) * k1 * k2;
     for (int j = 0; j < tile.kd_n; ++j, x += slot_size) {
       const T* xh = x;
@@ -457,13 +457,14 @@ template <class Int> struct SlidingDim {
   // The window's span from its start: positions start + [0, last] (all of them taps when d is 1).
   __device__ __forceinline__ Int last(Int) const { return reach; }
   // [lo, hi): the outputs whose window spans input position x (with
-  // dilation, x may fall between its taps). The first is found from the last
-  // with no second division: with q = x + p = last * s + r, it is
-  // ceil((q - (k - 1) * d) / s) = last - reach_q + (r > reach_r).
+  // dilation, x may fall between its taps). The first is found from the
+  // latest window starting at or before x with no second division: with
+  // q = x + p = latest * s + r, it is ceil((q - (k - 1) * d) / s) =
+  // latest - reach_q + (r > reach_r).
   __device__ __forceinline__ void cover(Int x, Int& lo, Int& hi) const {
-    const Int q = x + p, final = s == 1 ? q : q / s, r = q - final * s;
-    lo = std::max<Int>(0, final - reach_q + (r > reach_r ? 1 : 0));
-    hi = std::min<Int>(out, final + 1);
+    const Int q = x + p, latest = s == 1 ? q : q / s, r = q - latest * s;
+    lo = std::max<Int>(0, latest - reach_q + (r > reach_r ? 1 : 0));
+    hi = std::min<Int>(out, latest + 1);
   }
   // The tap of output o's window at input position x, or -1 when it has none there.
   __device__ __forceinline__ Int tap(Int o, Int x) const {
@@ -583,7 +584,7 @@ static __global__ void __launch_bounds__(kGatherThreads)
           if (kh < 0) continue;
           const Int row = (od * wh.out + oh) * ww.out;
           if constexpr (kMax) {
-            // Taps count in 32 bits (launch_max_pool_backward): a choice in another row of the window wraps past k.
+            // Taps count in 32 bits (max_pool_backward_entry): a choice in another row of the window wraps past k.
             const uint32_t tap_base = (static_cast<uint32_t>(kd) * wh.k + kh) * ww.k;
             const bool first_dh = wd.first_inside(kd, r.id) && wh.first_inside(kh, r.ih);
             for (Int ow = ow_lo; ow < ow_hi; ++ow) {
@@ -876,7 +877,7 @@ void adaptive_avg_pool2d_backward_entry(OpCall& call) {
   const int device = out.device().index;
   DeviceGuard guard(device);
   const Tensor& grad = call.inputs[0];
-  if (out.numel() == 0) return;  // an empty grad (output size 0) is not: the kernel writes zeros
+  if (out.numel() == 0) return;  // (an empty grad, output size 0, still gets zeros written)
   const int64_t ih = out.shape()[2], iw = out.shape()[3], oh = grad.shape()[2], ow = grad.shape()[3];
   const int64_t planes = out.shape()[0] * out.shape()[1];
   // 32-bit arithmetic where a plane's offsets and the products of in and out sizes stay below 2^31.
