@@ -10,10 +10,9 @@ upcast them too. Values lie in [-1, 1] so that sums of products stay small.
 
 import warnings
 
+import numpy as np
 import torch
 import torch.nn.functional as F
-
-import numpy as np
 
 from op_registry import ALL_DTYPES, FLOAT_DTYPES, Arg, OpInfo, Sample, _x, is_float, make_values
 
