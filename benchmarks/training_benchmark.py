@@ -8,7 +8,7 @@ clock per step, waiting for the device at the end of each step:
   * seed 003's model (Linear 1024->2048, GELU, Linear 2048->1024), batch 64,
     mse_loss, AdamW.
 Backward passes (forward + backward of one op, the gradient of its input):
-norms (layer_norm, rms_norm, batch_norm in training, group_norm), softmax and
+norms (layer_norm, rms_norm, batch_norm in training, group_norm), softmax, pooling and
 cross_entropy at the sizes of issue 11's forward benchmarks.
 The ratio is PyTorch's time over PyFlame's: above 1.0 means PyFlame is faster.
 On 'rocm' PyTorch runs on its CUDA device (the same GPU).
@@ -140,6 +140,16 @@ def backward_cases(device, tdev):
     yield (f"group_norm G=32 fwd+bwd {'x'.join(map(str, gn_shape))}",
            *fwd_bwd(lambda a: pf.group_norm(a, 32, gn_w, gn_b), lambda a: F.group_norm(a, 32, gn_tw, gn_tb),
                     gn_x, gn_tx, gn_g, gn_tg))
+    # Pooling at the size of issue 11's forward benchmark (a ResNet stem's max pool).
+    shape = (64, 64, 112, 112) if big else (8, 64, 56, 56)
+    img, timg = pair(shape)
+    size = "x".join(map(str, shape))
+    for name, pf_fn, torch_fn in (
+            (f"max_pool2d 3x3/2 fwd+bwd {size}", lambda a: pf.max_pool2d(a, 3, 2, 1),
+             lambda a: F.max_pool2d(a, 3, 2, 1)),
+            (f"avg_pool2d 2x2 fwd+bwd {size}", lambda a: pf.avg_pool2d(a, 2), lambda a: F.avg_pool2d(a, 2))):
+        g, tg = pair(tuple(torch_fn(timg.detach()).shape), grad=False)
+        yield (name, *fwd_bwd(pf_fn, torch_fn, img, timg, g, tg))
     n, c = (8192, 32000) if big else (1024, 4000)
     logits, tlogits = pair((n, c))
     t = rng.integers(0, c, n)

@@ -87,6 +87,28 @@ PF_API Tensor avg_pool3d(const Tensor& input, std::vector<int64_t> kernel_size, 
 // output_size: one entry (used for both dims) or two; nullopt keeps that input size.
 PF_API Tensor adaptive_avg_pool2d(const Tensor& input, std::vector<std::optional<int64_t>> output_size);
 
+// Pooling's backward passes (what autograd runs): the gradient of the input
+// from the output's gradient `grad`, with the forward's arguments. Max
+// pooling gives each output's gradient to the first maximum of its window
+// (the last NaN where there are NaNs, as PyTorch; the first element inside
+// the input where all are -inf) and reads the input to find it; the averages
+// need only the input's shape, (N, C, spatial...) or (C, spatial...).
+PF_API Tensor max_pool2d_backward(const Tensor& grad, const Tensor& input, std::vector<int64_t> kernel_size,
+                                  std::vector<int64_t> stride = {}, std::vector<int64_t> padding = {0},
+                                  std::vector<int64_t> dilation = {1}, bool ceil_mode = false);
+PF_API Tensor max_pool3d_backward(const Tensor& grad, const Tensor& input, std::vector<int64_t> kernel_size,
+                                  std::vector<int64_t> stride = {}, std::vector<int64_t> padding = {0},
+                                  std::vector<int64_t> dilation = {1}, bool ceil_mode = false);
+PF_API Tensor avg_pool2d_backward(const Tensor& grad, const Shape& input_size, std::vector<int64_t> kernel_size,
+                                  std::vector<int64_t> stride = {}, std::vector<int64_t> padding = {0},
+                                  bool ceil_mode = false, bool count_include_pad = true,
+                                  std::optional<int64_t> divisor_override = std::nullopt);
+PF_API Tensor avg_pool3d_backward(const Tensor& grad, const Shape& input_size, std::vector<int64_t> kernel_size,
+                                  std::vector<int64_t> stride = {}, std::vector<int64_t> padding = {0},
+                                  bool ceil_mode = false, bool count_include_pad = true,
+                                  std::optional<int64_t> divisor_override = std::nullopt);
+PF_API Tensor adaptive_avg_pool2d_backward(const Tensor& grad, const Shape& input_size);
+
 // Constant padding of the last pad.size() / 2 dims, last dim first: {left, right, top, bottom, ...};
 // negative entries crop. Any dtype. Modes other than "constant" raise NotSupportedError.
 PF_API Tensor pad(const Tensor& input, std::vector<int64_t> pad, const std::string& mode = "constant",

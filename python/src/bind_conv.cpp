@@ -65,6 +65,23 @@ template <class Pool> auto avg_pool_binding(const char* op, Pool pool) {
   };
 }
 
+template <class Backward> auto max_pool_backward_binding(const char* op, Backward backward) {
+  return [=](const Tensor& grad, const Tensor& input, nb::handle kernel_size, nb::handle stride, nb::handle padding,
+             nb::handle dilation, bool ceil_mode) {
+    return backward(grad, input, as_ints(kernel_size, op, "kernel_size"), as_ints(stride, op, "stride", true),
+                    as_ints(padding, op, "padding"), as_ints(dilation, op, "dilation"), ceil_mode);
+  };
+}
+
+template <class Backward> auto avg_pool_backward_binding(const char* op, Backward backward) {
+  return [=](const Tensor& grad, nb::handle input_size, nb::handle kernel_size, nb::handle stride, nb::handle padding,
+             bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+    return backward(grad, as_ints(input_size, op, "input_size"), as_ints(kernel_size, op, "kernel_size"),
+                    as_ints(stride, op, "stride", true), as_ints(padding, op, "padding"), ceil_mode,
+                    count_include_pad, divisor_override);
+  };
+}
+
 }  // namespace
 
 // As in torch.nn.functional, none of these is also a Tensor method.
@@ -140,6 +157,32 @@ void bind_conv(nb::module_& m, nb::class_<Tensor>& /*tensor*/) {
           return pyflame::adaptive_avg_pool2d(input, sizes);
         },
         "input"_a, "output_size"_a);
+
+  // ---- pooling's backward passes (what autograd runs; PyTorch's aten *_backward ops)
+  const char* max_backward_doc =
+      "The gradient of max pooling's input from its output's gradient: each output's gradient goes to the first "
+      "maximum of its window (the last NaN, as PyTorch), found again from the input.";
+  m.def("max_pool2d_backward", max_pool_backward_binding("max_pool2d_backward", &pyflame::max_pool2d_backward),
+        "grad"_a, "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
+        "ceil_mode"_a = false, max_backward_doc);
+  m.def("max_pool3d_backward", max_pool_backward_binding("max_pool3d_backward", &pyflame::max_pool3d_backward),
+        "grad"_a, "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
+        "ceil_mode"_a = false, max_backward_doc);
+  const char* avg_backward_doc =
+      "The gradient of average pooling's input, of shape input_size, from its output's gradient.";
+  m.def("avg_pool2d_backward", avg_pool_backward_binding("avg_pool2d_backward", &pyflame::avg_pool2d_backward),
+        "grad"_a, "input_size"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
+        "count_include_pad"_a = true, "divisor_override"_a = nb::none(), avg_backward_doc);
+  m.def("avg_pool3d_backward", avg_pool_backward_binding("avg_pool3d_backward", &pyflame::avg_pool3d_backward),
+        "grad"_a, "input_size"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
+        "count_include_pad"_a = true, "divisor_override"_a = nb::none(), avg_backward_doc);
+  m.def("adaptive_avg_pool2d_backward",
+        [](const Tensor& grad, nb::handle input_size) {
+          return pyflame::adaptive_avg_pool2d_backward(
+              grad, as_ints(input_size, "adaptive_avg_pool2d_backward", "input_size"));
+        },
+        "grad"_a, "input_size"_a,
+        "The gradient of adaptive_avg_pool2d's input, of shape input_size, from its output's gradient.");
 
   m.def("pad",
         [](const Tensor& input, nb::handle pad, const std::string& mode, nb::handle value) {

@@ -372,10 +372,10 @@ Grads d_scatter(const GradContext& c) {
 
 // ---------------------------------------------------------------- convolution and pooling
 //
-// Backward passes that are not one library call are written per kernel tap:
-// tap k of a window reads the input at positions k * dilation + o * stride
-// (o over the output grid) of the padded input, a strided slice. A window of
-// K taps costs K slices and K small matrix products or masks, which keeps
+// Convolution backward passes that are not one library call are written per
+// kernel tap: tap k of a window reads the input at positions k * dilation +
+// o * stride (o over the output grid) of the padded input, a strided slice. A
+// window of K taps costs K slices and K small matrix products, which keeps
 // them correct for every stride, padding, dilation and group count in 2-D and 3-D.
 
 struct Window {
@@ -407,9 +407,9 @@ Tensor tap_view(const Tensor& padded, const std::vector<int64_t>& tap, const Win
   return v;
 }
 
-// Pads the spatial dims of x by `padding` before and at least `padding` after,
-// enough for every tap of the output grid (ceil_mode reads past the end).
-Tensor pad_for_taps(const Tensor& x, const Window& w, const Shape& out, double value) {
+// Pads the spatial dims of x with zeros, `padding` before and at least
+// `padding` after: enough for every tap of the output grid.
+Tensor pad_for_taps(const Tensor& x, const Window& w, const Shape& out) {
   std::vector<int64_t> pads;
   for (size_t d = w.kernel.size(); d-- > 0;) {
     const int64_t need = w.stride[d] * (out[d + 2] - 1) + w.dilation[d] * (w.kernel[d] - 1) + 1;
@@ -417,7 +417,7 @@ Tensor pad_for_taps(const Tensor& x, const Window& w, const Shape& out, double v
     pads.push_back(w.padding[d]);
     pads.push_back(w.padding[d] + std::max<int64_t>(0, need - have));
   }
-  return pad(x, pads, "constant", Scalar(value));
+  return pad(x, pads, "constant", Scalar(0.0));
 }
 
 // The inverse of pad_for_taps: the input's elements of a padded gradient.
@@ -435,7 +435,7 @@ Tensor batched(const Tensor& t, bool add_dim) { return add_dim ? unsqueeze(t, 0)
 // d(conv)/d(weight): per tap, sum over the batch and positions of g (N, G, Og, P) x tap^T (N, G, P, Cg).
 Tensor conv_weight_grad(const Tensor& x, const Tensor& g, const Shape& w_shape, const Window& w, int64_t groups) {
   const int64_t n = x.shape()[0], cin = x.shape()[1], cout = g.shape()[1];
-  Tensor padded = pad_for_taps(x, w, g.shape(), 0.0);
+  Tensor padded = pad_for_taps(x, w, g.shape());
   Tensor gm = reshape(g, {n, groups, cout / groups, -1});
   std::vector<Tensor> per_tap;
   for (const auto& tap : taps_of(w.kernel)) {
@@ -448,7 +448,7 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& g, const Shape& w_shape, 
 // d(conv)/d(input): per tap, w_tap^T (G, Cg, Og) g (N, G, Og, P) added into the tap's view of a padded zero gradient.
 Tensor conv_input_grad(const Tensor& g, const Tensor& weight, const Shape& x_shape, const Window& w, int64_t groups) {
   const int64_t n = x_shape[0], cin = x_shape[1], cout = g.shape()[1];
-  Tensor grad_padded = pad_for_taps(zeros_like_shape(x_shape, g), w, g.shape(), 0.0);
+  Tensor grad_padded = pad_for_taps(zeros_like_shape(x_shape, g), w, g.shape());
   Tensor gm = reshape(g, {n, groups, cout / groups, -1});
   Tensor wm = reshape(weight, {groups, cout / groups, cin / groups, -1});  // (G, Og, Cg, taps)
   const auto taps = taps_of(w.kernel);
@@ -535,90 +535,22 @@ Grads d_conv_transpose(const GradContext& c) {
   return r;
 }
 
-Window pool_window(const PoolAttrs& a) {
-  return {a.kernel_size, a.stride, a.padding, a.dilation.empty() ? std::vector<int64_t>(a.kernel_size.size(), 1)
-                                                                   : a.dilation};
-}
-
-// max pooling: each output's gradient goes to the first element of its window
-// that holds the maximum (PyTorch's index), NaN counting as the maximum.
+// Pooling: the fused backward ops (conv_ops.h), which keep PyTorch's choice
+// of the element that gets a max window's gradient.
 Grads d_max_pool(const GradContext& c) {
   const PoolAttrs& a = c.attr<PoolAttrs>();
-  const Window w = pool_window(a);
-  const bool add_dim = unbatched(c.input_shape(0), w.kernel.size());
-  Tensor x = batched(c.input(0), add_dim), y = batched(c.output(), add_dim), g = batched(c.grad(), add_dim);
-  Tensor padded = pad_for_taps(x, w, y.shape(), -std::numeric_limits<double>::infinity());
-  Tensor grad_padded = zeros_like_shape(padded.shape(), g);
-  Tensor taken = zeros_like(y, DType::Bool);
-  const Tensor y_nan = ne(y, y);
-  for (const auto& tap : taps_of(w.kernel)) {
-    Tensor xt = tap_view(padded, tap, w, y.shape());
-    Tensor hit = logical_and(logical_or(eq(xt, y), logical_and(ne(xt, xt), y_nan)), logical_not(taken));
-    taken = logical_or(taken, hit);
-    Tensor view = tap_view(grad_padded, tap, w, y.shape());
-    binary_op_(OpType::add, view, where(hit, g, zero_scalar()));
-  }
-  Tensor gx = crop_padding(grad_padded, w, x.shape());
-  return {add_dim ? squeeze(gx, {0}) : gx};
-}
-
-// The number of window positions each output of an average pool divides by, per spatial dim.
-Tensor pool_divisors(const PoolAttrs& a, const Shape& in, const Shape& out, const Tensor& like) {
-  if (a.divisor_override) return full_like(like, Scalar(static_cast<double>(a.divisor_override)));
-  Tensor total;
-  const size_t spatial = a.kernel_size.size();
-  for (size_t d = 0; d < spatial; ++d) {
-    const int64_t size = in[d + 2], o_n = out[d + 2];
-    Tensor counts = Tensor::empty({o_n}, DType::Float64, Device::cpu());
-    for (int64_t o = 0; o < o_n; ++o) {
-      int64_t lo = o * a.stride[d] - a.padding[d], hi = lo + a.kernel_size[d];
-      hi = std::min(hi, size + a.padding[d]);
-      if (!a.count_include_pad) lo = std::max<int64_t>(lo, 0), hi = std::min(hi, size);
-      counts.data<double>()[o] = static_cast<double>(hi - lo);
-    }
-    Shape shape(spatial + 2, 1);
-    shape[d + 2] = o_n;
-    Tensor t = reshape(to(to(counts, like.dtype()), like.device()), shape);
-    total = total.defined() ? mul(total, t) : t;
-  }
-  return total;
+  auto backward = a.kernel_size.size() == 3 ? max_pool3d_backward : max_pool2d_backward;
+  return {backward(c.grad(), c.input(0), a.kernel_size, a.stride, a.padding, a.dilation, a.ceil_mode)};
 }
 
 Grads d_avg_pool(const GradContext& c) {
   const PoolAttrs& a = c.attr<PoolAttrs>();
-  const Window w = pool_window(a);
-  const bool add_dim = unbatched(c.input_shape(0), w.kernel.size());
-  Tensor g = batched(c.grad(), add_dim);
-  Shape x_shape = c.input_shape(0);
-  if (add_dim) x_shape.insert(x_shape.begin(), 1);
-  Tensor share = div(g, pool_divisors(a, x_shape, g.shape(), g));
-  Tensor grad_padded = pad_for_taps(zeros_like_shape(x_shape, g), w, g.shape(), 0.0);
-  for (const auto& tap : taps_of(w.kernel)) {
-    Tensor view = tap_view(grad_padded, tap, w, g.shape());
-    binary_op_(OpType::add, view, share);
-  }
-  Tensor gx = crop_padding(grad_padded, w, x_shape);
-  return {add_dim ? squeeze(gx, {0}) : gx};
+  auto backward = a.kernel_size.size() == 3 ? avg_pool3d_backward : avg_pool2d_backward;
+  return {backward(c.grad(), c.input_shape(0), a.kernel_size, a.stride, a.padding, a.ceil_mode, a.count_include_pad,
+                   a.divisor_override ? std::optional<int64_t>(a.divisor_override) : std::nullopt)};
 }
 
-// Adaptive average pooling is out = A_h x A_w^T per plane, with A's rows the
-// windows' averaging weights; its gradient is A_h^T g A_w.
-Tensor adaptive_matrix(int64_t out, int64_t in, const Tensor& like) {
-  Tensor m = Tensor::empty({out, in}, DType::Float64, Device::cpu());
-  double* p = m.data<double>();
-  for (int64_t o = 0; o < out; ++o) {
-    const int64_t start = o * in / out, end = ((o + 1) * in + out - 1) / out;
-    for (int64_t i = 0; i < in; ++i) p[o * in + i] = i >= start && i < end ? 1.0 / static_cast<double>(end - start) : 0;
-  }
-  return to(to(m, like.dtype()), like.device());
-}
-Grads d_adaptive_avg_pool(const GradContext& c) {
-  const Shape& s = c.input_shape(0);
-  Tensor g = widen(c.grad());
-  const int64_t h = s[s.size() - 2], w = s[s.size() - 1];
-  Tensor ah = adaptive_matrix(g.shape()[g.dim() - 2], h, g), aw = adaptive_matrix(g.shape()[g.dim() - 1], w, g);
-  return {matmul(matmul(transpose(ah, 0, 1), g), aw)};
-}
+Grads d_adaptive_avg_pool(const GradContext& c) { return {adaptive_avg_pool2d_backward(c.grad(), c.input_shape(0))}; }
 
 // ---------------------------------------------------------------- normalization
 
@@ -799,8 +731,8 @@ PF_REGISTER_COMPOSITE(conv_weight_backward, &conv_weight_backward_composite);
 PF_REGISTER_DERIVATIVE(conv2d, &d_conv, kSavesInputs);
 PF_REGISTER_DERIVATIVE(conv3d, &d_conv, kSavesInputs);
 PF_REGISTER_DERIVATIVE(conv_transpose2d, &d_conv_transpose, kSavesInputs);
-PF_REGISTER_DERIVATIVE(max_pool2d, &d_max_pool, kSavesBoth);
-PF_REGISTER_DERIVATIVE(max_pool3d, &d_max_pool, kSavesBoth);
+PF_REGISTER_DERIVATIVE(max_pool2d, &d_max_pool, kSavesInputs);
+PF_REGISTER_DERIVATIVE(max_pool3d, &d_max_pool, kSavesInputs);
 PF_REGISTER_DERIVATIVE(avg_pool2d, &d_avg_pool, kSavesNothing);
 PF_REGISTER_DERIVATIVE(avg_pool3d, &d_avg_pool, kSavesNothing);
 PF_REGISTER_DERIVATIVE(adaptive_avg_pool2d, &d_adaptive_avg_pool, kSavesNothing);

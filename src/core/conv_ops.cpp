@@ -1,7 +1,8 @@
 // The conv area's op layer (include/pyflame/conv_ops.h): convolution,
-// transposed convolution, pooling and constant padding. The table ops
-// (conv2d, conv3d, conv_transpose2d, max/avg_pool2d/3d, adaptive_avg_pool2d)
-// are inferred here: arguments checked against PyTorch's limits, per-dim
+// transposed convolution, pooling and its backward passes, and constant
+// padding. The table ops (conv2d, conv3d, conv_transpose2d,
+// max/avg_pool2d/3d, adaptive_avg_pool2d and the pools' *_backward) are
+// inferred here: arguments checked against PyTorch's limits, per-dim
 // values made one per spatial dim, and the kernel handed contiguous
 // (N, C, spatial...) inputs of the input's dtype (an unbatched input gets a
 // batch dim of 1, dropped from the result). The 1-D ops are checked as 1-D
@@ -47,21 +48,26 @@ void check_same_dtype(const char* op, const char* what, const Tensor& t, const T
 }
 
 // (C, spatial...) or (N, C, spatial...).
-void check_input_rank(const char* op, const Tensor& x, int64_t nd) {
-  PF_CHECK(x.dim() == nd + 1 || x.dim() == nd + 2, ValueError, op, ": expected a ", nd + 1, "-D (unbatched) or ",
-           nd + 2, "-D (batched) input, got shape ", x.shape());
+void check_input_rank(const char* op, const Shape& x, int64_t nd) {
+  const int64_t rank = static_cast<int64_t>(x.size());
+  PF_CHECK(rank == nd + 1 || rank == nd + 2, ValueError, op, ": expected a ", nd + 1, "-D (unbatched) or ", nd + 2,
+           "-D (batched) input, got shape ", x);
 }
+void check_input_rank(const char* op, const Tensor& x, int64_t nd) { check_input_rank(op, x.shape(), nd); }
 
-bool unbatched(const Tensor& x, int64_t nd) { return x.dim() == nd + 1; }
+bool unbatched(const Shape& x, int64_t nd) { return static_cast<int64_t>(x.size()) == nd + 1; }
+bool unbatched(const Tensor& x, int64_t nd) { return unbatched(x.shape(), nd); }
+
+// An unbatched (C, spatial...) shape with a batch of 1 in front.
+Shape batched_shape(Shape s, int64_t nd) {
+  if (unbatched(s, nd)) s.insert(s.begin(), 1);
+  return s;
+}
 
 // The plan of a (N, C, spatial...) input: batched, contiguous.
 InputPlan batched_plan(const Tensor& x, int64_t nd) {
   InputPlan p;
-  if (unbatched(x, nd)) {
-    Shape s = x.shape();
-    s.insert(s.begin(), 1);
-    p.reshape = s;
-  }
+  if (unbatched(x, nd)) p.reshape = batched_shape(x.shape(), nd);
   p.contiguous = true;
   return p;
 }
@@ -308,19 +314,21 @@ int64_t pooled_size(int64_t size, int64_t k, int64_t s, int64_t p, int64_t d, bo
 }
 
 // Batched input rank, non-empty channel and spatial dims (the batch may be empty).
+void check_pool_shape(const char* op, const Shape& x, int64_t nd) {
+  check_input_rank(op, x, nd);
+  const int64_t rank = static_cast<int64_t>(x.size());
+  for (int64_t d = rank - nd - 1; d < rank; ++d)
+    PF_CHECK(x[d] > 0, ValueError, op, ": expected non-empty channel and spatial dims, got input shape ", x);
+}
 void check_pool_input(const char* op, const Tensor& x, int64_t nd) {
   check_float(op, x);
-  check_input_rank(op, x, nd);
-  for (int64_t d = x.dim() - nd - 1; d < x.dim(); ++d)
-    PF_CHECK(x.shape()[d] > 0, ValueError, op, ": expected non-empty channel and spatial dims, got input shape ",
-             x.shape());
+  check_pool_shape(op, x.shape(), nd);
 }
 
-// Checks a pooling with `nd` spatial dims, makes `a` canonical, and returns
-// the (batched) output shape.
-Shape check_pool(bool is_max, int64_t nd, const Tensor& input, PoolAttrs& a) {
-  const char* op = pool_name(is_max, nd);
-  check_pool_input(op, input, nd);
+// Checks a pooling with `nd` spatial dims of an input of shape `input`, makes
+// `a` canonical, and returns the (batched) output shape.
+Shape check_pool(const char* op, int64_t nd, const Shape& input, PoolAttrs& a) {
+  check_pool_shape(op, input, nd);
   a.kernel_size = per_dim(op, "kernel_size", a.kernel_size, nd);
   a.stride = a.stride.empty() ? a.kernel_size : per_dim(op, "stride", a.stride, nd);
   a.padding = per_dim(op, "padding", a.padding, nd);
@@ -329,41 +337,109 @@ Shape check_pool(bool is_max, int64_t nd, const Tensor& input, PoolAttrs& a) {
   check_min(op, "stride", a.stride, 1);
   check_min(op, "padding", a.padding, 0);
   check_min(op, "dilation", a.dilation, 1);
-  Shape out_shape = {unbatched(input, nd) ? 1 : input.shape()[0], input.shape()[input.dim() - nd - 1]};
+  const int64_t rank = static_cast<int64_t>(input.size());
+  Shape out_shape = {unbatched(input, nd) ? 1 : input[0], input[rank - nd - 1]};
   for (int64_t i = 0; i < nd; ++i) {
     PF_CHECK(a.padding[i] <= a.kernel_size[i] / 2, ValueError, op,
              ": padding must be at most half of the kernel size, got padding ", Shape(a.padding), " for kernel_size ",
              Shape(a.kernel_size));
-    const int64_t size = input.shape()[input.dim() - nd + i];
+    const int64_t size = input[rank - nd + i];
     const int64_t out = pooled_size(size, a.kernel_size[i], a.stride[i], a.padding[i], a.dilation[i], a.ceil_mode);
     PF_CHECK(out > 0, ValueError, op, ": the output size ", out, " in spatial dim ", i, " is too small (input shape ",
-             input.shape(), ", kernel_size ", Shape(a.kernel_size), ", dilation ", Shape(a.dilation), ", padding ",
+             input, ", kernel_size ", Shape(a.kernel_size), ", dilation ", Shape(a.dilation), ", padding ",
              Shape(a.padding), ")");
     out_shape.push_back(out);
   }
   return out_shape;
 }
 
+int64_t pool_dims(ir::OpType op) {
+  switch (op) {
+    case ir::OpType::max_pool3d:
+    case ir::OpType::avg_pool3d:
+    case ir::OpType::max_pool3d_backward:
+    case ir::OpType::avg_pool3d_backward: return 3;
+    default: return 2;
+  }
+}
+
 Inferred infer_pool(OpCall& call) {
-  const ir::OpType op = call.op;
-  const bool is_max = op == ir::OpType::max_pool2d || op == ir::OpType::max_pool3d;
-  const int64_t nd = op == ir::OpType::max_pool3d || op == ir::OpType::avg_pool3d ? 3 : 2;
+  const int64_t nd = pool_dims(call.op);
   const Tensor& input = call.inputs[0];
-  Shape out = check_pool(is_max, nd, input, std::get<PoolAttrs>(call.attrs));
+  check_float(op_name(call.op), input);
+  Shape out = check_pool(op_name(call.op), nd, input.shape(), std::get<PoolAttrs>(call.attrs));
   return {current_device(), {batched_plan(input, nd)}, {batched_output(out, input.dtype(), unbatched(input, nd))}, {}};
+}
+
+// Adaptive pooling of an input of shape `input` to a.output_size: the (batched) output shape.
+Shape check_adaptive_pool(const char* op, const Shape& input, const PoolAttrs& a) {
+  check_pool_shape(op, input, 2);
+  PF_CHECK(a.output_size.size() == 2, ValueError, op, ": output_size must have 2 entries, got ", Shape(a.output_size));
+  for (int64_t size : a.output_size)
+    PF_CHECK(size >= 0, ValueError, op, ": output_size entries must be non-negative, got ", size);
+  const int64_t rank = static_cast<int64_t>(input.size());
+  return {unbatched(input, 2) ? 1 : input[0], input[rank - 3], a.output_size[0], a.output_size[1]};
 }
 
 Inferred infer_adaptive_pool(OpCall& call) {
   const char* op = "adaptive_avg_pool2d";
   const Tensor& input = call.inputs[0];
-  auto& a = std::get<PoolAttrs>(call.attrs);
-  check_pool_input(op, input, 2);
-  PF_CHECK(a.output_size.size() == 2, ValueError, op, ": output_size must have 2 entries, got ", Shape(a.output_size));
-  for (int64_t size : a.output_size)
-    PF_CHECK(size >= 0, ValueError, op, ": output_size entries must be non-negative, got ", size);
-  Shape out = {unbatched(input, 2) ? 1 : input.shape()[0], input.shape()[input.dim() - 3], a.output_size[0],
-               a.output_size[1]};
+  check_float(op, input);
+  Shape out = check_adaptive_pool(op, input.shape(), std::get<PoolAttrs>(call.attrs));
   return {current_device(), {batched_plan(input, 2)}, {batched_output(out, input.dtype(), unbatched(input, 2))}, {}};
+}
+
+// The backward ops' gradient: a float tensor of the forward's output shape
+// (`out`, batched; without the batch dim for an unbatched input).
+void check_pool_grad(const char* op, const Tensor& grad, const Shape& input, const Shape& out, int64_t nd) {
+  PF_CHECK(is_floating(grad.dtype()), TypeError, op, ": expected a floating-point grad, got ", grad.dtype());
+  const Shape want = unbatched(input, nd) ? Shape(out.begin() + 1, out.end()) : out;
+  PF_CHECK(grad.shape() == want, ValueError, op, ": grad has shape ", grad.shape(), " but the pooling of an input of ",
+           "shape ", input, " gives ", want);
+}
+
+// max_pool2d/3d_backward (grad, input): the result has the input's shape and
+// dtype, grad is converted to it.
+Inferred infer_max_pool_backward(OpCall& call) {
+  const char* op = op_name(call.op);
+  const int64_t nd = pool_dims(call.op);
+  const Tensor &grad = call.inputs[0], &input = call.inputs[1];
+  check_float(op, input);
+  Shape out = check_pool(op, nd, input.shape(), std::get<PoolAttrs>(call.attrs));
+  check_pool_grad(op, grad, input.shape(), out, nd);
+  InputPlan g = batched_plan(grad, nd);
+  g.dtype = input.dtype();
+  return {current_device(),
+          {g, batched_plan(input, nd)},
+          {batched_output(batched_shape(input.shape(), nd), input.dtype(), unbatched(input, nd))},
+          {}};
+}
+
+// avg_pool2d/3d_backward, adaptive_avg_pool2d_backward (grad): the result has
+// grad's dtype and the shape in output_size.
+Inferred infer_avg_pool_backward(OpCall& call) {
+  const char* op = op_name(call.op);
+  const bool adaptive = call.op == ir::OpType::adaptive_avg_pool2d_backward;
+  const int64_t nd = pool_dims(call.op);
+  const Tensor& grad = call.inputs[0];
+  auto& a = std::get<PoolAttrs>(call.attrs);
+  const Shape input = a.output_size;
+  Shape out;
+  if (adaptive) {  // any output size: grad's last two dims
+    check_pool_shape(op, input, nd);
+    PF_CHECK(grad.dim() == static_cast<int64_t>(input.size()), ValueError, op, ": grad has shape ", grad.shape(),
+             " but the input has shape ", input);
+    PoolAttrs sizes;
+    sizes.output_size = Shape(grad.shape().end() - 2, grad.shape().end());
+    out = check_adaptive_pool(op, input, sizes);
+  } else {
+    out = check_pool(op, nd, input, a);
+  }
+  check_pool_grad(op, grad, input, out, nd);
+  return {current_device(),
+          {batched_plan(grad, nd)},
+          {batched_output(batched_shape(input, nd), grad.dtype(), unbatched(input, nd))},
+          {}};
 }
 
 PF_REGISTER_INFER(max_pool2d, &infer_pool);
@@ -371,6 +447,11 @@ PF_REGISTER_INFER(max_pool3d, &infer_pool);
 PF_REGISTER_INFER(avg_pool2d, &infer_pool);
 PF_REGISTER_INFER(avg_pool3d, &infer_pool);
 PF_REGISTER_INFER(adaptive_avg_pool2d, &infer_adaptive_pool);
+PF_REGISTER_INFER(max_pool2d_backward, &infer_max_pool_backward);
+PF_REGISTER_INFER(max_pool3d_backward, &infer_max_pool_backward);
+PF_REGISTER_INFER(avg_pool2d_backward, &infer_avg_pool_backward);
+PF_REGISTER_INFER(avg_pool3d_backward, &infer_avg_pool_backward);
+PF_REGISTER_INFER(adaptive_avg_pool2d_backward, &infer_avg_pool_backward);
 
 // pool<nd>d; the 1-D form is checked as itself, then runs as the 2-D op on
 // views with a spatial dim of 1 in front of the length.
@@ -378,7 +459,8 @@ Tensor pool(bool is_max, int64_t nd, const Tensor& input, PoolAttrs a) {
   const ir::OpType op2 = is_max ? ir::OpType::max_pool2d : ir::OpType::avg_pool2d;
   const ir::OpType op = nd == 3 ? (is_max ? ir::OpType::max_pool3d : ir::OpType::avg_pool3d) : op2;
   if (nd > 1) return apply_one(op, {input}, std::move(a));
-  check_pool(is_max, 1, input, a);
+  check_float(pool_name(is_max, 1), input);
+  check_pool(pool_name(is_max, 1), 1, input.shape(), a);
   PoolAttrs lifted = a;
   lifted.kernel_size = lift(a.kernel_size, 1);
   lifted.stride = lift(a.stride, 1);
@@ -442,6 +524,48 @@ Tensor adaptive_avg_pool2d(const Tensor& input, std::vector<std::optional<int64_
   PoolAttrs a;
   for (int64_t i = 0; i < 2; ++i) a.output_size.push_back(output_size[i].value_or(input.shape()[input.dim() - 2 + i]));
   return apply_one(ir::OpType::adaptive_avg_pool2d, {input}, std::move(a));
+}
+
+Tensor max_pool2d_backward(const Tensor& grad, const Tensor& input, Ints kernel_size, Ints stride, Ints padding,
+                           Ints dilation, bool ceil_mode) {
+  return apply_one(ir::OpType::max_pool2d_backward, {grad, input},
+                   PoolAttrs{std::move(kernel_size), std::move(stride), std::move(padding), std::move(dilation), {},
+                             ceil_mode, true, 0});
+}
+Tensor max_pool3d_backward(const Tensor& grad, const Tensor& input, Ints kernel_size, Ints stride, Ints padding,
+                           Ints dilation, bool ceil_mode) {
+  return apply_one(ir::OpType::max_pool3d_backward, {grad, input},
+                   PoolAttrs{std::move(kernel_size), std::move(stride), std::move(padding), std::move(dilation), {},
+                             ceil_mode, true, 0});
+}
+
+namespace {
+Tensor avg_pool_backward(ir::OpType op, const Tensor& grad, const Shape& input_size, Ints kernel_size, Ints stride,
+                         Ints padding, bool ceil_mode, bool count_include_pad,
+                         std::optional<int64_t> divisor_override) {
+  PF_CHECK(!divisor_override || *divisor_override != 0, ValueError, op_name(op),
+           ": divisor_override must not be zero");
+  return apply_one(op, {grad},
+                   PoolAttrs{std::move(kernel_size), std::move(stride), std::move(padding), {1}, input_size,
+                             ceil_mode, count_include_pad, divisor_override.value_or(0)});
+}
+}  // namespace
+
+Tensor avg_pool2d_backward(const Tensor& grad, const Shape& input_size, Ints kernel_size, Ints stride, Ints padding,
+                           bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  return avg_pool_backward(ir::OpType::avg_pool2d_backward, grad, input_size, std::move(kernel_size),
+                           std::move(stride), std::move(padding), ceil_mode, count_include_pad, divisor_override);
+}
+Tensor avg_pool3d_backward(const Tensor& grad, const Shape& input_size, Ints kernel_size, Ints stride, Ints padding,
+                           bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  return avg_pool_backward(ir::OpType::avg_pool3d_backward, grad, input_size, std::move(kernel_size),
+                           std::move(stride), std::move(padding), ceil_mode, count_include_pad, divisor_override);
+}
+
+Tensor adaptive_avg_pool2d_backward(const Tensor& grad, const Shape& input_size) {
+  PoolAttrs a;
+  a.output_size = input_size;
+  return apply_one(ir::OpType::adaptive_avg_pool2d_backward, {grad}, std::move(a));
 }
 
 // ------------------------------------------------------------------ pad

@@ -6,8 +6,16 @@
 // in[o * stride + offset])) with the valid range clipped once per tap, not
 // per element, so the inner loops are branch-free and vectorise.
 // float16/bfloat16 are read and accumulated as float.
+//
+// The backward passes add each output's gradient (its share, for averages)
+// into the input elements it came from, output after output, so that every
+// element sums its shares in ascending output order: the order in which the
+// GPU's gather kernels (rocm/kernels/pool.hip) sum them, so that the two
+// agree bit for bit. Max pooling's backward finds each window's maximum
+// again, as the forward does.
 
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/dispatch.h"
@@ -121,11 +129,165 @@ void adaptive_avg_pool2d_kernel(OpCall& call) {
   });
 }
 
+// ---- backward passes
+
+// The taps [lo, hi) of a window of k contiguous taps starting at `start` that lie inside [0, in).
+std::pair<int64_t, int64_t> taps_inside(int64_t start, int64_t k, int64_t in) {
+  const int64_t lo = std::max<int64_t>(0, -start);
+  return {lo, std::max(lo, std::min(k, in - start))};
+}
+
+// out (planes of in_plane elements) from fill(acc, plane), which adds one
+// plane's gradient into acc, zeroed, in float for float16/bfloat16.
+template <class T, class Fill> void plane_grads(T* out, int64_t planes, int64_t in_plane, int64_t cost,
+                                                const Fill& fill) {
+  using A = acc_t<T>;
+  constexpr bool in_place = std::is_same_v<T, A>;
+  parallel_for(planes, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, cost)), [&](int64_t b, int64_t e) {
+    std::vector<A> scratch(in_place ? 0 : in_plane);
+    for (int64_t plane = b; plane < e; ++plane) {
+      T* dst = out + plane * in_plane;
+      A* acc = nullptr;
+      if constexpr (in_place) acc = dst;
+      else acc = scratch.data();
+      std::fill(acc, acc + in_plane, A(0));
+      fill(acc, plane);
+      if constexpr (!in_place)
+        for (int64_t i = 0; i < in_plane; ++i) dst[i] = static_cast<T>(acc[i]);
+    }
+  });
+}
+
+// (grad, input): each output's gradient to its window's first maximum (the
+// last NaN; the first element inside the input when all are -inf). The
+// maxima of an output row are found as the forward finds them, tap by tap
+// across the row, remembering where each was taken; then the row's
+// gradients are added, in order.
+void max_pool_backward_kernel(OpCall& call) {
+  const Tensor &grad = call.inputs[0], &x = call.inputs[1];
+  const Window w = make_window(x.shape(), grad.shape(), call.attr<PoolAttrs>().kernel_size, call.attr<PoolAttrs>());
+  const int64_t planes = x.shape()[0] * x.shape()[1], width = w.out[2];
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      using A = acc_t<T>;
+      const T *in = x.data<T>(), *g = grad.data<T>();
+      plane_grads<T>(call.out().data<T>(), planes, w.in_plane(), w.out_plane() * w.kernel_volume(),
+                     [&](A* acc, int64_t plane) {
+        const T* src = in + plane * w.in_plane();
+        const T* gy = g + plane * w.out_plane();
+        std::vector<A> m(width);
+        std::vector<int64_t> best(width);  // -1: none yet (a window of dilated taps may miss the input altogether)
+        for (int64_t od = 0; od < w.out[0]; ++od)
+          for (int64_t oh = 0; oh < w.out[1]; ++oh, gy += width) {
+            std::fill(m.begin(), m.end(), -std::numeric_limits<A>::infinity());
+            std::fill(best.begin(), best.end(), int64_t{-1});
+            for (int64_t kd = 0; kd < w.k[0]; ++kd) {
+              const int64_t id = od * w.s[0] - w.p[0] + kd * w.d[0];
+              if (id < 0 || id >= w.in[0]) continue;
+              for (int64_t kh = 0; kh < w.k[1]; ++kh) {
+                const int64_t ih = oh * w.s[1] - w.p[1] + kh * w.d[1];
+                if (ih < 0 || ih >= w.in[1]) continue;
+                const int64_t row = (id * w.in[1] + ih) * w.in[2];
+                for (int64_t kw = 0; kw < w.k[2]; ++kw) {
+                  const int64_t off = kw * w.d[2] - w.p[2], s = w.s[2];
+                  const auto [lo, hi] = valid_range(off, s, w.in[2], width);
+                  for (int64_t o = lo; o < hi; ++o) {
+                    const int64_t at = row + o * s + off;
+                    const A v = static_cast<A>(src[at]);
+                    if (best[o] < 0 || v > m[o] || v != v) m[o] = v, best[o] = at;
+                  }
+                }
+              }
+            }
+            for (int64_t o = 0; o < width; ++o)
+              if (best[o] >= 0) acc[best[o]] += static_cast<A>(gy[o]);
+          }
+      });
+    }
+  });
+}
+
+// (grad), the input's shape in output_size: each output's gradient divided
+// as the forward divides, added to every input element of its window.
+void avg_pool_backward_kernel(OpCall& call) {
+  const Tensor& grad = call.inputs[0];
+  const PoolAttrs& a = call.attr<PoolAttrs>();
+  const Window w = make_window(call.out().shape(), grad.shape(), a.kernel_size, a);
+  const int64_t planes = grad.shape()[0] * grad.shape()[1];
+  visit_dtype(grad.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      using A = acc_t<T>;
+      const T* g = grad.data<T>();
+      auto extent = [&](int64_t i, int64_t o) {
+        return avg_extent(o, w.k[i], w.s[i], w.p[i], w.in[i], a.count_include_pad);
+      };
+      plane_grads<T>(call.out().data<T>(), planes, w.in_plane(), w.out_plane() * w.kernel_volume(),
+                     [&](A* acc, int64_t plane) {
+        const T* gy = g + plane * w.out_plane();
+        for (int64_t od = 0; od < w.out[0]; ++od) {
+          const int64_t d0 = od * w.s[0] - w.p[0];
+          const auto [kd_lo, kd_hi] = taps_inside(d0, w.k[0], w.in[0]);
+          for (int64_t oh = 0; oh < w.out[1]; ++oh) {
+            const int64_t h0 = oh * w.s[1] - w.p[1];
+            const auto [kh_lo, kh_hi] = taps_inside(h0, w.k[1], w.in[1]);
+            for (int64_t ow = 0; ow < w.out[2]; ++ow, ++gy) {
+              const int64_t w0 = ow * w.s[2] - w.p[2];
+              const auto [kw_lo, kw_hi] = taps_inside(w0, w.k[2], w.in[2]);
+              const int64_t divisor = a.divisor_override ? a.divisor_override
+                                                         : extent(0, od) * extent(1, oh) * extent(2, ow);
+              const A share = static_cast<A>(*gy) / static_cast<A>(divisor);
+              for (int64_t kd = kd_lo; kd < kd_hi; ++kd)
+                for (int64_t kh = kh_lo; kh < kh_hi; ++kh) {
+                  A* row = acc + ((d0 + kd) * w.in[1] + h0 + kh) * w.in[2] + w0;
+                  for (int64_t kw = kw_lo; kw < kw_hi; ++kw) row[kw] += share;
+                }
+            }
+          }
+        }
+      });
+    }
+  });
+}
+
+// (grad), the input's shape in output_size: each cell's gradient over its area, added to the cell's elements.
+void adaptive_avg_pool2d_backward_kernel(OpCall& call) {
+  const Tensor& grad = call.inputs[0];
+  const Shape& in_shape = call.out().shape();
+  const int64_t planes = in_shape[0] * in_shape[1], ih = in_shape[2], iw = in_shape[3];
+  const int64_t oh = grad.shape()[2], ow = grad.shape()[3];
+  visit_dtype(grad.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      using A = acc_t<T>;
+      const T* g = grad.data<T>();
+      plane_grads<T>(call.out().data<T>(), planes, ih * iw, ih * iw + oh * ow, [&](A* acc, int64_t plane) {
+        const T* gy = g + plane * oh * ow;
+        for (int64_t r = 0; r < oh; ++r) {
+          const int64_t h0 = adaptive_start(r, ih, oh), h1 = adaptive_end(r, ih, oh);
+          for (int64_t q = 0; q < ow; ++q, ++gy) {
+            const int64_t w0 = adaptive_start(q, iw, ow), w1 = adaptive_end(q, iw, ow);
+            const A share = static_cast<A>(*gy) / static_cast<A>((h1 - h0) * (w1 - w0));
+            for (int64_t h = h0; h < h1; ++h)
+              for (int64_t c = w0; c < w1; ++c) acc[h * iw + c] += share;
+          }
+        }
+      });
+    }
+  });
+}
+
 PF_REGISTER_KERNEL(max_pool2d, CPU, &sliding_pool_kernel<true>);
 PF_REGISTER_KERNEL(max_pool3d, CPU, &sliding_pool_kernel<true>);
 PF_REGISTER_KERNEL(avg_pool2d, CPU, &sliding_pool_kernel<false>);
 PF_REGISTER_KERNEL(avg_pool3d, CPU, &sliding_pool_kernel<false>);
 PF_REGISTER_KERNEL(adaptive_avg_pool2d, CPU, &adaptive_avg_pool2d_kernel);
+PF_REGISTER_KERNEL(max_pool2d_backward, CPU, &max_pool_backward_kernel);
+PF_REGISTER_KERNEL(max_pool3d_backward, CPU, &max_pool_backward_kernel);
+PF_REGISTER_KERNEL(avg_pool2d_backward, CPU, &avg_pool_backward_kernel);
+PF_REGISTER_KERNEL(avg_pool3d_backward, CPU, &avg_pool_backward_kernel);
+PF_REGISTER_KERNEL(adaptive_avg_pool2d_backward, CPU, &adaptive_avg_pool2d_backward_kernel);
 
 }  // namespace
 }  // namespace pyflame::cpu

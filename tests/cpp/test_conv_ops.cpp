@@ -49,4 +49,13 @@ TEST_CASE("pooling, transposed convolution and pad") {
   CHECK(p.data<float>()[1] == 4.0f);  // row 1 of x (row 0 cropped), column 0
   CHECK_THROWS_AS(pad(x, {1, 1}, "reflect"), NotSupportedError);
   CHECK_THROWS_AS(max_pool2d(x, {3}, {}, {2}), ValueError);
+  // The backward passes: each window's gradient to its maximum, or shared over it.
+  Tensor g = ones({1, 1, 2, 2});
+  Tensor gm = max_pool2d_backward(g, x, {2});
+  CHECK(gm.shape() == x.shape());
+  CHECK(gm.data<float>()[5] == 1.0f);  // x[1, 1], the first window's maximum
+  CHECK(gm.data<float>()[0] == 0.0f);
+  CHECK(avg_pool2d_backward(g, x.shape(), {2}).data<float>()[0] == 0.25f);
+  CHECK(adaptive_avg_pool2d_backward(ones({1, 1, 1, 1}), x.shape()).data<float>()[15] == 1.0f / 16);
+  CHECK_THROWS_AS(max_pool2d_backward(ones({1, 1, 3, 3}), x, {2}), ValueError);
 }

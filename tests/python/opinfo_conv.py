@@ -10,10 +10,11 @@ upcast them too. Values lie in [-1, 1] so that sums of products stay small.
 
 import warnings
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
-from op_registry import ALL_DTYPES, FLOAT_DTYPES, OpInfo, Sample, _x, is_float
+from op_registry import ALL_DTYPES, FLOAT_DTYPES, Arg, OpInfo, Sample, _x, is_float, make_values
 
 CONV_CLASSES = ("plain", "noncontig", "empty", "size1")
 _DOM = dict(low=-1, high=1)
@@ -176,6 +177,74 @@ _ADAPTIVE = {
 }
 
 
+# ---- pooling's backward ops: the forward's samples with a gradient of the
+# output's shape; max pooling's inputs are multiples of 0.5 in [-1, 1], so
+# that windows hold ties, and some hold NaN or only -inf.
+
+
+def _pooled_shape(forward, shape, kwargs):
+    return tuple(forward(torch.zeros(shape, dtype=torch.float64), **kwargs).shape)
+
+
+def _pool_backward_samples(table, forward, is_max):
+    def gen(rng, dtype, cls):
+        out = []
+        for (spec,), kwargs in table.get(cls, []):
+            shape, layout = spec
+            grad = _x(rng, _pooled_shape(forward, shape, kwargs), dtype, _DOM, layout)
+            if not is_max:
+                out.append(Sample((grad, shape), dict(kwargs)))
+                continue
+            x = make_values(rng, shape, dtype, discrete=True, **_DOM)
+            out.append(Sample((grad, Arg(x, layout)), dict(kwargs)))
+            if cls == "plain" and x.size > 8:
+                special = x.copy().reshape(-1)
+                special[rng.choice(special.size, special.size // 8, replace=False)] = np.nan
+                special = special.reshape(shape)
+                special[..., : shape[-1] // 2] = -np.inf  # windows of -inf and padding: the first element inside
+                out.append(Sample((grad, Arg(special, layout)), dict(kwargs), "NaN and -inf"))
+        return out
+
+    return gen
+
+
+def _upcast(t):
+    return t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
+
+
+def _max_pool_backward_ref(forward):
+    def ref(grad, input, **kwargs):
+        x = _upcast(input).detach().requires_grad_(True)
+        forward(x, **kwargs).backward(_upcast(grad))
+        return x.grad.to(input.dtype)
+
+    return ref
+
+
+def _avg_pool_backward_ref(forward):
+    def ref(grad, input_size, **kwargs):
+        x = torch.zeros(input_size, dtype=_upcast(grad).dtype, requires_grad=True)
+        forward(x, **kwargs).backward(_upcast(grad))
+        return x.grad.to(grad.dtype)
+
+    return ref
+
+
+def _adaptive_backward_ref(grad, input_size):
+    if grad.numel() == 0:  # torch refuses an empty output size; nothing reaches the input
+        return torch.zeros(input_size, dtype=grad.dtype)
+    return _avg_pool_backward_ref(F.adaptive_avg_pool2d)(grad, input_size, output_size=tuple(grad.shape[-2:]))
+
+
+def _adaptive_backward_samples(rng, dtype, cls):
+    out = []
+    for (spec,), kwargs in _ADAPTIVE.get(cls, []):
+        shape, layout = spec
+        grad = _x(rng, _pooled_shape(F.adaptive_avg_pool2d, shape, kwargs), dtype, _DOM, layout)
+        out.append(Sample((grad, shape)))
+    return out
+
+
 def _pad_samples(rng, dtype, cls):
     value = True if dtype == "bool" else (2.5 if is_float(dtype) else 3)
 
@@ -241,6 +310,16 @@ OP_INFOS = [
     _op("avg_pool2d", _pool_table(2, False), F.avg_pool2d, method=False),
     _op("avg_pool3d", _pool_table(3, False), F.avg_pool3d, method=False),
     _op("adaptive_avg_pool2d", _ADAPTIVE, F.adaptive_avg_pool2d, method=False),
+    *[OpInfo(f"max_pool{nd}d_backward", "CUSTOM", FLOAT_DTYPES,
+             _pool_backward_samples(_pool_table(nd, True), getattr(F, f"max_pool{nd}d"), True),
+             _max_pool_backward_ref(getattr(F, f"max_pool{nd}d")), CONV_CLASSES, exact_float=True, method=False)
+      for nd in (2, 3)],
+    *[OpInfo(f"avg_pool{nd}d_backward", "CUSTOM", FLOAT_DTYPES,
+             _pool_backward_samples(_pool_table(nd, False), getattr(F, f"avg_pool{nd}d"), False),
+             _avg_pool_backward_ref(getattr(F, f"avg_pool{nd}d")), CONV_CLASSES, method=False)
+      for nd in (2, 3)],
+    OpInfo("adaptive_avg_pool2d_backward", "CUSTOM", FLOAT_DTYPES, _adaptive_backward_samples,
+           _adaptive_backward_ref, CONV_CLASSES, method=False),
 ]
 
 _CONV1D = {

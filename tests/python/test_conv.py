@@ -112,6 +112,99 @@ def test_max_pool_propagates_nan(dtype, device):
     assert_matches(pf.max_pool3d(x, 3, 1, 1), F.max_pool3d(t, 3, 1, 1), 0, 0, what="max_pool3d NaN")
 
 
+# ----------------------------------------------------------------- backward passes
+
+_BACKWARD_CASES = [  # (forward, input shape, kwargs): the GPU's direct and tiled argmax, 2-D, 3-D, unbatched
+    ("max_pool2d", (2, 3, 9, 11), dict(kernel_size=3, stride=2, padding=1)),
+    ("max_pool2d", (2, 3, 40, 44), dict(kernel_size=3, stride=1, padding=1)),
+    ("max_pool2d", (1, 2, 37, 61), dict(kernel_size=(3, 2), stride=(2, 3), padding=1, dilation=(2, 1),
+                                        ceil_mode=True)),
+    ("max_pool2d", (1, 2, 30, 300), dict(kernel_size=(16, 17), stride=(3, 5), padding=8)),  # 272 taps
+    ("max_pool2d", (3, 6, 20), dict(kernel_size=(1, 3), stride=2, padding=(0, 1), dilation=2)),
+    ("max_pool3d", (2, 2, 6, 33, 45), dict(kernel_size=(2, 3, 3), stride=2, padding=1, ceil_mode=True)),
+    ("max_pool3d", (1, 7, 20, 24), dict(kernel_size=7, stride=1, padding=3)),  # 343 taps, unbatched
+    ("max_pool1d", (2, 3, 50), dict(kernel_size=4, stride=3, padding=2, ceil_mode=True)),
+    ("avg_pool2d", (2, 3, 33, 45), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)),
+    ("avg_pool2d", (2, 3, 64, 64), dict(kernel_size=2)),
+    ("avg_pool2d", (3, 7, 9), dict(kernel_size=(3, 2), stride=1, padding=1, divisor_override=5)),
+    ("avg_pool3d", (2, 2, 5, 6, 7), dict(kernel_size=(2, 3, 3), stride=2, padding=1, ceil_mode=True)),
+    ("avg_pool1d", (2, 3, 50), dict(kernel_size=4, stride=3, padding=2, ceil_mode=True, count_include_pad=False)),
+    ("adaptive_avg_pool2d", (2, 3, 37, 45), dict(output_size=(5, 7))),
+    ("adaptive_avg_pool2d", (3, 4, 5), dict(output_size=(6, 7))),
+]
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("name,shape,kwargs", _BACKWARD_CASES, ids=str)
+def test_pool_gradients_with_ties_nan_and_inf(name, shape, kwargs, dtype, device, rng):
+    """Autograd through the fused backward ops against torch's: inputs full of ties
+    (multiples of 0.5), NaN and windows of -inf (whose gradient goes to their first
+    element inside the input). float16/bfloat16 against float32 rounded once."""
+    _use_device(device, name if "1d" not in name else name.replace("1d", "2d"))
+    v = make_values(rng, shape, "float32", low=-1, high=1, discrete=True)
+    if name.startswith("max"):
+        flat = v.reshape(-1)
+        flat[rng.choice(flat.size, flat.size // 11, replace=False)] = np.nan
+        v[..., : shape[-1] // 3] = -np.inf
+    g = make_values(rng, getattr(F, name)(torch.zeros(shape), **kwargs).shape, "float32", low=-1, high=1)
+    x = pf.tensor(v).to(getattr(pf, dtype)).requires_grad_(True)
+    tx = torch.from_numpy(v).to(getattr(torch, dtype)).float().requires_grad_(True)
+    getattr(pf, name)(x, **kwargs).backward(pf.tensor(g).to(getattr(pf, dtype)))
+    getattr(F, name)(tx, **kwargs).backward(torch.from_numpy(g).to(getattr(torch, dtype)).float())
+    want = tx.grad.to(getattr(torch, dtype))
+    tol = {"float16": 1e-3, "bfloat16": 8e-3}.get(dtype, 1e-6 if name.startswith("max") else 2e-5)
+    assert_matches(x.grad, want, tol, tol, what=f"{name}{shape} {kwargs} d/dx")
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_pool_backward_ops_match_autograd(device, rng):
+    """The ops themselves, called as autograd calls them."""
+    _use_device(device, "max_pool2d_backward")
+    x, tx = _pair(rng, (2, 3, 10, 12))
+    g, tg = _pair(rng, (2, 3, 5, 6))
+    tx.requires_grad_(True)
+    F.max_pool2d(tx, 3, 2, 1).backward(tg)
+    assert_matches(pf.max_pool2d_backward(g, x, 3, 2, 1), tx.grad, 1e-6, 1e-6, what="max_pool2d_backward")
+    tx.grad = None
+    F.avg_pool2d(tx, 2).backward(tg)
+    assert_matches(pf.avg_pool2d_backward(g, x.shape, 2), tx.grad, 1e-6, 1e-6, what="avg_pool2d_backward")
+    assert_matches(pf.avg_pool2d_backward(g[0], (3, 10, 12), kernel_size=2), tx.grad[0], 1e-6, 1e-6,
+                   what="avg_pool2d_backward, unbatched")
+    tx.grad = None
+    F.adaptive_avg_pool2d(tx, (5, 6)).backward(tg)
+    assert_matches(pf.adaptive_avg_pool2d_backward(g, list(x.shape)), tx.grad, 1e-6, 1e-6,
+                   what="adaptive_avg_pool2d_backward")
+    assert not pf.is_differentiable("max_pool2d_backward") and not pf.is_differentiable("avg_pool3d_backward")
+
+
+@pytest.mark.parametrize("fn,exc,match", [
+    (lambda x, g: pf.max_pool2d_backward(g[:, :, :2], x, 2), ValueError,
+     [r"max_pool2d_backward: grad has shape \[2, 4, 2, 3\]", r"gives \[2, 4, 3, 3\]"]),
+    (lambda x, g: pf.max_pool2d_backward(g, x, 2, padding=2), ValueError,
+     r"max_pool2d_backward: padding must be at most half"),
+    (lambda x, g: pf.max_pool3d_backward(g, x[0], 2), ValueError,
+     r"max_pool3d_backward: expected a 4-D \(unbatched\) or 5-D"),
+    (lambda x, g: pf.max_pool2d_backward(g.to(pf.int32), x, 2), TypeError, r"expected a floating-point grad"),
+    (lambda x, g: pf.max_pool2d_backward(g, x.to(pf.int32), 2), TypeError,
+     r"max_pool2d_backward: expected a floating-point input"),
+    (lambda x, g: pf.avg_pool2d_backward(g, (2, 4, 6, 8), 2), ValueError,
+     r"grad has shape \[2, 4, 3, 3\] but the pooling of an input of shape \[2, 4, 6, 8\] gives \[2, 4, 3, 4\]"),
+    (lambda x, g: pf.avg_pool2d_backward(g, (6, 6), 2), ValueError, r"avg_pool2d_backward: expected a 3-D"),
+    (lambda x, g: pf.avg_pool2d_backward(g, (2, 4, 6, 6), 2, divisor_override=0), ValueError,
+     r"divisor_override must not be zero"),
+    (lambda x, g: pf.avg_pool2d_backward(g, (2, 0, 6, 6), 2), ValueError, r"expected non-empty channel and spatial"),
+    (lambda x, g: pf.adaptive_avg_pool2d_backward(g, (2, 5, 6, 6)), ValueError,
+     r"adaptive_avg_pool2d_backward: grad has shape \[2, 4, 3, 3\] but the pooling of an input of shape "
+     r"\[2, 5, 6, 6\] gives \[2, 5, 3, 3\]"),
+    (lambda x, g: pf.adaptive_avg_pool2d_backward(g[0], (2, 4, 6, 6)), ValueError,
+     r"grad has shape \[4, 3, 3\] but the input has shape \[2, 4, 6, 6\]"),
+])
+def test_pool_backward_errors(fn, exc, match):
+    x, g = pf.rand(2, 4, 6, 6), pf.rand(2, 4, 3, 3)
+    expect(exc, lambda: fn(x, g), x, g, match=match)
+
+
 def test_defaults_and_argument_forms(rng):
     """torch's defaults (stride=None is the kernel size) and int/tuple/list arguments."""
     x, tx = _pair(rng, (2, 3, 9, 8))
@@ -228,7 +321,8 @@ def test_other_errors(fn, exc, match):
 
 def test_kernels_registered():
     for op in ("conv2d", "conv3d", "conv_transpose2d", "max_pool2d", "max_pool3d", "avg_pool2d", "avg_pool3d",
-               "adaptive_avg_pool2d"):
+               "adaptive_avg_pool2d", "max_pool2d_backward", "max_pool3d_backward", "avg_pool2d_backward",
+               "avg_pool3d_backward", "adaptive_avg_pool2d_backward"):
         assert pf.has_kernel(op, "cpu"), op
     names = dict(pf.op_table())
     assert "conv1d" not in names and "pad" not in names  # they run as other ops
@@ -258,3 +352,22 @@ def test_pool_and_pad_past_int32_indexing():
     assert p.shape == (n + 3,)
     assert p[0].item() == 6 and p[n + 1].item() == 6 and p[n + 2].item() == 6
     assert p[n].item() == 9 and p[2**31 + 4].item() == 4 and p[2**31 + 3].item() == 0
+
+
+def test_pool_backward_past_int32_indexing_on_the_gpu():
+    """The backward ops over planes and offsets past 2^31 elements: the GPU's gathers
+    in 64-bit arithmetic (the CPU kernels index in 64 bits throughout; this size takes
+    them most of a minute). About 10 GiB of GPU memory."""
+    _use_device("rocm", "max_pool2d_backward")
+    x = pf.zeros(3, 1, 24576, 32768, dtype=pf.float16)  # 2.4e9 elements, 4.5 GiB
+    x[2, 0, 24575, 32766] = 5.0
+    x[0, 0, 1, 1] = 3.0
+    g = pf.full((3, 1, 12288, 16384), 2.0, dtype=pf.float16)
+    gx = pf.max_pool2d_backward(g, x, 2)
+    # Windows of zeros give their gradient to their first element.
+    assert gx[2, 0, 24575, 32766].item() == 2.0 and gx[2, 0, 24574, 32766].item() == 0.0
+    assert gx[0, 0, 1, 1].item() == 2.0 and gx[0, 0, 0, 0].item() == 0.0
+    assert gx[2, 0, 24000, 30000].item() == 2.0 and gx[2, 0, 24000, 30001].item() == 0.0
+    del gx
+    ga = pf.avg_pool2d_backward(g, x.shape, 2)
+    assert ga[2, 0, 24575, 32767].item() == 0.5 and ga[1, 0, 7, 9].item() == 0.5

@@ -92,7 +92,8 @@ struct ConvAttrs {
   }
 };
 
-// Pooling windows, one entry per spatial dim. output_size: adaptive pooling.
+// Pooling windows, one entry per spatial dim. output_size: adaptive pooling's;
+// for the average pools' backward ops, the (forward) input's shape.
 struct PoolAttrs {
   std::vector<int64_t> kernel_size, stride, padding, dilation, output_size;
   bool ceil_mode = false;

@@ -27,13 +27,31 @@
 // a block and windows too large for a tile take a direct kernel, one output
 // per thread, as does adaptive_avg_pool2d, whose cells vary in size.
 //
+// Backward passes. Each input element's gradient is gathered, not scattered:
+// a thread finds the outputs whose windows hold its elements and sums their
+// shares in ascending output order (the CPU's order, bit for bit), so there
+// are no atomics and results do not depend on the launch. Max pooling runs
+// twice: first the forward's kernels with a third reduction, argmax, which
+// writes the tap of each window's maximum (the forward's comparison, so ties
+// keep the first and the last NaN wins, as in PyTorch), one byte per output
+// for windows of up to 255 taps, four above; then the gather, in which an element
+// takes an output's gradient when it sits at that tap. A window whose valid
+// elements are all -inf has no tap (the tiled kernel stages padding as -inf
+// too): its gradient goes to its first element inside the input, as PyTorch's.
+// Gathers are memory-bound: a thread keeps one strip of 16 bytes of a row and
+// walks rows (plane, depth, row) with no division per step, so the work on
+// columns (which outputs cover the strip) is done once per thread, and the
+// outputs covering a row take one division by the stride per dim.
+//
 // Loops stride by blockDim and gridDim and blocks meet at __syncthreads, so
 // nothing depends on the warp size (wave64 and wave32 alike). Offsets into
 // the tensors are 64-bit; offsets inside a tile are int.
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "core/dispatch.h"
 #include "pyflame/backend/rocm/hip_check.h"
@@ -52,6 +70,16 @@ constexpr int kTileOutputs = 1024;  // outputs per tile aimed at: 4 per thread
 constexpr int kStrip = 4;           // outputs per thread at a time (independent chains of taps)
 // Blocks resident per multiprocessor (registers capped to fit, __launch_bounds__): the persistent grid.
 constexpr int kPoolMinBlocks = 3;
+constexpr int kGatherThreads = 256;
+constexpr int kGatherRowSteps = 4;  // rows per gather thread (at least), over which its column work is spread
+
+// What a kernel makes of each window: its maximum, its average, or the tap
+// ((kd * kh_n + kh) * kw_n + kw) of its maximum, for max pooling's backward.
+enum class Pool { max, avg, argmax };
+
+// argmax: no tap (a window with nothing above -inf). A tap index type holds
+// the taps of a window below its maximum, which stays free for this.
+template <class I> constexpr I kNoTap = std::numeric_limits<I>::max();
 
 // Per (depth, height, width): input and output sizes, kernel size, stride, padding, dilation.
 struct PoolGeometry {
@@ -91,7 +119,7 @@ struct Band {
 struct Tile {
   int64_t src, dst;  // the band's, moved to this slice (and its first valid depth tap)
   int64_t od;
-  int kd_n;          // depth taps inside the input: slots [0, kd_n) are staged
+  int kd_lo, kd_n;   // depth taps [kd_lo, kd_lo + kd_n) lie inside the input: slots [0, kd_n) are staged
 };
 
 // A thread's walk over a grid of items `width` wide: its first item, then
@@ -128,14 +156,17 @@ __device__ __forceinline__ int64_t avg_extent(int64_t o, int64_t k, int64_t s, i
   return std::min(end, in) - std::max<int64_t>(start, 0);
 }
 
-template <class A, bool kMax> __device__ __forceinline__ A pool_identity() {
-  if constexpr (kMax) return -std::numeric_limits<A>::infinity();
-  else return A(0);
+template <class A, Pool kPool> __device__ __forceinline__ A pool_identity() {
+  if constexpr (kPool == Pool::avg) return A(0);
+  else return -std::numeric_limits<A>::infinity();
 }
 
-template <class A, bool kMax> __device__ __forceinline__ A pool_combine(A acc, A v) {
-  if constexpr (kMax) return (v > acc || v != v) ? v : acc;  // NaN wins, as in torch
-  else return acc + v;
+// max: NaN wins, as in torch (and a later NaN over an earlier one: argmax keeps the last).
+template <class A> __device__ __forceinline__ bool takes_over(A v, A acc) { return v > acc || v != v; }
+
+template <class A, Pool kPool> __device__ __forceinline__ A pool_combine(A acc, A v) {
+  if constexpr (kPool == Pool::avg) return acc + v;
+  else return takes_over(v, acc) ? v : acc;
 }
 
 // ---- tiled kernel
@@ -176,6 +207,7 @@ __device__ __forceinline__ Tile locate_tile(const PoolGeometry& g, const Band& b
   t.dst = band.dst + slice * (g.out[1] * g.out[2]);
   if (g.k[0] == 1 && g.in[0] == 1) {  // then out[0] == 1, no depth padding
     t.od = 0;
+    t.kd_lo = 0;
     t.kd_n = 1;
     t.src = band.src + slice * in_slice;
     return t;
@@ -185,6 +217,7 @@ __device__ __forceinline__ Tile locate_tile(const PoolGeometry& g, const Band& b
   const int64_t id0 = t.od * g.s[0] - g.p[0];
   int64_t kd_lo, kd_hi;
   tap_range(id0, g.k[0], g.d[0], g.in[0], kd_lo, kd_hi);
+  t.kd_lo = static_cast<int>(kd_lo);
   t.kd_n = static_cast<int>(kd_hi - kd_lo);
   t.src = band.src + (plane * g.in[0] + id0 + kd_lo * g.d[0]) * in_slice;
   return t;
@@ -212,11 +245,11 @@ struct StagePart {
 };
 
 // Loads this thread's part of the tile's input, the identity outside the input.
-template <class T, bool kMax>
+template <class T, Pool kPool>
 __device__ __forceinline__ void load_part(Vector<T> (&v)[kStageBatch], const StagePart& part, const T* in,
                                           const TilePlan& tp, const Band& band, const Tile& tile) {
   constexpr int V = kVec<T>;
-  const T fill = static_cast<T>(pool_identity<acc_t<T>, kMax>());
+  const T fill = static_cast<T>(pool_identity<acc_t<T>, kPool>());
 #pragma unroll
   for (int b = 0; b < kStageBatch; ++b) {
     if (part.to[b] < 0 || part.slot[b] >= tile.kd_n) continue;
@@ -243,43 +276,57 @@ __device__ __forceinline__ void store_part(T* smem, const Vector<T> (&v)[kStageB
 // Pools the staged tile. An item is kStrip outputs of one row, tile_w / kStrip
 // apart, so that neighbouring threads read neighbouring staged columns; each
 // output reduces its whole window (the staged identity stands in for padding).
-template <class T, bool kMax>
-__device__ void pool_tile(T* out, const T* smem, const PoolGeometry& g, const TilePlan& tp, const Band& band,
+// O: T, or the tap index type for argmax.
+template <class T, Pool kPool, class O>
+__device__ void pool_tile(O* out, const T* smem, const PoolGeometry& g, const TilePlan& tp, const Band& band,
                           const Tile& tile, const Walk& first) {
   using A = acc_t<T>;
   const int k1 = static_cast<int>(g.k[1]), k2 = static_cast<int>(g.k[2]), slot_size = tp.rows * tp.pitch;
   const int groups = tp.tile_w / kStrip, strip_step = groups * tp.col_step;
-  T* dst = out + tile.dst;
+  O* dst = out + tile.dst;
   for (Walk w = first; w.row < tp.tile_h; w.step()) {
     if (w.row >= band.rows_valid || w.col >= band.cols_valid) continue;  // the last band or column tile is partial
     const T* x = smem + w.row * tp.row_step + w.col * tp.col_step + band.shift;
     A acc[kStrip];
+    uint32_t at[kStrip];  // argmax: the tap acc[u] came from
 #pragma unroll
-    for (int u = 0; u < kStrip; ++u) acc[u] = pool_identity<A, kMax>();
+    for (int u = 0; u < kStrip; ++u) acc[u] = pool_identity<A, kPool>(), at[u] = kNoTap<uint32_t>;
+    // Taps run in order, staged slot j being depth tap kd_lo + j (max_pool_backward_entry keeps them in 32 bits).
+    uint32_t tap = static_cast<uint32_t>(tile.kd_lo) * k1 * k2;
     for (int j = 0; j < tile.kd_n; ++j, x += slot_size) {
       const T* xh = x;
       for (int kh = 0; kh < k1; ++kh, xh += tp.kh_step)
-        for (int kw = 0; kw < k2; ++kw) {
+        for (int kw = 0; kw < k2; ++kw, ++tap) {
           const T* xt = xh + kw * tp.kw_step;
 #pragma unroll
-          for (int u = 0; u < kStrip; ++u) acc[u] = pool_combine<A, kMax>(acc[u], static_cast<A>(xt[u * strip_step]));
+          for (int u = 0; u < kStrip; ++u) {
+            const A v = static_cast<A>(xt[u * strip_step]);
+            if constexpr (kPool == Pool::argmax) {
+              if (takes_over(v, acc[u])) acc[u] = v, at[u] = tap;
+            } else {
+              acc[u] = pool_combine<A, kPool>(acc[u], v);
+            }
+          }
         }
     }
     // The divisor's depth and height part (plan_tiles keeps the sizes in int).
     A outer = 1;
-    if (!kMax && !g.divisor_override)
+    if (kPool == Pool::avg && !g.divisor_override)
       outer = static_cast<A>(tile_extent(static_cast<int>(tile.od), g, 0) *
                              tile_extent(static_cast<int>(band.oh0) + w.row, g, 1));
 #pragma unroll
     for (int u = 0; u < kStrip; ++u) {
       const int c = w.col + u * groups;
       if (c >= band.cols_valid) break;
-      A v = acc[u];
-      if constexpr (!kMax) {
-        if (g.divisor_override) v = v / static_cast<A>(g.divisor_override);
-        else v = v / (outer * static_cast<A>(tile_extent(static_cast<int>(band.ow0) + c, g, 2)));
+      O& o = dst[w.row * g.out[2] + c];
+      if constexpr (kPool == Pool::argmax) {
+        o = static_cast<O>(at[u]);  // kNoTap<uint32_t> narrows to kNoTap<O>
+      } else if constexpr (kPool == Pool::avg) {
+        if (g.divisor_override) o = static_cast<T>(acc[u] / static_cast<A>(g.divisor_override));
+        else o = static_cast<T>(acc[u] / (outer * static_cast<A>(tile_extent(static_cast<int>(band.ow0) + c, g, 2))));
+      } else {
+        o = static_cast<T>(acc[u]);
       }
-      dst[w.row * g.out[2] + c] = static_cast<T>(v);
     }
   }
 }
@@ -293,9 +340,9 @@ struct alignas(16) SharedWords {
 // and pools it plane after plane (gridDim.x apart), loading each next tile's
 // input while it pools the current one, so that its loads are in flight
 // while it computes.
-template <class T, bool kMax>
+template <class T, Pool kPool, class O>
 static __global__ void __launch_bounds__(kPoolThreads, kPoolMinBlocks)
-    tiled_pool_kernel(T* out, const T* in, PoolGeometry g, TilePlan tp) {
+    tiled_pool_kernel(O* out, const T* in, PoolGeometry g, TilePlan tp) {
   __shared__ SharedWords staged[kTileBytes / sizeof(SharedWords)];
   T* smem = reinterpret_cast<T*>(staged);
   const StagePart part(threadIdx.x, blockDim.x, g, tp, kVec<T>);
@@ -306,7 +353,7 @@ static __global__ void __launch_bounds__(kPoolThreads, kPoolMinBlocks)
     int64_t slice = blockIdx.x;  // gridDim.x <= tp.slices
     Tile tile = locate_tile(g, band, slice);
     Vector<T> pending[kStageBatch];
-    load_part<T, kMax>(pending, part, in, tp, band, tile);
+    load_part<T, kPool>(pending, part, in, tp, band, tile);
     for (;;) {
       __syncthreads();  // the last tile's outputs are done reading the staged input
       store_part<T>(smem, pending, part, tile);
@@ -315,9 +362,9 @@ static __global__ void __launch_bounds__(kPoolThreads, kPoolMinBlocks)
       Tile next_tile = tile;
       if (next < tp.slices) {
         next_tile = locate_tile(g, band, next);
-        load_part<T, kMax>(pending, part, in, tp, band, next_tile);
+        load_part<T, kPool>(pending, part, in, tp, band, next_tile);
       }
-      pool_tile<T, kMax>(out, smem, g, tp, band, tile, items);
+      pool_tile<T, kPool, O>(out, smem, g, tp, band, tile, items);
       if (next >= tp.slices) break;
       slice = next;
       tile = next_tile;
@@ -338,8 +385,8 @@ __device__ __forceinline__ A pool_average(A sum, const PoolGeometry& g, int64_t 
 }
 
 // Windows too large to stage: each output reads its window, clipped to the input once.
-template <class T, bool kMax>
-static __global__ void direct_pool_kernel(T* out, const T* in, PoolGeometry g, int64_t n) {
+template <class T, Pool kPool, class O>
+static __global__ void direct_pool_kernel(O* out, const T* in, PoolGeometry g, int64_t n) {
   using A = acc_t<T>;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -351,14 +398,23 @@ static __global__ void direct_pool_kernel(T* out, const T* in, PoolGeometry g, i
     tap_range(hs, g.k[1], g.d[1], g.in[1], kh_lo, kh_hi);
     tap_range(ws, g.k[2], g.d[2], g.in[2], kw_lo, kw_hi);
     const T* src = in + plane * g.in[0] * g.in[1] * g.in[2];
-    A acc = pool_identity<A, kMax>();
+    A acc = pool_identity<A, kPool>();
+    uint32_t at = kNoTap<uint32_t>;  // argmax: the tap acc came from
     for (int64_t kd = kd_lo; kd < kd_hi; ++kd)
       for (int64_t kh = kh_lo; kh < kh_hi; ++kh) {
         const T* row = src + ((ds + kd * g.d[0]) * g.in[1] + hs + kh * g.d[1]) * g.in[2] + ws;
-        for (int64_t kw = kw_lo; kw < kw_hi; ++kw) acc = pool_combine<A, kMax>(acc, static_cast<A>(row[kw * g.d[2]]));
+        for (int64_t kw = kw_lo; kw < kw_hi; ++kw) {
+          const A v = static_cast<A>(row[kw * g.d[2]]);
+          if constexpr (kPool == Pool::argmax) {
+            if (takes_over(v, acc)) acc = v, at = static_cast<uint32_t>((kd * g.k[1] + kh) * g.k[2] + kw);
+          } else {
+            acc = pool_combine<A, kPool>(acc, v);
+          }
+        }
       }
-    if constexpr (!kMax) acc = pool_average(acc, g, od, oh, ow);
-    out[i] = static_cast<T>(acc);
+    if constexpr (kPool == Pool::argmax) out[i] = static_cast<O>(at);
+    else if constexpr (kPool == Pool::avg) out[i] = static_cast<T>(pool_average(acc, g, od, oh, ow));
+    else out[i] = static_cast<T>(acc);
   }
 }
 
@@ -384,6 +440,195 @@ static __global__ void adaptive_avg_pool_kernel(T* out, const T* in, int64_t ih,
       sum += column;
     }
     out[i] = static_cast<T>(sum / static_cast<A>((h1 - h0) * (w1 - w0)));
+  }
+}
+
+// ---- backward passes: gather kernels
+
+// One spatial dim of sliding windows: output o's window starts at o * s - p
+// and has k taps d apart. Int: int32_t when the plane's sizes allow
+// (gather_fits_int32), which keeps the gather's registers down; int64_t else.
+template <class Int> struct SlidingDim {
+  Int in, out, k, s, p, d;
+  Int reach, reach_q, reach_r;  // from a window's first tap to its last: (k - 1) * d = reach_q * s + reach_r
+  bool count_include_pad;
+
+  __device__ __forceinline__ Int start(Int o) const { return o * s - p; }
+  // The window's span from its start: positions start + [0, last] (all of them taps when d is 1).
+  __device__ __forceinline__ Int last(Int) const { return reach; }
+  // [lo, hi): the outputs whose window spans input position x (with
+  // dilation, x may fall between its taps). The first is found from the
+  // latest window starting at or before x with no second division: with
+  // q = x + p = latest * s + r, it is ceil((q - (k - 1) * d) / s) =
+  // latest - reach_q + (r > reach_r).
+  __device__ __forceinline__ void cover(Int x, Int& lo, Int& hi) const {
+    const Int q = x + p, latest = s == 1 ? q : q / s, r = q - latest * s;
+    lo = std::max<Int>(0, latest - reach_q + (r > reach_r ? 1 : 0));
+    hi = std::min<Int>(out, latest + 1);
+  }
+  // The tap of output o's window at input position x, or -1 when it has none there.
+  __device__ __forceinline__ Int tap(Int o, Int x) const {
+    const Int off = x - start(o);
+    if (off < 0 || off > reach) return -1;
+    if (d == 1) return off;
+    return off % d ? -1 : off / d;
+  }
+  // The divisor's part from this dim, for averages.
+  __device__ __forceinline__ int64_t extent(Int o) const { return avg_extent(o, k, s, p, in, count_include_pad); }
+  // Whether tap t at x is the window's first inside the input: the one before it (if any) lies before 0.
+  __device__ __forceinline__ bool first_inside(Int t, Int x) const { return t == 0 || x < d; }
+  // The first tap inside the input of a window starting at `begin`.
+  __device__ __forceinline__ Int first_inside_tap(Int begin) const {
+    return begin >= 0 ? 0 : (d == 1 ? -begin : (-begin + d - 1) / d);
+  }
+};
+
+// One dim of adaptive pooling: output o's cell is [floor(o * in / out), ceil((o + 1) * in / out)).
+template <class Int> struct AdaptiveDim {
+  Int in, out;
+
+  __device__ __forceinline__ Int start(Int o) const { return o * in / out; }
+  __device__ __forceinline__ Int end(Int o) const { return ((o + 1) * in + out - 1) / out; }
+  __device__ __forceinline__ Int last(Int o) const { return end(o) - start(o) - 1; }
+  // By the same rule the other way round: the cells holding x are [floor(x * out / in), ceil((x + 1) * out / in)).
+  __device__ __forceinline__ void cover(Int x, Int& lo, Int& hi) const {
+    lo = x * out / in;
+    hi = ((x + 1) * out + in - 1) / in;
+  }
+  __device__ __forceinline__ Int tap(Int o, Int x) const {
+    const Int begin = start(o);
+    return x >= begin && x < end(o) ? x - begin : -1;
+  }
+  __device__ __forceinline__ int64_t extent(Int o) const { return end(o) - start(o); }
+};
+
+// The windows of a pooling, per (depth, height, width).
+template <class Dim> struct Windows {
+  Dim dim[3];
+  int64_t divisor_override;  // averages: divide by this instead (0: none)
+};
+
+// How the gather's threads cover the input gradient: rows of `strips`
+// strips of kVec<T> elements, a block taking rows_per_block rows of
+// seg_strips strips (one column segment of the row) and each thread one
+// strip, stepping gridDim.x * rows_per_block rows at a time.
+struct GatherPlan {
+  int64_t planes, strips, segments;
+  int seg_strips, rows_per_block;
+  int64_t jump_h, jump_d, jump_plane;  // the row step as (plane, depth, row) digits: no division per step
+  bool vec_ok;                         // rows start 16-byte aligned: strips are stored as one vector
+};
+
+// A thread's row: (plane, depth, row) of the input, stepped by the plan's jump.
+template <class Int> struct RowWalk {
+  int64_t plane;
+  Int id, ih;
+
+  __device__ __forceinline__ RowWalk(int64_t row, Int in_d, Int in_h) {
+    ih = static_cast<Int>(row % in_h);
+    row /= in_h;
+    id = static_cast<Int>(row % in_d);
+    plane = row / in_d;
+  }
+  __device__ __forceinline__ void step(const GatherPlan& gp, Int in_d, Int in_h) {
+    ih += static_cast<Int>(gp.jump_h);
+    const bool carry_h = ih >= in_h;
+    if (carry_h) ih -= in_h;
+    id += static_cast<Int>(gp.jump_d) + carry_h;
+    const bool carry_d = id >= in_d;
+    if (carry_d) id -= in_d;
+    plane += gp.jump_plane + carry_d;
+  }
+};
+
+// The input's gradient from the output's: each element sums, over the outputs
+// whose windows hold it, in ascending output order, the output's gradient
+// divided by its divisor (averages: the windows are contiguous) or, for max
+// pooling (kMax), the output's gradient where `taps` says the element is its
+// window's maximum. Along the width an output's part is worked out once for
+// the strip: which of its elements the window spans, or which one it chose.
+template <class T, class Dim, bool kMax, class I>
+static __global__ void __launch_bounds__(kGatherThreads)
+    gather_grad_kernel(T* grad_in, const T* grad_out, const I* taps, Windows<Dim> win, GatherPlan gp) {
+  using A = acc_t<T>;
+  using Int = decltype(Dim::in);
+  constexpr int V = kVec<T>;
+  const int strip_in_seg = static_cast<int>(threadIdx.x) % gp.seg_strips;
+  const int row_in_block = static_cast<int>(threadIdx.x) / gp.seg_strips;
+  if (row_in_block >= gp.rows_per_block) return;
+  const Dim &wd = win.dim[0], &wh = win.dim[1], &ww = win.dim[2];
+  const int64_t in_plane = int64_t{wd.in} * wh.in * ww.in, out_plane = int64_t{wd.out} * wh.out * ww.out;
+  for (int64_t seg = blockIdx.y; seg < gp.segments; seg += gridDim.y) {
+    const int64_t strip = seg * gp.seg_strips + strip_in_seg;
+    if (strip >= gp.strips) break;  // the last segment is partial
+    const Int x0 = static_cast<Int>(strip * V);
+    const int n = static_cast<int>(std::min<int64_t>(V, ww.in - x0));
+    Int ow_lo, ow_hi, unused;
+    ww.cover(x0, ow_lo, unused);
+    ww.cover(x0 + n - 1, unused, ow_hi);
+    for (RowWalk<Int> r(blockIdx.x * static_cast<int64_t>(gp.rows_per_block) + row_in_block, wd.in, wh.in);
+         r.plane < gp.planes; r.step(gp, wd.in, wh.in)) {
+      Int od_lo, od_hi, oh_lo, oh_hi;
+      wd.cover(r.id, od_lo, od_hi);
+      wh.cover(r.ih, oh_lo, oh_hi);
+      const T* gy = grad_out + r.plane * out_plane;
+      const I* ty = kMax ? taps + r.plane * out_plane : nullptr;
+      A acc[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) acc[e] = A(0);
+      for (Int od = od_lo; od < od_hi; ++od) {
+        const Int kd = wd.tap(od, r.id);
+        if (kd < 0) continue;
+        for (Int oh = oh_lo; oh < oh_hi; ++oh) {
+          const Int kh = wh.tap(oh, r.ih);
+          if (kh < 0) continue;
+          const Int row = (od * wh.out + oh) * ww.out;
+          if constexpr (kMax) {
+            // Taps count in 32 bits (max_pool_backward_entry): a choice in another row of the window wraps past k.
+            const uint32_t tap_base = (static_cast<uint32_t>(kd) * wh.k + kh) * ww.k;
+            const bool first_dh = wd.first_inside(kd, r.id) && wh.first_inside(kh, r.ih);
+            for (Int ow = ow_lo; ow < ow_hi; ++ow) {
+              const A g = static_cast<A>(gy[row + ow]);
+              const uint32_t chosen = ty[row + ow];
+              const Int begin = ww.start(ow);
+              // The chosen tap along the width, if the choice lies in this row of the window at all.
+              Int kw = -1;
+              if (chosen != kNoTap<I>) {
+                if (chosen - tap_base < static_cast<uint32_t>(ww.k)) kw = static_cast<Int>(chosen - tap_base);
+              } else if (first_dh) {
+                kw = ww.first_inside_tap(begin);
+              }
+              const Int pick = kw >= 0 && kw < ww.k ? begin + kw * ww.d - x0 : -1;  // its element in the strip
+#pragma unroll
+              for (int e = 0; e < V; ++e)
+                if (e == pick) acc[e] += g;
+            }
+          } else {
+            const int64_t outer = wd.extent(od) * wh.extent(oh);
+            for (Int ow = ow_lo; ow < ow_hi; ++ow) {
+              const int64_t divisor = win.divisor_override ? win.divisor_override : outer * ww.extent(ow);
+              const A share = static_cast<A>(gy[row + ow]) / static_cast<A>(divisor);
+              const Int rel = x0 - ww.start(ow);
+              const auto last = static_cast<std::make_unsigned_t<Int>>(ww.last(ow));
+#pragma unroll
+              for (int e = 0; e < V; ++e)
+                if (static_cast<std::make_unsigned_t<Int>>(rel + e) <= last) acc[e] += share;
+            }
+          }
+        }
+      }
+      T* dst = grad_in + r.plane * in_plane + (int64_t{r.id} * wh.in + r.ih) * ww.in + x0;
+      if (gp.vec_ok) {
+        Vector<T> v;
+#pragma unroll
+        for (int e = 0; e < V; ++e) v.v[e] = static_cast<T>(acc[e]);
+        *reinterpret_cast<Vector<T>*>(dst) = v;
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          if (e < n) dst[e] = static_cast<T>(acc[e]);
+      }
+    }
   }
 }
 
@@ -445,8 +690,8 @@ PoolGeometry make_geometry(const Shape& in, const Shape& out, const PoolAttrs& a
   return g;
 }
 
-template <class T, bool kMax>
-void launch_pool(T* out, const T* in, const PoolGeometry& g, int64_t planes, int device, hipStream_t stream) {
+template <class T, Pool kPool, class O>
+void launch_pool(O* out, const T* in, const PoolGeometry& g, int64_t planes, int device, hipStream_t stream) {
   TilePlan tp;
   // Output planes smaller than a block's threads leave a tile mostly idle: one output per thread serves them better.
   if (g.out[1] * g.out[2] >= kPoolThreads && plan_tiles(g, planes, sizeof(T), tp)) {
@@ -456,24 +701,24 @@ void launch_pool(T* out, const T* in, const PoolGeometry& g, int64_t planes, int
     const int64_t y = std::min<int64_t>(tp.bands * tp.col_tiles, 65535);
     const int64_t x = std::clamp<int64_t>(resident / y, 1, std::min<int64_t>(tp.slices, int64_t{1} << 20));
     const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(y));
-    tiled_pool_kernel<T, kMax><<<grid, kPoolThreads, 0, stream>>>(out, in, g, tp);
+    tiled_pool_kernel<T, kPool, O><<<grid, kPoolThreads, 0, stream>>>(out, in, g, tp);
   } else {
     const int64_t n = planes * g.out[0] * g.out[1] * g.out[2];
-    direct_pool_kernel<T, kMax><<<grid_for(n), kThreads, 0, stream>>>(out, in, g, n);
+    direct_pool_kernel<T, kPool, O><<<grid_for(n), kThreads, 0, stream>>>(out, in, g, n);
   }
 }
 
-std::string describe(const OpCall& call) {
+// The pooling's input and output shapes (a backward op's output and grad) and its window.
+std::string describe(const OpCall& call, const Shape& input, const Shape& output) {
   const PoolAttrs& a = call.attr<PoolAttrs>();
-  std::string s = "input " + detail::to_piece(call.inputs[0].shape()) + ", output " +
-                  detail::to_piece(call.out().shape());
+  std::string s = "input " + detail::to_piece(input) + ", output " + detail::to_piece(output);
   if (!a.kernel_size.empty())
     s += ", kernel_size " + detail::to_piece(Shape(a.kernel_size)) + ", stride " + detail::to_piece(Shape(a.stride)) +
          ", padding " + detail::to_piece(Shape(a.padding)) + ", dilation " + detail::to_piece(Shape(a.dilation));
   return s + " (" + dtype_name(call.out().dtype()) + ")";
 }
 
-template <bool kMax> void sliding_pool_entry(OpCall& call) {
+template <Pool kPool> void sliding_pool_entry(OpCall& call) {
   const int device = call.out().device().index;
   DeviceGuard guard(device);
   const Tensor& x = call.inputs[0];
@@ -484,9 +729,9 @@ template <bool kMax> void sliding_pool_entry(OpCall& call) {
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>)
-      launch_pool<T, kMax>(out.data<T>(), x.data<T>(), g, planes, device, current_stream(device));
+      launch_pool<T, kPool, T>(out.data<T>(), x.data<T>(), g, planes, device, current_stream(device));
   });
-  check_launch(op_name(call.op), describe(call));
+  check_launch(op_name(call.op), describe(call, x.shape(), out.shape()));
 }
 
 void adaptive_avg_pool2d_entry(OpCall& call) {
@@ -503,14 +748,173 @@ void adaptive_avg_pool2d_entry(OpCall& call) {
           out.data<T>(), x.data<T>(), x.shape()[2], x.shape()[3], out.shape()[2], out.shape()[3], n);
     }
   });
-  check_launch(op_name(call.op), describe(call));
+  check_launch(op_name(call.op), describe(call, x.shape(), out.shape()));
 }
 
-PF_REGISTER_KERNEL(max_pool2d, ROCm, &sliding_pool_entry<true>);
-PF_REGISTER_KERNEL(max_pool3d, ROCm, &sliding_pool_entry<true>);
-PF_REGISTER_KERNEL(avg_pool2d, ROCm, &sliding_pool_entry<false>);
-PF_REGISTER_KERNEL(avg_pool3d, ROCm, &sliding_pool_entry<false>);
+// ---- backward entries
+
+template <class Int> SlidingDim<Int> sliding_dim(const PoolGeometry& g, int i) {
+  SlidingDim<Int> w;
+  const int64_t reach = (g.k[i] - 1) * g.d[i];
+  w.in = static_cast<Int>(g.in[i]), w.out = static_cast<Int>(g.out[i]), w.k = static_cast<Int>(g.k[i]);
+  w.s = static_cast<Int>(g.s[i]), w.p = static_cast<Int>(g.p[i]), w.d = static_cast<Int>(g.d[i]);
+  w.reach = static_cast<Int>(reach);
+  w.reach_q = static_cast<Int>(reach / g.s[i]);
+  w.reach_r = static_cast<Int>(reach % g.s[i]);
+  w.count_include_pad = g.count_include_pad;
+  return w;
+}
+
+template <class Int> Windows<SlidingDim<Int>> sliding_windows(const PoolGeometry& g) {
+  return {{sliding_dim<Int>(g, 0), sliding_dim<Int>(g, 1), sliding_dim<Int>(g, 2)}, g.divisor_override};
+}
+
+// Whether a plane's offsets and the window arithmetic stay below 2^31 (sums
+// of a few of these values below 2^29 do).
+bool gather_fits_int32(const PoolGeometry& g) {
+  constexpr int64_t kLimit = int64_t{1} << 29;
+  for (int i = 0; i < 3; ++i)
+    for (int64_t v : {g.in[i], g.out[i], g.k[i], g.s[i], g.p[i], (g.k[i] - 1) * g.d[i]})
+      if (v >= kLimit) return false;
+  return g.in[0] * g.in[1] * g.in[2] < kLimit && g.out[0] * g.out[1] * g.out[2] < kLimit;
+}
+
+template <class T, class Dim, bool kMax, class I>
+void launch_gather(T* grad_in, const T* grad_out, const I* taps, const Windows<Dim>& win, int64_t planes,
+                   hipStream_t stream) {
+  constexpr int V = kVec<T>;
+  const int64_t in_d = win.dim[0].in, in_h = win.dim[1].in, in_w = win.dim[2].in;
+  GatherPlan gp;
+  gp.planes = planes;
+  gp.strips = (in_w + V - 1) / V;
+  gp.seg_strips = static_cast<int>(std::min<int64_t>(gp.strips, kGatherThreads));
+  gp.segments = (gp.strips + gp.seg_strips - 1) / gp.seg_strips;
+  gp.rows_per_block = kGatherThreads / gp.seg_strips;
+  const int64_t rows = planes * in_d * in_h, rows_per_step = int64_t{gp.rows_per_block} * kGatherRowSteps;
+  const int64_t x = std::clamp<int64_t>((rows + rows_per_step - 1) / rows_per_step, 1, int64_t{1} << 20);
+  const int64_t y = std::min<int64_t>(gp.segments, 65535);
+  const int64_t step = x * gp.rows_per_block;
+  gp.jump_h = step % in_h;
+  gp.jump_d = step / in_h % in_d;
+  gp.jump_plane = step / in_h / in_d;
+  gp.vec_ok = in_w % V == 0 && aligned(grad_in, sizeof(Vector<T>));
+  // Whole warps: 64 lanes make whole waves of 32 and of 64.
+  const int threads = (gp.rows_per_block * gp.seg_strips + 63) / 64 * 64;
+  gather_grad_kernel<T, Dim, kMax, I><<<dim3(static_cast<unsigned>(x), static_cast<unsigned>(y)), threads, 0,
+                                        stream>>>(grad_in, grad_out, taps, win, gp);
+}
+
+// A sliding-window gather in 32-bit arithmetic where it fits.
+template <class T, bool kMax, class I>
+void launch_sliding_gather(T* grad_in, const T* grad_out, const I* taps, const PoolGeometry& g, int64_t planes,
+                           hipStream_t stream) {
+  if (gather_fits_int32(g))
+    launch_gather<T, SlidingDim<int32_t>, kMax, I>(grad_in, grad_out, taps, sliding_windows<int32_t>(g), planes,
+                                                    stream);
+  else
+    launch_gather<T, SlidingDim<int64_t>, kMax, I>(grad_in, grad_out, taps, sliding_windows<int64_t>(g), planes,
+                                                    stream);
+}
+
+// The taps of each window's maximum (`I` per output, scratch), then the gather.
+template <class T, class I>
+void launch_max_pool_backward(T* grad_in, const T* grad_out, const T* x, const PoolGeometry& g, int64_t planes,
+                              Device dev, hipStream_t stream) {
+  const int64_t outputs = planes * g.out[0] * g.out[1] * g.out[2];
+  Tensor scratch = Tensor::empty({outputs * int64_t{sizeof(I)}}, DType::UInt8, dev);
+  I* taps = reinterpret_cast<I*>(scratch.data<uint8_t>());
+  launch_pool<T, Pool::argmax, I>(taps, x, g, planes, dev.index, stream);
+  launch_sliding_gather<T, true, I>(grad_in, grad_out, taps, g, planes, stream);
+}
+
+// (grad, input) -> the input's gradient.
+void max_pool_backward_entry(OpCall& call) {
+  Tensor& out = call.out();
+  const int device = out.device().index;
+  DeviceGuard guard(device);
+  const Tensor &grad = call.inputs[0], &x = call.inputs[1];
+  if (out.numel() == 0) return;
+  const PoolGeometry g = make_geometry(x.shape(), grad.shape(), call.attr<PoolAttrs>());
+  const int64_t planes = x.shape()[0] * x.shape()[1];
+  // In double: exact below 2^53, so the comparisons are right whatever the product.
+  const double volume = static_cast<double>(g.k[0]) * static_cast<double>(g.k[1]) * static_cast<double>(g.k[2]);
+  PF_CHECK(volume <= kNoTap<uint32_t>, NotSupportedError, op_name(call.op), ": windows of more than 2^32 - 1 taps "
+           "are not supported on the GPU (", describe(call, x.shape(), grad.shape()), ")");
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      if (volume <= kNoTap<uint8_t>)
+        launch_max_pool_backward<T, uint8_t>(out.data<T>(), grad.data<T>(), x.data<T>(), g, planes, out.device(),
+                                             current_stream(device));
+      else
+        launch_max_pool_backward<T, uint32_t>(out.data<T>(), grad.data<T>(), x.data<T>(), g, planes, out.device(),
+                                              current_stream(device));
+    }
+  });
+  check_launch(op_name(call.op), describe(call, out.shape(), grad.shape()));
+}
+
+// (grad) -> the input's gradient (of the output's shape).
+void avg_pool_backward_entry(OpCall& call) {
+  Tensor& out = call.out();
+  const int device = out.device().index;
+  DeviceGuard guard(device);
+  const Tensor& grad = call.inputs[0];
+  if (out.numel() == 0) return;
+  const PoolGeometry g = make_geometry(out.shape(), grad.shape(), call.attr<PoolAttrs>());
+  const int64_t planes = out.shape()[0] * out.shape()[1];
+  visit_dtype(grad.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>)
+      launch_sliding_gather<T, false, uint8_t>(out.data<T>(), grad.data<T>(), nullptr, g, planes,
+                                               current_stream(device));
+  });
+  check_launch(op_name(call.op), describe(call, out.shape(), grad.shape()));
+}
+
+void adaptive_avg_pool2d_backward_entry(OpCall& call) {
+  Tensor& out = call.out();
+  const int device = out.device().index;
+  DeviceGuard guard(device);
+  const Tensor& grad = call.inputs[0];
+  if (out.numel() == 0) return;  // (an empty grad, output size 0, still gets zeros written)
+  const int64_t ih = out.shape()[2], iw = out.shape()[3], oh = grad.shape()[2], ow = grad.shape()[3];
+  const int64_t planes = out.shape()[0] * out.shape()[1];
+  // 32-bit arithmetic where a plane's offsets and the products of in and out sizes stay below 2^31.
+  constexpr int64_t kLimit = int64_t{1} << 31;
+  const bool fits = ih * iw < kLimit && oh * ow < kLimit && (ih + 1) * (oh + 1) < kLimit &&
+                    (iw + 1) * (ow + 1) < kLimit;
+  const hipStream_t stream = current_stream(device);
+  visit_dtype(grad.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      if (fits) {
+        const Windows<AdaptiveDim<int32_t>> win{{{1, 1},
+                                                  {static_cast<int32_t>(ih), static_cast<int32_t>(oh)},
+                                                  {static_cast<int32_t>(iw), static_cast<int32_t>(ow)}},
+                                                 0};
+        launch_gather<T, AdaptiveDim<int32_t>, false, uint8_t>(out.data<T>(), grad.data<T>(), nullptr, win, planes,
+                                                               stream);
+      } else {
+        const Windows<AdaptiveDim<int64_t>> win{{{1, 1}, {ih, oh}, {iw, ow}}, 0};
+        launch_gather<T, AdaptiveDim<int64_t>, false, uint8_t>(out.data<T>(), grad.data<T>(), nullptr, win, planes,
+                                                               stream);
+      }
+    }
+  });
+  check_launch(op_name(call.op), describe(call, out.shape(), grad.shape()));
+}
+
+PF_REGISTER_KERNEL(max_pool2d, ROCm, &sliding_pool_entry<Pool::max>);
+PF_REGISTER_KERNEL(max_pool3d, ROCm, &sliding_pool_entry<Pool::max>);
+PF_REGISTER_KERNEL(avg_pool2d, ROCm, &sliding_pool_entry<Pool::avg>);
+PF_REGISTER_KERNEL(avg_pool3d, ROCm, &sliding_pool_entry<Pool::avg>);
 PF_REGISTER_KERNEL(adaptive_avg_pool2d, ROCm, &adaptive_avg_pool2d_entry);
+PF_REGISTER_KERNEL(max_pool2d_backward, ROCm, &max_pool_backward_entry);
+PF_REGISTER_KERNEL(max_pool3d_backward, ROCm, &max_pool_backward_entry);
+PF_REGISTER_KERNEL(avg_pool2d_backward, ROCm, &avg_pool_backward_entry);
+PF_REGISTER_KERNEL(avg_pool3d_backward, ROCm, &avg_pool_backward_entry);
+PF_REGISTER_KERNEL(adaptive_avg_pool2d_backward, ROCm, &adaptive_avg_pool2d_backward_entry);
 
 }  // namespace
 }  // namespace pyflame::backend::rocm
