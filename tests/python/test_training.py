@@ -98,7 +98,8 @@ def test_demo_trains_the_digits_cnn(tmp_path):
     ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_optimizers_match_torch_on_each_device(name, kwargs, device, rng):
-    """Five steps with the same gradients: parameters equal torch.optim's (CPU) on either device.
+    """Five steps with the same gradients under a learning-rate schedule: parameters equal
+    torch.optim's (CPU) on either device.
 
     One group of 70 parameters: more than one fused launch holds, sizes across the GPU's chunks
     (empty, one element, several chunks), and a float64 parameter among float32 ones (its own call)."""
@@ -110,6 +111,8 @@ def test_optimizers_match_torch_on_each_device(name, kwargs, device, rng):
     tparams = [torch.tensor(w, requires_grad=True) for w in w0]
     opt = getattr(pf.optim, name)(params, **kwargs)
     topt = getattr(torch.optim, name)(tparams, **kwargs)
+    sched = pf.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=4)
+    tsched = torch.optim.lr_scheduler.CosineAnnealingLR(topt, T_max=4)
     for step in range(5):
         for i, (p, t) in enumerate(zip(params, tparams)):
             if step == 2 and i % 7 == 1:  # no gradient: skipped, its step count falls behind
@@ -120,6 +123,8 @@ def test_optimizers_match_torch_on_each_device(name, kwargs, device, rng):
             t.grad = torch.tensor(g)
         opt.step()
         topt.step()
+        sched.step()
+        tsched.step()
     for i, (p, t) in enumerate(zip(params, tparams)):
         assert p.dtype == (pf.float64 if i == len(params) - 1 else pf.float32)
         np.testing.assert_allclose(pf_to_numpy(p), t.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=f"param {i}")
