@@ -64,6 +64,15 @@ void bind_unary(nb::module_& m, nb::class_<Tensor>& tensor, OpType op) {
       throw std::logic_error(std::string(name) + ": bind_unary handles up to 2 parameters; add a case");
   }
 }
+// A reduction as PyTorch takes it: dtype= converts the input first; axis= is dim's NumPy name.
+Tensor reduce(OpType op, const Tensor& x, nb::handle dim, bool keepdim, nb::handle dtype, nb::handle axis) {
+  if (!axis.is_none()) {
+    PF_CHECK(dim.is_none(), TypeError, pyflame::op_name(op), "(): got both dim and axis (axis is dim's NumPy name)");
+    dim = axis;
+  }
+  const Tensor in = dtype.is_none() ? x : pyflame::to(x, as_dtype(dtype));
+  return pyflame::reduce_op(op, in, as_dims(dim), keepdim);
+}
 }  // namespace
 
 namespace pyflame::python {
@@ -86,11 +95,12 @@ void bind_ops(nb::module_& m, nb::class_<Tensor>& tensor) {
 #define PF_FAMILY_BINARY_FLOAT(name, functor) PF_BIND_BINARY(name)
 #define PF_FAMILY_COMPARE(name, functor) PF_BIND_BINARY(name)
 #define PF_FAMILY_REDUCE(name, functor)                                                                    \
-  m.def(#name, [](const Tensor& x, nb::handle dim, bool keepdim) {                                         \
-    return pyflame::reduce_op(OpType::name, x, as_dims(dim), keepdim); }, "x"_a, "dim"_a = nb::none(),     \
-    "keepdim"_a = false);                                                                                  \
-  tensor.def(#name, [](const Tensor& x, nb::handle dim, bool keepdim) {                                    \
-    return pyflame::reduce_op(OpType::name, x, as_dims(dim), keepdim); }, "dim"_a = nb::none(), "keepdim"_a = false);
+  m.def(#name, [](const Tensor& x, nb::handle dim, bool keepdim, nb::handle dtype, nb::handle axis) {      \
+    return reduce(OpType::name, x, dim, keepdim, dtype, axis); }, "x"_a, "dim"_a = nb::none(),             \
+    "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(), "axis"_a = nb::none());                    \
+  tensor.def(#name, [](const Tensor& x, nb::handle dim, bool keepdim, nb::handle dtype, nb::handle axis) { \
+    return reduce(OpType::name, x, dim, keepdim, dtype, axis); }, "dim"_a = nb::none(), "keepdim"_a = false, \
+    nb::kw_only(), "dtype"_a = nb::none(), "axis"_a = nb::none());
 #define PF_FAMILY_ARG_REDUCE(name, functor)                                                            \
   m.def(#name, [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) {                         \
     return pyflame::name(x, dim, keepdim); }, "x"_a, "dim"_a = nb::none(), "keepdim"_a = false);       \

@@ -301,6 +301,18 @@ def test_reductions_over_multiple_dims(dtype, rng):
     assert_matches(pf.sum(x, dim=[0, 2]), torch.sum(t, dim=(0, 2)), 1e-5, 1e-5, what="sum[list]")
 
 
+@pytest.mark.parametrize("name", ["sum", "mean", "prod"])
+def test_reduction_dtype_and_axis_keywords(name, rng):
+    v = make_values(rng, (3, 4), "int32", low=-2, high=2)
+    x, t = pf.tensor(v), torch.from_numpy(v.copy())
+    for kw in (dict(dtype=pf.float64), dict(axis=1, dtype=pf.float32), dict(axis=0, keepdim=True, dtype=pf.float32)):
+        tkw = {k: (TORCH_DTYPE[str(v).split(".")[-1]] if k == "dtype" else v) for k, v in kw.items()}
+        assert_matches(getattr(pf, name)(x, **kw), getattr(torch, name)(t, **tkw), 1e-6, 1e-6, what=f"{name}{kw}")
+        assert_matches(getattr(x, name)(**kw), getattr(t, name)(**tkw), 1e-6, 1e-6, what=f"Tensor.{name}{kw}")
+    with pytest.raises(TypeError, match="both dim and axis"):
+        getattr(x, name)(0, axis=1)
+
+
 def test_large_reductions_and_matmul_fp32(rng):
     """Bigger than one vector/tile: sums of 100k values, a 67x129 @ 129x45 matmul."""
     v = make_values(rng, (100003,), "float32", low=0, high=1)
