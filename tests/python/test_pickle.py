@@ -122,7 +122,8 @@ def test_parameter_stays_a_parameter(rng, requires_grad, how):
 
 def _model(rng):
     """Conv2d + BatchNorm2d (running stats and num_batches_tracked updated by one training forward) + Linear."""
-    m = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 5 * 5, 6))
+    m = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
+                      nn.Linear(4 * 5 * 5, 6))
     with pf.no_grad():
         for p in m.parameters():  # away from the initial values, so a copy that misses them fails
             p.copy_(pf.tensor(make_values(rng, tuple(p.shape), "float32", low=-0.5, high=0.5)))
