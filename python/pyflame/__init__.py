@@ -144,5 +144,6 @@ long = int64
 
 # Last: pyflame.nn.functional re-exports the ops defined above.
 from .serialization import load, save  # noqa: E402,F401
+from . import _pickle  # noqa: E402,F401  (copy.deepcopy and pickle of tensors)
 from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401

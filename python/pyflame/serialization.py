@@ -1,4 +1,4 @@
-"""pf.save / pf.load: dicts of tensors in the safetensors format.
+"""pf.save / pf.load: tensors, and nested state holding them, in the safetensors format.
 
 The format (https://github.com/huggingface/safetensors): an 8-byte little-endian
 header length N, N bytes of JSON {name: {"dtype", "shape", "data_offsets":
@@ -7,10 +7,21 @@ bytes, packed without gaps (offsets are relative to the end of the header).
 This module writes and reads it itself; files move both ways with PyTorch's
 safetensors.torch.save_file / load_file. bfloat16 travels as its bit pattern:
 a bfloat16 value widened to float32 is the same bits followed by 16 zeros.
+
+A flat dict {str: Tensor} is written as a plain safetensors file. Anything else
+(a checkpoint such as {"model": state_dict, "optimizer": opt.state_dict(),
+"epoch": 3}) stores its tensors under generated names and its structure as
+JSON in the metadata entry "pyflame.structure" ({"version": 1, "root": node}):
+a node is null, a bool, an int, a finite float, a string, a list of nodes, or
+an object with one tag: {"tensor": name}, {"tuple": [nodes]}, {"float":
+"inf" | "-inf" | "nan"}, {"dict": [[key node, value node], ...]} (with "type":
+"OrderedDict" or "Counter" for those). No pickle: loading runs no code.
 """
 
 import json
+import math
 import os
+from collections import Counter, OrderedDict
 import struct
 
 import numpy as np
@@ -31,6 +42,7 @@ _MAX_HEADER = 100_000_000  # the safetensors library's limit
 
 def _host_array(t):
     """The tensor's elements as a C-contiguous little-endian NumPy array (bfloat16 as uint16 bits)."""
+    t = t.detach()
     if t.dtype == _F.bfloat16:
         wide = np.ascontiguousarray(t.to(_F.float32).cpu().numpy())
         return (wide.view(np.uint32) >> 16).astype("<u2")
@@ -38,24 +50,108 @@ def _host_array(t):
     return np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
 
 
-def save(tensors, path, metadata=None):
-    """Writes a dict {name: Tensor} (a state dict) to `path` in the safetensors format.
+def _typename(obj):
+    t = type(obj)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
-    Any device and layout: device tensors are copied to the host, views are
-    written as their elements. `metadata` is an optional dict of str -> str.
-    Everything is checked before the file is opened (TypeError/ValueError)."""
-    if not isinstance(tensors, dict):
-        raise TypeError(f"pf.save: expected a dict of name -> Tensor, got {type(tensors).__name__}")
-    for name, t in tensors.items():
-        if not isinstance(name, str):
-            raise TypeError(f"pf.save: tensor names must be strings, got {name!r} ({type(name).__name__})")
-        if name == "__metadata__":
-            raise ValueError("pf.save: '__metadata__' is reserved by the format and cannot name a tensor")
-        if not isinstance(t, _C.Tensor):
-            raise TypeError(f"pf.save: the value of '{name}' is a {type(t).__name__}, not a pyflame Tensor")
+
+_STRUCTURE_KEY = "pyflame.structure"
+_STRUCTURE_VERSION = 1
+_DICT_TYPES = {dict: "dict", OrderedDict: "OrderedDict", Counter: "Counter"}
+_DICT_BY_NAME = {name: cls for cls, name in _DICT_TYPES.items()}
+_KEY_TYPES = (str, int, float, type(None))  # (bool is an int)
+_SUPPORTED = "dict, list, tuple, str, int, float, bool, None and pyflame Tensors"
+
+
+def _is_flat(obj):
+    """A state dict that plain safetensors holds as it is: tensors under string names."""
+    return isinstance(obj, dict) and all(isinstance(k, str) and k != "__metadata__" and isinstance(v, _C.Tensor)
+                                         for k, v in obj.items())
+
+
+def _encode(obj):
+    """(tensors {name: Tensor}, the structure's root node) of a nested object; raises before anything is written.
+
+    A tensor is named by its path of keys joined by '.', made unique with '#2', '#3', ...;
+    one tensor object reached twice is stored once (and loads as one object)."""
+    tensors, names, open_containers = {}, {}, set()
+
+    def where(path):
+        return ".".join(path) or "the object"
+
+    def tensor_name(path):
+        base = ".".join(path) or "tensor"
+        name, n = base, 1
+        while name in tensors or name == "__metadata__":
+            n += 1
+            name = f"{base}#{n}"
+        return name
+
+    def scalar(x):  # subclasses (np.float64, IntEnum, ...) as their base type
+        if x is None or isinstance(x, bool):
+            return x
+        if isinstance(x, str):
+            return str(x)
+        if isinstance(x, int):
+            return int(x)
+        x = float(x)
+        return x if math.isfinite(x) else {"float": repr(x)}  # JSON has no inf or nan
+
+    def node(x, path):
+        if x is None or isinstance(x, (bool, int, float, str)):
+            return scalar(x)
+        if isinstance(x, _C.Tensor):
+            if id(x) not in names:
+                names[id(x)] = tensor_name(path)
+                tensors[names[id(x)]] = x
+            return {"tensor": names[id(x)]}
+        if not isinstance(x, (dict, list, tuple)):
+            raise TypeError(f"pf.save: {where(path)} is a {_typename(x)}, which pf.save cannot store "
+                            f"(it stores {_SUPPORTED})")
+        if id(x) in open_containers:
+            raise ValueError(f"pf.save: {where(path)} contains itself")
+        open_containers.add(id(x))
+        if isinstance(x, dict):
+            items = []
+            for k, v in x.items():
+                if not isinstance(k, _KEY_TYPES):
+                    raise TypeError(f"pf.save: {where(path)} has a key {k!r} of type {_typename(k)}; "
+                                    "keys must be str, int, float, bool or None")
+                items.append([scalar(k), node(v, path + [str(k)])])
+            out = {"dict": items}
+            if type(x) in (OrderedDict, Counter):
+                out["type"] = _DICT_TYPES[type(x)]
+        else:
+            values = [node(v, path + [str(i)]) for i, v in enumerate(x)]
+            out = {"tuple": values} if isinstance(x, tuple) else values
+        open_containers.discard(id(x))
+        return out
+
+    root = node(obj, [])
+    return tensors, root
+
+
+def save(obj, path, metadata=None):
+    """Writes `obj` to `path` in the safetensors format.
+
+    `obj` is a dict {name: Tensor} (a state dict: written as plain safetensors, the names
+    as they are) or nested state: dicts (keys str, int, float, bool or None), lists,
+    tuples, str, int, float, bool, None and Tensors at any depth. Tensors of any device
+    and layout: device tensors are copied to the host, views are written as their
+    elements. `metadata` is an optional dict of str -> str. Everything is checked before
+    the file is opened (TypeError/ValueError naming the path of the bad value)."""
     if metadata is not None and (not isinstance(metadata, dict) or
                                  not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
         raise TypeError("pf.save: metadata must be a dict of str -> str")
+    if metadata is not None and _STRUCTURE_KEY in metadata:
+        raise ValueError(f"pf.save: the metadata key {_STRUCTURE_KEY!r} is reserved for pf.save's structure")
+    if _is_flat(obj):
+        tensors = obj
+    else:
+        tensors, root = _encode(obj)
+        metadata = dict(metadata or {})
+        metadata[_STRUCTURE_KEY] = json.dumps({"version": _STRUCTURE_VERSION, "root": root},
+                                              separators=(",", ":"), allow_nan=False)
 
     header = {} if metadata is None else {"__metadata__": metadata}
     arrays = []
@@ -115,7 +211,7 @@ def _parse_header(raw, data_size, where):
         raise bad(f"truncated: the header describes {end} bytes of data but only {data_size} follow it")
     if end != data_size:
         raise bad(f"{data_size - end} bytes after the last tensor's data")
-    return entries
+    return entries, metadata or {}
 
 
 def _refuse_pytorch_checkpoint(head, where):
@@ -130,12 +226,14 @@ def _refuse_pytorch_checkpoint(head, where):
 
 
 def load(path, device=None, map_location=None):
-    """Reads a safetensors file into a dict {name: Tensor}, in the file's order.
+    """Reads a file pf.save wrote, or any safetensors file.
 
-    Tensors are created on `device` (default: the current device); `map_location`
-    is torch.load's name for it (a device string or pf device; not a dict or function).
-    FileNotFoundError for a missing file; ValueError naming the problem for a
-    truncated or corrupt one."""
+    A flat file (a state dict, or one from another tool) gives a dict {name: Tensor} in
+    the file's order; a file of nested state gives that state back, with its dict key
+    types, tuples, ints, floats and bools. Tensors are created on `device` (default: the
+    current device); `map_location` is torch.load's name for it (a device string or pf
+    device; not a dict or function). FileNotFoundError for a missing file; ValueError
+    naming the problem for a truncated or corrupt one."""
     if map_location is not None:
         if device is not None:
             raise TypeError("pf.load: give device= or map_location=, not both")
@@ -144,6 +242,16 @@ def load(path, device=None, map_location=None):
                             "a dict or a function is not supported")
         device = map_location
     return _load(path, device)
+
+
+def _from_host(buf, dtype_name, shape, device):
+    """A new tensor of safetensors dtype `dtype_name` from its little-endian bytes."""
+    pf_dtype, np_dtype = _BY_NAME[dtype_name]
+    arr = np.frombuffer(buf, dtype=np_dtype).reshape(shape)
+    if pf_dtype == _F.bfloat16:
+        wide = (arr.astype(np.uint32) << 16).view(np.float32)
+        return _tensor(wide, dtype=pf_dtype, device=device)
+    return _tensor(arr.astype(np_dtype.newbyteorder("="), copy=False), device=device)
 
 
 def _load(path, device):
@@ -159,16 +267,64 @@ def _load(path, device):
             _refuse_pytorch_checkpoint(head, where)
             raise ValueError(f"pf.load: {where} is not a valid safetensors file: header length {n} exceeds "
                              f"the {size - 8} bytes after it" + (" (or the format's limit)" if n > _MAX_HEADER else ""))
-        entries = _parse_header(f.read(n), size - 8 - n, where)
+        entries, metadata = _parse_header(f.read(n), size - 8 - n, where)
         out = {}
         for begin, stop, name, dtype, shape in entries:
-            pf_dtype, np_dtype = _BY_NAME[dtype]
             buf = bytearray(stop - begin)  # writable, so pf.tensor reads it without another copy
             f.readinto(buf)
-            arr = np.frombuffer(buf, dtype=np_dtype).reshape(shape)
-            if pf_dtype == _F.bfloat16:
-                wide = (arr.astype(np.uint32) << 16).view(np.float32)
-                out[name] = _tensor(wide, dtype=pf_dtype, device=device)
-            else:
-                out[name] = _tensor(arr.astype(np_dtype.newbyteorder("="), copy=False), device=device)
-    return out
+            out[name] = _from_host(buf, dtype, shape, device)
+    if _STRUCTURE_KEY not in metadata:
+        return out
+    return _decode(metadata[_STRUCTURE_KEY], out, where)
+
+
+def _decode(text, tensors, where):
+    """The nested state of a "pyflame.structure" metadata entry (the module docstring), over the loaded tensors."""
+    def bad(why):
+        return ValueError(f"pf.load: {where} has an invalid {_STRUCTURE_KEY!r} entry: {why}")
+
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise bad(f"not JSON ({e})") from None
+    if not isinstance(doc, dict) or set(doc) != {"version", "root"}:
+        raise bad('expected {"version": ..., "root": ...}')
+    if doc["version"] != _STRUCTURE_VERSION:
+        raise bad(f"version {doc['version']!r}; this PyFlame reads version {_STRUCTURE_VERSION}")
+    used = set()
+
+    def value(node):
+        if node is None or isinstance(node, (bool, int, float, str)):
+            return node
+        if isinstance(node, list):
+            return [value(v) for v in node]
+        if not isinstance(node, dict):
+            raise bad(f"unexpected node {node!r}")
+        keys = set(node)
+        if keys == {"tensor"}:
+            if node["tensor"] not in tensors:
+                raise bad(f"it refers to a tensor {node['tensor']!r} that the file does not hold")
+            used.add(node["tensor"])
+            return tensors[node["tensor"]]
+        if keys == {"tuple"} and isinstance(node["tuple"], list):
+            return tuple(value(v) for v in node["tuple"])
+        if keys == {"float"} and node["float"] in ("inf", "-inf", "nan"):
+            return float(node["float"])
+        if "dict" in keys and keys <= {"dict", "type"} and node.get("type", "dict") in _DICT_BY_NAME:
+            if not isinstance(node["dict"], list):
+                raise bad(f"a dict's items must be a list, got {node['dict']!r}")
+            out = _DICT_BY_NAME[node.get("type", "dict")]()
+            for item in node["dict"]:
+                if not isinstance(item, list) or len(item) != 2:
+                    raise bad(f"a dict's items must be [key, value] pairs, got {item!r}")
+                key = value(item[0])
+                if not isinstance(key, _KEY_TYPES):
+                    raise bad(f"a dict key must be str, int, float, bool or None, got {item[0]!r}")
+                out[key] = value(item[1])
+            return out
+        raise bad(f"unexpected node {node!r}")
+
+    root = value(doc["root"])
+    if used != set(tensors):
+        raise bad(f"tensors the structure does not refer to: {', '.join(sorted(set(tensors) - used))}")
+    return root

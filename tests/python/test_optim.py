@@ -412,19 +412,13 @@ def test_repr(rng):
 
 # ---------------------------------------------------------------- optimizer state dicts
 
-def _clone_state_dict(sd):
-    """A deep copy (state_dict() shares the optimizer's tensors, as PyTorch's; Tensor does not pickle)."""
-    return {"state": {k: {key: v.clone() for key, v in s.items()} for k, s in sd["state"].items()},
-            "param_groups": [dict(g, params=list(g["params"])) for g in sd["param_groups"]]}
-
-
 @pytest.mark.parametrize("name,kwargs,group1", [
     ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}, {"lr": 0.02}),
     ("Adam", {"lr": 0.01, "amsgrad": True}, {"lr": 0.002, "betas": (0.8, 0.9)}),
     ("AdamW", {"lr": 0.01}, {"weight_decay": 0.3}),
     ("RMSprop", {"lr": 0.01, "centered": True, "momentum": 0.9}, {"alpha": 0.9}),
 ])
-def test_state_dict_round_trip_resumes_training(rng, name, kwargs, group1):
+def test_state_dict_round_trip_resumes_training(tmp_path, rng, name, kwargs, group1):
     ws = _weights(rng)
     grads = [[rng.standard_normal(s).astype(np.float32) for s in SHAPES] for _ in range(6)]
     cls = getattr(pf.optim, name)
@@ -445,7 +439,8 @@ def test_state_dict_round_trip_resumes_training(rng, name, kwargs, group1):
     first = [pf.nn.Parameter(pf.tensor(w)) for w in ws]
     opt1 = cls(_groups(first, group1), **kwargs)
     run(first, opt1, grads[:3])
-    saved = _clone_state_dict(opt1.state_dict())
+    pf.save(opt1.state_dict(), tmp_path / "opt.safetensors")
+    saved = pf.load(tmp_path / "opt.safetensors")
     resumed = [pf.nn.Parameter(p.detach().clone()) for p in first]
     opt2 = cls(_groups(resumed, {}), lr=0.5)
     opt2.load_state_dict(saved)
@@ -563,9 +558,9 @@ def test_chained_schedulers_match_torch(rng, first, second):
     assert _lr_sequence(popt, [pchain], 20) == _lr_sequence(topt, [tchain], 20)
 
 
-def _resumed_lrs(rng, name, kwargs, lib, split, epochs):
-    """The lrs of `epochs` epochs, with the optimizer and scheduler saved after `split` and loaded
-    into fresh ones."""
+def _resumed_lrs(path, name, kwargs, lib, split, epochs):
+    """The lrs of `epochs` epochs, with the optimizer and scheduler saved after `split` (PyFlame's
+    through a pf.save file at `path`) and loaded into fresh ones."""
     opt_cls, mod = (pf.optim.SGD, pf.optim) if lib == "pf" else (torch.optim.SGD, torch.optim)
 
     def make():
@@ -581,6 +576,9 @@ def _resumed_lrs(rng, name, kwargs, lib, split, epochs):
         sched.step()
         lrs.append(sched.get_last_lr())
     opt_sd, sched_sd = opt.state_dict(), sched.state_dict()
+    if lib == "pf":
+        pf.save({"optimizer": opt_sd, "scheduler": sched_sd}, path)
+        opt_sd, sched_sd = pf.load(path).values()
     opt, sched = make()
     opt.load_state_dict(opt_sd)
     sched.load_state_dict(sched_sd)
@@ -592,9 +590,9 @@ def _resumed_lrs(rng, name, kwargs, lib, split, epochs):
 
 
 @pytest.mark.parametrize("name,kwargs", SCHEDULERS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(SCHEDULERS)])
-def test_scheduler_state_dict_round_trip(rng, name, kwargs):
-    plrs, psd = _resumed_lrs(rng, name, kwargs, "pf", 7, 20)
-    tlrs, tsd = _resumed_lrs(rng, name, kwargs, "torch", 7, 20)
+def test_scheduler_state_dict_round_trip(tmp_path, rng, name, kwargs):
+    plrs, psd = _resumed_lrs(tmp_path / "sched.safetensors", name, kwargs, "pf", 7, 20)
+    tlrs, tsd = _resumed_lrs(None, name, kwargs, "torch", 7, 20)
     assert plrs == tlrs
     popt, psched, topt, tsched = _scheduler_pair(rng, name, kwargs)
     assert plrs == [lrs[0] for lrs in _lr_sequence(popt, [psched], 20)[1:]]  # same as uninterrupted

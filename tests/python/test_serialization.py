@@ -1,7 +1,10 @@
-"""pf.save / pf.load: the safetensors format, both ways with PyTorch's safetensors package."""
+"""pf.save / pf.load: the safetensors format, both ways with PyTorch's safetensors package,
+and nested checkpoints against torch.save / torch.load."""
 
 import json
+import math
 import struct
+from collections import Counter, OrderedDict
 
 import numpy as np
 import pytest
@@ -134,6 +137,10 @@ def test_load_device(tmp_path):
     g = pf.tensor([[1.0, 2.0], [3.0, 4.0]], device="rocm").T  # a device view is saved from its host copy
     pf.save({"g": g}, tmp_path / "g.safetensors")
     assert pf.load(tmp_path / "g.safetensors", device="cpu")["g"].tolist() == [[1.0, 3.0], [2.0, 4.0]]
+    pf.save({"g": [g], "step": 2}, tmp_path / "n.safetensors")
+    back = pf.load(tmp_path / "n.safetensors", map_location="rocm")
+    assert back["step"] == 2 and back["g"][0].device.startswith("rocm")
+    assert back["g"][0].tolist() == [[1.0, 3.0], [2.0, 4.0]]
 
 
 # ----------------------------------------------------------------- errors
@@ -141,16 +148,24 @@ def test_load_device(tmp_path):
 
 def test_save_errors(tmp_path):
     path = tmp_path / "x.safetensors"
-    with pytest.raises(TypeError, match="'b' is a ndarray"):
-        pf.save({"a": pf.ones(1), "b": np.ones(1)}, path)
-    with pytest.raises(TypeError, match="names must be strings"):
-        pf.save({1: pf.ones(1)}, path)
-    with pytest.raises(TypeError, match="dict of name -> Tensor"):
-        pf.save([pf.ones(1)], path)
-    with pytest.raises(ValueError, match="reserved"):
-        pf.save({"__metadata__": pf.ones(1)}, path)
+    cycle = [pf.ones(1)]
+    cycle.append(cycle)
+    for obj, error, match in [
+        ({"a": pf.ones(1), "b": np.ones(1)}, TypeError, "pf.save: b is a numpy.ndarray"),
+        ({"optimizer": {"state": {0: {"foo": {1, 2}}}}}, TypeError, r"pf.save: optimizer\.state\.0\.foo is a set"),
+        ({"model": [pf.ones(1), torch.ones(1)]}, TypeError, r"model\.1 is a torch\.Tensor"),
+        ({"m": nn.Linear(2, 2)}, TypeError, r"m is a pyflame\.nn\.linear\.Linear"),
+        ({"a": b"bytes"}, TypeError, "a is a bytes"),
+        ({1, 2}, TypeError, "the object is a set"),
+        ({"a": {(1, 2): pf.ones(1)}}, TypeError, r"a has a key \(1, 2\) of type tuple"),
+        ({"a": cycle}, ValueError, r"a\.1 contains itself"),
+    ]:
+        with pytest.raises(error, match=match):
+            pf.save(obj, path)
     with pytest.raises(TypeError, match="metadata"):
         pf.save({"a": pf.ones(1)}, path, metadata={"a": 1})
+    with pytest.raises(ValueError, match="reserved"):
+        pf.save({"a": pf.ones(1)}, path, metadata={"pyflame.structure": "{}"})
     assert not path.exists()  # nothing written on a failed check
 
 
@@ -206,9 +221,169 @@ def test_load_garbage(tmp_path):
         pf.load(path)
 
 
+@pytest.mark.parametrize("root,match", [
+    ("{not json", "not JSON"),
+    ({"version": 2, "root": None}, "version 2"),
+    ({"root": None}, "version"),
+    ({"version": 1, "root": {"tensor": "b"}}, "tensor 'b' that the file does not hold"),
+    ({"version": 1, "root": [{"tensor": "a"}, {"x": 1}]}, "unexpected node"),
+    ({"version": 1, "root": [{"tensor": "a"}, {"float": "1.5"}]}, "unexpected node"),
+    ({"version": 1, "root": {"dict": [[[1], {"tensor": "a"}]]}}, "dict key"),
+    ({"version": 1, "root": {"dict": [[1]]}}, r"\[key, value\] pairs"),
+    ({"version": 1, "root": {"dict": [], "type": "set"}}, "unexpected node"),
+    ({"version": 1, "root": []}, "does not refer to: a"),
+])
+def test_load_corrupt_structure(tmp_path, root, match):
+    path = tmp_path / "s.safetensors"
+    text = root if isinstance(root, str) else json.dumps(root)
+    _write(path, {"__metadata__": {"pyflame.structure": text},
+                  "a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}, b"\0" * 4)
+    with pytest.raises(ValueError, match="invalid 'pyflame.structure' entry: .*" + match):
+        pf.load(path)
+
+
 @pytest.mark.parametrize("zip_format", [True, False])
 def test_load_of_a_pytorch_checkpoint_says_what_it_is(tmp_path, zip_format):
     path = tmp_path / "model.pt"
     torch.save({"w": torch.ones(3)}, path, _use_new_zipfile_serialization=zip_format)
     with pytest.raises(ValueError, match=r"PyTorch checkpoint.*save_file"):
         pf.load(path)
+
+
+# ----------------------------------------------------------------- nested state
+
+
+def _to_torch(obj):
+    """The same structure with each pyflame tensor as a torch tensor; one tensor object stays one object."""
+    memo = {}
+
+    def convert(x):
+        if isinstance(x, pf.Tensor):
+            if id(x) not in memo:
+                memo[id(x)] = pf_to_torch(x)
+            return memo[id(x)]
+        if isinstance(x, dict):
+            out = type(x)()
+            for k, v in x.items():
+                out[k] = convert(v)
+            return out
+        if isinstance(x, (list, tuple)):
+            return type(x)(convert(v) for v in x)
+        return x
+
+    return convert(obj)
+
+
+def _assert_same_structure(got, want, path="root"):
+    """`got` (PyFlame) has `want`'s (PyTorch) container types, key types and order, scalars and tensors."""
+    if isinstance(want, torch.Tensor):
+        assert isinstance(got, pf.Tensor) and not got.requires_grad, path
+        _assert_same(got, want, path)
+        return
+    assert type(got) is type(want), (path, type(got), type(want))
+    if isinstance(want, dict):
+        assert [(type(k), repr(k)) for k in got] == [(type(k), repr(k)) for k in want], path
+        for k in want:
+            _assert_same_structure(got[k], want[k], f"{path}.{k}")
+    elif isinstance(want, (list, tuple)):
+        assert len(got) == len(want), path
+        for i, (g, w) in enumerate(zip(got, want)):
+            _assert_same_structure(g, w, f"{path}.{i}")
+    else:
+        assert repr(got) == repr(want), path  # exact: nan, -0.0, inf and every bit of a float
+
+
+def _checkpoint(rng):
+    """Nested state of every supported kind: what torch.save stores for a training checkpoint and more."""
+    tensors = _sample_dict(rng)
+    shared = pf.tensor(_values(rng, (3, 4), "float32"))
+    return {
+        "model": OrderedDict((k, tensors[k]) for k in list(tensors)[:6]),
+        "optimizer": {
+            "state": {0: {"step": pf.tensor(float(rng.integers(1, 100))), "exp_avg": tensors["transposed"]},
+                      1: {"momentum_buffer": tensors["strided"], "list": [tensors["empty"], shared]}},
+            "param_groups": [{"lr": float(rng.uniform(1e-4, 1e-1)), "betas": (0.9, 0.999), "amsgrad": True,
+                              "weight_decay": 0, "params": [0, 1], "initial_lr": 1e-3, "nesterov": False,
+                              "param_names": ["w", "b"], "extra": None}],
+        },
+        "scheduler": {"milestones": Counter([2, 5, 5]), "last_epoch": int(rng.integers(0, 50)),
+                      "_last_lr": [float(rng.uniform()), float(rng.uniform())], "lr_lambdas": [None, {"n": 4}]},
+        "epoch": 3,
+        "floats": [math.inf, -math.inf, math.nan, -0.0, 0.1, 1e300, 5e-324, float(rng.standard_normal())],
+        "ints": [0, -7, 2**70, -(2**63), int(rng.integers(-1000, 1000))],
+        "bools": (True, False),
+        "strings": ["", "μ-ß ✓ \"quoted\" \\ back", "a.b"],
+        "empty": [{}, [], (), OrderedDict()],
+        "keys": {1.5: "f", None: "n", -3: "i", True: "b", "s": "s", math.inf: "inf"},
+        "nested": [[(shared, {"deep": [tensors["big"]]})]],
+        "same": shared,  # the same tensor object reached twice
+        "big": tensors["big"],
+    }
+
+
+def test_nested_round_trip_matches_torch_save(tmp_path, rng):
+    obj = _checkpoint(rng)
+    pf.save(obj, tmp_path / "ckpt.safetensors")
+    got = pf.load(tmp_path / "ckpt.safetensors")
+    torch.save(_to_torch(obj), tmp_path / "ckpt.pt")
+    want = torch.load(tmp_path / "ckpt.pt", weights_only=False)
+    _assert_same_structure(got, want)
+    assert got["same"] is got["nested"][0][0][0] and got["big"] is got["nested"][0][0][1]["deep"][0]
+    assert want["same"] is want["nested"][0][0][0]  # as torch.load keeps them
+    for t in (got["same"], got["optimizer"]["state"][0]["exp_avg"]):
+        assert t.is_contiguous() and t.device == pf.get_device()
+
+
+@needs_safetensors
+def test_nested_file_read_by_safetensors(tmp_path, rng):
+    obj = _checkpoint(rng)
+    path = str(tmp_path / "ckpt.safetensors")
+    pf.save(obj, path, metadata={"format": "pt"})
+    loaded = load_file(path)
+    # each tensor under its path of keys, one tensor object reached twice stored once
+    assert set(loaded) == ({f"model.{k}" for k in obj["model"]} |
+                           {"optimizer.state.0.step", "optimizer.state.0.exp_avg", "optimizer.state.1.momentum_buffer",
+                            "optimizer.state.1.list.0", "optimizer.state.1.list.1", "nested.0.0.1.deep.0"})
+    _assert_same(obj["optimizer"]["state"][1]["list"][1], loaded["optimizer.state.1.list.1"])
+    _assert_same(obj["big"], loaded["nested.0.0.1.deep.0"])
+    for k, v in obj["model"].items():
+        _assert_same(v, loaded[f"model.{k}"], k)
+    with safe_open(path, framework="pt") as f:
+        metadata = f.metadata()
+    assert metadata["format"] == "pt" and json.loads(metadata["pyflame.structure"])["version"] == 1
+
+
+@pytest.mark.parametrize("obj", [
+    lambda t: t,
+    lambda t: [t, t.T],
+    lambda t: (t, 2.5),
+    lambda t: {1: t, 0: t * 2},
+    lambda t: {"__metadata__": t, "b": t + 1},
+    lambda t: {"a.b": t, "a": {"b": t - 1}},
+    lambda t: 7,
+    lambda t: None,
+], ids=["tensor", "list", "tuple", "int-keys", "metadata-key", "name-clash", "int", "none"])
+def test_nested_roots_and_names(tmp_path, rng, obj):
+    """Any supported root; names that clash (or would be the format's __metadata__) get unique ones."""
+    obj = obj(pf.tensor(_values(rng, (2, 3), "float32")))
+    pf.save(obj, tmp_path / "x.safetensors")
+    _assert_same_structure(pf.load(tmp_path / "x.safetensors"), _to_torch(obj))
+
+
+def test_tensors_sharing_storage_load_as_their_values(tmp_path, rng):
+    base = pf.tensor(_values(rng, (4, 6), "float32"))
+    obj = {"w": base, "views": [base.T, base[1:3, ::2], base.reshape(6, 4)], "step": 1}
+    pf.save(obj, tmp_path / "v.safetensors")
+    _assert_same_structure(pf.load(tmp_path / "v.safetensors"), _to_torch(obj))
+
+
+def test_flat_state_dict_stays_plain_safetensors(tmp_path, rng):
+    """A dict of str -> Tensor is written as before: no structure entry, the names as they are."""
+    d = _sample_dict(rng)
+    pf.save(d, tmp_path / "flat.safetensors")
+    with open(tmp_path / "flat.safetensors", "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+    assert list(header) == list(d)
+    back = pf.load(tmp_path / "flat.safetensors")
+    assert type(back) is dict and list(back) == list(d)

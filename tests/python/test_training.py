@@ -49,37 +49,52 @@ def test_seed_003_training_loop_matches_torch(device, rng):
         np.testing.assert_allclose(pf_to_numpy(p), t.detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
-def test_checkpoint_mid_training_continues_identically(tmp_path, rng):
-    """model + optimizer state saved mid-training and loaded into fresh objects continue as if never stopped."""
+@pytest.mark.parametrize("name,kwargs,scheduler,sched_kwargs", [
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01), "StepLR", dict(step_size=2, gamma=0.5)),
+    ("Adam", dict(lr=1e-2, amsgrad=True), "MultiStepLR", dict(milestones=[2, 4, 4], gamma=0.3)),
+    ("AdamW", dict(lr=1e-2, weight_decay=0.1), "CosineAnnealingLR", dict(T_max=5, eta_min=1e-4)),
+], ids=["SGD", "Adam-amsgrad", "AdamW"])
+def test_checkpoint_mid_training_continues_identically(tmp_path, rng, name, kwargs, scheduler, sched_kwargs):
+    """model + optimizer + scheduler saved mid-training with pf.save, loaded into fresh objects: the
+    parameters and buffers after more steps are bit for bit those of the run that never stopped."""
     x = pf.tensor(rng.standard_normal((32, 8)).astype(np.float32))
     y = pf.tensor(rng.standard_normal((32, 2)).astype(np.float32))
 
-    def make():
-        pf.manual_seed(3)
-        m = pf.nn.Sequential(pf.nn.Linear(8, 16), pf.nn.Tanh(), pf.nn.Linear(16, 2))
-        return m, pf.optim.Adam(m.parameters(), lr=1e-2)
+    def make(seed, lr):
+        pf.manual_seed(seed)
+        m = pf.nn.Sequential(pf.nn.Linear(8, 16), pf.nn.BatchNorm1d(16), pf.nn.Tanh(), pf.nn.Linear(16, 2))
+        opt = getattr(pf.optim, name)(m.parameters(), **dict(kwargs, lr=lr))
+        return m, opt, getattr(pf.optim.lr_scheduler, scheduler)(opt, **sched_kwargs)
 
-    def train(m, opt, steps):
+    def train(m, opt, sched, steps):
         for _ in range(steps):
             opt.zero_grad()
             pf.mse_loss(m(x), y).backward()
             opt.step()
+            sched.step()
 
-    m, opt = make()
-    train(m, opt, 6)
-    want = [pf_to_numpy(p) for p in m.parameters()]
-    m, opt = make()
-    train(m, opt, 3)
-    pf.save(m.state_dict(), tmp_path / "model.safetensors")
-    state = opt.state_dict()
-    saved_state = {k: {n: (v.clone() if isinstance(v, pf.Tensor) else v) for n, v in s.items()}
-                   for k, s in state["state"].items()}
-    m2, opt2 = make()
-    m2.load_state_dict(pf.load(tmp_path / "model.safetensors"))
-    opt2.load_state_dict({"state": saved_state, "param_groups": state["param_groups"]})
-    train(m2, opt2, 3)
-    for p, w in zip(m2.parameters(), want):
-        np.testing.assert_allclose(pf_to_numpy(p), w, rtol=1e-6, atol=1e-7)
+    m, opt, sched = make(3, kwargs["lr"])
+    train(m, opt, sched, 7)
+    want = {k: pf_to_numpy(v) for k, v in m.state_dict().items()}
+    want_lr = sched.get_last_lr()
+
+    m, opt, sched = make(3, kwargs["lr"])
+    train(m, opt, sched, 3)
+    pf.save({"model": m.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "epoch": 3},
+            tmp_path / "checkpoint.safetensors")
+    del m, opt, sched
+    m2, opt2, sched2 = make(4, 0.5)  # other weights and options: the checkpoint replaces them
+    ckpt = pf.load(tmp_path / "checkpoint.safetensors")
+    m2.load_state_dict(ckpt["model"])
+    opt2.load_state_dict(ckpt["optimizer"])
+    sched2.load_state_dict(ckpt["scheduler"])
+    assert ckpt["epoch"] == 3
+    train(m2, opt2, sched2, 4)
+    got = m2.state_dict()
+    assert list(got) == list(want) and got["1.num_batches_tracked"].item() == 7
+    for k, w in want.items():
+        np.testing.assert_array_equal(pf_to_numpy(got[k]), w, err_msg=k)
+    assert sched2.get_last_lr() == want_lr and opt2.param_groups[0]["lr"] == want_lr[0]
 
 
 def test_demo_trains_the_digits_cnn(tmp_path):
