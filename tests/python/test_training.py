@@ -54,15 +54,17 @@ def test_seed_003_training_loop_matches_torch(device, rng):
     ("Adam", dict(lr=1e-2, amsgrad=True), "MultiStepLR", dict(milestones=[2, 4, 4], gamma=0.3)),
     ("AdamW", dict(lr=1e-2, weight_decay=0.1), "CosineAnnealingLR", dict(T_max=5, eta_min=1e-4)),
 ], ids=["SGD", "Adam-amsgrad", "AdamW"])
-def test_checkpoint_mid_training_continues_identically(tmp_path, rng, name, kwargs, scheduler, sched_kwargs):
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_checkpoint_mid_training_continues_identically(tmp_path, rng, name, kwargs, scheduler, sched_kwargs, device):
     """model + optimizer + scheduler saved mid-training with pf.save, loaded into fresh objects: the
     parameters and buffers after more steps are bit for bit those of the run that never stopped."""
-    x = pf.tensor(rng.standard_normal((32, 8)).astype(np.float32))
-    y = pf.tensor(rng.standard_normal((32, 2)).astype(np.float32))
+    _use(device)
+    x = pf.tensor(rng.standard_normal((32, 8)).astype(np.float32), device=device)
+    y = pf.tensor(rng.standard_normal((32, 2)).astype(np.float32), device=device)
 
     def make(seed, lr):
         pf.manual_seed(seed)
-        m = pf.nn.Sequential(pf.nn.Linear(8, 16), pf.nn.BatchNorm1d(16), pf.nn.Tanh(), pf.nn.Linear(16, 2))
+        m = pf.nn.Sequential(pf.nn.Linear(8, 16), pf.nn.BatchNorm1d(16), pf.nn.Tanh(), pf.nn.Linear(16, 2)).to(device)
         opt = getattr(pf.optim, name)(m.parameters(), **dict(kwargs, lr=lr))
         return m, opt, getattr(pf.optim.lr_scheduler, scheduler)(opt, **sched_kwargs)
 
