@@ -223,6 +223,11 @@ def conv_cases(args):
     (x, tx), (w, tw) = _randn((32, 64, 56, 56)), _randn((64, 64, 3, 3))
     yield Result("conv", "conv2d 3x3 32x64x56x56 fp32", *side_by_side(lambda: pf.conv2d(x, w, padding=1),
                  lambda: F.conv2d(tx, tw, padding=1), args), 2.0 * 32 * 64 * 56 * 56 * 64 * 9, "TFLOP/s")
+    # The path of an AMD GPU without MIOpen (im2col + BLAS), against PyTorch with cuDNN.
+    rocm.set_dnn_enabled(False)
+    yield Result("conv", "conv2d 3x3 32x64x56x56 fp32, im2col+BLAS", *side_by_side(lambda: pf.conv2d(x, w, padding=1),
+                 lambda: F.conv2d(tx, tw, padding=1), args), 2.0 * 32 * 64 * 56 * 56 * 64 * 9, "TFLOP/s")
+    rocm.set_dnn_enabled(True)
     del x, tx, w, tw
 
     (x, tx), (w, tw) = _randn((8, 32, 32, 64, 64)), _randn((32, 32, 3, 3, 3))

@@ -135,6 +135,8 @@ NB_MODULE(_rocm, m) {
   m.def("allow_tf32", &rocm::allow_tf32);
   m.def("set_conv_allow_tf32", &rocm::set_conv_allow_tf32, "allow"_a);
   m.def("conv_allow_tf32", &rocm::conv_allow_tf32);
+  m.def("set_dnn_enabled", &rocm::set_dnn_enabled, "enabled"_a);
+  m.def("dnn_enabled", &rocm::dnn_enabled);
 
   nb::class_<rocm::MIOpenTuningCache>(m, "MIOpenTuningCache")
       .def("enable_exhaustive_search", &rocm::MIOpenTuningCache::enable_exhaustive_search, "enable"_a)

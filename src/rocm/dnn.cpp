@@ -19,6 +19,7 @@
 #include "pyflame/backend/rocm/stream.h"
 #include "pyflame/backend/rocm/tuning.h"
 #include "rocm/device_guard.h"
+#include "rocm/kernels/conv.h"
 
 namespace pyflame::backend::rocm {
 
@@ -650,22 +651,11 @@ ConvParams dnn_params(ir::OpType op, const ConvAttrs& a) {
           as_int(op, "groups", a.groups)};
 }
 
-// Adds the bias (inputs[2], when given) to each output channel with the
-// elementwise add kernel, as PyTorch does after cuDNN.
-void add_bias(OpCall& call) {
-  const Tensor& bias = call.inputs[2];
-  if (!bias.defined()) return;
-  Tensor& out = call.out();
-  Shape per_channel(out.shape().size(), 1);
-  per_channel[1] = out.shape()[1];
-  OpCall add{ir::OpType::add, {out, bias.view(per_channel).expand(out.shape())}, ElementwiseAttrs{}, {out}};
-  run_kernel(add, out.device());
-}
-
 // pf.conv2d and conv3d (and conv1d, which the op layer lifts to 2-D) on the
 // device: the op layer hands over contiguous (N, C, spatial...) input and
 // weight and an optional bias.
 void conv_entry(OpCall& call) {
+  if (!dnn_enabled()) return conv_gemm_entry(call);
   const Tensor& x = call.inputs[0];
   const Tensor& w = call.inputs[1];
   Tensor& out = call.out();
@@ -676,7 +666,7 @@ void conv_entry(OpCall& call) {
     get_dnn().conv_forward(x.dtype(), x.shape(), x.data_ptr(), w.shape(), w.data_ptr(), out.shape(), out.data_ptr(),
                            dnn_params(call.op, call.attr<ConvAttrs>()));
   }
-  add_bias(call);
+  add_conv_bias(call);
 }
 
 // The transposed convolution's input as the backward data needs it. The
@@ -708,6 +698,7 @@ Tensor transposed_input(const Tensor& x, const ConvAttrs& a) {
 // layer hands over contiguous (N, C_in, H, W) input and weight and an
 // optional bias.
 void conv_transpose_entry(OpCall& call) {
+  if (!dnn_enabled()) return conv_transpose_gemm_entry(call);
   const Tensor& x = call.inputs[0];
   const Tensor& w = call.inputs[1];
   Tensor& out = call.out();
@@ -720,13 +711,14 @@ void conv_transpose_entry(OpCall& call) {
     get_dnn().conv_backward_data(x.dtype(), grad_output.shape(), grad_output.data_ptr(), w.shape(), w.data_ptr(),
                                  out.shape(), out.data_ptr(), dnn_params(call.op, a));
   }
-  add_bias(call);
+  add_conv_bias(call);
 }
 
 // pf.conv_weight_backward on the device: the op layer hands over contiguous
 // (N, C, spatial...) input and (N, O, spatial...) grad_output; the weight
 // (inputs[2]) gives the result's shape only.
 void conv_weight_backward_entry(OpCall& call) {
+  if (!dnn_enabled()) return conv_weight_backward_gemm_entry(call);
   const Tensor& x = call.inputs[0];
   const Tensor& g = call.inputs[1];
   Tensor& out = call.out();

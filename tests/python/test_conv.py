@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import pyflame as pf
 from host_memory import needs_free_memory
 from op_registry import Arg, assert_matches, make_pf, make_values, pf_to_numpy
-from opinfo_conv import EXTRA_OP_INFOS
+from opinfo_conv import EXTRA_OP_INFOS, OP_INFOS
 from test_errors import expect
 from test_ops import _run_sample, _use_device
 
@@ -326,6 +326,57 @@ def test_kernels_registered():
         assert pf.has_kernel(op, "cpu"), op
     names = dict(pf.op_table())
     assert "conv1d" not in names and "pad" not in names  # they run as other ops
+
+
+# ----------------------------------------------------------------- the GPU without a DNN library
+
+_CONV_OPS = {op.name: op for op in OP_INFOS + EXTRA_OP_INFOS
+             if op.name in ("conv1d", "conv2d", "conv3d", "conv_transpose2d", "conv_weight_backward")}
+
+
+@pytest.fixture
+def without_dnn():
+    """Convolutions through im2col + BLAS, as on an AMD GPU without MIOpen."""
+    _use_device("rocm", "conv2d")
+    from pyflame.backend import rocm
+
+    rocm.set_dnn_enabled(False)
+    yield
+    rocm.set_dnn_enabled(True)
+
+
+@pytest.mark.parametrize("name,dtype,cls", [(op.name, dt, cls) for op in _CONV_OPS.values() for dt in op.dtypes
+                                            for cls in op.shape_classes], ids=str)
+def test_conv_without_dnn(name, dtype, cls, rng, without_dnn):
+    op = _CONV_OPS[name]
+    failures = [m for m in (_run_sample(op, dtype, s) for s in op.sample_inputs(rng, dtype, cls)) if m]
+    if failures:
+        pytest.fail(f"{len(failures)} samples failed:\n" + "\n".join(failures), pytrace=False)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_conv_without_dnn_in_chunks(dtype, rng, without_dnn):
+    """Batches whose column matrices take several chunks (64 MiB of float32 each), with
+    gradients of input, weight and bias against PyTorch."""
+    x, tx = _pair(rng, (9, 16, 128, 128), dtype)
+    w, tw = _pair(rng, (12, 8, 3, 3), dtype)
+    b, tb = _pair(rng, (12,), dtype)
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    kw = dict(padding=1, groups=2)
+    xr, wr, br = (t.to("rocm").requires_grad_() for t in (x, w, b))
+    txr, twr, tbr = (t.clone().requires_grad_() for t in (tx, tw, tb))
+    y, ty = pf.conv2d(xr, wr, br, **kw), F.conv2d(txr, twr, tbr, **kw)
+    assert_matches(y, ty, tol, tol, what="conv2d")
+    g, tg = _pair(rng, tuple(ty.shape), dtype)
+    y.backward(g.to("rocm"))
+    ty.backward(tg)
+    for a, e, what in ((xr.grad, txr.grad, "input grad"), (wr.grad, twr.grad, "weight grad"),
+                       (br.grad, tbr.grad, "bias grad")):
+        assert_matches(a, e, tol, tol * 10, what=what)
+    wt, twt = _pair(rng, (16, 6, 3, 3), dtype)
+    assert_matches(pf.conv_transpose2d(x.to("rocm"), wt.to("rocm"), stride=2, padding=1, output_padding=1, groups=2),
+                   F.conv_transpose2d(tx, twt, stride=2, padding=1, output_padding=1, groups=2), tol, tol,
+                   what="conv_transpose2d")
 
 
 # ----------------------------------------------------------------- past 2^31 elements

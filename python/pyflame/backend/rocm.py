@@ -158,6 +158,18 @@ def conv_allow_tf32():
     return _require().conv_allow_tf32()
 
 
+def set_dnn_enabled(enabled):
+    """Let convolutions use the DNN library (MIOpen on AMD, cuDNN on NVIDIA) where the
+    build has it: on by default, as torch.backends.cudnn.enabled; PYFLAME_DNN_ENABLED=0
+    turns it off at start-up. Off, they run as im2col + BLAS, as on an AMD machine
+    without MIOpen: slower, the same results."""
+    _require().set_dnn_enabled(bool(enabled))
+
+
+def dnn_enabled():
+    return _require().dnn_enabled()
+
+
 def get_tuning_cache():
     """The convolution algorithm cache (seed 000's MIOpenTuningCache):
     enable_exhaustive_search(bool), set_cache_file(path), clear(), get_stats() ->

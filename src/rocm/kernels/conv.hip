@@ -1,0 +1,305 @@
+// GPU convolutions without a DNN library: im2col + BLAS. MIOpen is packaged
+// nowhere a build machine can fetch it, so an AMD build may lack it; this
+// file then runs conv2d/conv3d (and conv1d, which the op layer lifts to 2-D),
+// conv_transpose2d and the weight gradient with the BLAS adapter alone. Where
+// the DNN adapter is built, its entries hand over to these when the library is
+// switched off (math_mode.h: set_dnn_enabled), which is how they run on NVIDIA.
+//
+// As on the CPU (src/cpu/conv.cpp, whose Window geometry this shares), the
+// input values each output position reads are unrolled into a column matrix
+// (rows: input channel x kernel tap; one column per output position):
+//   forward        out[n, group]   = W[group] . col[n, group]        (one strided batched GEMM per group)
+//   transposed     col[n, group]   = W[group]^T . x[n, group]; out = col2im(col)
+//   weight grad    dW[group]       = sum_n dy[n, group] . col[n, group]^T
+// Images go through in chunks whose column matrices fit a fixed budget. col2im
+// gathers: each output element sums the column entries that land on it, so no
+// atomics and the same result every run. Kernels are plain grid-stride loops
+// with 64-bit indices; nothing depends on the warp size (wave64 and wave32).
+// float16/bfloat16 multiply with float32 accumulation (the BLAS adapter's
+// gemm_ex); col2im sums in float32 (float64 for float64).
+
+#include "rocm/kernels/conv.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "cpu/window.h"
+#include "pyflame/backend/rocm/hip_check.h"
+#include "pyflame/backend/rocm/stream.h"
+#include "rocm/device_guard.h"
+#include "rocm/kernels/launch.h"
+#if PYFLAME_WITH_BLAS
+#include "pyflame/backend/rocm/blas.h"
+#endif
+
+namespace pyflame::backend::rocm {
+namespace {
+
+using cpu::Window;
+
+// Elements of one chunk's column matrices: 64 MiB of float32.
+constexpr int64_t kColumnBudget = int64_t{1} << 24;
+
+// col[n * image_stride + row * row_stride + p] = the input value that output
+// position p reads at row (channel, tap) of image n, 0 in the padding.
+template <class T>
+static __global__ void im2col_kernel(T* col, const T* img, Window w, int64_t channels, int64_t images,
+                                     int64_t image_stride, int64_t row_stride) {
+  const int64_t taps = w.k[0] * w.k[1] * w.k[2], plane = w.out[0] * w.out[1] * w.out[2];
+  const int64_t in_plane = w.in[0] * w.in[1] * w.in[2], rows = channels * taps;
+  const int64_t total = images * rows * plane;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t p = i % plane, row = (i / plane) % rows, n = i / (plane * rows);
+    const int64_t c = row / taps, tap = row % taps;
+    const int64_t kw = tap % w.k[2], kh = (tap / w.k[2]) % w.k[1], kd = tap / (w.k[2] * w.k[1]);
+    const int64_t ow = p % w.out[2], oh = (p / w.out[2]) % w.out[1], od = p / (w.out[2] * w.out[1]);
+    const int64_t id = od * w.s[0] - w.p[0] + kd * w.d[0];
+    const int64_t ih = oh * w.s[1] - w.p[1] + kh * w.d[1];
+    const int64_t iw = ow * w.s[2] - w.p[2] + kw * w.d[2];
+    const bool inside = id >= 0 && id < w.in[0] && ih >= 0 && ih < w.in[1] && iw >= 0 && iw < w.in[2];
+    col[n * image_stride + row * row_stride + p] =
+        inside ? img[(n * channels + c) * in_plane + (id * w.in[1] + ih) * w.in[2] + iw] : T(0);
+  }
+}
+
+// The input position o * s - p + k * d that output position o reads at tap k
+// is `in`: the output position, or -1 when no output reads it there.
+__device__ __forceinline__ int64_t reader(int64_t in, int64_t k, const Window& w, int dim) {
+  const int64_t t = in + w.p[dim] - k * w.d[dim];
+  if (t < 0 || t % w.s[dim] != 0) return -1;
+  const int64_t o = t / w.s[dim];
+  return o < w.out[dim] ? o : -1;
+}
+
+// img[n, c, position] = the sum of the column entries (rows of channel c,
+// layout [n][row][p]) whose output position reads it: the adjoint of im2col.
+template <class T>
+static __global__ void col2im_kernel(T* img, const T* col, Window w, int64_t channels, int64_t images) {
+  using A = acc_t<T>;
+  const int64_t taps = w.k[0] * w.k[1] * w.k[2], plane = w.out[0] * w.out[1] * w.out[2];
+  const int64_t in_plane = w.in[0] * w.in[1] * w.in[2];
+  const int64_t total = images * channels * in_plane;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t pos = i % in_plane, nc = i / in_plane;
+    const int64_t iw = pos % w.in[2], ih = (pos / w.in[2]) % w.in[1], id = pos / (w.in[2] * w.in[1]);
+    const T* rows = col + nc * taps * plane;  // [n][c * taps + tap][p] with n * channels + c = nc
+    A sum = 0;
+    for (int64_t kd = 0; kd < w.k[0]; ++kd) {
+      const int64_t od = reader(id, kd, w, 0);
+      if (od < 0) continue;
+      for (int64_t kh = 0; kh < w.k[1]; ++kh) {
+        const int64_t oh = reader(ih, kh, w, 1);
+        if (oh < 0) continue;
+        for (int64_t kw = 0; kw < w.k[2]; ++kw) {
+          const int64_t ow = reader(iw, kw, w, 2);
+          if (ow < 0) continue;
+          const int64_t tap = (kd * w.k[1] + kh) * w.k[2] + kw;
+          sum += static_cast<A>(rows[tap * plane + (od * w.out[1] + oh) * w.out[2] + ow]);
+        }
+      }
+    }
+    img[i] = static_cast<T>(sum);
+  }
+}
+
+std::string describe(const OpCall& call) {
+  const ConvAttrs& a = call.attr<ConvAttrs>();
+  std::string s = "shapes";
+  for (const Tensor& t : call.inputs)
+    if (t.defined()) s += " " + detail::to_piece(t.shape());
+  return s + " -> " + detail::to_piece(call.out().shape()) + ", stride " + detail::to_piece(Shape(a.stride)) +
+         ", padding " + detail::to_piece(Shape(a.padding)) + ", dilation " + detail::to_piece(Shape(a.dilation)) +
+         ", groups " + std::to_string(a.groups) + " (" + dtype_name(call.out().dtype()) + ")";
+}
+
+template <class F> void visit_float(DType dtype, const F& f) {
+  visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) f(tag);
+  });
+}
+
+void im2col(const OpCall& call, void* col, const void* img, const Window& w, int64_t channels, int64_t images,
+            int64_t image_stride, int64_t row_stride) {
+  const int device = call.out().device().index;
+  const int64_t n = images * channels * w.kernel_volume() * w.out_plane();
+  visit_float(call.out().dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    im2col_kernel<T><<<grid_for(n), kThreads, 0, current_stream(device)>>>(
+        static_cast<T*>(col), static_cast<const T*>(img), w, channels, images, image_stride, row_stride);
+  });
+  check_launch(op_name(call.op), "im2col, " + describe(call));
+}
+
+void col2im(const OpCall& call, void* img, const void* col, const Window& w, int64_t channels, int64_t images) {
+  const int device = call.out().device().index;
+  const int64_t n = images * channels * w.in_plane();
+  visit_float(call.out().dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    col2im_kernel<T><<<grid_for(n), kThreads, 0, current_stream(device)>>>(
+        static_cast<T*>(img), static_cast<const T*>(col), w, channels, images);
+  });
+  check_launch(op_name(call.op), "col2im, " + describe(call));
+}
+
+// A GEMM dimension as the BLAS interface takes it.
+int blas_int(const OpCall& call, int64_t v) {
+  PF_CHECK(v <= INT_MAX, NotSupportedError, op_name(call.op), " without the DNN library: a matrix dimension of ", v,
+           " is beyond the BLAS interface's int range (", describe(call), ")");
+  return static_cast<int>(v);
+}
+
+// Images per chunk whose column matrices (`per_image` elements each) fit the budget.
+int64_t images_per_chunk(int64_t images, int64_t per_image) {
+  return std::clamp<int64_t>(kColumnBudget / std::max<int64_t>(per_image, 1), 1, std::max<int64_t>(images, 1));
+}
+
+const char* at(const Tensor& t, int64_t elements) {
+  return static_cast<const char*>(t.data_ptr()) + elements * static_cast<int64_t>(itemsize(t.dtype()));
+}
+char* at(Tensor& t, int64_t elements) {
+  return static_cast<char*>(t.data_ptr()) + elements * static_cast<int64_t>(itemsize(t.dtype()));
+}
+
+std::vector<int64_t> kernel_size(const Tensor& weight) {
+  return std::vector<int64_t>(weight.shape().begin() + 2, weight.shape().end());
+}
+
+#if PYFLAME_WITH_BLAS
+rocblas_operation transposed(bool t) { return t ? rocblas_operation_transpose : rocblas_operation_none; }
+#endif
+
+// C (m x n, row-major, `batch` of them c_stride apart) = op(A) . op(B) + beta C, in
+// the row-major terms of this file: the column-major BLAS computes C^T = op(B)^T op(A)^T.
+void gemm(const OpCall& call, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const void* a,
+          int64_t lda, int64_t a_stride, const void* b, int64_t ldb, int64_t b_stride, double beta, void* c,
+          int64_t ldc, int64_t c_stride, int64_t batch) {
+#if PYFLAME_WITH_BLAS
+  get_blas().gemm_ex(call.out().dtype(), transposed(trans_b), transposed(trans_a), blas_int(call, n), blas_int(call, m),
+                     blas_int(call, k), 1.0, b, blas_int(call, ldb), b_stride, a, blas_int(call, lda), a_stride, beta,
+                     c, blas_int(call, ldc), c_stride, blas_int(call, batch));
+#else
+  throw NotSupportedError(detail::cat(op_name(call.op), " on the GPU needs the DNN adapter (MIOpen / cuDNN) or the ",
+                                      "BLAS adapter (rocBLAS / cuBLAS); this build has neither (", describe(call), ")"));
+#endif
+}
+
+}  // namespace
+
+void add_conv_bias(OpCall& call) {
+  const Tensor& bias = call.inputs[2];
+  if (!bias.defined()) return;
+  Tensor& out = call.out();
+  Shape per_channel(out.shape().size(), 1);
+  per_channel[1] = out.shape()[1];
+  OpCall add{ir::OpType::add, {out, bias.view(per_channel).expand(out.shape())}, ElementwiseAttrs{}, {out}};
+  run_kernel(add, out.device());
+}
+
+// x (N, C, spatial...), weight (O, C / groups, kernel...) -> out (N, O, spatial...).
+void conv_gemm_entry(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& weight = call.inputs[1];
+  Tensor& out = call.out();
+  DeviceGuard guard(out.device().index);
+  if (out.numel() == 0) return;
+  const int64_t groups = call.attr<ConvAttrs>().groups, images = x.shape()[0];
+  const int64_t channels = x.shape()[1], group_in = channels / groups, group_out = out.shape()[1] / groups;
+  if (group_in == 0) {
+    out.fill_(Scalar(0.0));  // no input channels: empty sums
+  } else {
+    const Window w = cpu::make_window(x.shape(), out.shape(), kernel_size(weight), call.attr<ConvAttrs>());
+    const int64_t taps = w.kernel_volume(), plane = w.out_plane(), rows = channels * taps;
+    // A 1x1 kernel with stride 1 and no padding reads the input as its own column matrix.
+    const bool direct = taps == 1 && w.in_plane() == plane && w.p[0] == 0 && w.p[1] == 0 && w.p[2] == 0;
+    const int64_t chunk = images_per_chunk(images, direct ? 0 : rows * plane);
+    Tensor col = direct ? Tensor() : Tensor::empty({chunk, rows, plane}, x.dtype(), x.device());
+    for (int64_t n0 = 0; n0 < images; n0 += chunk) {
+      const int64_t count = std::min(chunk, images - n0);
+      const Tensor& columns = direct ? x : col;
+      const int64_t first = direct ? n0 * rows * plane : 0;
+      if (!direct) im2col(call, col.data_ptr(), at(x, n0 * channels * w.in_plane()), w, channels, count, rows * plane, plane);
+      for (int64_t g = 0; g < groups; ++g)
+        gemm(call, false, false, group_out, plane, group_in * taps, at(weight, g * group_out * group_in * taps),
+             group_in * taps, 0, at(columns, first + g * group_in * taps * plane), plane, rows * plane, 0.0,
+             at(out, (n0 * groups + g) * group_out * plane), plane, out.shape()[1] * plane, count);
+    }
+  }
+  add_conv_bias(call);
+}
+
+// x (N, C_in, spatial...), weight (C_in, C_out / groups, kernel...) -> out (N,
+// C_out, spatial...): the adjoint of the convolution from out's spatial size to
+// x's with this weight. Every output_padding needs nothing more: positions no
+// window reaches get no column entries.
+void conv_transpose_gemm_entry(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& weight = call.inputs[1];
+  Tensor& out = call.out();
+  DeviceGuard guard(out.device().index);
+  if (out.numel() == 0) return;
+  const int64_t groups = call.attr<ConvAttrs>().groups, images = x.shape()[0];
+  const int64_t in_channels = x.shape()[1], channels = out.shape()[1];
+  const int64_t group_in = in_channels / groups, group_out = channels / groups;
+  if (group_in == 0) {
+    out.fill_(Scalar(0.0));  // no input channels: empty sums
+  } else {
+    const Window w = cpu::make_window(out.shape(), x.shape(), kernel_size(weight), call.attr<ConvAttrs>());
+    const int64_t taps = w.kernel_volume(), plane = w.out_plane(), rows = channels * taps;
+    const int64_t chunk = images_per_chunk(images, rows * plane);
+    Tensor col = Tensor::empty({chunk, rows, plane}, x.dtype(), x.device());
+    for (int64_t n0 = 0; n0 < images; n0 += chunk) {
+      const int64_t count = std::min(chunk, images - n0);
+      for (int64_t g = 0; g < groups; ++g)
+        gemm(call, true, false, group_out * taps, plane, group_in, at(weight, g * group_in * group_out * taps),
+             group_out * taps, 0, at(x, (n0 * groups + g) * group_in * plane), plane, in_channels * plane, 0.0,
+             at(col, g * group_out * taps * plane), plane, rows * plane, count);
+      col2im(call, at(out, n0 * channels * w.in_plane()), col.data_ptr(), w, channels, count);
+    }
+  }
+  add_conv_bias(call);
+}
+
+// x (N, C, spatial...), dy (N, O, spatial...) -> dW (O, C / groups, kernel...);
+// inputs[2] (the weight) gives the shape only. A chunk's columns lie as
+// [row][image][p] and its dy as [O][image][p], so one GEMM per group sums over
+// the chunk's images inside the BLAS, in its accumulation precision.
+void conv_weight_backward_gemm_entry(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  const Tensor& dy = call.inputs[1];
+  Tensor& out = call.out();
+  DeviceGuard guard(out.device().index);
+  if (out.numel() == 0) return;
+  if (x.numel() == 0 || dy.numel() == 0) {
+    out.fill_(Scalar(0.0));  // empty sums
+    return;
+  }
+  const int64_t groups = call.attr<ConvAttrs>().groups, images = x.shape()[0];
+  const int64_t channels = x.shape()[1], out_channels = dy.shape()[1];
+  const int64_t group_in = channels / groups, group_out = out_channels / groups;
+  const Window w = cpu::make_window(x.shape(), dy.shape(), kernel_size(out), call.attr<ConvAttrs>());
+  const int64_t taps = w.kernel_volume(), plane = w.out_plane(), rows = channels * taps;
+  const int64_t chunk = images_per_chunk(images, rows * plane);
+  Tensor col = Tensor::empty({rows, chunk * plane}, x.dtype(), x.device());
+  for (int64_t n0 = 0; n0 < images; n0 += chunk) {
+    const int64_t count = std::min(chunk, images - n0), width = count * plane;
+    im2col(call, col.data_ptr(), at(x, n0 * channels * w.in_plane()), w, channels, count, plane, width);
+    const Tensor grads = dy.slice(0, n0, n0 + count, 1).reshape({count, out_channels, plane}).permute({1, 0, 2})
+                             .contiguous();
+    for (int64_t g = 0; g < groups; ++g)
+      gemm(call, false, true, group_out, group_in * taps, width, at(grads, g * group_out * width), width, 0,
+           at(col, g * group_in * taps * width), width, 0, n0 == 0 ? 0.0 : 1.0,
+           at(out, g * group_out * group_in * taps), group_in * taps, 0, 1);
+  }
+}
+
+#if !PYFLAME_WITH_DNN
+PF_REGISTER_KERNEL(conv2d, ROCm, &conv_gemm_entry);
+PF_REGISTER_KERNEL(conv3d, ROCm, &conv_gemm_entry);
+PF_REGISTER_KERNEL(conv_transpose2d, ROCm, &conv_transpose_gemm_entry);
+PF_REGISTER_KERNEL(conv_weight_backward, ROCm, &conv_weight_backward_gemm_entry);
+#endif
+
+}  // namespace pyflame::backend::rocm
