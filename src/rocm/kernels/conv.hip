@@ -40,68 +40,90 @@ using cpu::Window;
 // Elements of one chunk's column matrices: 64 MiB of float32.
 constexpr int64_t kColumnBudget = int64_t{1} << 24;
 
+// The window in the kernels' index type: 32-bit where every index fits (integer
+// division, which the index arithmetic is made of, costs several times less).
+template <class I> struct Geometry {
+  I in[3], out[3], k[3], s[3], p[3], d[3];
+};
+
+template <class I> Geometry<I> geometry(const Window& w) {
+  Geometry<I> g;
+  for (int i = 0; i < 3; ++i) {
+    g.in[i] = static_cast<I>(w.in[i]), g.out[i] = static_cast<I>(w.out[i]), g.k[i] = static_cast<I>(w.k[i]);
+    g.s[i] = static_cast<I>(w.s[i]), g.p[i] = static_cast<I>(w.p[i]), g.d[i] = static_cast<I>(w.d[i]);
+  }
+  return g;
+}
+
 // col[n * image_stride + row * row_stride + p] = the input value that output
 // position p reads at row (channel, tap) of image n, 0 in the padding.
-template <class T>
-static __global__ void im2col_kernel(T* col, const T* img, Window w, int64_t channels, int64_t images,
-                                     int64_t image_stride, int64_t row_stride) {
-  const int64_t taps = w.k[0] * w.k[1] * w.k[2], plane = w.out[0] * w.out[1] * w.out[2];
-  const int64_t in_plane = w.in[0] * w.in[1] * w.in[2], rows = channels * taps;
-  const int64_t total = images * rows * plane;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t p = i % plane, row = (i / plane) % rows, n = i / (plane * rows);
-    const int64_t c = row / taps, tap = row % taps;
-    const int64_t kw = tap % w.k[2], kh = (tap / w.k[2]) % w.k[1], kd = tap / (w.k[2] * w.k[1]);
-    const int64_t ow = p % w.out[2], oh = (p / w.out[2]) % w.out[1], od = p / (w.out[2] * w.out[1]);
-    const int64_t id = od * w.s[0] - w.p[0] + kd * w.d[0];
-    const int64_t ih = oh * w.s[1] - w.p[1] + kh * w.d[1];
-    const int64_t iw = ow * w.s[2] - w.p[2] + kw * w.d[2];
+template <class T, class I>
+static __global__ void im2col_kernel(T* col, const T* img, Geometry<I> w, I channels, I images, I image_stride,
+                                     I row_stride) {
+  const I taps = w.k[0] * w.k[1] * w.k[2], plane = w.out[0] * w.out[1] * w.out[2];
+  const I in_plane = w.in[0] * w.in[1] * w.in[2], rows = channels * taps;
+  const I total = images * rows * plane;
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<I>(gridDim.x) * blockDim.x) {
+    const I p = i % plane, row = (i / plane) % rows, n = i / (plane * rows);
+    const I c = row / taps, tap = row % taps;
+    const I kw = tap % w.k[2], kh = (tap / w.k[2]) % w.k[1], kd = tap / (w.k[2] * w.k[1]);
+    const I ow = p % w.out[2], oh = (p / w.out[2]) % w.out[1], od = p / (w.out[2] * w.out[1]);
+    const I id = od * w.s[0] - w.p[0] + kd * w.d[0];
+    const I ih = oh * w.s[1] - w.p[1] + kh * w.d[1];
+    const I iw = ow * w.s[2] - w.p[2] + kw * w.d[2];
     const bool inside = id >= 0 && id < w.in[0] && ih >= 0 && ih < w.in[1] && iw >= 0 && iw < w.in[2];
     col[n * image_stride + row * row_stride + p] =
         inside ? img[(n * channels + c) * in_plane + (id * w.in[1] + ih) * w.in[2] + iw] : T(0);
   }
 }
 
-// The input position o * s - p + k * d that output position o reads at tap k
-// is `in`: the output position, or -1 when no output reads it there.
-__device__ __forceinline__ int64_t reader(int64_t in, int64_t k, const Window& w, int dim) {
-  const int64_t t = in + w.p[dim] - k * w.d[dim];
+// The output position o with o * s - p + k * d == in along `dim`, or -1 when
+// none reads input position `in` at tap k.
+template <class I> __device__ __forceinline__ I reader(I in, I k, const Geometry<I>& w, int dim) {
+  const I t = in + w.p[dim] - k * w.d[dim];
   if (t < 0 || t % w.s[dim] != 0) return -1;
-  const int64_t o = t / w.s[dim];
+  const I o = t / w.s[dim];
   return o < w.out[dim] ? o : -1;
 }
 
 // img[n, c, position] = the sum of the column entries (rows of channel c,
 // layout [n][row][p]) whose output position reads it: the adjoint of im2col.
-template <class T>
-static __global__ void col2im_kernel(T* img, const T* col, Window w, int64_t channels, int64_t images) {
+template <class T, class I>
+static __global__ void col2im_kernel(T* img, const T* col, Geometry<I> w, I channels, I images) {
   using A = acc_t<T>;
-  const int64_t taps = w.k[0] * w.k[1] * w.k[2], plane = w.out[0] * w.out[1] * w.out[2];
-  const int64_t in_plane = w.in[0] * w.in[1] * w.in[2];
-  const int64_t total = images * channels * in_plane;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t pos = i % in_plane, nc = i / in_plane;
-    const int64_t iw = pos % w.in[2], ih = (pos / w.in[2]) % w.in[1], id = pos / (w.in[2] * w.in[1]);
+  const I taps = w.k[0] * w.k[1] * w.k[2], plane = w.out[0] * w.out[1] * w.out[2];
+  const I in_plane = w.in[0] * w.in[1] * w.in[2];
+  const I total = images * channels * in_plane;
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<I>(gridDim.x) * blockDim.x) {
+    const I pos = i % in_plane, nc = i / in_plane;
+    const I iw = pos % w.in[2], ih = (pos / w.in[2]) % w.in[1], id = pos / (w.in[2] * w.in[1]);
     const T* rows = col + nc * taps * plane;  // [n][c * taps + tap][p] with n * channels + c = nc
     A sum = 0;
-    for (int64_t kd = 0; kd < w.k[0]; ++kd) {
-      const int64_t od = reader(id, kd, w, 0);
+    for (I kd = 0; kd < w.k[0]; ++kd) {
+      const I od = reader(id, kd, w, 0);
       if (od < 0) continue;
-      for (int64_t kh = 0; kh < w.k[1]; ++kh) {
-        const int64_t oh = reader(ih, kh, w, 1);
+      for (I kh = 0; kh < w.k[1]; ++kh) {
+        const I oh = reader(ih, kh, w, 1);
         if (oh < 0) continue;
-        for (int64_t kw = 0; kw < w.k[2]; ++kw) {
-          const int64_t ow = reader(iw, kw, w, 2);
+        for (I kw = 0; kw < w.k[2]; ++kw) {
+          const I ow = reader(iw, kw, w, 2);
           if (ow < 0) continue;
-          const int64_t tap = (kd * w.k[1] + kh) * w.k[2] + kw;
+          const I tap = (kd * w.k[1] + kh) * w.k[2] + kw;
           sum += static_cast<A>(rows[tap * plane + (od * w.out[1] + oh) * w.out[2] + ow]);
         }
       }
     }
     img[i] = static_cast<T>(sum);
   }
+}
+
+// Calls f(I{}) with the narrowest index type that holds every index below
+// `extent`, with room for a grid-stride step (at most 2^28) past the end.
+template <class F> void with_index_type(int64_t extent, const F& f) {
+  if (extent < (int64_t{1} << 30)) f(int32_t{});
+  else f(int64_t{});
 }
 
 std::string describe(const OpCall& call) {
@@ -127,8 +149,12 @@ void im2col(const OpCall& call, void* col, const void* img, const Window& w, int
   const int64_t n = images * channels * w.kernel_volume() * w.out_plane();
   visit_float(call.out().dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    im2col_kernel<T><<<grid_for(n), kThreads, 0, current_stream(device)>>>(
-        static_cast<T*>(col), static_cast<const T*>(img), w, channels, images, image_stride, row_stride);
+    with_index_type(std::max(n, images * channels * w.in_plane()), [&](auto index) {
+      using I = decltype(index);
+      im2col_kernel<T, I><<<grid_for(n), kThreads, 0, current_stream(device)>>>(
+          static_cast<T*>(col), static_cast<const T*>(img), geometry<I>(w), static_cast<I>(channels),
+          static_cast<I>(images), static_cast<I>(image_stride), static_cast<I>(row_stride));
+    });
   });
   check_launch(op_name(call.op), "im2col, " + describe(call));
 }
@@ -138,8 +164,12 @@ void col2im(const OpCall& call, void* img, const void* col, const Window& w, int
   const int64_t n = images * channels * w.in_plane();
   visit_float(call.out().dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    col2im_kernel<T><<<grid_for(n), kThreads, 0, current_stream(device)>>>(
-        static_cast<T*>(img), static_cast<const T*>(col), w, channels, images);
+    with_index_type(std::max(n, images * channels * w.kernel_volume() * w.out_plane()), [&](auto index) {
+      using I = decltype(index);
+      col2im_kernel<T, I><<<grid_for(n), kThreads, 0, current_stream(device)>>>(
+          static_cast<T*>(img), static_cast<const T*>(col), geometry<I>(w), static_cast<I>(channels),
+          static_cast<I>(images));
+    });
   });
   check_launch(op_name(call.op), "col2im, " + describe(call));
 }
