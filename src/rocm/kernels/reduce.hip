@@ -109,8 +109,11 @@ void launch_reduce(O* out, const I* in, int64_t outer, int64_t len, int64_t inne
                    Device device) {
   const R r;
   if (inner == 1) {
-    // Segments of at least 4096 elements, enough of them to fill the GPU.
-    int64_t segments = std::clamp<int64_t>((kTargetItems + outer - 1) / outer, 1, (len + 4095) / 4096);
+    // Segments of at least 4096 elements, enough of them to fill the GPU, and
+    // at most 4096 per row, so that one more launch reduces the partials (a
+    // full sum of 64M floats: 2.80 TB/s in two launches, 2.67 TB/s in three).
+    int64_t segments = std::clamp<int64_t>((kTargetItems + outer - 1) / outer, 1,
+                                           std::min<int64_t>((len + 4095) / 4096, 4096));
     constexpr int kV = kVec<I>;
     const bool vec = kV > 1 && len % kV == 0 && aligned(in, 16);
     int64_t seg_len = (len + segments - 1) / segments;
