@@ -217,6 +217,8 @@ def as_tensor(data, dtype=None, device=None):
     """`data` as a tensor, without a copy where torch.as_tensor makes none: a Tensor already of that dtype and
     device is returned itself, and a NumPy array bound for the CPU shares its memory (as from_numpy)."""
     if isinstance(data, _C.Tensor):
+        if (dtype is None or dtype == data.dtype) and (device is None or _C._parse_device(str(device)) == data.device):
+            return data
         t = data if device is None else data.to(device)
         return t if dtype is None else t.to(dtype)
     target = _C._parse_device(str(device if device is not None else _C.get_device()))

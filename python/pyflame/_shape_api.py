@@ -9,6 +9,7 @@ on every device and autograd differentiates it through those ops.
 import builtins
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -139,7 +140,7 @@ def unbind(input, dim=0):
 
 
 def unflatten(input, dim, sizes):
-    """Splits dim into `sizes` (one entry may be -1), a view where reshape gives one."""
+    """Splits dim into `sizes` (one entry may be -1): a view, as torch.unflatten."""
     d = _wrap(dim, input.dim())
     sizes = tuple(int(s) for s in sizes)
     if not sizes:
@@ -149,7 +150,7 @@ def unflatten(input, dim, sizes):
             -1 in sizes and (known == 0 or input.shape[d] % known)):
         raise ValueError(f"unflatten(): sizes {sizes} don't multiply up to the size of dim {dim} ({input.shape[d]})")
     sizes = tuple(input.shape[d] // known if s == -1 else s for s in sizes)
-    return input.reshape(tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:]))
+    return input.view(tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:]))
 
 
 def movedim(input, source, destination):
@@ -248,6 +249,8 @@ def meshgrid(*tensors, indexing=None):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if indexing is None:
+        warnings.warn("pyflame.meshgrid: in an upcoming release, it will be required to pass the indexing argument "
+                      "(as torch.meshgrid warns); 'ij' is used", UserWarning, stacklevel=2)
         indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise ValueError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
@@ -261,7 +264,6 @@ def meshgrid(*tensors, indexing=None):
     n = len(tensors)
     grids = [x.reshape(tuple(-1 if j == i else 1 for j in range(n))).expand(shape) for i, x in enumerate(tensors)]
     if swap:
-        grids = [g.transpose(0, 1) for g in grids]
         grids[0], grids[1] = grids[1], grids[0]
     return tuple(grids)
 
@@ -400,7 +402,7 @@ def rot90(input, k=1, dims=(0, 1)):
 def take_along_dim(input, indices, dim=None):
     """input's elements at `indices` along dim (input and indices broadcast over the other dims), or at flat
     positions with dim=None, as torch.take_along_dim."""
-    if dim is None:
+    if dim is None:  # (torch views them, so raises for non-contiguous input; reshape reads any layout)
         return input.reshape(-1).gather(0, indices.reshape(-1))
     if input.dim() != indices.dim():
         raise ValueError(f"take_along_dim(): input and indices should have the same number of dimensions, "
@@ -539,13 +541,16 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
     if dtype is None:
         return _type_name(self)
     if not isinstance(dtype, str):
-        return self.to(dtype, non_blocking=non_blocking)
+        r = self.to(dtype, non_blocking=non_blocking)
+        return self if r.dtype == self.dtype else r  # as torch: self itself when nothing changes
     parts = dtype.split(".")
     if len(parts) not in (2, 3) or parts[0] not in ("pyflame", "torch") or parts[-1] not in _TYPE_DTYPES or (
             len(parts) == 3 and parts[1] not in ("rocm", "cuda")):
         raise ValueError(f"invalid type: '{dtype}' (expected a name such as 'pyflame.FloatTensor' or "
                          "'pyflame.rocm.FloatTensor')")
     on_gpu = len(parts) == 3
+    if on_gpu == (self.device != "cpu") and _TYPE_DTYPES[parts[-1]] == self.dtype:
+        return self
     r = self.to(_TYPE_DTYPES[parts[-1]])
     if on_gpu != (self.device != "cpu"):
         r = r.to("rocm" if on_gpu else "cpu", non_blocking=non_blocking)
@@ -631,8 +636,8 @@ def _fill_diagonal_(self, fill_value, wrap=False):
         raise ValueError("fill_diagonal_: all dimensions of input must be of equal length")
     rows, cols = self.shape[0], self.shape[1]
     if n == 2 and wrap and rows > cols + 1:
-        flat = _arange(-(-rows * cols // (cols + 1)), self, 0, cols + 1)
-        self[flat // cols, flat % cols] = fill_value
+        flat = np.arange(0, rows * cols, cols + 1)
+        self[tensor(flat // cols, device=self.device), tensor(flat % cols, device=self.device)] = fill_value
     else:
         idx = _arange(builtins.min(self.shape), self)
         self[(idx,) * n] = fill_value
@@ -688,7 +693,7 @@ class finfo:
                 f = np.finfo({_C.dtype.float16: np.float16, _C.dtype.float32: np.float32,
                               _C.dtype.float64: np.float64}[d])
                 self.bits, self.eps, self.tiny = int(f.bits), float(f.eps), float(f.tiny)
-                self.max, self.resolution = float(f.max), float(f.resolution)
+                self.max, self.resolution = float(f.max), 10.0 ** -int(f.precision)
             self.min, self.smallest_normal = -self.max, self.tiny
             self.dtype = str(d).split(".")[1]
             cls._cache[d] = self
