@@ -49,7 +49,8 @@ class device(str):
         if isinstance(type, int) and not isinstance(type, bool):  # torch.device(0): the GPU of that number
             type, index = "rocm", type
         if not isinstance(type, str):
-            raise TypeError(f"device(): expected a string such as 'rocm:0' or 'cpu', got {builtins.type(type).__name__}")
+            raise TypeError("device(): expected a string such as 'rocm:0' or 'cpu', got "
+                            f"{builtins.type(type).__name__}")
         if index is not None:
             if ":" in type:
                 raise ValueError(f"device(): type ({type!r}) must not include an index when index is given")
@@ -71,9 +72,6 @@ class device(str):
     def __repr__(self):
         index = self.index
         return f"device(type='{self.type}')" if index is None else f"device(type='{self.type}', index={index})"
-
-    def __str__(self):
-        return str.__str__(self)
 
     def __reduce__(self):
         return device, (str(self),)
