@@ -81,23 +81,32 @@ from ._C import (  # noqa: E402,F401  losses and attention (compositions, outsid
 )
 from ._creation import (  # noqa: E402,F401
     arange,
+    as_tensor,
     empty,
+    empty_like,
     eye,
     from_numpy,
     full,
     full_like,
+    get_default_dtype,
     linspace,
+    logspace,
     ones,
     ones_like,
     rand,
+    rand_like,
     randint,
+    randint_like,
     randn,
+    randn_like,
+    randperm,
+    set_default_dtype,
     tensor,
     zeros,
     zeros_like,
 )
 from ._C import cat, chunk, embedding, masked_fill, one_hot, split, stack, tril, triu  # noqa: E402,F401  (shape_ops.h)
-from ._device import device_info  # noqa: E402,F401
+from ._device import device, device_info  # noqa: E402,F401
 from . import autograd  # noqa: E402,F401
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402,F401
 from . import amp  # noqa: E402,F401
@@ -128,6 +137,7 @@ for _name, _family in _C.op_table():
 del _name, _family
 # max/min with PyTorch's forms (values and indices over a dim), and amax/amin.
 from ._reductions import amax, amin, max, min  # noqa: E402,F401,A004
+from ._shape_api import *  # noqa: E402,F401,F403  (function forms of the methods, Size, finfo, iinfo; after the table's squeeze)
 
 # Ops outside the op table: they run as table ops (conv1d and the 1-D pools
 # as the 2-D ops) or compose them (pad).

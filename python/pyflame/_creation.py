@@ -1,5 +1,11 @@
-"""Tensor creation: pf.tensor and the factories, each with dtype=, device= and requires_grad=."""
+"""Tensor creation: pf.tensor and the factories, each with dtype=, device= and requires_grad=.
 
+This module owns the default floating dtype (pf.set_default_dtype): every
+factory that makes floats without a dtype= asks _float_dtype(), and the C++
+factories always receive an explicit dtype.
+"""
+
+import numbers
 import warnings
 
 import numpy as np
@@ -8,6 +14,43 @@ from . import _C
 
 # NumPy dtypes with a PyFlame equivalent.
 _NUMPY_KINDS = "biuf"
+
+_FLOATING = (_C.dtype.float16, _C.dtype.bfloat16, _C.dtype.float32, _C.dtype.float64)
+_default_dtype = _C.dtype.float32
+
+
+def get_default_dtype():
+    """The dtype of floats made without dtype= (pf.tensor of Python floats, rand, zeros, ...): float32 unless
+    set_default_dtype changed it."""
+    return _default_dtype
+
+
+def set_default_dtype(d):
+    """Sets the dtype of floats made without dtype=, as torch.set_default_dtype (a floating dtype only).
+
+    It applies to the factories (tensor, as_tensor, rand, randn, zeros, ones, empty, full with a float value,
+    arange with a float argument, linspace, logspace, eye) and so to nn layers' parameters. Promotion inside ops
+    (int tensor / int, sqrt of an int tensor) still gives float32: that rule lives in the C++ core.
+    """
+    global _default_dtype
+    if not isinstance(d, _C.dtype):
+        raise TypeError(f"set_default_dtype(): expected a pyflame dtype such as pf.float64, got {type(d).__name__}")
+    if d not in _FLOATING:
+        raise TypeError(f"set_default_dtype(): only floating-point types are supported as the default type, got {d}")
+    _default_dtype = d
+
+
+def _float_dtype(dtype):
+    return _default_dtype if dtype is None else dtype
+
+
+def _is_float(v):
+    return isinstance(v, (float, np.floating))
+
+
+def _complex_error(where):
+    return _C.NotSupportedError(f"{where}: complex numbers are not supported; keep the real and imaginary parts "
+                                "as two real tensors (or a trailing dim of size 2)")
 
 
 def _requires_grad(t, requires_grad):
@@ -20,8 +63,8 @@ def _requires_grad(t, requires_grad):
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of `data` (nested lists, a number, a NumPy array or a Tensor).
 
-    Python floats become float32 (the default float type), Python ints int64 and
-    bools bool; NumPy arrays keep their dtype. The result is on `device`, else on
+    Python floats become the default dtype (float32 unless pf.set_default_dtype changed it),
+    Python ints int64 and bools bool; NumPy arrays keep their dtype. The result is on `device`, else on
     the current device.
     """
     if isinstance(data, _C.Tensor):
@@ -32,10 +75,12 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
             arr = np.asarray(data)
         except ValueError as e:  # ragged nested lists
             raise ValueError(f"tensor(): data is not a regular nested sequence of numbers: {e}") from None
+        if arr.dtype.kind == "c":
+            raise _complex_error("tensor()")
         if arr.dtype.kind not in _NUMPY_KINDS or arr.dtype.itemsize > 8 or arr.dtype in (np.uint16, np.uint32, np.uint64):
             raise TypeError(f"tensor(): cannot make a tensor from data of NumPy dtype {arr.dtype}")
-        if from_python and arr.dtype == np.float64 and dtype is None:  # with a dtype, round once, into it
-            arr = arr.astype(np.float32)
+        if from_python and arr.dtype == np.float64 and dtype is None:  # rounded once, from float64, below
+            dtype = _default_dtype
         arr = np.asarray(arr, order="C")  # (ascontiguousarray would make 0-d 1-d)
         if not arr.flags.writeable:  # from_numpy shares memory, so it takes writable arrays only
             arr = arr.copy()
@@ -78,19 +123,26 @@ def _shape(name, sizes, size):
 
 def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     """An uninitialised tensor of the given shape."""
-    return _requires_grad(_C._empty(*_shape("empty", sizes, size), dtype=dtype, device=device), requires_grad)
+    return _requires_grad(_C._empty(*_shape("empty", sizes, size), dtype=_float_dtype(dtype), device=device),
+                          requires_grad)
 
 
 def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False):
-    return _requires_grad(_C._zeros(*_shape("zeros", sizes, size), dtype=dtype, device=device), requires_grad)
+    return _requires_grad(_C._zeros(*_shape("zeros", sizes, size), dtype=_float_dtype(dtype), device=device),
+                          requires_grad)
 
 
 def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False):
-    return _requires_grad(_C._ones(*_shape("ones", sizes, size), dtype=dtype, device=device), requires_grad)
+    return _requires_grad(_C._ones(*_shape("ones", sizes, size), dtype=_float_dtype(dtype), device=device),
+                          requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
-    """A tensor filled with `fill_value`; dtype defaults to the value's (bool, int64 or float32)."""
+    """A tensor filled with `fill_value`; dtype defaults to the value's (bool, int64 or the default float dtype)."""
+    if isinstance(fill_value, complex):
+        raise _complex_error("full()")
+    if dtype is None and _is_float(fill_value):
+        dtype = _default_dtype
     return _requires_grad(_C._full(size, fill_value, dtype=dtype, device=device), requires_grad)
 
 
@@ -107,29 +159,35 @@ def full_like(x, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
-    """Values from start (inclusive) to end (exclusive); int64 unless an argument is a float."""
+    """Values from start (inclusive) to end (exclusive), ceil((end - start) / step) of them; int64 unless an
+    argument is a float (then the default dtype)."""
     if end is None:
         start, end = 0, start
+    if dtype is None and any(_is_float(v) for v in (start, end, step)):
+        dtype = _default_dtype
     return _requires_grad(_C._arange(start, end, step, dtype=dtype, device=device), requires_grad)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
-    return _requires_grad(_C._linspace(float(start), float(end), steps, dtype=dtype, device=device), requires_grad)
+    return _requires_grad(_C._linspace(float(start), float(end), steps, dtype=_float_dtype(dtype), device=device),
+                          requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
-    return _requires_grad(_C._eye(n, m, dtype=dtype, device=device), requires_grad)
+    return _requires_grad(_C._eye(n, m, dtype=_float_dtype(dtype), device=device), requires_grad)
 
 
 def rand(*size, dtype=None, generator=None, device=None, requires_grad=False):
     """Uniform samples in [0, 1), drawn on `device` from `generator` (default: the one pf.manual_seed seeds).
     A seed gives the same numbers on every device."""
-    return _requires_grad(_C._rand(*size, dtype=dtype, generator=generator, device=device), requires_grad)
+    return _requires_grad(_C._rand(*size, dtype=_float_dtype(dtype), generator=generator, device=device),
+                          requires_grad)
 
 
 def randn(*size, dtype=None, generator=None, device=None, requires_grad=False):
     """Standard normal samples, drawn as rand's."""
-    return _requires_grad(_C._randn(*size, dtype=dtype, generator=generator, device=device), requires_grad)
+    return _requires_grad(_C._randn(*size, dtype=_float_dtype(dtype), generator=generator, device=device),
+                          requires_grad)
 
 
 def randint(*args, low=None, high=None, size=None, dtype=None, generator=None, device=None, requires_grad=False):
@@ -153,3 +211,67 @@ def randint(*args, low=None, high=None, size=None, dtype=None, generator=None, d
     low = 0 if given["low"] is None else given["low"]
     return _requires_grad(_C._randint(low, given["high"], given["size"], dtype=dtype, generator=generator,
                                       device=device), requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """`data` as a tensor, without a copy where torch.as_tensor makes none: a Tensor already of that dtype and
+    device is returned itself, and a NumPy array bound for the CPU shares its memory (as from_numpy)."""
+    if isinstance(data, _C.Tensor):
+        if (dtype is None or dtype == data.dtype) and (device is None or _C._parse_device(str(device)) == data.device):
+            return data
+        t = data if device is None else data.to(device)
+        return t if dtype is None else t.to(dtype)
+    target = _C._parse_device(str(device if device is not None else _C.get_device()))
+    if (isinstance(data, np.ndarray) and target == "cpu" and data.flags.writeable and data.dtype.isnative
+            and data.dtype.kind in _NUMPY_KINDS and data.dtype.itemsize <= 8
+            and data.dtype not in (np.uint16, np.uint32, np.uint64) and all(s >= 0 for s in data.strides)):
+        t = _C.from_numpy(data)
+        return t if dtype is None else t.to(dtype)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def empty_like(input, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor of input's shape, dtype and device (unless given)."""
+    return _requires_grad(_C._empty(*input.shape, dtype=input.dtype if dtype is None else dtype,
+                                    device=input.device if device is None else device), requires_grad)
+
+
+def rand_like(input, dtype=None, device=None, requires_grad=False, generator=None):
+    """rand() of input's shape, dtype and device (unless given)."""
+    return rand(*input.shape, dtype=input.dtype if dtype is None else dtype, generator=generator,
+                device=input.device if device is None else device, requires_grad=requires_grad)
+
+
+def randn_like(input, dtype=None, device=None, requires_grad=False, generator=None):
+    """randn() of input's shape, dtype and device (unless given)."""
+    return randn(*input.shape, dtype=input.dtype if dtype is None else dtype, generator=generator,
+                 device=input.device if device is None else device, requires_grad=requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, generator=None):
+    """randint() of input's shape, dtype and device (unless given): randint_like(x, high) or (x, low, high)."""
+    if high is None:
+        low, high = 0, low
+    t = _C._randint(low, high, input.shape, dtype=_C.dtype.int64, generator=generator,
+                    device=input.device if device is None else device)
+    return _requires_grad(t.to(input.dtype if dtype is None else dtype), requires_grad)
+
+
+def randperm(n, *, generator=None, dtype=_C.dtype.int64, device=None, requires_grad=False):
+    """A random permutation of 0..n-1, as torch.randperm.
+
+    The permutation orders n float64 keys drawn from `generator` on the CPU (so a seed gives the same
+    permutation on every device), then moves to `device`: there is no device-side sort to order them there.
+    """
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+        raise ValueError(f"randperm(): n must be a non-negative integer, got {n!r}")
+    keys = _C._rand(n, dtype=_C.dtype.float64, generator=generator, device="cpu").numpy()
+    order = np.argsort(keys, kind="stable")
+    return tensor(order, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    """base ** linspace(start, end, steps), computed in float64 and then converted to dtype (default: the
+    default float dtype), as torch.logspace."""
+    exponents = _C._linspace(float(start), float(end), steps, dtype=_C.dtype.float64, device=device)
+    return _requires_grad((float(base) ** exponents).to(_float_dtype(dtype)), requires_grad)

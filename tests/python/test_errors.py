@@ -311,7 +311,7 @@ def test_bad_creation_arguments():
     expect(ValueError, lambda: pf.tensor([[1, 2], [3]]), match="tensor")
     expect(TypeError, lambda: pf.tensor(["a", "b"]))
     expect(TypeError, lambda: pf.tensor(np.array([1, 2], dtype=np.uint16)))
-    expect(TypeError, lambda: pf.tensor(np.array([1 + 2j])))
+    expect(pf.NotSupportedError, lambda: pf.tensor(np.array([1 + 2j])), match="complex")  # not TypeError: issue 13
     expect(ValueError, lambda: pf.from_numpy(np.arange(4.0)[::-1]))
     expect(ValueError, lambda: pf.randint(5, 2, (3,)), match="randint")
     expect(TypeError, lambda: pf.zeros(2, "a"))
