@@ -209,7 +209,7 @@ class MultiheadAttention(Module):
             return out, weights
         if attn_mask is not None:
             attn_mask = (attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1
-                         else attn_mask.reshape(bsz, heads, tgt_len, src_len))
+                         else attn_mask.reshape(bsz, heads, -1, src_len))
         q = q.reshape(bsz, heads, tgt_len, head_dim)
         k = k.reshape(bsz, heads, src_len, head_dim)
         v = v.reshape(bsz, heads, src_len, head_dim)

@@ -240,14 +240,16 @@ def _pad_source(n, before, after, mode, dim, shape, pad):
                          f"padding {tuple(pad)} at dimension {dim} of input {list(shape)}")
     if mode == "circular" and (before > n or after > n):
         raise ValueError("pad: padding value causes wrapping around more than once")
+    if mode == "circular":
+        # Cropping comes first: the wrapped values come from what remains of the dim (PyTorch's order).
+        lo, hi = max(0, -before), n - max(0, -after)
+        return _np.arange(-max(before, 0), hi - lo + max(after, 0)) % (hi - lo) + lo
     j = _np.arange(-before, n + after)
     if mode == "reflect":
         j = _np.abs(j)
         j = _np.where(j >= n, 2 * (n - 1) - j, j)
-    elif mode == "replicate":
-        j = _np.clip(j, 0, n - 1)
     else:
-        j = j % n
+        j = _np.clip(j, 0, n - 1)
     return j
 
 
@@ -384,29 +386,36 @@ def _interp_sizes(input, size, scale_factor, recompute_scale_factor):
     return sizes, ((None,) * nd if recompute_scale_factor else scales)
 
 
-def _scale(n_in, n_out, scale, align_corners):
-    """PyTorch's area_pixel_compute_scale in float32."""
+def _math_dtype(x):
+    # PyTorch computes source positions in the input's "opmath" type: double for float64, else float.
+    return _np.float64 if x.dtype == _C.dtype.float64 else _np.float32
+
+
+def _scale(n_in, n_out, scale, align_corners, ft):
+    """PyTorch's area_pixel_compute_scale, in the float type `ft`."""
     if align_corners:
-        return _np.float32((n_in - 1) / (n_out - 1)) if n_out > 1 else _np.float32(0)
-    return _np.float32(1.0 / scale) if scale is not None and scale > 0 else _np.float32(n_in / n_out)
+        return ft((n_in - 1) / (n_out - 1)) if n_out > 1 else ft(0)
+    return ft(1.0 / scale) if scale is not None and scale > 0 else ft(n_in / n_out)
 
 
 def _interp_nearest(x, dim, n_out, scale, exact):
     n_in = x.shape[dim]
-    s = _scale(n_in, n_out, scale, False)
-    dst = _np.arange(n_out, dtype=_np.float32)
-    src = _np.floor((dst + _np.float32(0.5)) * s if exact else dst * s).astype(_np.int64)
+    ft = _math_dtype(x)
+    s = _scale(n_in, n_out, scale, False, ft)
+    dst = _np.arange(n_out, dtype=ft)
+    src = _np.floor((dst + ft(0.5)) * s if exact else dst * s).astype(_np.int64)
     return _pf.index_select(x, dim, _index(_np.minimum(src, n_in - 1), x.device))
 
 
 def _interp_linear(x, dim, n_out, scale, align_corners):
     n_in = x.shape[dim]
-    s = _scale(n_in, n_out, scale, align_corners)
-    dst = _np.arange(n_out, dtype=_np.float32)
-    src = dst * s if align_corners else _np.maximum(s * (dst + _np.float32(0.5)) - _np.float32(0.5), _np.float32(0))
+    ft = _math_dtype(x)
+    s = _scale(n_in, n_out, scale, align_corners, ft)
+    dst = _np.arange(n_out, dtype=ft)
+    src = dst * s if align_corners else _np.maximum(s * (dst + ft(0.5)) - ft(0.5), ft(0))
     i0 = _np.minimum(_np.floor(src).astype(_np.int64), n_in - 1)
     i1 = _np.minimum(i0 + 1, n_in - 1)
-    w1 = (src - i0).astype(_np.float32)
+    w1 = (src - i0).astype(ft)
     shape = [1] * x.dim()
     shape[dim] = n_out
     w1 = _pf.tensor(w1.reshape(shape), device=x.device).to(x.dtype)

@@ -230,10 +230,6 @@ class RNN(_SingleStateRNN):
     def _step(self, gi, state, params):
         return (_rnn_step(gi, state[0], params[0], params[1], self.mode == "RNN_RELU"),)
 
-    def extra_repr(self):
-        s = super().extra_repr()
-        return s + (f", nonlinearity={self.nonlinearity}" if self.nonlinearity != "tanh" else "")
-
 
 class GRU(_SingleStateRNN):
     def __init__(self, *args, **kwargs):
