@@ -836,3 +836,15 @@ def test_orthogonal(shape, gain, device):
     small = q.T @ q if q.shape[0] >= q.shape[1] else q @ q.T
     np.testing.assert_allclose(small, gain ** 2 * np.eye(small.shape[0]), atol=1e-5)
     raises(ValueError, lambda: nn.init.orthogonal_(pf.empty(3)), "2 or more dimensions")
+
+
+def test_deepcopy_and_pickle_keep_compiled_activations(device, rng):
+    import copy
+    import pickle
+
+    layer = nn.TransformerEncoderLayer(8, 2, 16, activation="gelu").eval()
+    x = pf.tensor(values(rng, 4, 2, 8))
+    for clone in (copy.deepcopy(layer), pickle.loads(pickle.dumps(layer))):
+        assert clone.activation is F.gelu and clone.activation_relu_or_gelu == 2
+        np.testing.assert_allclose(pf_to_numpy(clone(x)), pf_to_numpy(layer(x)), rtol=1e-6, atol=1e-6)
+    assert pickle.loads(pickle.dumps(pf.relu)) is pf.relu

@@ -27,7 +27,7 @@ class Unflatten(Module):
         if not isinstance(dim, int):
             raise TypeError("invalid argument type for dim parameter")
         if not isinstance(unflattened_size, (tuple, list)) or not all(isinstance(s, int) for s in unflattened_size):
-            raise TypeError("unflattened_size must be tuple of ints, " + f"but found type {type(unflattened_size).__name__}")
+            raise TypeError(f"unflattened_size must be tuple of ints, but found type {type(unflattened_size).__name__}")
         self.dim = dim
         self.unflattened_size = unflattened_size
 

@@ -3,12 +3,22 @@
     import pyflame.nn.functional as F
     y = F.relu(F.linear(x, w, b))
 
-Each name is the pf op of the same name (pf.conv2d is F.conv2d). A name of
-torch.nn.functional that this build of PyFlame does not have raises
-AttributeError saying so.
+Most names are the pf op of the same name (pf.conv2d is F.conv2d); the
+others (interpolate, the pad modes, normalize, ...) are defined below as
+compositions of pf ops. A name of torch.nn.functional that this build of
+PyFlame does not have raises AttributeError saying so.
 """
 
+import math as _math
+import numbers as _numbers
+
+import numpy as _np
+
 import pyflame as _pf
+
+from .. import NotSupportedError as _NotSupportedError
+from .. import _C
+from .utils import legacy_reduction as _legacy_reduction
 
 # torch.nn.functional names that PyFlame provides as pf.<name>.
 _OPS = (
@@ -42,17 +52,6 @@ def __getattr__(name):
 # ---------------------------------------------------------------- compositions defined here
 # torch.nn.functional functions that PyFlame composes from table ops in Python: they run on
 # every device that has those ops, and autograd differentiates them through their parts.
-
-import math as _math  # noqa: E402
-import numbers as _numbers  # noqa: E402
-
-import numpy as _np  # noqa: E402
-
-from .. import NotSupportedError as _NotSupportedError  # noqa: E402
-from .. import _C  # noqa: E402
-from ..autograd.grad_mode import no_grad as _no_grad  # noqa: E402
-from .utils import legacy_reduction as _legacy_reduction  # noqa: E402
-
 
 def _reduce(loss, reduction):
     if reduction == "mean":
