@@ -848,3 +848,17 @@ def test_deepcopy_and_pickle_keep_compiled_activations(device, rng):
         assert clone.activation is F.gelu and clone.activation_relu_or_gelu == 2
         np.testing.assert_allclose(pf_to_numpy(clone(x)), pf_to_numpy(layer(x)), rtol=1e-6, atol=1e-6)
     assert pickle.loads(pickle.dumps(pf.relu)) is pf.relu
+
+
+def test_multihead_attention_fully_masked_rows(device, rng):
+    """A query that may attend to nothing: NaN with need_weights=True, zeros (then out_proj) without, as torch."""
+    pmod, tmod = pair(nn.MultiheadAttention, tnn.MultiheadAttention, 4, 2, rng=rng)
+    x = values(rng, 3, 2, 4)
+    m = np.zeros((3, 3), dtype=bool)
+    m[1] = True
+    for need_weights in (True, False):
+        with torch.no_grad():
+            t_out = tmod(*[torch.from_numpy(x)] * 3, attn_mask=torch.from_numpy(m), need_weights=need_weights)[0]
+        p_out = pmod(*[pf.tensor(x)] * 3, attn_mask=pf.tensor(m), need_weights=need_weights)[0]
+        assert np.isnan(t_out.numpy()[1]).all() == need_weights
+        close(p_out, t_out, 1e-5, 1e-6, f"need_weights={need_weights}")
