@@ -311,6 +311,7 @@ def test_pad_mode_errors(device):
     raises(NotImplementedError, lambda: F.pad(x, (1, 1), mode="foo"), "Unrecognised padding mode")
     raises(ValueError, lambda: F.pad(x, (1, 1), mode="reflect", value=2.0), "value")
     raises(ValueError, lambda: F.pad(x, (1,), mode="reflect"), "even")
+    raises(ValueError, lambda: F.pad(x, (-2, -2), mode="circular"), "crops all")
 
 
 @pytest.mark.parametrize("name,arg", [("ReflectionPad1d", 2), ("ReflectionPad2d", (1, 2, 0, 3)),

@@ -237,6 +237,8 @@ def _pad_source(n, before, after, mode, dim, shape, pad):
     if mode == "reflect" and (before >= n or after >= n):
         raise ValueError(f"pad: padding size should be less than the corresponding input dimension, but got "
                          f"padding {tuple(pad)} at dimension {dim} of input {list(shape)}")
+    if n + min(before, 0) + min(after, 0) <= 0:
+        raise ValueError(f"pad: padding {tuple(pad)} crops all of dimension {dim} of input {list(shape)}")
     if mode == "circular" and (before > n or after > n):
         raise ValueError("pad: padding value causes wrapping around more than once")
     if mode == "circular":
