@@ -11,6 +11,8 @@ deepcopy's memo keep one tensor object that is reached twice one object.
 """
 
 import copy
+import copyreg
+import importlib
 
 from . import _C
 from .autograd import no_grad
@@ -58,3 +60,20 @@ def _deepcopy(self, memo):
 
 _C.Tensor.__reduce_ex__ = _reduce_ex
 _C.Tensor.__deepcopy__ = _deepcopy
+
+
+def _function_by_name(module, qualname):
+    """The unpickling side of _reduce_function."""
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _reduce_function(f):
+    return _function_by_name, (f.__module__, f.__qualname__)
+
+
+# Compiled functions (pf.relu, F.gelu) pickle and deep-copy by name, as Python functions do, so that a
+# module holding one (TransformerEncoderLayer's activation) can be copied and pickled.
+copyreg.pickle(type(_C.relu), _reduce_function)

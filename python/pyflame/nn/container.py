@@ -1,13 +1,17 @@
-"""Containers: Sequential (runs its modules in order) and ModuleList (holds modules, like a list).
+"""Containers: Sequential (runs its modules in order), ModuleList and ModuleDict (hold modules, like a
+list or a dict), ParameterList and ParameterDict (hold parameters).
 
-Both keep their modules in _modules under the keys "0", "1", ..., so state
+The indexed ones keep their entries under the keys "0", "1", ..., so state
 dict keys read "0.weight" as in PyTorch; removing or inserting renumbers them.
 """
 
+import collections.abc
 import operator
 from collections import OrderedDict
 
+from .. import _C
 from .module import Module, _addindent
+from .parameter import Parameter
 
 
 class _IndexedModules(Module):
@@ -138,3 +142,251 @@ class ModuleList(_IndexedModules):
             line = f"({start}): {r}" if start == end else f"({start}-{end}): {end - start + 1} x {r}"
             lines.append(_addindent(line, 2))
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
+
+class ModuleDict(Module):
+    """An ordered dict of modules (insertion order) whose parameters belong to the owner."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def clear(self):
+        self._modules.clear()
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+    def keys(self):
+        return self._modules.keys()
+
+    def items(self):
+        return self._modules.items()
+
+    def values(self):
+        return self._modules.values()
+
+    def update(self, modules):
+        """Adds the modules of a mapping (in its order) or of an iterable of (key, module) pairs."""
+        if not isinstance(modules, collections.abc.Iterable):
+            raise TypeError("ModuleDict.update should be called with an iterable of key/value pairs, but got "
+                            + type(modules).__name__)
+        if isinstance(modules, (ModuleDict, collections.abc.Mapping)):
+            for key, module in modules.items():
+                self[key] = module
+            return
+        for j, m in enumerate(modules):
+            if not isinstance(m, collections.abc.Iterable):
+                raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; is "
+                                + type(m).__name__)
+            if len(m) != 2:
+                raise ValueError(f"ModuleDict update sequence element #{j} has length {len(m)}; 2 is required")
+            self[m[0]] = m[1]
+
+
+def _entry_repr(key, p):
+    if isinstance(p, _C.Tensor):
+        size = "x".join(str(s) for s in p.shape)
+        device = f" ({p.device})" if str(p.device) != "cpu" else ""
+        kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+        return f"  ({key}): {kind} containing: [{p.dtype} of size {size}{device}]"
+    return f"  ({key}): Object of type: {type(p).__name__}"
+
+
+def _as_parameter(value):
+    # As PyTorch: a plain tensor put into a ParameterList/Dict becomes a Parameter.
+    if isinstance(value, _C.Tensor) and not isinstance(value, Parameter):
+        return Parameter(value)
+    return value
+
+
+class ParameterList(Module):
+    """A list of parameters registered under "0", "1", ... (tensors are made Parameters; other objects are
+    kept as plain attributes, as in PyTorch)."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            self += values
+
+    def _key(self, idx):
+        idx = operator.index(idx)
+        if not -len(self) <= idx < len(self):
+            raise IndexError(f"index {idx} is out of range")
+        return str(idx % len(self))
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)([self[i] for i in range(*idx.indices(len(self)))])
+        return getattr(self, self._key(idx))
+
+    def __setitem__(self, idx, param):
+        setattr(self, self._key(idx), _as_parameter(param))
+
+    def __len__(self):
+        return self._size
+
+    def __iter__(self):
+        return iter(self[i] for i in range(len(self)))
+
+    def __iadd__(self, parameters):
+        return self.extend(parameters)
+
+    def __dir__(self):
+        return [k for k in super().__dir__() if not k.isdigit()]
+
+    def append(self, value):
+        self._size += 1
+        self[self._size - 1] = value
+        return self
+
+    def extend(self, values):
+        if not isinstance(values, collections.abc.Iterable) or isinstance(values, _C.Tensor):
+            raise TypeError("ParameterList.extend should be called with an iterable, but got "
+                            + type(values).__name__)
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self):
+        return "\n".join(_entry_repr(k, p) for k, p in enumerate(self))
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterList should not be called.")
+
+
+class ParameterDict(Module):
+    """An ordered dict of parameters under their keys (tensors are made Parameters)."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        self._keys = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key):
+        if key not in self._keys:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __setitem__(self, key, value):
+        if not isinstance(key, str):
+            raise TypeError(f"ParameterDict keys must be strings, got {type(key).__name__}")
+        self._keys[key] = None
+        setattr(self, key, _as_parameter(value))
+
+    def __delitem__(self, key):
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self):
+        return len(self._keys)
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __reversed__(self):
+        return reversed(list(self._keys))
+
+    def __contains__(self, key):
+        return key in self._keys
+
+    def copy(self):
+        return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self):
+        for k in list(self._keys):
+            del self[k]
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+    def popitem(self):
+        k, _ = self._keys.popitem()
+        self._keys[k] = None  # __delitem__ removes it
+        return k, self.pop(k)
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def fromkeys(self, keys, default=None):
+        return ParameterDict((k, default) for k in keys)
+
+    def keys(self):
+        return self._keys.keys()
+
+    def items(self):
+        return ((k, self[k]) for k in self._keys)
+
+    def values(self):
+        return (self[k] for k in self._keys)
+
+    def update(self, parameters):
+        if not isinstance(parameters, collections.abc.Iterable):
+            raise TypeError("ParametersDict.update should be called with an iterable of key/value pairs, but got "
+                            + type(parameters).__name__)
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            pairs = list(parameters.items())
+        elif isinstance(parameters, collections.abc.Mapping):
+            pairs = sorted(parameters.items())  # PyTorch sorts a plain mapping's keys
+        else:
+            pairs = []
+            for j, p in enumerate(parameters):
+                if not isinstance(p, collections.abc.Iterable):
+                    raise TypeError(f"ParameterDict update sequence element #{j} should be Iterable; is "
+                                    + type(p).__name__)
+                if len(p) != 2:
+                    raise ValueError(f"ParameterDict update sequence element #{j} has length {len(p)}; 2 is "
+                                     "required")
+                pairs.append(tuple(p))
+        for k, v in pairs:
+            self[k] = v
+
+    def __or__(self, other):
+        out = self.copy()
+        out.update(other)
+        return out
+
+    def __ror__(self, other):
+        out = ParameterDict(other)
+        out.update(self)
+        return out
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def extra_repr(self):
+        return "\n".join(_entry_repr(k, p) for k, p in self.items())
+
+    def __call__(self, input):
+        raise RuntimeError("ParameterDict should not be called.")

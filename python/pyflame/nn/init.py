@@ -7,8 +7,12 @@ bfloat16, then rounded once) on the current device and copied into the tensor.
 """
 
 import math
+import warnings
+
+import numpy as np
 
 from .. import _C
+from .._creation import from_numpy as tensor_from_numpy
 from .._creation import rand, randn
 from ..autograd.grad_mode import no_grad
 
@@ -121,6 +125,68 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
     return normal_(tensor, 0.0, std)
+
+
+def _erfinv(y):
+    """erfinv of a float64 tensor in (-1, 1): Giles' single-precision approximation, then two Newton steps on
+    erf (float64 accuracy); composed of table ops so it runs where the tensor is."""
+    w = -((1.0 - y) * (1.0 + y)).log()
+    central, tail = w - 2.5, w.sqrt() - 3.0
+    p_c = _C._full(tuple(y.shape), 2.81022636e-08, dtype=y.dtype, device=y.device)
+    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503, -0.00417768164,
+              0.246640727, 1.50140941):
+        p_c = p_c * central + c
+    p_t = _C._full(tuple(y.shape), -0.000200214257, dtype=y.dtype, device=y.device)
+    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047,
+              1.00167406, 2.83297682):
+        p_t = p_t * tail + c
+    x = _C.where(w < 5.0, p_c, p_t) * y
+    for _ in range(2):
+        x = x - (x.erf() - y) / ((-(x * x)).exp() * (2.0 / math.sqrt(math.pi)))
+    return x
+
+
+@no_grad()
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """Fills with draws from N(mean, std^2) truncated to [a, b], by PyTorch's method: uniform draws between
+    the bounds' normal CDF values mapped back through the inverse CDF (computed in float64)."""
+    _float_tensor(tensor, "trunc_normal_")
+
+    def norm_cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    if (mean < a - 2 * std) or (mean > b + 2 * std):
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
+                      "may be incorrect.", stacklevel=2)
+    lo, hi = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
+    u = rand(*tensor.shape, dtype=_C.dtype.float64, generator=generator) * (2 * hi - 2 * lo) + (2 * lo - 1)
+    # Keep u inside (-1, 1): erfinv(+-1) is infinite (the clamp below brings such draws to the bounds anyway).
+    u = u.clamp(min=-1.0 + 1e-16, max=1.0 - 1e-16)
+    x = (_erfinv(u) * (std * math.sqrt(2.0)) + mean).clamp(min=a, max=b)
+    return tensor.copy_(x.to(tensor.device, tensor.dtype))
+
+
+@no_grad()
+def orthogonal_(tensor, gain=1.0, generator=None):
+    """A (semi-)orthogonal matrix, as PyTorch: QR of an N(0, 1) draw of shape (size(0), numel / size(0)),
+    Q's columns signed by R's diagonal, times gain. The QR runs on the host in float64 (NumPy): it is
+    initialisation-time only."""
+    _float_tensor(tensor, "orthogonal_")
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = randn(rows, cols, dtype=_draw_dtype(tensor), generator=generator).to("cpu").numpy().astype(np.float64)
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q *= np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    out = tensor_from_numpy(np.ascontiguousarray(q * gain)).reshape(tuple(tensor.shape))
+    return tensor.copy_(out.to(tensor.device, tensor.dtype))
 
 
 def _default_weight_and_bias_(weight, bias):

@@ -1,4 +1,5 @@
-"""Pooling layers: MaxPool1d/2d/3d, AvgPool1d/2d/3d and AdaptiveAvgPool2d over the functional ops.
+"""Pooling layers: MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d and AdaptiveMaxPool1d/2d over the
+functional ops.
 
 The settings are stored as PyTorch stores them (AvgPool1d as 1-tuples, the
 others as given), so repr() matches. The functional max pools return values
@@ -103,3 +104,33 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    def forward(self, input):
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+
+class _AdaptiveMaxPoolNd(Module):
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        if return_indices:
+            raise NotSupportedError(f"nn.{type(self).__name__}: return_indices=True is not supported (values only); "
+                                    "see docs/nn.md")
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    def forward(self, input):
+        return F.adaptive_max_pool1d(input, self.output_size)
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    """Max over PyTorch's adaptive windows; output_size an int or a pair whose entries may be None."""
+
+    def forward(self, input):
+        return F.adaptive_max_pool2d(input, self.output_size)
