@@ -128,6 +128,8 @@ for _name, _family in _C.op_table():
 del _name, _family
 # max/min with PyTorch's forms (values and indices over a dim), and amax/amin.
 from ._reductions import amax, amin, max, min  # noqa: E402,F401,A004
+from ._sorting import (  # noqa: E402,F401  sort, topk, median, unique, nonzero, where(condition), ...
+    argsort, argwhere, kthvalue, median, msort, nonzero, sort, topk, unique, unique_consecutive, where)
 
 # Ops outside the op table: they run as table ops (conv1d and the 1-D pools
 # as the 2-D ops) or compose them (pad).
