@@ -82,7 +82,8 @@ def _nonzero_samples(rng, dtype, cls):
 
 
 def _torch_sort(x, dim=-1, descending=False, stable=False):
-    return torch.sort(x, dim=dim, descending=descending, stable=stable)  # torch takes dim positionally only without stable
+    # torch.sort takes dim and descending by position only when stable is not given
+    return torch.sort(x, dim=dim, descending=descending, stable=stable)
 
 
 OP_INFOS = [
