@@ -138,6 +138,8 @@ del _name, _family
 # max/min with PyTorch's forms (values and indices over a dim), and amax/amin.
 from ._reductions import amax, amin, max, min  # noqa: E402,F401,A004
 from ._shape_api import *  # noqa: E402,F401,F403  (function forms of the methods, Size, finfo, iinfo; after the table's squeeze)
+from ._sorting import (  # noqa: E402,F401  sort, topk, median, unique, nonzero, where(condition), ...
+    argsort, argwhere, kthvalue, median, msort, nonzero, sort, topk, unique, unique_consecutive, where)
 
 # Ops outside the op table: they run as table ops (conv1d and the 1-D pools
 # as the 2-D ops) or compose them (pad).

@@ -22,4 +22,5 @@ NB_MODULE(_C, m) {
   bind_device(m);
   bind_autograd(m, tensor);
   bind_optim(m);
+  bind_sort(m);
 }

@@ -9,6 +9,7 @@
 //   bind_device.cpp    devices, synchronisation, the rocm_* functions
 //   bind_autograd.cpp  gradients: Tensor.requires_grad/grad/backward, grad_fn nodes, grad mode
 //   bind_optim.cpp     fused optimizer updates
+//   bind_sort.cpp      sort and nonzero (python/pyflame/_sorting.py builds on them)
 //   convert.cpp        the argument conversions declared here
 
 #include <nanobind/nanobind.h>
@@ -56,6 +57,7 @@ void bind_creation(nb::module_& m);
 void bind_device(nb::module_& m);
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_optim(nb::module_& m);
+void bind_sort(nb::module_& m);
 // The ops of each area (CUSTOM family and compositions).
 void bind_conv(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_modules(nb::module_& m, nb::class_<Tensor>& tensor);

@@ -600,6 +600,16 @@ Grads d_dropout(const GradContext& c) {
   return {apply({OpType::dropout, {c.grad()}, c.call.attrs, {}})[0]};
 }
 
+// ---------------------------------------------------------------- sorting
+
+// Each value goes back to the place it came from: sort's indices are a
+// permutation along the dim (topk, kthvalue and median select from sort's values).
+Grads d_sort(const GradContext& c) {
+  const Tensor& g = c.grad();
+  if (c.input_shape(0).empty()) return {g};
+  return {scatter(zeros_like_shape(c.input_shape(0), g), c.attr<SortAttrs>().dim, c.output(1), g)};
+}
+
 // ---------------------------------------------------------------- losses
 //
 // Per element, nll_loss weighs the log-probabilities by
@@ -744,5 +754,7 @@ PF_REGISTER_DERIVATIVE(group_norm, &d_group_norm, kSavesInputs);
 PF_REGISTER_DERIVATIVE(dropout, &d_dropout, kSavesNothing);
 PF_REGISTER_DERIVATIVE(nll_loss, &d_nll_loss, kSavesInputs);
 PF_REGISTER_DERIVATIVE(cross_entropy, &d_cross_entropy, kSavesBoth);
+
+PF_REGISTER_DERIVATIVE(sort, &d_sort, kSavesOutputs);
 
 }  // namespace pyflame::autograd

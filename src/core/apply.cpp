@@ -105,6 +105,7 @@ PF_ATTRS_NAME(FillAttrs)
 PF_ATTRS_NAME(AdamAttrs)
 PF_ATTRS_NAME(SgdAttrs)
 PF_ATTRS_NAME(RmspropAttrs)
+PF_ATTRS_NAME(SortAttrs)
 #undef PF_ATTRS_NAME
 
 std::string describe_input(const Tensor& t) {

@@ -70,6 +70,19 @@ struct DimAttrs {
   template <class V> void fields(V&& v) const { v("dim", dim), v("dtype", dtype); }
 };
 
+// Sorting and selection: sort along dim (stable is PyTorch's flag; every sort
+// keeps ties in index order); nonzero's count of nonzero entries (its rows).
+struct SortAttrs {
+  int64_t dim = -1;
+  bool descending = false;
+  bool stable = false;
+  int64_t count = 0;
+  bool operator==(const SortAttrs&) const = default;
+  template <class V> void fields(V&& v) const {
+    v("dim", dim), v("descending", descending), v("stable", stable), v("count", count);
+  }
+};
+
 // Views: the dims an op names (permute's order, transpose's two, squeeze's,
 // unsqueeze's, select's and slice's one), a shape (view, reshape, expand; -1
 // entries resolved) and positions (select's index; slice's start, stop, step).
@@ -200,7 +213,7 @@ struct RmspropAttrs {
 
 using OpAttrs = std::variant<NoAttrs, ElementwiseAttrs, ClampAttrs, ReduceAttrs, IndexAttrs, DimAttrs, ViewAttrs,
                              ConvAttrs, PoolAttrs, NormAttrs, RandomAttrs, LossAttrs, CopyAttrs, FillAttrs, AdamAttrs, SgdAttrs,
-                             RmspropAttrs>;
+                             RmspropAttrs, SortAttrs>;
 
 PF_API size_t hash_attrs(const OpAttrs& attrs);
 // "stride=[1, 1], padding=[0, 0], ..." (empty for NoAttrs).

@@ -1,0 +1,212 @@
+"""Sorting and selection as PyTorch has them, over the op table's sort and nonzero.
+
+sort is one op (a kernel on each device, always stable: ties keep index
+order); topk, kthvalue and median pick from its result with slice, select and
+gather, so their values get sort's gradient. unique and unique_consecutive
+compare neighbours of the (sorted) flattened input; nonzero's count comes from
+cumsum. Results of several tensors are named tuples with .values/.indices, as
+torch.return_types.
+"""
+
+from collections import namedtuple
+
+from . import _C
+from ._creation import full, zeros_like
+
+_sort, _nonzero, _where = _C.sort, _C.nonzero, _C.where
+
+SortResult = namedtuple("sort", ["values", "indices"])
+TopkResult = namedtuple("topk", ["values", "indices"])
+KthvalueResult = namedtuple("kthvalue", ["values", "indices"])
+MedianResult = namedtuple("median", ["values", "indices"])
+
+
+class SelectionRangeError(IndexError, RuntimeError):
+    """k outside its dim in topk/kthvalue: PyTorch raises RuntimeError, an index error by nature."""
+
+
+def _no_out(name, out):
+    if out is not None:
+        raise TypeError(f"{name}(): out= is not supported; use the returned tensors")
+
+
+def _size(input, dim, name):
+    """The wrapped dim and its size (a 0-d tensor counts as one element along dim 0 or -1)."""
+    ndim = input.dim()
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"{name}: dimension {dim} is out of range for a tensor of {ndim} dimension(s) "
+                         f"(expected in [{-n}, {n - 1}])")
+    dim %= n
+    return dim, (input.shape[dim] if ndim else 1)
+
+
+def _not_bool(input, name):
+    if input.dtype == _C.dtype.bool:
+        raise TypeError(f"{name}: bool tensors are not supported (as in PyTorch); convert with .to(pf.uint8)")
+
+
+def sort(input, dim=-1, descending=False, *, stable=False, out=None):
+    """(values, indices) of input sorted along dim, as torch.sort. NaN sorts above every
+    number; ties keep index order whatever `stable` says (every sort here is stable)."""
+    _no_out("sort", out)
+    return SortResult(*_sort(input, dim, bool(descending), bool(stable)))
+
+
+def argsort(input, dim=-1, descending=False, *, stable=False):
+    """The indices that sort input along dim, as torch.argsort."""
+    return _sort(input, dim, bool(descending), bool(stable))[1]
+
+
+def msort(input, *, out=None):
+    """input sorted along its first dim, as torch.msort."""
+    _no_out("msort", out)
+    return _sort(input, 0, False, False)[0]
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
+    """The k largest (smallest) entries along dim and their indices, as torch.topk.
+    The result is always sorted (torch leaves the order open when sorted=False)."""
+    _no_out("topk", out)
+    _not_bool(input, "topk")
+    dim, n = _size(input, dim, "topk")
+    if not 0 <= k <= n:
+        raise SelectionRangeError(f"topk: selected index k={k} out of range for dimension {dim} of size {n}")
+    values, indices = _sort(input, dim, bool(largest), True)
+    if input.dim() == 0:
+        return TopkResult(values, indices)
+    return TopkResult(_C.slice(values, dim, 0, k), _C.slice(indices, dim, 0, k))
+
+
+def _pick(values, indices, dim, position, keepdim, input_ndim):
+    """Entries at `position` along dim: an int (select), or a keepdim tensor (gather)."""
+    if input_ndim == 0:
+        return values, indices
+    if isinstance(position, int):
+        v, i = _C.select(values, dim, position), _C.select(indices, dim, position)
+        return (v.unsqueeze(dim), i.unsqueeze(dim)) if keepdim else (v, i)
+    v, i = _C.gather(values, dim, position), _C.gather(indices, dim, position)
+    return (v, i) if keepdim else (v.squeeze(dim), i.squeeze(dim))
+
+
+def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
+    """The k-th smallest entry along dim (k from 1) and its index, as torch.kthvalue."""
+    _no_out("kthvalue", out)
+    _not_bool(input, "kthvalue")
+    dim, n = _size(input, dim, "kthvalue")
+    if not 1 <= k <= n:
+        raise SelectionRangeError(f"kthvalue(): selected number k={k} out of range for dimension {dim} of size {n}")
+    values, indices = _sort(input, dim, False, True)
+    return KthvalueResult(*_pick(values, indices, dim, k - 1, keepdim, input.dim()))
+
+
+def median(input, dim=None, keepdim=False, *, out=None):
+    """As torch.median: median(input) is the lower median of all entries; median(input, dim)
+    gives (values, indices) along dim. A NaN makes the median NaN (the first NaN's index)."""
+    _no_out("median", out)
+    _not_bool(input, "median")
+    if dim is None:
+        if keepdim:
+            raise TypeError("median(): keepdim needs a dim (median(x, dim, keepdim=True))")
+        flat = input.reshape(-1)
+        if flat.numel() == 0:
+            if not input.dtype.is_floating_point:
+                raise IndexError("median(): the median of an empty integer tensor is undefined")
+            return full((), float("nan"), dtype=input.dtype)
+        return median(flat, 0).values
+    dim, n = _size(input, dim, "median")
+    if n == 0:
+        raise IndexError(f"median(): Expected reduction dim {dim} to have non-zero size.")
+    values, indices = _sort(input, dim, False, True)
+    position = (n - 1) // 2
+    if input.dtype.is_floating_point and input.dim() > 0:
+        # NaNs sort last, in index order: the first of them is at n - (their count).
+        nans = _C.sum(_C.isnan(values), dim, True)
+        position = _where(_C.gt(nans, 0), _C.sub(n, nans), position)
+    elif input.dtype.is_floating_point:
+        position = 0
+    return MedianResult(*_pick(values, indices, dim, position, keepdim, input.dim()))
+
+
+def _groups(flat, first):
+    """Values, and optionally group ids and counts, of the runs of equal neighbours of a 1-D tensor.
+    `first`: bool, True where a run starts. NaNs never equal each other, as in torch.unique."""
+    ids = _C.sub(_C.cumsum(first, 0), 1)
+    n = flat.shape[0]
+    starts = _nonzero(first).reshape(-1)
+    ends = _C.cat([starts[1:], full((min(n, 1),), n, dtype=_C.dtype.int64)])
+    return flat[first], ids, _C.sub(ends, starts)
+
+
+def _run_starts(flat):
+    n = flat.shape[0]
+    head = full((min(n, 1),), True, dtype=_C.dtype.bool)
+    return _C.cat([head, _C.ne(flat[1:], flat[:-1])])
+
+
+def _result(values, inverse, counts, return_inverse, return_counts):
+    out = (values,) + ((inverse,) if return_inverse else ()) + ((counts,) if return_counts else ())
+    return out if len(out) > 1 else values
+
+
+def _no_dim(name, dim):
+    if dim is not None:
+        raise _C.NotSupportedError(f"{name}(dim={dim}): unique slices along a dim are not supported; use "
+                                   f"{name}(x) on the flattened tensor, or NumPy: np.unique(x.numpy(), axis={dim})")
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct entries of input (flattened), sorted, as torch.unique; with return_inverse
+    each entry's position among them (input's shape), with return_counts their multiplicities.
+    The result is sorted also for sorted=False (torch leaves the order open)."""
+    _no_dim("unique", dim)
+    flat = input.reshape(-1)
+    values, order = _sort(flat, 0, False, True)
+    first = _run_starts(values)
+    uniq, ids, counts = _groups(values, first)
+    inverse = None
+    if return_inverse:
+        inverse = _C.scatter(zeros_like(order), 0, order, ids).reshape(input.shape)
+    return _result(uniq, inverse, counts, return_inverse, return_counts)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """input (flattened) with runs of equal neighbours reduced to one entry, as torch.unique_consecutive."""
+    _no_dim("unique_consecutive", dim)
+    flat = input.reshape(-1)
+    first = _run_starts(flat)
+    uniq, ids, counts = _groups(flat, first)
+    return _result(uniq, ids.reshape(input.shape), counts, return_inverse, return_counts)
+
+
+def nonzero(input, *, out=None, as_tuple=False):
+    """The (n, input.dim()) int64 coordinates of the nonzero entries in row-major order, as
+    torch.nonzero; as_tuple=True: one 1-D tensor per dim (a 0-d input counts as 1-D).
+    Waits for the device: the count of entries is the result's size."""
+    _no_out("nonzero", out)
+    if not as_tuple:
+        return _nonzero(input)
+    coords = _nonzero(input if input.dim() else input.reshape(1))
+    return tuple(_C.select(coords, 1, d) for d in range(coords.shape[1]))
+
+
+def argwhere(input):
+    """nonzero(input) as torch.argwhere."""
+    return _nonzero(input)
+
+
+def where(condition, input=None, other=None):
+    """where(condition, input, other) picks elementwise; where(condition) is
+    nonzero(condition, as_tuple=True), as torch.where."""
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where(): give both input and other, or neither (where(condition) = nonzero(as_tuple=True))")
+    return _where(condition, input, other)
+
+
+for _name, _fn in (("sort", sort), ("argsort", argsort), ("msort", msort), ("topk", topk), ("kthvalue", kthvalue),
+                   ("median", median), ("unique", unique), ("unique_consecutive", unique_consecutive),
+                   ("nonzero", nonzero), ("argwhere", argwhere)):
+    setattr(_C.Tensor, _name, _fn)
+del _name, _fn
