@@ -20,6 +20,7 @@ DEVICES = ["cpu", "rocm"]
 def device(request):
     if request.param == "rocm" and not pf.rocm_is_available():
         pytest.skip(f"no usable GPU: {pf.rocm_unavailable_reason()}")
+    pf.set_device(request.param)  # ops run on the current device (docs/architecture.md)
     return request.param
 
 
