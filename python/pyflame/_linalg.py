@@ -126,7 +126,8 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """The mean of the non-NaN elements (NaN where there are none), as torch.nanmean (floats only)."""
     if not _is_float(input):
-        raise DTypeError(f"nanmean(): expected input to have floating point dtype but got {_torch_dtype_name(input.dtype)}")
+        raise DTypeError("nanmean(): expected input to have floating point dtype but got "
+                         f"{_torch_dtype_name(input.dtype)}")
     if dtype is not None:
         input = input.to(dtype)
     dims = _reduce_arg(_dims(dim, input.dim(), "nanmean"))
@@ -160,7 +161,8 @@ def _check_norm_input(x, fn, dtype):
         if dtype not in (_C.dtype.float16, _C.dtype.bfloat16, _C.dtype.float32, _C.dtype.float64):
             raise DTypeError(f"{fn}: dtype should be floating point or complex, but got {_dtype_name(dtype)}")
     if not _is_float(x):
-        raise DTypeError(f"{fn}: Expected a floating point or complex tensor as input. Got {_torch_dtype_name(x.dtype)}")
+        raise DTypeError(f"{fn}: Expected a floating point or complex tensor as input. "
+                         f"Got {_torch_dtype_name(x.dtype)}")
     return x if dtype is None else x.to(dtype)
 
 

@@ -258,16 +258,6 @@ def test_cumprod_gradient_with_zeros(device, rng, zeros):
     check_grads(rng, pf.cumprod(p2, 0), torch.cumprod(t2, 0), [p2], [t2], f"cumprod dim 0, zeros at {zeros}")
 
 
-def test_cumprod_second_derivative(device, rng):
-    v = make_values(rng, (5,), "float64", low=0.5, high=2)
-    p = pf.tensor(v).requires_grad_(True)
-    t = torch.from_numpy(v.copy()).requires_grad_(True)
-    (g,) = pf.autograd.grad(pf.cumprod(p, 0).sum(), [p], create_graph=True)
-    (tg,) = torch.autograd.grad(torch.cumprod(t, 0).sum(), [t], create_graph=True)
-    close(g, tg, "float64", "first derivative")
-    check_grads(rng, g, tg, [p], [t], "second derivative")
-
-
 # ----------------------------------------------------------------- searchsorted, bucketize
 
 
