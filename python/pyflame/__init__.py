@@ -129,9 +129,9 @@ del _name, _family
 # max/min with PyTorch's forms (values and indices over a dim), and amax/amin.
 from ._reductions import amax, amin, max, min  # noqa: E402,F401,A004
 from ._linalg import (  # noqa: E402,F401,A004  reductions, products, norms, einsum, pf.linalg (compositions)
-    addbmm, addmm, addmv, addr, all, any, baddbmm, bmm, bucketize, cholesky, count_nonzero, det, dot, einsum, ger,
-    inner, inverse, linalg, logdet, logsumexp, matrix_exp, matrix_power, mm, mv, nanmean, nansum, norm, outer, pinverse,
-    qr, slogdet, std_mean, svd, tensordot, var_mean, vdot,
+    addbmm, addmm, addmv, addr, all, any, baddbmm, bmm, bucketize, cholesky, count_nonzero, det, dist, dot, einsum,
+    ger, inner, inverse, linalg, logdet, logsumexp, matrix_exp, matrix_power, mm, mv, nanmean, nansum, norm, outer,
+    pinverse, qr, slogdet, std_mean, svd, tensordot, trace, var_mean, vdot,
 )
 
 # Ops outside the op table: they run as table ops (conv1d and the 1-D pools

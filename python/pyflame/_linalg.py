@@ -242,6 +242,11 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     raise ShapeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {A.dim()}D.")
 
 
+def dist(input, other, p=2):
+    """The p-norm of input - other (broadcast), as torch.dist."""
+    return vector_norm(_C.sub(input, other), p)
+
+
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """torch.norm: 'fro' (or None) is the 2-norm over `dim`, a number p the vector p-norm; 'nuc' is not supported."""
     if isinstance(p, str):
@@ -352,6 +357,14 @@ def inner(input, other):
         raise ShapeError(f"inner() the last dimension must match on both input tensors but got shapes "
                          f"{list(input.shape)} and {list(other.shape)}")
     return tensordot(input, other, ([input.dim() - 1], [other.dim() - 1]))
+
+
+def trace(input):
+    """The sum of a matrix's main diagonal (of min(rows, columns) entries), as torch.trace; integers give int64."""
+    if input.dim() != 2:
+        raise ShapeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    # where, not a product with the identity: off-diagonal NaN or inf must not leak in.
+    return _C.sum(_C.where(eye(*input.shape, dtype=_C.dtype.bool), input, 0))
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
@@ -564,8 +577,8 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
     return _C.searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
-for _name in ("all", "any", "count_nonzero", "logsumexp", "nansum", "nanmean", "norm", "mm", "bmm", "mv", "dot",
-              "vdot", "outer", "ger", "inner", "addmm", "addmv", "addr", "baddbmm", "addbmm"):
+for _name in ("all", "any", "count_nonzero", "logsumexp", "nansum", "nanmean", "norm", "dist", "mm", "bmm", "mv",
+              "dot", "vdot", "outer", "ger", "inner", "trace", "addmm", "addmv", "addr", "baddbmm", "addbmm"):
     setattr(_C.Tensor, _name, globals()[_name])
 del _name
 

@@ -357,6 +357,27 @@ def test_products(device, rng, dtype):
                   f"Tensor.{name} {k}", scale=s)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_trace_and_dist(device, rng, dtype):
+    for shape in ((4, 4), (3, 5), (5, 2)):
+        a, ta = pair(rng, shape, dtype)
+        close(pf.trace(a), torch.trace(ta), dtype, f"trace {shape}")
+        close(a.trace(), ta.trace(), dtype, f"Tensor.trace {shape}")
+    m = np.full((3, 3), np.nan)
+    np.fill_diagonal(m, [1.0, 2.0, 3.0])
+    assert pf.trace(pf.tensor(m)).item() == 6.0
+    raises(RuntimeError, lambda: pf.trace(pf.ones(3)), "expected a matrix")
+    if dtype == "float32":
+        a, ta = pair(rng, (2, 3), dtype)
+        b, tb = pair(rng, (3,), dtype)
+        for p in (2, 1, 3, math.inf, 0):
+            close(pf.dist(a, b, p), torch.dist(ta, tb, p), dtype, f"dist p={p}")
+            close(a.dist(b, p), ta.dist(tb, p), dtype, f"Tensor.dist p={p}")
+        g, tg = grad_pair(rng, (2, 3))
+        h, th = grad_pair(rng, (2, 3))
+        check_grads(rng, pf.dist(g, h), torch.dist(tg, th), [g, h], [tg, th], "dist")
+
+
 def test_add_products_ignore_input_when_beta_is_zero(device, rng):
     a, ta = pair(rng, (3, 4))
     b, tb = pair(rng, (4, 5))
