@@ -516,7 +516,8 @@ def _einsum_pair(a, la, b, lb, keep):
             if sizes.get(ch, 1) != 1 and n != 1 and sizes[ch] != n:
                 raise ShapeError(f"einsum(): operands do not broadcast with remapped shapes: subscript "
                                  f"{ch.replace('...', 'ellipsis dim ')} has sizes {sizes[ch]} and {n}")
-            sizes[ch] = builtins.max(sizes.get(ch, 1), n)
+            if sizes.get(ch, 1) == 1:  # a size-1 dim broadcasts (an empty one does not)
+                sizes[ch] = n
     batch = [ch for ch in la if ch in lb and ch in keep]
     contract = [ch for ch in la if ch in lb and ch not in keep]
     left = [ch for ch in la if ch not in lb]
@@ -538,6 +539,9 @@ def einsum(equation, *operands):
     """torch.einsum: sums of products named by subscripts ('ij,jk->ik', 'bij,bjk->bik', 'ii->i',
     '...ij,...jk->...ik'), with implicit outputs and broadcasting. Operands are contracted left to right,
     each pair as one batch_matmul; repeated subscripts take diagonals."""
+    if not isinstance(equation, str):
+        raise _C.NotSupportedError("einsum(): the sublist format (einsum(op1, [0, 1], op2, [1, 2])) is not "
+                                   "supported; pass an equation string such as 'ij,jk->ik'")
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not operands:

@@ -429,7 +429,8 @@ EINSUM_CASES = [
     ("...ij,...jk->...ik", [(2, 3, 4, 5), (3, 5, 2)]), ("...ij,...jk", [(2, 3, 4), (2, 4, 5)]),
     ("i...->...", [(3, 4, 5)]), ("ab,bc,cd->ad", [(2, 3), (3, 4), (4, 5)]), ("ij,kj,ik->i", [(3, 4), (5, 4), (3, 5)]),
     ("bii->bi", [(2, 3, 3)]), ("iij->j", [(3, 3, 4)]), ("ij,jk->", [(3, 4), (4, 5)]), ("Ab,bA->A", [(3, 4), (4, 3)]),
-    ("ij,j->i", [(3, 4), (1,)]), ("i j , j k -> i k", [(3, 4), (4, 5)]), ("ijk", [(2, 3, 4)]), ("kji", [(2, 3, 4)]),
+    ("ij,j->i", [(3, 4), (1,)]), ("ij,jk->ik", [(0, 3), (3, 2)]), ("ij,jk->ik", [(2, 0), (0, 2)]),
+    ("ij,jk->ik", [(2, 1), (3, 2)]), ("iii->i", [(3, 3, 3)]), ("i j , j k -> i k", [(3, 4), (4, 5)]), ("ijk", [(2, 3, 4)]), ("kji", [(2, 3, 4)]),
 ]
 
 
@@ -464,6 +465,7 @@ def test_einsum_errors(device):
     raises(ValueError, lambda: pf.einsum("ij->k", x), "output subscript k does not appear")
     raises(RuntimeError, lambda: pf.einsum("ij,jk->ik", x, pf.ones(4, 2)), "sizes 3 and 4")
     raises(ValueError, lambda: pf.einsum("i1->i", x), "subscripts must be in")
+    raises(pf.NotSupportedError, lambda: pf.einsum(x, [0, 1]), "sublist format")
 
 
 def test_tensordot(device, rng):
