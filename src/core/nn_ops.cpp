@@ -72,14 +72,6 @@ int64_t numel_of(const Shape& s, size_t begin, size_t end) {
   return shape_numel(Shape(s.begin() + begin, s.begin() + end));
 }
 
-// The input viewed as `shape`, contiguous.
-InputPlan reshaped(Shape shape) {
-  InputPlan p;
-  p.reshape = std::move(shape);
-  p.contiguous = true;
-  return p;
-}
-
 Inferred infer_moments(OpCall& call) {
   const Tensor& input = call.inputs[0];
   auto& a = std::get<ReduceAttrs>(call.attrs);

@@ -33,14 +33,6 @@ void check_index_dtype(const Tensor& index, const char* op) {
 int64_t nonzero_dim(const Tensor& t) { return std::max<int64_t>(t.dim(), 1); }
 Shape at_least_1d(const Shape& s) { return s.empty() ? Shape{1} : s; }
 
-// A plan that shows the input to the kernel as `shape`, contiguous.
-InputPlan reshaped_contiguous(Shape shape) {
-  InputPlan p;
-  p.reshape = std::move(shape);
-  p.contiguous = true;
-  return p;
-}
-
 // A plan that shows a 0-d input to the kernel as 1-D.
 InputPlan as_1d(const Tensor& t) {
   InputPlan p;
@@ -138,7 +130,7 @@ Inferred infer_searchsorted(OpCall& call) {
     m = values.shape().back();
   }
   const DType common = promote_types(seq.dtype(), values.dtype());
-  InputPlan s = reshaped_contiguous({rows, n}), v = reshaped_contiguous({rows, m});
+  InputPlan s = reshaped({rows, n}), v = reshaped({rows, m});
   s.dtype = v.dtype = common;
   const DType out = call.attr<SearchAttrs>().out_int32 ? DType::Int32 : DType::Int64;
   return {current_device(), {s, v}, {{{rows, m}, out, values.shape()}}, {}};
