@@ -1,9 +1,9 @@
 #pragma once
 // Ops of neural networks beyond the elementwise ones: statistics (var, std,
-// cumsum), normalization, dropout, losses and attention, with PyTorch's
+// cumsum, cumprod), normalization, dropout, losses and attention, with PyTorch's
 // functional names, argument order and defaults. An undefined Tensor (Tensor())
-// stands for None. Validation is in src/core/nn_ops.cpp; var, std, cumsum, the
-// norms, dropout and nll_loss have kernels (CPU: src/cpu/{variance,cumsum,norm,
+// stands for None. Validation is in src/core/nn_ops.cpp; var, std, the scans, the
+// norms, dropout and nll_loss have kernels (CPU: src/cpu/{variance,scan,norm,
 // dropout,loss}.cpp), the other losses and attention are compositions of ops.
 
 #include <optional>
@@ -22,8 +22,9 @@ PF_API Tensor var(const Tensor& input, const std::vector<int64_t>& dims = {}, do
                   bool keepdim = false);
 PF_API Tensor std(const Tensor& input, const std::vector<int64_t>& dims = {}, double correction = 1,
                   bool keepdim = false);
-// Integer and bool inputs give int64 unless `dtype` says otherwise.
+// cumsum, cumprod: integer and bool inputs give int64 unless `dtype` says otherwise.
 PF_API Tensor cumsum(const Tensor& input, int64_t dim, std::optional<DType> dtype = std::nullopt);
+PF_API Tensor cumprod(const Tensor& input, int64_t dim, std::optional<DType> dtype = std::nullopt);
 
 // ---- normalization (statistics in float64)
 // training: batch statistics, and running_mean/running_var (when given) are

@@ -31,6 +31,13 @@ PF_API Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, con
 PF_API Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 PF_API Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, Scalar value);
 PF_API Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+// torch.searchsorted: for each value, the index of the first element of its
+// row of sorted_sequence that is >= it (right: > it). A 1-D sorted_sequence
+// serves values of any shape; otherwise values has its leading dims. Both are
+// compared in their promoted dtype; sorter (int64, sorted_sequence's shape)
+// sorts an unsorted sequence along its last dim.
+PF_API Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool out_int32 = false,
+                           bool right = false, const Tensor& sorter = {});
 // Rows of weight (num_embeddings, embedding_dim) for indices of any shape.
 // padding_idx only affects gradients; here it is validated.
 PF_API Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);

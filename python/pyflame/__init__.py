@@ -140,6 +140,11 @@ from ._reductions import amax, amin, max, min  # noqa: E402,F401,A004
 from ._shape_api import *  # noqa: E402,F401,F403  (function forms of the methods, Size, finfo, iinfo; after the table's squeeze)
 from ._sorting import (  # noqa: E402,F401  sort, topk, median, unique, nonzero, where(condition), ...
     argsort, argwhere, kthvalue, median, msort, nonzero, sort, topk, unique, unique_consecutive, where)
+from ._linalg import (  # noqa: E402,F401,A004  reductions, products, norms, einsum, pf.linalg (compositions)
+    addbmm, addmm, addmv, addr, all, any, baddbmm, bmm, bucketize, cholesky, count_nonzero, det, dist, dot, einsum,
+    ger, inner, inverse, linalg, logdet, logsumexp, matrix_exp, matrix_power, mm, mv, nanmean, nansum, norm, outer,
+    pinverse, qr, slogdet, std_mean, svd, tensordot, var_mean, vdot,
+)
 
 # Ops outside the op table: they run as table ops (conv1d and the 1-D pools
 # as the 2-D ops) or compose them (pad).

@@ -1,5 +1,5 @@
 // Python bindings of include/pyflame/nn_ops.h with PyTorch's argument names,
-// order and defaults (torch.var/std/cumsum and torch.nn.functional). None
+// order and defaults (torch.var/std/cumsum/cumprod and torch.nn.functional). None
 // becomes an undefined Tensor. The ops of the op table are also Tensor methods.
 
 #include <nanobind/stl/optional.h>
@@ -61,6 +61,9 @@ void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor) {
   }
   def_with_method(m, tensor, "cumsum", [](const Tensor& x, int64_t dim, nb::handle dtype) {
     return pyflame::cumsum(x, dim, as_opt_dtype(dtype));
+  }, "dim"_a, nb::kw_only(), "dtype"_a = nb::none());
+  def_with_method(m, tensor, "cumprod", [](const Tensor& x, int64_t dim, nb::handle dtype) {
+    return pyflame::cumprod(x, dim, as_opt_dtype(dtype));
   }, "dim"_a, nb::kw_only(), "dtype"_a = nb::none());
 
   // ---- normalization

@@ -3,6 +3,7 @@
 // indexing with tensors (x[index], x[mask]) is in bindings.cpp's get_item.
 
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
@@ -71,6 +72,32 @@ void bind_shape(nb::module_& m, nb::class_<Tensor>& tensor) {
   auto gather = [](const Tensor& x, int64_t dim, const Tensor& index) { return pyflame::gather(x, dim, index); };
   m.def("gather", gather, "input"_a, "dim"_a, "index"_a);
   tensor.def("gather", gather, "dim"_a, "index"_a);
+
+  // torch.searchsorted; a number for `input` needs a 1-D sequence and gives a 0-d result.
+  m.def("searchsorted",
+        [](const Tensor& seq, nb::handle input, bool out_int32, bool right, std::optional<std::string> side,
+           std::optional<Tensor> sorter) {
+          if (side) {
+            PF_CHECK(*side == "left" || *side == "right", ValueError,
+                     "searchsorted: side can only be 'left' or 'right' but got ", *side);
+            PF_CHECK(!(right && *side == "left"), ValueError,
+                     "searchsorted: side and right can't be set to opposites, got side of left while right was True");
+            right = *side == "right";
+          }
+          Tensor values;
+          if (nb::isinstance<Tensor>(input)) {
+            values = nb::cast<Tensor>(input);
+          } else {
+            PF_CHECK(seq.dim() == 1, ValueError,
+                     "searchsorted: input value can be a scalar only when boundaries tensor dimension is 1, but we "
+                     "got boundaries tensor dim(", seq.dim(), ")");
+            Tensor number = as_operand(input);
+            values = pyflame::full({}, number.item(), pyflame::result_type({seq, number}));
+          }
+          return pyflame::searchsorted(seq, values, out_int32, right, sorter.value_or(Tensor()));
+        },
+        "sorted_sequence"_a, "input"_a, nb::kw_only(), "out_int32"_a = false, "right"_a = false,
+        "side"_a = nb::none(), "sorter"_a = nb::none());
 
   auto scatter = [](const Tensor& x, int64_t dim, const Tensor& index, nb::handle src, nb::handle value) {
     nb::handle v = src_or_value(src, value);

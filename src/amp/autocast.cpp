@@ -36,6 +36,7 @@ Policy policy(ir::OpType op) {
     case OpType::sum:
     case OpType::prod:
     case OpType::cumsum:
+    case OpType::cumprod:
     case OpType::var:
     case OpType::std:
     case OpType::softmax:

@@ -254,6 +254,26 @@ Grads d_cumsum(const GradContext& c) {
   return {add(sub(sum(g, {dim}, true), cumsum(g, dim)), g)};
 }
 
+// PyTorch's cumprod_backward, in table ops. Before a row's first zero the
+// gradient is sum_{i>=k} g_i out_i / x_k (a reverse cumulative sum); at the
+// first zero it is the reverse cumulative sum of g times the cumprod with that
+// zero taken as 1; after it every product holds that zero, so 0.
+Grads d_cumprod(const GradContext& c) {
+  const int64_t dim = c.attr<DimAttrs>().dim;
+  const Tensor& g = c.grad();
+  if (g.dim() == 0) return {g};
+  const Tensor x = as_dtype_of(c.input(0), g);
+  auto reverse_cumsum = [dim](const Tensor& t) { return add(sub(sum(t, {dim}, true), cumsum(t, dim)), t); };
+  const Tensor one = Tensor::scalar(Scalar(1.0));
+  Tensor is_zero = eq(x, Scalar(0.0));
+  Tensor zeros_so_far = cumsum(as_dtype_of(is_zero, g), dim);
+  Tensor before = eq(zeros_so_far, Scalar(0.0));
+  Tensor first_zero = logical_and(is_zero, eq(zeros_so_far, Scalar(1.0)));
+  Tensor none_zero = div(reverse_cumsum(mul(g, c.output())), where(before, x, one));
+  Tensor at_zero = reverse_cumsum(mul(g, cumprod(where(first_zero, one, x), dim)));
+  return {where(before, none_zero, where(first_zero, at_zero, zero_scalar()))};
+}
+
 // ---------------------------------------------------------------- matmul, softmax, linear
 
 Grads d_matmul(const GradContext& c) {
@@ -714,6 +734,7 @@ PF_REGISTER_DERIVATIVE(prod, &d_prod, kSavesBoth);
 PF_REGISTER_DERIVATIVE(var, &d_var_std, kSavesInputs);
 PF_REGISTER_DERIVATIVE(std, &d_var_std, kSavesBoth);
 PF_REGISTER_DERIVATIVE(cumsum, &d_cumsum, kSavesNothing);
+PF_REGISTER_DERIVATIVE(cumprod, &d_cumprod, kSavesBoth);
 
 PF_REGISTER_DERIVATIVE(matmul, &d_matmul, kSavesInputs);
 PF_REGISTER_DERIVATIVE(batch_matmul, &d_matmul, kSavesInputs);

@@ -159,6 +159,7 @@ bool is_differentiable(ir::OpType op) {
   switch (op) {
     case ir::OpType::fill:
     case ir::OpType::nonzero:  // coordinates (its input is an integer count)
+    case ir::OpType::searchsorted:  // integer positions
     case ir::OpType::softmax_backward:  // no higher-order gradients (docs/autograd.md)
     case ir::OpType::log_softmax_backward:
     case ir::OpType::layer_norm_backward:

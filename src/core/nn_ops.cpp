@@ -1,8 +1,8 @@
-// The op layer of include/pyflame/nn_ops.h. The table ops (var, std, cumsum,
+// The op layer of include/pyflame/nn_ops.h. The table ops (var, std, cumsum, cumprod,
 // the norms, dropout, nll_loss) are inferred here; their kernels get
 // contiguous inputs in a fixed layout:
 //   var/std     input as is; attrs dims (sorted), correction
-//   cumsum      input converted to the result dtype (at least 1-D); attrs dim
+//   cumsum, cumprod  input converted to the result dtype (at least 1-D); attrs dim
 //   batch_norm  x (N, C, S), running_mean, running_var, weight, bias; when
 //               training with running statistics, outputs 1 and 2 are their
 //               updated values (float64), which batch_norm writes back
@@ -72,14 +72,6 @@ int64_t numel_of(const Shape& s, size_t begin, size_t end) {
   return shape_numel(Shape(s.begin() + begin, s.begin() + end));
 }
 
-// The input viewed as `shape`, contiguous.
-InputPlan reshaped(Shape shape) {
-  InputPlan p;
-  p.reshape = std::move(shape);
-  p.contiguous = true;
-  return p;
-}
-
 Inferred infer_moments(OpCall& call) {
   const Tensor& input = call.inputs[0];
   auto& a = std::get<ReduceAttrs>(call.attrs);
@@ -88,10 +80,10 @@ Inferred infer_moments(OpCall& call) {
   return {current_device(), {{}}, {{reduced_shape(input.shape(), a.dims, a.keepdim), input.dtype()}}, {}};
 }
 
-Inferred infer_cumsum(OpCall& call) {
+Inferred infer_scan(OpCall& call) {
   const Tensor& input = call.inputs[0];
   auto& a = std::get<DimAttrs>(call.attrs);
-  a.dim = wrap_dim(a.dim, input.dim(), "cumsum");
+  a.dim = wrap_dim(a.dim, input.dim(), op_name(call.op));
   const DType out = a.dtype.value_or(is_floating(input.dtype()) ? input.dtype() : DType::Int64);
   a.dtype = out;
   InputPlan in{out};
@@ -317,7 +309,8 @@ PF_REGISTER_INFER(batch_norm_backward, &infer_channel_norm_backward);
 PF_REGISTER_INFER(group_norm_backward, &infer_channel_norm_backward);
 PF_REGISTER_INFER(var, &infer_moments);
 PF_REGISTER_INFER(std, &infer_moments);
-PF_REGISTER_INFER(cumsum, &infer_cumsum);
+PF_REGISTER_INFER(cumsum, &infer_scan);
+PF_REGISTER_INFER(cumprod, &infer_scan);
 PF_REGISTER_INFER(layer_norm, &infer_row_norm);
 PF_REGISTER_INFER(rms_norm, &infer_row_norm);
 PF_REGISTER_INFER(batch_norm, &infer_batch_norm);
@@ -382,6 +375,10 @@ Tensor std(const Tensor& input, const std::vector<int64_t>& dims, double correct
 
 Tensor cumsum(const Tensor& input, int64_t dim, std::optional<DType> dtype) {
   return apply_one(ir::OpType::cumsum, {input}, DimAttrs{dim, dtype});
+}
+
+Tensor cumprod(const Tensor& input, int64_t dim, std::optional<DType> dtype) {
+  return apply_one(ir::OpType::cumprod, {input}, DimAttrs{dim, dtype});
 }
 
 // ---------------------------------------------------------------- normalization

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/dispatch.h"
 #include "pyflame/autograd.h"
 #include "pyflame/error.h"
 #include "pyflame/ir/op_call.h"
@@ -56,5 +57,7 @@ inline Tensor empty_output(const Shape& shape, DType dtype, Device device) {
 std::vector<int64_t> normalize_dims(const std::vector<int64_t>& dims, int64_t ndim, ir::OpType op);
 // `shape` with `dims` removed, or kept as size 1.
 Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& dims, bool keepdim);
+// The plan of an input the kernel sees as `shape`, contiguous.
+InputPlan reshaped(Shape shape);
 
 }  // namespace pyflame

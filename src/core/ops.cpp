@@ -361,6 +361,13 @@ Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& dims, bool k
   return out;
 }
 
+InputPlan reshaped(Shape shape) {
+  InputPlan p;
+  p.reshape = std::move(shape);
+  p.contiguous = true;
+  return p;
+}
+
 DType result_type(const std::vector<Tensor>& operands) {
   // PyTorch's rule: dimensioned tensors outrank 0-d tensors, which outrank
   // Python numbers; a lower rank only matters if it is a higher category.

@@ -1,6 +1,7 @@
 // The shape area's op layer: joining and splitting, indexing by tensors,
-// masking. index_select, gather, scatter and scatter_add are ops of the table
-// (infer functions here, kernels in src/cpu/index.cpp and the GPU backend).
+// masking. index_select, gather, scatter, scatter_add and searchsorted are ops
+// of the table (infer functions here, kernels in src/cpu/{index,search}.cpp and
+// the GPU backend).
 // The rest are compositions: cat copies its inputs into views of the output,
 // stack/split/chunk are views, embedding and x[key] are an index_select,
 // x[key] = v a scatter, one_hot a scatter into zeros, masked_fill/tril/triu
@@ -109,7 +110,34 @@ Inferred infer_scatter(OpCall& call) {
   return inf;
 }
 
+// searchsorted: the kernel sees sorted_sequence as (rows, n) and values as
+// (rows, m), both contiguous in their promoted dtype.
+Inferred infer_searchsorted(OpCall& call) {
+  const Tensor &seq = call.inputs[0], &values = call.inputs[1];
+  const char* op = "searchsorted";
+  PF_CHECK(seq.dim() >= 1, ValueError, op, ": boundaries tensor should have positive dimension, but got 0 dimension");
+  PF_CHECK(seq.dtype() != DType::Bool && values.dtype() != DType::Bool, TypeError, op,
+           ": bool tensors are not supported (as in PyTorch); convert with .to(int64)");
+  const int64_t n = seq.shape().back();
+  int64_t rows = 1, m = values.numel();
+  if (seq.dim() > 1) {
+    PF_CHECK(values.dim() == seq.dim() &&
+                 std::equal(seq.shape().begin(), seq.shape().end() - 1, values.shape().begin()),
+             ValueError, op, ": boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries "
+             "tensor and input value tensor must match, but we got boundaries tensor ", seq.shape(),
+             " and input value tensor ", values.shape());
+    rows = shape_numel(Shape(seq.shape().begin(), seq.shape().end() - 1));
+    m = values.shape().back();
+  }
+  const DType common = promote_types(seq.dtype(), values.dtype());
+  InputPlan s = reshaped({rows, n}), v = reshaped({rows, m});
+  s.dtype = v.dtype = common;
+  const DType out = call.attr<SearchAttrs>().out_int32 ? DType::Int32 : DType::Int64;
+  return {current_device(), {s, v}, {{{rows, m}, out, values.shape()}}, {}};
+}
+
 PF_REGISTER_INFER(index_select, &infer_index_select);
+PF_REGISTER_INFER(searchsorted, &infer_searchsorted);
 PF_REGISTER_INFER(gather, &infer_gather);
 PF_REGISTER_INFER(scatter, &infer_scatter);
 PF_REGISTER_INFER(scatter_add, &infer_scatter);
@@ -294,6 +322,18 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
 // ---------------------------------------------------------------- indexing
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) { return index_select_op(x, dim, index, false); }
+
+Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool out_int32, bool right,
+                    const Tensor& sorter) {
+  if (!sorter.defined())
+    return apply_one(ir::OpType::searchsorted, {sorted_sequence, values}, SearchAttrs{right, out_int32});
+  PF_CHECK(sorter.dtype() == DType::Int64, TypeError, "searchsorted: sorter must be a tensor of long dtype, got ",
+           sorter.dtype());
+  PF_CHECK(sorter.shape() == sorted_sequence.shape(), ValueError,
+           "searchsorted: boundary and sorter must have the same size, but got boundary tensor ",
+           sorted_sequence.shape(), " and sorter tensor ", sorter.shape());
+  return searchsorted(gather(sorted_sequence, -1, sorter), values, out_int32, right);
+}
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   return apply_one(ir::OpType::gather, {x, index}, IndexAttrs{dim, false});

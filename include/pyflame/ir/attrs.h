@@ -62,7 +62,16 @@ struct IndexAttrs {
   template <class V> void fields(V&& v) const { v("dim", dim), v("wrap_negative", wrap_negative); }
 };
 
-// Ops along one dim: softmax, log_softmax and cumsum, with the dtype they compute in.
+// searchsorted: the first index whose element is > value (right) or >= value
+// (left), as int32 or int64.
+struct SearchAttrs {
+  bool right = false;
+  bool out_int32 = false;
+  bool operator==(const SearchAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("right", right), v("out_int32", out_int32); }
+};
+
+// Ops along one dim: softmax, log_softmax, cumsum and cumprod, with the dtype they compute in.
 struct DimAttrs {
   int64_t dim = 0;
   std::optional<DType> dtype;
@@ -211,9 +220,9 @@ struct RmspropAttrs {
   }
 };
 
-using OpAttrs = std::variant<NoAttrs, ElementwiseAttrs, ClampAttrs, ReduceAttrs, IndexAttrs, DimAttrs, ViewAttrs,
-                             ConvAttrs, PoolAttrs, NormAttrs, RandomAttrs, LossAttrs, CopyAttrs, FillAttrs, AdamAttrs, SgdAttrs,
-                             RmspropAttrs, SortAttrs>;
+using OpAttrs = std::variant<NoAttrs, ElementwiseAttrs, ClampAttrs, ReduceAttrs, IndexAttrs, SearchAttrs, DimAttrs,
+                             ViewAttrs, ConvAttrs, PoolAttrs, NormAttrs, RandomAttrs, LossAttrs, CopyAttrs, FillAttrs,
+                             AdamAttrs, SgdAttrs, RmspropAttrs, SortAttrs>;
 
 PF_API size_t hash_attrs(const OpAttrs& attrs);
 // "stride=[1, 1], padding=[0, 0], ..." (empty for NoAttrs).
