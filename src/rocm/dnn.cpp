@@ -798,7 +798,8 @@ void ROCmDNN::pooling2d_forward(ir::OpType pool_type, DType dtype, const std::ve
            "ROCmDNN::pooling2d_forward: pool_type must be max_pool2d or avg_pool2d; got ", c.what);
   PF_CHECK(input_shape.size() == 4 && output_shape.size() == 4 && p.kernel_size.size() == 2 &&
                p.padding.size() == 2 && p.stride.size() == 2,
-           ValueError, c.what, ": needs (N, C, H, W) input and output and 2 entries of kernel_size, padding and stride");
+           ValueError, c.what,
+           ": needs (N, C, H, W) input and output and 2 entries of kernel_size, padding and stride");
   check_floating(c, dtype);
   std::vector<int64_t> expect = {input_shape[0], input_shape[1]};
   bool rounded_up = false;
