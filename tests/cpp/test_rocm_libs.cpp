@@ -366,6 +366,7 @@ void check_same(const pf::Tensor& got, const pf::Tensor& want, double tol = 1e-5
 
 TEST_CASE("ROCmDNN pooling2d_forward matches pf.max_pool2d and pf.avg_pool2d") {
   if (!gpu_or_skip()) return;
+  const pf::DeviceScope on_gpu(gpu());  // the pf ops run on the current device
   rocm::ROCmDNN& dnn = rocm::get_dnn();
   const pf::Tensor x = gpu_random({2, 3, 9, 11}, 21);
   struct Case {
@@ -411,6 +412,7 @@ TEST_CASE("ROCmDNN pooling2d_forward matches pf.max_pool2d and pf.avg_pool2d") {
 
 TEST_CASE("ROCmDNN batchnorm_forward_training and _inference match pf.batch_norm") {
   if (!gpu_or_skip()) return;
+  const pf::DeviceScope on_gpu(gpu());  // the pf ops run on the current device
   rocm::ROCmDNN& dnn = rocm::get_dnn();
   const double eps = 1e-5, momentum = 0.1;
   for (const pf::Shape& shape : {pf::Shape{4, 3, 5, 6}, pf::Shape{8, 5}, pf::Shape{2, 4, 3, 2, 5}}) {
@@ -454,6 +456,7 @@ TEST_CASE("ROCmDNN batchnorm_forward_training and _inference match pf.batch_norm
 
 TEST_CASE("ROCmDNN activation_forward matches pf.relu, sigmoid, tanh and elu") {
   if (!gpu_or_skip()) return;
+  const pf::DeviceScope on_gpu(gpu());  // the pf ops run on the current device
   rocm::ROCmDNN& dnn = rocm::get_dnn();
   for (const pf::Shape& shape : {pf::Shape{3, 4, 5, 7}, pf::Shape{1001}, pf::Shape{2, 3, 1, 4, 5, 3}}) {
     const pf::Tensor x = gpu_random(shape, 41, -4.0f, 4.0f);
@@ -484,6 +487,7 @@ TEST_CASE("ROCmDNN activation_forward matches pf.relu, sigmoid, tanh and elu") {
 
 TEST_CASE("ROCmDNN softmax_forward matches pf.softmax and pf.log_softmax along every axis") {
   if (!gpu_or_skip()) return;
+  const pf::DeviceScope on_gpu(gpu());  // the pf ops run on the current device
   rocm::ROCmDNN& dnn = rocm::get_dnn();
   const pf::Shape shape = {5, 7, 33};
   const pf::Tensor x = gpu_random(shape, 51, -6.0f, 6.0f);
@@ -501,6 +505,7 @@ TEST_CASE("ROCmDNN softmax_forward matches pf.softmax and pf.log_softmax along e
 
 TEST_CASE("ROCmDNN reduce matches pf.sum, mean, max, min and prod; its workspace query") {
   if (!gpu_or_skip()) return;
+  const pf::DeviceScope on_gpu(gpu());  // the pf ops run on the current device
   rocm::ROCmDNN& dnn = rocm::get_dnn();
   const pf::Shape shape = {6, 5, 40};
   const pf::Tensor x = gpu_random(shape, 61, 0.5f, 1.5f);  // prod of 40 stays finite
