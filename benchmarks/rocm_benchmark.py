@@ -12,7 +12,11 @@ Sections: --runtime (allocator, pinned host-to-device, device-to-device),
 --reduce (row sum, row max, column sum, full sum, row variance on 16384x4096
 fp32), --scan (cumsum of rows and of one 256M vector), --norm (layer_norm,
 rms_norm, group_norm, batch_norm), --loss (cross_entropy, nll_loss), --index
-(embedding, gather), --dropout (256M fp32).
+(embedding, gather), --dropout (256M fp32), --dnn (the project's kernels
+against the DNN library, cuDNN or MIOpen, on the same inputs: max_pool2d
+3x3/2 and avg_pool2d 2x2 on 64x64x112x112, batch_norm training and eval on
+it, relu on 256M, softmax and log_softmax 16384x4096, row sum 16384x4096,
+all fp32; there the "pytorch" columns hold the library's figures).
 
 Each case runs PyFlame and PyTorch on fresh non-zero inputs, after warm-up
 runs, timed with device events over `iterations` calls (the median of
@@ -50,6 +54,7 @@ class Result:
     pytorch_ms: float = None
     work: float = None   # bytes moved, or floating-point operations
     unit: str = None     # 'TB/s', 'GB/s', 'TFLOP/s', or None for time only
+    reference: str = "PyTorch"  # what pytorch_ms measures: PyTorch, or the DNN library (--dnn)
 
     def rate(self, ms):
         if ms is None or self.work is None:
@@ -89,22 +94,33 @@ def torch_ms(fn, args):
                           args.iterations, args.warmup, args.repeats)
 
 
-def side_by_side(pf_fn, torch_fn, args):
-    """(PyFlame ms, PyTorch ms), each the median over --repeats timings; the timings of the
-    two alternate, so that clock and temperature drift during the run (power-limited
+def _pf_event():
+    return rocm.Event(enable_timing=True)
+
+
+def _torch_event():
+    return torch.cuda.Event(enable_timing=True)
+
+
+def _alternating(ours_fn, ours_event, theirs_fn, theirs_event, args):
+    """(ms of ours_fn, ms of theirs_fn), each the median over --repeats timings; the timings
+    of the two alternate, so that clock and temperature drift during the run (power-limited
     GEMMs) reach both alike."""
-    if not HAVE_TORCH:
-        return pf_ms(pf_fn, args), None
-    for fn in (pf_fn, torch_fn):
+    for fn in (ours_fn, theirs_fn):
         for _ in range(args.warmup):
             fn()
     ours, theirs = [], []
     for _ in range(args.repeats):
-        ours.append(_event_time_ms(pf_fn, lambda: rocm.Event(enable_timing=True), lambda e: e.synchronize(),
-                                   args.iterations, 0, 1))
-        theirs.append(_event_time_ms(torch_fn, lambda: torch.cuda.Event(enable_timing=True),
-                                     lambda e: e.synchronize(), args.iterations, 0, 1))
+        ours.append(_event_time_ms(ours_fn, ours_event, lambda e: e.synchronize(), args.iterations, 0, 1))
+        theirs.append(_event_time_ms(theirs_fn, theirs_event, lambda e: e.synchronize(), args.iterations, 0, 1))
     return statistics.median(ours), statistics.median(theirs)
+
+
+def side_by_side(pf_fn, torch_fn, args):
+    """(PyFlame ms, PyTorch ms), alternating (see _alternating)."""
+    if not HAVE_TORCH:
+        return pf_ms(pf_fn, args), None
+    return _alternating(pf_fn, _pf_event, torch_fn, _torch_event, args)
 
 
 def _randn(shape, dtype="float32"):
@@ -360,10 +376,58 @@ def dropout_cases(args):
                  lambda: F.dropout(tx, 0.5), args), 2 * 4 * n, "TB/s")
 
 
+def dnn_cases(args):
+    # The pf ops run the project's kernels; rocm.dnn_* call the DNN library (the spec's
+    # ROCmDNN functions) on the same tensors, both on the current stream, timed with
+    # PyFlame's events. Bytes as in the pool, norm, softmax and reduce sections.
+    try:
+        lib = rocm.dnn_library()
+    except pf.NotSupportedError as e:
+        print(f"dnn: skipped: {e}")
+        return
+    print(f"-- dnn: 'pyflame' is the project's kernel, 'pytorch' is {lib}; the speed is {lib}'s time / "
+          f"the kernel's (above 1.0 the kernel is faster)", flush=True)
+
+    def result(case, kernel_fn, library_fn, work, unit):
+        return Result("dnn", f"{case} [vs {lib}]", *_alternating(kernel_fn, _pf_event, library_fn, _pf_event, args),
+                      work, unit, reference=lib)
+
+    x = pf.randn(64, 64, 112, 112)
+    nbytes = 4 * 64 * 64 * (112 * 112 + 56 * 56)
+    yield result("max_pool2d 3x3/2 64x64x112x112 fp32", lambda: pf.max_pool2d(x, 3, 2, 1),
+                 lambda: rocm.dnn_pooling2d_forward("max_pool2d", x, 3, 2, 1), nbytes, "TB/s")
+    yield result("avg_pool2d 2x2 64x64x112x112 fp32", lambda: pf.avg_pool2d(x, 2),
+                 lambda: rocm.dnn_pooling2d_forward("avg_pool2d", x, 2), nbytes, "TB/s")
+    weight, bias = pf.rand(64) + 0.5, pf.randn(64)
+    # Each updates its own running statistics.
+    mean_k, var_k, mean_l, var_l = pf.zeros(64), pf.ones(64), pf.zeros(64), pf.ones(64)
+    yield result("batch_norm training 64x64x112x112 fp32",
+                 lambda: pf.batch_norm(x, mean_k, var_k, weight, bias, training=True),
+                 lambda: rocm.dnn_batchnorm_forward_training(x, weight, bias, mean_l, var_l), 2 * 4 * x.numel(),
+                 "TB/s")
+    yield result("batch_norm eval 64x64x112x112 fp32",
+                 lambda: pf.batch_norm(x, mean_k, var_k, weight, bias, training=False),
+                 lambda: rocm.dnn_batchnorm_forward_inference(x, weight, bias, mean_k, var_k), 2 * 4 * x.numel(),
+                 "TB/s")
+    del x
+    a = pf.randn(16384, 16384)  # 256M
+    yield result("relu 256M fp32", lambda: pf.relu(a), lambda: rocm.dnn_activation_forward("relu", a),
+                 2 * 4 * a.numel(), "TB/s")
+    del a
+    rows, cols = 16384, 4096
+    y = pf.randn(rows, cols)
+    yield result("softmax 16384x4096 fp32", lambda: pf.softmax(y, -1), lambda: rocm.dnn_softmax_forward(y, -1),
+                 2 * 4 * rows * cols, "TB/s")
+    yield result("log_softmax 16384x4096 fp32", lambda: pf.log_softmax(y, -1),
+                 lambda: rocm.dnn_softmax_forward(y, -1, log_softmax=True), 2 * 4 * rows * cols, "TB/s")
+    yield result("row sum 16384x4096 fp32", lambda: pf.sum(y, -1), lambda: rocm.dnn_reduce("sum", y, -1),
+                 4 * rows * cols, "TB/s")
+
+
 SECTIONS = {"runtime": runtime_cases, "elementwise": elementwise_cases, "matmul": matmul_cases,
             "conv": conv_cases, "pool": pool_cases, "softmax": softmax_cases, "reduce": reduce_cases,
             "scan": scan_cases, "norm": norm_cases, "loss": loss_cases, "index": index_cases,
-            "dropout": dropout_cases}
+            "dropout": dropout_cases, "dnn": dnn_cases}
 
 
 def _fmt(v, spec):

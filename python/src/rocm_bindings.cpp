@@ -17,6 +17,9 @@
 #include "pyflame/backend/rocm/memory.h"
 #include "pyflame/backend/rocm/stream.h"
 #include "pyflame/backend/rocm/tuning.h"
+#if defined(PYFLAME_WITH_DNN)
+#include "pyflame/backend/rocm/dnn.h"
+#endif
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -151,4 +154,62 @@ NB_MODULE(_rocm, m) {
         d["entries"] = s.entries;
         return d; });
   m.def("get_tuning_cache", &rocm::get_tuning_cache, nb::rv_policy::reference);
+
+#if defined(PYFLAME_WITH_DNN)
+  // The DNN adapter's entry points (ROCmDNN) on the current device and stream:
+  // ops and dtypes by name, packed device buffers as integers.
+  // pyflame.backend.rocm wraps them for tensors (benchmarks/rocm_benchmark.py --dnn).
+  using Shape = std::vector<int64_t>;
+  auto ptr = [](uintptr_t p) { return reinterpret_cast<void*>(p); };
+  m.def("dnn_library", [] { return std::string(PF_DNN_LIBRARY); });
+  m.def("dnn_pooling2d_forward",
+        [ptr](const std::string& pool_type, const std::string& dtype, const Shape& input_shape, uintptr_t input,
+              const Shape& output_shape, uintptr_t output, std::vector<int> kernel_size, std::vector<int> padding,
+              std::vector<int> stride, bool ceil_mode, bool count_include_pad) {
+          const rocm::PoolParams p{std::move(kernel_size), std::move(padding), std::move(stride), ceil_mode,
+                                   count_include_pad};
+          rocm::get_dnn().pooling2d_forward(pyflame::op_from_name(pool_type), pyflame::parse_dtype(dtype),
+                                            input_shape, ptr(input), output_shape, ptr(output), p);
+        },
+        "pool_type"_a, "dtype"_a, "input_shape"_a, "input"_a, "output_shape"_a, "output"_a, "kernel_size"_a,
+        "padding"_a, "stride"_a, "ceil_mode"_a, "count_include_pad"_a);
+  m.def("dnn_batchnorm_forward_training",
+        [ptr](const std::string& dtype, const Shape& shape, uintptr_t x, uintptr_t y, uintptr_t scale, uintptr_t bias,
+              double momentum, uintptr_t running_mean, uintptr_t running_var, double epsilon, uintptr_t saved_mean,
+              uintptr_t saved_inv_var) {
+          rocm::get_dnn().batchnorm_forward_training(pyflame::parse_dtype(dtype), shape, ptr(x), ptr(y), ptr(scale),
+                                                     ptr(bias), momentum, ptr(running_mean), ptr(running_var),
+                                                     epsilon, ptr(saved_mean), ptr(saved_inv_var));
+        },
+        "dtype"_a, "shape"_a, "x"_a, "y"_a, "scale"_a, "bias"_a, "momentum"_a, "running_mean"_a, "running_var"_a,
+        "epsilon"_a, "saved_mean"_a, "saved_inv_var"_a);
+  m.def("dnn_batchnorm_forward_inference",
+        [ptr](const std::string& dtype, const Shape& shape, uintptr_t x, uintptr_t y, uintptr_t scale, uintptr_t bias,
+              uintptr_t running_mean, uintptr_t running_var, double epsilon) {
+          rocm::get_dnn().batchnorm_forward_inference(pyflame::parse_dtype(dtype), shape, ptr(x), ptr(y), ptr(scale),
+                                                      ptr(bias), ptr(running_mean), ptr(running_var), epsilon);
+        },
+        "dtype"_a, "shape"_a, "x"_a, "y"_a, "scale"_a, "bias"_a, "running_mean"_a, "running_var"_a, "epsilon"_a);
+  m.def("dnn_activation_forward",
+        [ptr](const std::string& activation_type, const std::string& dtype, const Shape& shape, uintptr_t input,
+              uintptr_t output, float alpha) {
+          rocm::get_dnn().activation_forward(pyflame::op_from_name(activation_type), pyflame::parse_dtype(dtype),
+                                             shape, ptr(input), ptr(output), alpha);
+        },
+        "activation_type"_a, "dtype"_a, "shape"_a, "input"_a, "output"_a, "alpha"_a);
+  m.def("dnn_softmax_forward",
+        [ptr](const std::string& dtype, const Shape& shape, uintptr_t input, uintptr_t output, int axis,
+              bool log_softmax) {
+          rocm::get_dnn().softmax_forward(pyflame::parse_dtype(dtype), shape, ptr(input), ptr(output), axis,
+                                          log_softmax);
+        },
+        "dtype"_a, "shape"_a, "input"_a, "output"_a, "axis"_a, "log_softmax"_a);
+  m.def("dnn_reduce",
+        [ptr](const std::string& reduce_type, const std::string& dtype, const Shape& input_shape, uintptr_t input,
+              const Shape& output_shape, uintptr_t output, const std::vector<int>& reduce_dims) {
+          rocm::get_dnn().reduce(pyflame::op_from_name(reduce_type), pyflame::parse_dtype(dtype), input_shape,
+                                 ptr(input), output_shape, ptr(output), reduce_dims);
+        },
+        "reduce_type"_a, "dtype"_a, "input_shape"_a, "input"_a, "output_shape"_a, "output"_a, "reduce_dims"_a);
+#endif
 }

@@ -1,8 +1,10 @@
 // The vendor-library adapters on a real GPU: ROCmBLAS (gemm, strided batched
 // gemm, geam), ROCmDNN (2-D convolution forward and backward data with their
-// workspaces), the tuning cache and the ROCBLAS_CHECK / MIOPEN_CHECK errors.
-// References are plain loops on the host in double; outputs are poisoned
-// before the library writes them.
+// workspaces; pooling, batch norm, activation, softmax and reduction), the
+// tuning cache and the ROCBLAS_CHECK / MIOPEN_CHECK errors. References are
+// plain loops on the host in double, or for the ops that have them the
+// project's own GPU kernels (pf ops); outputs are poisoned before the library
+// writes them.
 // Skips (with the reason) when no GPU is usable.
 
 #include <doctest/doctest.h>
@@ -20,6 +22,7 @@
 #include "pyflame/backend/rocm/math_mode.h"
 #include "pyflame/backend/rocm/memory.h"
 #include "pyflame/backend/rocm/tuning.h"
+#include "pyflame/ops.h"
 
 namespace rocm = pyflame::backend::rocm;
 
@@ -316,6 +319,229 @@ TEST_CASE("the tuning cache searches once, reuses, persists, and never reuses an
   CHECK(cache.get_stats().entries == 2);
   cache.set_cache_file("");
   std::remove(path.c_str());
+}
+
+// ---- The spec's other ROCmDNN entry points against the project's own GPU
+// ops (pf.max_pool2d, pf.batch_norm, pf.relu, pf.softmax, pf.sum, ...) on
+// the same random inputs: the library writes into a NaN-poisoned tensor.
+
+namespace {
+
+namespace pf = pyflame;
+
+pf::Device gpu() { return pf::Device::rocm(rocm::get_current_device()); }
+
+// Uniform in [lo, hi) on the GPU.
+pf::Tensor gpu_random(const pf::Shape& shape, unsigned seed, float lo = -1.0f, float hi = 1.0f) {
+  pf::Tensor host = pf::Tensor::empty(shape, pf::DType::Float32, pf::Device::cpu());
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  float* p = host.data<float>();
+  for (int64_t i = 0; i < host.numel(); ++i) p[i] = u(rng);
+  return host.to(gpu());
+}
+
+pf::Tensor gpu_poisoned(const pf::Shape& shape) {
+  pf::Tensor t = pf::Tensor::empty(shape, pf::DType::Float32, gpu());
+  t.fill_(pf::Scalar(std::nan("")));
+  return t;
+}
+
+std::vector<float> to_host(const pf::Tensor& t) {
+  pf::Tensor h = t.contiguous().to(pf::Device::cpu());
+  return std::vector<float>(h.data<float>(), h.data<float>() + h.numel());
+}
+
+// The library's result against the project's kernel's, element by element.
+void check_same(const pf::Tensor& got, const pf::Tensor& want, double tol = 1e-5) {
+  REQUIRE(got.numel() == want.numel());
+  const std::vector<float> g = to_host(got), w = to_host(want);
+  for (size_t i = 0; i < g.size(); ++i) {
+    INFO("element " << i << ": library " << g[i] << ", kernel " << w[i]);
+    REQUIRE(std::abs(double(g[i]) - w[i]) <= tol * (1 + std::abs(double(w[i]))));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ROCmDNN pooling2d_forward matches pf.max_pool2d and pf.avg_pool2d") {
+  if (!gpu_or_skip()) return;
+  const pf::DeviceScope on_gpu(gpu());  // the pf ops run on the current device
+  rocm::ROCmDNN& dnn = rocm::get_dnn();
+  const pf::Tensor x = gpu_random({2, 3, 9, 11}, 21);
+  struct Case {
+    pf::ir::OpType type;
+    rocm::PoolParams p;
+  };
+  std::vector<Case> cases = {
+      {pf::ir::OpType::max_pool2d, rocm::PoolParams::Pool2D(3, 3, 1, 1, 2, 2)},
+      {pf::ir::OpType::max_pool2d, rocm::PoolParams::Pool2D(2, 3, 0, 1, 1, 2)},
+      {pf::ir::OpType::avg_pool2d, rocm::PoolParams::Pool2D(2, 2, 0, 0, 2, 2)},
+      {pf::ir::OpType::avg_pool2d, rocm::PoolParams::Pool2D(3, 3, 1, 1, 2, 2)},
+      {pf::ir::OpType::avg_pool2d, rocm::PoolParams::Pool2D(3, 3, 1, 1, 2, 2)},
+      // ceil_mode where it adds no window (9 and 11 are odd, kernel 3, stride 2)
+      {pf::ir::OpType::max_pool2d, rocm::PoolParams::Pool2D(3, 3, 0, 0, 2, 2)},
+  };
+  cases[4].p.count_include_pad = false;
+  cases[5].p.ceil_mode = true;
+  for (const Case& c : cases) {
+    const std::vector<int64_t> k(c.p.kernel_size.begin(), c.p.kernel_size.end()),
+        s(c.p.stride.begin(), c.p.stride.end()), pad(c.p.padding.begin(), c.p.padding.end());
+    const pf::Tensor want = c.type == pf::ir::OpType::max_pool2d
+                                ? pf::max_pool2d(x, k, s, pad, {1}, c.p.ceil_mode)
+                                : pf::avg_pool2d(x, k, s, pad, c.p.ceil_mode, c.p.count_include_pad);
+    pf::Tensor got = gpu_poisoned(want.shape());
+    INFO(pf::op_name(c.type) << " kernel " << k[0] << "x" << k[1] << " count_include_pad " << c.p.count_include_pad);
+    dnn.pooling2d_forward(c.type, pf::DType::Float32, x.shape(), x.data_ptr(), got.shape(), got.data_ptr(), c.p);
+    check_same(got, want);
+  }
+  // ceil_mode adding windows (2x2/2 of 9x11: 5x6, not 4x5), a wrong output shape, another op.
+  auto ceil = rocm::PoolParams::Pool2D(2, 2, 0, 0, 2, 2);
+  ceil.ceil_mode = true;
+  pf::Tensor out = gpu_poisoned({2, 3, 5, 6});
+  CHECK_THROWS_AS(dnn.pooling2d_forward(pf::ir::OpType::max_pool2d, pf::DType::Float32, x.shape(), x.data_ptr(),
+                                        out.shape(), out.data_ptr(), ceil),
+                  pf::NotSupportedError);
+  CHECK_THROWS_AS(dnn.pooling2d_forward(pf::ir::OpType::max_pool2d, pf::DType::Float32, x.shape(), x.data_ptr(),
+                                        out.shape(), out.data_ptr(), rocm::PoolParams::Pool2D(2, 2, 0, 0, 2, 2)),
+                  pf::ValueError);
+  CHECK_THROWS_AS(dnn.pooling2d_forward(pf::ir::OpType::relu, pf::DType::Float32, x.shape(), x.data_ptr(),
+                                        out.shape(), out.data_ptr(), rocm::PoolParams::Pool2D(2, 2, 0, 0, 2, 2)),
+                  pf::NotSupportedError);
+}
+
+TEST_CASE("ROCmDNN batchnorm_forward_training and _inference match pf.batch_norm") {
+  if (!gpu_or_skip()) return;
+  const pf::DeviceScope on_gpu(gpu());  // the pf ops run on the current device
+  rocm::ROCmDNN& dnn = rocm::get_dnn();
+  const double eps = 1e-5, momentum = 0.1;
+  for (const pf::Shape& shape : {pf::Shape{4, 3, 5, 6}, pf::Shape{8, 5}, pf::Shape{2, 4, 3, 2, 5}}) {
+    INFO("x " << pf::detail::to_piece(shape));
+    const int64_t c = shape[1];
+    const pf::Tensor x = gpu_random(shape, 31, -2.0f, 3.0f);
+    const pf::Tensor weight = gpu_random({c}, 32, 0.5f, 1.5f), bias = gpu_random({c}, 33);
+    const pf::Tensor mean0 = gpu_random({c}, 34), var0 = gpu_random({c}, 35, 0.5f, 1.5f);
+
+    // Training: the output, the updated running statistics, the saved batch statistics.
+    pf::Tensor mean_k = mean0.clone(), var_k = var0.clone();
+    const pf::Tensor want = pf::batch_norm(x, mean_k, var_k, weight, bias, true, momentum, eps);
+    pf::Tensor got = gpu_poisoned(shape), mean_l = mean0.clone(), var_l = var0.clone();
+    pf::Tensor saved_mean = gpu_poisoned({c}), saved_inv_var = gpu_poisoned({c});
+    dnn.batchnorm_forward_training(pf::DType::Float32, shape, x.data_ptr(), got.data_ptr(), weight.data_ptr(),
+                                   bias.data_ptr(), momentum, mean_l.data_ptr(), var_l.data_ptr(), eps,
+                                   saved_mean.data_ptr(), saved_inv_var.data_ptr());
+    check_same(got, want, 1e-4);
+    check_same(mean_l, mean_k, 1e-5);
+    check_same(var_l, var_k, 1e-5);
+    std::vector<int64_t> reduced = {0};
+    for (size_t d = 2; d < shape.size(); ++d) reduced.push_back(static_cast<int64_t>(d));
+    check_same(saved_mean, pf::mean(x, reduced), 1e-5);
+    const std::vector<float> var = to_host(pf::var(x, reduced, 0)), inv = to_host(saved_inv_var);
+    for (int64_t i = 0; i < c; ++i) CHECK(std::abs(inv[i] - 1 / std::sqrt(var[i] + eps)) <= 1e-4 * inv[i]);
+
+    // Inference: the running statistics normalize.
+    const pf::Tensor want_eval = pf::batch_norm(x, mean0, var0, weight, bias, false, momentum, eps);
+    pf::Tensor got_eval = gpu_poisoned(shape);
+    dnn.batchnorm_forward_inference(pf::DType::Float32, shape, x.data_ptr(), got_eval.data_ptr(), weight.data_ptr(),
+                                    bias.data_ptr(), mean0.data_ptr(), var0.data_ptr(), eps);
+    check_same(got_eval, want_eval, 1e-4);
+  }
+  // One value per channel cannot train.
+  pf::Tensor one = gpu_random({1, 3, 1, 1}, 36), w = gpu_random({3}, 37);
+  CHECK_THROWS_AS(dnn.batchnorm_forward_training(pf::DType::Float32, one.shape(), one.data_ptr(), one.data_ptr(),
+                                                 w.data_ptr(), w.data_ptr(), 0.1, nullptr, nullptr, 1e-5, nullptr,
+                                                 nullptr),
+                  pf::ValueError);
+}
+
+TEST_CASE("ROCmDNN activation_forward matches pf.relu, sigmoid, tanh and elu") {
+  if (!gpu_or_skip()) return;
+  const pf::DeviceScope on_gpu(gpu());  // the pf ops run on the current device
+  rocm::ROCmDNN& dnn = rocm::get_dnn();
+  for (const pf::Shape& shape : {pf::Shape{3, 4, 5, 7}, pf::Shape{1001}, pf::Shape{2, 3, 1, 4, 5, 3}}) {
+    const pf::Tensor x = gpu_random(shape, 41, -4.0f, 4.0f);
+    struct Case {
+      pf::ir::OpType type;
+      float alpha;
+      pf::Tensor want;
+    };
+    const Case cases[] = {
+        {pf::ir::OpType::relu, 0.0f, pf::relu(x)},
+        {pf::ir::OpType::sigmoid, 0.0f, pf::sigmoid(x)},
+        {pf::ir::OpType::tanh, 0.0f, pf::tanh(x)},
+        {pf::ir::OpType::elu, 1.0f, pf::elu(x)},
+        {pf::ir::OpType::elu, 0.5f, pf::elu(x, {pf::Scalar(0.5)})},
+    };
+    for (const Case& c : cases) {
+      INFO(pf::op_name(c.type) << " alpha " << c.alpha << " of " << pf::detail::to_piece(shape));
+      pf::Tensor got = gpu_poisoned(shape);
+      dnn.activation_forward(c.type, pf::DType::Float32, shape, x.data_ptr(), got.data_ptr(), c.alpha);
+      check_same(got, c.want, 1e-5);
+    }
+  }
+  pf::Tensor x = gpu_random({16}, 42);
+  CHECK_THROWS_AS(dnn.activation_forward(pf::ir::OpType::leaky_relu, pf::DType::Float32, x.shape(), x.data_ptr(),
+                                         x.data_ptr(), 0.01f),
+                  pf::NotSupportedError);
+}
+
+TEST_CASE("ROCmDNN softmax_forward matches pf.softmax and pf.log_softmax along every axis") {
+  if (!gpu_or_skip()) return;
+  const pf::DeviceScope on_gpu(gpu());  // the pf ops run on the current device
+  rocm::ROCmDNN& dnn = rocm::get_dnn();
+  const pf::Shape shape = {5, 7, 33};
+  const pf::Tensor x = gpu_random(shape, 51, -6.0f, 6.0f);
+  for (int axis : {-1, 1, 0}) {
+    for (bool log : {false, true}) {
+      INFO("axis " << axis << (log ? " log_softmax" : " softmax"));
+      const pf::Tensor want = log ? pf::log_softmax(x, axis) : pf::softmax(x, axis);
+      pf::Tensor got = gpu_poisoned(shape);
+      dnn.softmax_forward(pf::DType::Float32, shape, x.data_ptr(), got.data_ptr(), axis, log);
+      check_same(got, want, 1e-5);
+    }
+  }
+  CHECK_THROWS_AS(dnn.softmax_forward(pf::DType::Float32, shape, x.data_ptr(), x.data_ptr(), 3), pf::ValueError);
+}
+
+TEST_CASE("ROCmDNN reduce matches pf.sum, mean, max, min and prod; its workspace query") {
+  if (!gpu_or_skip()) return;
+  const pf::DeviceScope on_gpu(gpu());  // the pf ops run on the current device
+  rocm::ROCmDNN& dnn = rocm::get_dnn();
+  const pf::Shape shape = {6, 5, 40};
+  const pf::Tensor x = gpu_random(shape, 61, 0.5f, 1.5f);  // prod of 40 stays finite
+  struct Case {
+    pf::ir::OpType type;
+    std::vector<int> dims;
+    bool keepdim;
+  };
+  const Case cases[] = {
+      {pf::ir::OpType::sum, {2}, false},   {pf::ir::OpType::sum, {}, false},     {pf::ir::OpType::mean, {0, 2}, true},
+      {pf::ir::OpType::max, {-1}, false},  {pf::ir::OpType::min, {1}, true},     {pf::ir::OpType::prod, {2}, false},
+      {pf::ir::OpType::max, {0, 1}, false},
+  };
+  for (const Case& c : cases) {
+    const std::vector<int64_t> dims(c.dims.begin(), c.dims.end());
+    INFO(pf::op_name(c.type) << " over " << pf::detail::to_piece(dims) << " keepdim " << c.keepdim);
+    const pf::Tensor want = pf::reduce_op(c.type, x, dims, c.keepdim);
+    // The spec's form, with the workspace the query asks for ...
+    pf::Tensor got = gpu_poisoned(want.shape());
+    const size_t bytes = dnn.reduce_workspace_size(c.type, pf::DType::Float32, shape, got.shape(), c.dims);
+    void* ws = bytes ? rocm::get_memory_manager().allocate(bytes) : nullptr;
+    dnn.reduce(c.type, pf::DType::Float32, shape, x.data_ptr(), got.shape(), got.data_ptr(), c.dims, ws, bytes);
+    check_same(got, want, 1e-5);
+    // ... and the one taking it from the caching allocator.
+    pf::Tensor got2 = gpu_poisoned(want.shape());
+    dnn.reduce(c.type, pf::DType::Float32, shape, x.data_ptr(), got2.shape(), got2.data_ptr(), c.dims);
+    check_same(got2, want, 1e-5);
+    if (ws) rocm::get_memory_manager().deallocate(ws);  // stream ordered
+  }
+  pf::Tensor out = gpu_poisoned({6, 40});
+  CHECK_THROWS_AS(dnn.reduce(pf::ir::OpType::sum, pf::DType::Float32, shape, x.data_ptr(), out.shape(),
+                             out.data_ptr(), {2}),
+                  pf::ValueError);
+  CHECK_THROWS_AS(dnn.reduce(pf::ir::OpType::relu, pf::DType::Float32, shape, x.data_ptr(), out.shape(),
+                             out.data_ptr(), {1}),
+                  pf::NotSupportedError);
 }
 
 // Last in the file: hands the library handles and workspaces back, so the

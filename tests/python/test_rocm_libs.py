@@ -89,3 +89,48 @@ def test_conv2d_tf32_switch(on_gpu, rng):
     finally:
         rocm.set_conv_allow_tf32(False)
     assert full < 1e-4 and tf32 < 1e-2  # 2304-term float32 sums against float64
+
+
+def _has_dnn():
+    try:
+        rocm.dnn_library()
+        return True
+    except pf.NotSupportedError:
+        return False
+
+
+@pytest.mark.parametrize("case", ["max_pool2d", "avg_pool2d", "bn_train", "bn_eval", "relu", "elu", "softmax",
+                                  "log_softmax", "sum", "max"])
+def test_dnn_entry_points_match_the_kernels(on_gpu, rng, case):
+    """rocm.dnn_* (the DNN library, what the benchmark's --dnn section times) against the pf ops."""
+    if not _has_dnn():
+        pytest.skip("built without the DNN adapter")
+    x = pf.tensor(rng.uniform(-3, 3, (4, 3, 13, 10)).astype(np.float32))
+    if case in ("bn_train", "bn_eval"):
+        w, b, mean, var = (pf.tensor(v.astype(np.float32)) for v in (
+            rng.uniform(0.5, 1.5, 3), rng.standard_normal(3), rng.standard_normal(3), rng.uniform(0.5, 2, 3)))
+        mean_l, var_l = mean.clone(), var.clone()
+        training = case == "bn_train"
+        want = pf.batch_norm(x, mean, var, w, b, training=training)
+        if training:
+            got, saved_mean, _ = rocm.dnn_batchnorm_forward_training(x, w, b, mean_l, var_l)
+            np.testing.assert_allclose(mean_l.numpy(), mean.numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(var_l.numpy(), var.numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(saved_mean.numpy(), pf.mean(x, (0, 2, 3)).numpy(), rtol=1e-5, atol=1e-6)
+        else:
+            got = rocm.dnn_batchnorm_forward_inference(x, w, b, mean, var)
+    else:
+        want, got = {
+            "max_pool2d": lambda: (pf.max_pool2d(x, 3, 2, 1), rocm.dnn_pooling2d_forward("max_pool2d", x, 3, 2, 1)),
+            "avg_pool2d": lambda: (pf.avg_pool2d(x, 2), rocm.dnn_pooling2d_forward("avg_pool2d", x, 2)),
+            "relu": lambda: (pf.relu(x), rocm.dnn_activation_forward("relu", x)),
+            "elu": lambda: (pf.elu(x, 0.7), rocm.dnn_activation_forward("elu", x, 0.7)),
+            "softmax": lambda: (pf.softmax(x, 1), rocm.dnn_softmax_forward(x, 1)),
+            "log_softmax": lambda: (pf.log_softmax(x, -1), rocm.dnn_softmax_forward(x, -1, log_softmax=True)),
+            "sum": lambda: (pf.sum(x, (0, 3)), rocm.dnn_reduce("sum", x, (0, 3))),
+            "max": lambda: (pf.amax(x, -1, keepdim=True), rocm.dnn_reduce("max", x, -1, keepdim=True)),
+        }[case]()
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(pf.NotSupportedError):
+        rocm.dnn_activation_forward("leaky_relu", x)

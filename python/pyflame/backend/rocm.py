@@ -178,6 +178,127 @@ def get_tuning_cache():
     return _require().get_tuning_cache()
 
 
+# ---- The DNN adapter's entry points (seed 000's ROCmDNN) on tensors: packed
+# floating tensors on the current device, results in new tensors. The ops
+# (pf.max_pool2d, pf.batch_norm, ...) run the project's own kernels; these
+# call the library (cuDNN on NVIDIA, MIOpen on AMD), so that the two can be
+# timed on the same inputs (benchmarks/rocm_benchmark.py --dnn).
+
+def _dnn():
+    r = _require()
+    if not hasattr(r, "dnn_library"):
+        raise _C.NotSupportedError("this build has no DNN adapter (built with PYFLAME_WITH_DNN=OFF, or on AMD "
+                                   "without MIOpen)")
+    return r
+
+
+def _dnn_operand(t, name):
+    if t.device != f"rocm:{_C.rocm_get_device()}" or not t.is_contiguous():
+        raise ValueError(f"{name}: the DNN entry points take contiguous tensors on the current device "
+                         f"(rocm:{_C.rocm_get_device()}); got one on {t.device}"
+                         + ("" if t.is_contiguous() else ", not contiguous"))
+    return t.data_ptr()
+
+
+def _dtype_name(t):
+    return str(t.dtype).rsplit(".", 1)[-1]
+
+
+def _like(x, shape):
+    return _C._empty(*shape, dtype=x.dtype, device=x.device)
+
+
+def _pair(v):
+    return [int(v), int(v)] if isinstance(v, int) else [int(e) for e in v]
+
+
+def dnn_library():
+    """'cuDNN' or 'MIOpen': the library the dnn_* functions call."""
+    return _dnn().dnn_library()
+
+
+def dnn_pooling2d_forward(pool_type, input, kernel_size, stride=None, padding=0, ceil_mode=False,
+                          count_include_pad=True):
+    """pool_type 'max_pool2d' or 'avg_pool2d' of input (N, C, H, W), with
+    pf.max_pool2d / pf.avg_pool2d's arguments (dilation 1). A ceil_mode that adds
+    a window raises NotSupportedError: the libraries round the output size down."""
+    r = _dnn()
+    kernel = _pair(kernel_size)
+    stride = kernel if stride is None else _pair(stride)
+    padding = _pair(padding)
+    shape = list(input.shape[:2])
+    for size, k, s, p in zip(input.shape[2:], kernel, stride, padding):
+        span = size + 2 * p - k
+        out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+        if ceil_mode and (out - 1) * s >= size + p:
+            out -= 1
+        shape.append(out)
+    out = _like(input, shape)
+    r.dnn_pooling2d_forward(pool_type, _dtype_name(input), list(input.shape), _dnn_operand(input, pool_type), shape,
+                            out.data_ptr(), kernel, padding, stride, bool(ceil_mode), bool(count_include_pad))
+    return out
+
+
+def dnn_batchnorm_forward_training(input, weight, bias, running_mean, running_var, momentum=0.1, eps=1e-5):
+    """Batch norm of input (N, C, ...) by its batch statistics, as pf.batch_norm(training=True):
+    running_mean and running_var (C) are updated in place. Returns (output, saved_mean,
+    saved_inv_var), the last two the batch mean and 1 / sqrt(biased variance + eps)."""
+    r = _dnn()
+    name = "batchnorm_forward_training"
+    out = _like(input, input.shape)
+    saved_mean, saved_inv_var = _like(running_mean, running_mean.shape), _like(running_var, running_var.shape)
+    r.dnn_batchnorm_forward_training(_dtype_name(input), list(input.shape), _dnn_operand(input, name),
+                                     out.data_ptr(), _dnn_operand(weight, name), _dnn_operand(bias, name),
+                                     float(momentum), _dnn_operand(running_mean, name),
+                                     _dnn_operand(running_var, name), float(eps), saved_mean.data_ptr(),
+                                     saved_inv_var.data_ptr())
+    return out, saved_mean, saved_inv_var
+
+
+def dnn_batchnorm_forward_inference(input, weight, bias, running_mean, running_var, eps=1e-5):
+    """Batch norm of input (N, C, ...) by the running statistics, as pf.batch_norm(training=False)."""
+    r = _dnn()
+    name = "batchnorm_forward_inference"
+    out = _like(input, input.shape)
+    r.dnn_batchnorm_forward_inference(_dtype_name(input), list(input.shape), _dnn_operand(input, name),
+                                      out.data_ptr(), _dnn_operand(weight, name), _dnn_operand(bias, name),
+                                      _dnn_operand(running_mean, name), _dnn_operand(running_var, name), float(eps))
+    return out
+
+
+def dnn_activation_forward(activation_type, input, alpha=0.0):
+    """activation_type 'relu', 'sigmoid', 'tanh' or 'elu' (alpha: ELU's alpha) of input;
+    others raise NotSupportedError (the libraries share only these)."""
+    r = _dnn()
+    out = _like(input, input.shape)
+    r.dnn_activation_forward(activation_type, _dtype_name(input), list(input.shape),
+                             _dnn_operand(input, activation_type), out.data_ptr(), float(alpha))
+    return out
+
+
+def dnn_softmax_forward(input, axis=-1, log_softmax=False):
+    """Softmax (log_softmax=True: its logarithm) of input along axis."""
+    r = _dnn()
+    out = _like(input, input.shape)
+    r.dnn_softmax_forward(_dtype_name(input), list(input.shape), _dnn_operand(input, "softmax_forward"),
+                          out.data_ptr(), int(axis), bool(log_softmax))
+    return out
+
+
+def dnn_reduce(reduce_type, input, dims=(), keepdim=False):
+    """reduce_type 'sum', 'mean', 'max', 'min' or 'prod' of input over dims (empty: all),
+    as pf.sum(input, dims, keepdim) and its siblings; max and min return values only."""
+    r = _dnn()
+    dims = [dims] if isinstance(dims, int) else [int(d) for d in dims]
+    rank = len(input.shape)
+    reduced = {d + rank if d < 0 else d for d in dims} if dims else set(range(rank))  # the library checks the range
+    shape = [1 if d in reduced else n for d, n in enumerate(input.shape) if keepdim or d not in reduced]
+    out = _like(input, shape)
+    r.dnn_reduce(reduce_type, _dtype_name(input), list(input.shape), _dnn_operand(input, reduce_type), shape,
+                 out.data_ptr(), dims)
+    return out
+
+
 def _runtime_libraries():
     found = {}
     for name in ("cudart", "amdhip64"):

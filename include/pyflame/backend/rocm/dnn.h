@@ -13,6 +13,11 @@
 // conv3d on the device —, its backward data, which is the transposed
 // convolution: pf.conv_transpose2d on the device, and its backward weights:
 // pf.conv_weight_backward (what autograd runs for a convolution's weight).
+// And the spec's other entry points, each one library call on packed
+// tensors: pooling2d_forward, batchnorm_forward_training/inference,
+// activation_forward, softmax_forward and reduce. The ops (pf.max_pool2d,
+// pf.batch_norm, ...) run the project's own kernels; benchmarks/
+// rocm_benchmark.py --dnn times both on the same inputs.
 // One instance per device and thread; get_dnn() returns the current device's,
 // bound to the current stream.
 
@@ -24,6 +29,7 @@
 #include "pyflame/backend/rocm/tuning.h"
 #include "pyflame/dtype.h"
 #include "pyflame/error.h"
+#include "pyflame/ir/op_type.h"
 #include "pyflame/tensor.h"
 
 namespace pyflame::backend::rocm {
@@ -43,6 +49,20 @@ struct PF_API ConvParams {
 
   static ConvParams Conv2D(int pad_h, int pad_w, int stride_h = 1, int stride_w = 1, int dilation_h = 1,
                            int dilation_w = 1, int groups = 1);
+};
+
+// Pooling over the 2 spatial dims: one entry per dim in kernel_size, padding
+// and stride (no dilation: neither library has it for pooling).
+struct PF_API PoolParams {
+  std::vector<int> kernel_size;
+  std::vector<int> padding;  // symmetric, at most half the kernel (as PyTorch)
+  std::vector<int> stride;
+  bool ceil_mode = false;
+  // Average pooling divides by the whole window, padding included (PyTorch's default), or by its part in the input.
+  bool count_include_pad = true;
+
+  static PoolParams Pool2D(int kernel_h, int kernel_w, int pad_h = 0, int pad_w = 0, int stride_h = 1,
+                           int stride_w = 1);
 };
 
 // The descriptors of one convolution problem (dnn.cpp).
@@ -121,6 +141,58 @@ class PF_API ROCmDNN {
                              const std::vector<int64_t>& grad_output_shape, const void* grad_output,
                              const std::vector<int64_t>& grad_weight_shape, void* grad_weight,
                              const ConvParams& params);
+
+  // The entry points below take packed tensors of a floating dtype, each with
+  // fewer than 2^31 elements and no empty dimension (the libraries' limits);
+  // an invalid argument is a ValueError, what the libraries cannot do a
+  // NotSupportedError, and a failed call names the call and the shapes.
+
+  // Max (pool_type max_pool2d) or average (avg_pool2d) pooling of (N, C, H, W)
+  // into (N, C, H_out, W_out), as pf.max_pool2d / pf.avg_pool2d with dilation 1.
+  // output_shape must be the one PyTorch computes; with ceil_mode, a shape
+  // the rounding up makes larger is a NotSupportedError (the libraries round down).
+  void pooling2d_forward(ir::OpType pool_type, DType dtype, const std::vector<int64_t>& input_shape,
+                         const void* input, const std::vector<int64_t>& output_shape, void* output,
+                         const PoolParams& params);
+
+  // Batch normalization of x (N, C, spatial...) over all dims but C into y (x's
+  // shape), in the arguments' order of MIOpen's miopenBatchNormalizationForward*.
+  // scale, bias and the statistics hold C values of the parameter type:
+  // float64 for float64 data, float32 otherwise.
+  // Training normalizes by the batch's mean and biased variance, updates the
+  // running statistics (when not null) with momentum and the unbiased variance,
+  // running = (1 - momentum) * running + momentum * batch (as pf.batch_norm),
+  // and saves the batch mean and 1 / sqrt(variance + epsilon) (when not null).
+  void batchnorm_forward_training(DType dtype, const std::vector<int64_t>& shape, const void* x, void* y,
+                                  const void* scale, const void* bias, double momentum, void* running_mean,
+                                  void* running_var, double epsilon, void* saved_mean, void* saved_inv_var);
+  // Inference normalizes by the running statistics.
+  void batchnorm_forward_inference(DType dtype, const std::vector<int64_t>& shape, const void* x, void* y,
+                                   const void* scale, const void* bias, const void* running_mean,
+                                   const void* running_var, double epsilon);
+
+  // output = activation(input), elementwise, for the activations both
+  // libraries have: relu, sigmoid, tanh and elu (alpha is ELU's alpha: pass 1
+  // for PyTorch's default; the others ignore it). Others are a NotSupportedError.
+  void activation_forward(ir::OpType activation_type, DType dtype, const std::vector<int64_t>& shape,
+                          const void* input, void* output, float alpha = 0.0f);
+
+  // Softmax (or log-softmax) of `input` along `axis` (negative counts from the end).
+  void softmax_forward(DType dtype, const std::vector<int64_t>& shape, const void* input, void* output,
+                       int axis = -1, bool log_softmax = false);
+
+  // output = reduce_type(input) over reduce_dims (negative count from the end),
+  // for sum, mean, max, min and prod; max and min propagate NaN. output_shape is
+  // the input's with the reduced dims either 1 (keepdim) or left out. At most 8
+  // dims. `workspace` must hold at least reduce_workspace_size(...) bytes.
+  void reduce(ir::OpType reduce_type, DType dtype, const std::vector<int64_t>& input_shape, const void* input,
+              const std::vector<int64_t>& output_shape, void* output, const std::vector<int>& reduce_dims,
+              void* workspace, size_t workspace_size);
+  size_t reduce_workspace_size(ir::OpType reduce_type, DType dtype, const std::vector<int64_t>& input_shape,
+                               const std::vector<int64_t>& output_shape, const std::vector<int>& reduce_dims);
+  // The same, with the workspace from the caching allocator.
+  void reduce(ir::OpType reduce_type, DType dtype, const std::vector<int64_t>& input_shape, const void* input,
+              const std::vector<int64_t>& output_shape, void* output, const std::vector<int>& reduce_dims);
 
  private:
   MIOpenTuningCache::Entry choose(const ConvProblem& p);

@@ -144,6 +144,84 @@ inline miopenStatus_t miopenConvolutionBackwardWeights(miopenHandle_t handle, co
                                         beta, dw_desc, dw);
 }
 
+// ---- DNN beyond convolution: pooling, batch norm, activation, softmax, reduction
+using miopenPoolingDescriptor_t = cudnnPoolingDescriptor_t;
+using miopenPoolingMode_t = cudnnPoolingMode_t;
+using miopenBatchNormMode_t = cudnnBatchNormMode_t;
+using miopenActivationDescriptor_t = cudnnActivationDescriptor_t;
+using miopenActivationMode_t = cudnnActivationMode_t;
+using miopenSoftmaxAlgorithm_t = cudnnSoftmaxAlgorithm_t;
+using miopenSoftmaxMode_t = cudnnSoftmaxMode_t;
+using miopenReduceTensorDescriptor_t = cudnnReduceTensorDescriptor_t;
+using miopenReduceTensorOp_t = cudnnReduceTensorOp_t;
+using miopenNanPropagation_t = cudnnNanPropagation_t;
+using miopenReduceTensorIndices_t = cudnnReduceTensorIndices_t;
+using miopenIndicesType_t = cudnnIndicesType_t;
+
+// MIOpen's miopenPoolingAverage leaves the padding out of the count.
+constexpr miopenPoolingMode_t miopenPoolingMax = CUDNN_POOLING_MAX;
+constexpr miopenPoolingMode_t miopenPoolingAverage = CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+constexpr miopenPoolingMode_t miopenPoolingAverageInclusive = CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+constexpr miopenBatchNormMode_t miopenBNSpatial = CUDNN_BATCHNORM_SPATIAL;
+constexpr miopenActivationMode_t miopenActivationLOGISTIC = CUDNN_ACTIVATION_SIGMOID;
+constexpr miopenActivationMode_t miopenActivationTANH = CUDNN_ACTIVATION_TANH;
+constexpr miopenActivationMode_t miopenActivationRELU = CUDNN_ACTIVATION_RELU;
+constexpr miopenActivationMode_t miopenActivationELU = CUDNN_ACTIVATION_ELU;
+constexpr miopenSoftmaxAlgorithm_t MIOPEN_SOFTMAX_ACCURATE = CUDNN_SOFTMAX_ACCURATE;
+constexpr miopenSoftmaxAlgorithm_t MIOPEN_SOFTMAX_LOG = CUDNN_SOFTMAX_LOG;
+constexpr miopenSoftmaxMode_t MIOPEN_SOFTMAX_MODE_CHANNEL = CUDNN_SOFTMAX_MODE_CHANNEL;
+constexpr miopenReduceTensorOp_t MIOPEN_REDUCE_TENSOR_ADD = CUDNN_REDUCE_TENSOR_ADD;
+constexpr miopenReduceTensorOp_t MIOPEN_REDUCE_TENSOR_MUL = CUDNN_REDUCE_TENSOR_MUL;
+constexpr miopenReduceTensorOp_t MIOPEN_REDUCE_TENSOR_MIN = CUDNN_REDUCE_TENSOR_MIN;
+constexpr miopenReduceTensorOp_t MIOPEN_REDUCE_TENSOR_MAX = CUDNN_REDUCE_TENSOR_MAX;
+constexpr miopenReduceTensorOp_t MIOPEN_REDUCE_TENSOR_AVG = CUDNN_REDUCE_TENSOR_AVG;
+constexpr miopenNanPropagation_t MIOPEN_NOT_PROPAGATE_NAN = CUDNN_NOT_PROPAGATE_NAN;
+constexpr miopenNanPropagation_t MIOPEN_PROPAGATE_NAN = CUDNN_PROPAGATE_NAN;
+constexpr miopenReduceTensorIndices_t MIOPEN_REDUCE_TENSOR_NO_INDICES = CUDNN_REDUCE_TENSOR_NO_INDICES;
+constexpr miopenIndicesType_t MIOPEN_32BIT_INDICES = CUDNN_32BIT_INDICES;
+
+#define miopenCreatePoolingDescriptor cudnnCreatePoolingDescriptor
+#define miopenDestroyPoolingDescriptor cudnnDestroyPoolingDescriptor
+#define miopenDeriveBNTensorDescriptor cudnnDeriveBNTensorDescriptor
+#define miopenBatchNormalizationForwardTraining cudnnBatchNormalizationForwardTraining
+#define miopenBatchNormalizationForwardInference cudnnBatchNormalizationForwardInference
+#define miopenCreateActivationDescriptor cudnnCreateActivationDescriptor
+#define miopenDestroyActivationDescriptor cudnnDestroyActivationDescriptor
+#define miopenActivationForward cudnnActivationForward
+#define miopenCreateReduceTensorDescriptor cudnnCreateReduceTensorDescriptor
+#define miopenDestroyReduceTensorDescriptor cudnnDestroyReduceTensorDescriptor
+#define miopenSetReduceTensorDescriptor cudnnSetReduceTensorDescriptor
+#define miopenGetReductionWorkspaceSize cudnnGetReductionWorkspaceSize
+#define miopenReduceTensor cudnnReduceTensor
+
+// cuDNN asks how max pooling treats NaN: as PyTorch, a NaN in the window is the maximum.
+inline miopenStatus_t miopenSet2dPoolingDescriptor(miopenPoolingDescriptor_t d, miopenPoolingMode_t mode,
+                                                   int window_h, int window_w, int pad_h, int pad_w, int stride_h,
+                                                   int stride_w) {
+  return cudnnSetPooling2dDescriptor(d, mode, CUDNN_PROPAGATE_NAN, window_h, window_w, pad_h, pad_w, stride_h,
+                                     stride_w);
+}
+// MIOpen's forward can save the argmax positions for its backward in a
+// workspace; cuDNN's backward finds them again from x and y.
+inline miopenStatus_t miopenPoolingForward(miopenHandle_t handle, miopenPoolingDescriptor_t pool, const void* alpha,
+                                           miopenTensorDescriptor_t x_desc, const void* x, const void* beta,
+                                           miopenTensorDescriptor_t y_desc, void* y, bool /*do_backward*/,
+                                           void* /*workspace*/, size_t /*workspace_size*/) {
+  return cudnnPoolingForward(handle, pool, alpha, x_desc, x, beta, y_desc, y);
+}
+// MIOpen's activation takes three coefficients (tanh is beta * tanh(alpha * x),
+// ELU's alpha is alpha); cuDNN one (ELU's alpha, clipped ReLU's ceiling) and a NaN policy.
+inline miopenStatus_t miopenSetActivationDescriptor(miopenActivationDescriptor_t d, miopenActivationMode_t mode,
+                                                    double alpha, double /*beta*/, double /*gamma*/) {
+  return cudnnSetActivationDescriptor(d, mode, CUDNN_PROPAGATE_NAN, alpha);
+}
+inline miopenStatus_t miopenSoftmaxForward_V2(miopenHandle_t handle, const void* alpha,
+                                              miopenTensorDescriptor_t x_desc, const void* x, const void* beta,
+                                              miopenTensorDescriptor_t y_desc, void* y,
+                                              miopenSoftmaxAlgorithm_t algorithm, miopenSoftmaxMode_t mode) {
+  return cudnnSoftmaxForward(handle, algorithm, mode, alpha, x_desc, x, beta, y_desc, y);
+}
+
 inline miopenStatus_t dnnCreateWeightDescriptor(dnnWeightDescriptor_t* d) { return cudnnCreateFilterDescriptor(d); }
 inline miopenStatus_t dnnDestroyWeightDescriptor(dnnWeightDescriptor_t d) { return cudnnDestroyFilterDescriptor(d); }
 // A cuDNN filter is always packed in its format (NCHW here: NCDHW for 5 dims).
