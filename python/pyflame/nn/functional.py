@@ -176,20 +176,24 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
+def _selu(x):
+    return _pf.elu(x, alpha=_SELU_ALPHA) * _SELU_SCALE
+
+
 def selu(input, inplace=False):
     _float_only(input, "selu")
-    if inplace:
-        return input.elu_(_SELU_ALPHA).mul_(_SELU_SCALE)
-    return _pf.elu(input, alpha=_SELU_ALPHA) * _SELU_SCALE
+    return _write_back(input, _selu, "selu") if inplace else _selu(input)
 
 
 def celu(input, alpha=1.0, inplace=False):
     _float_only(input, "celu")
     if alpha == 0:
         raise ValueError("ZeroDivisionError in CELU: alpha cannot be 0")
-    if inplace:
-        return input.div_(alpha).elu_(1.0).mul_(alpha)
-    return _pf.elu(input / alpha, alpha=1.0) * alpha
+
+    def fn(x):
+        return _pf.elu(x / alpha, alpha=1.0) * alpha
+
+    return _write_back(input, fn, "celu") if inplace else fn(input)
 
 
 def threshold(input, threshold, value, inplace=False):
@@ -429,6 +433,8 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 def dropout(input, p=0.5, training=True, inplace=False):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training:
+        return input
     if inplace:
         _check_inplace(input, "dropout")
     return _pf.dropout(input, p, training, inplace)
@@ -787,7 +793,9 @@ def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size, n
     if output_size is None:
         size = default
     else:
-        size = tuple(output_size)[-nd:]
+        size = tuple(output_size)
+        if len(size) == nd + 2:
+            size = size[2:]
         if len(size) != nd:
             raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but it has a "
                              f"length of '{len(tuple(output_size))}'")
