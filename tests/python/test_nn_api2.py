@@ -505,3 +505,19 @@ def test_pad_sequence(batch_first, padding_side, device, rng):
     one_d = [values(rng, n) for n in (3, 1)]
     compare(lambda *s: nn.utils.rnn.pad_sequence(list(s), batch_first),
             lambda *s: torch.nn.utils.rnn.pad_sequence(list(s), batch_first), one_d, rng=rng)
+
+
+BICUBIC = [((2, 3, 5, 6), dict(size=(9, 4))), ((1, 2, 4, 4), dict(scale_factor=2.5)),
+           ((2, 1, 7, 5), dict(scale_factor=(0.6, 1.7))), ((1, 2, 3, 8), dict(size=(3, 8)))]
+
+
+@pytest.mark.parametrize("shape,kw", BICUBIC, ids=[str(i) for i in range(len(BICUBIC))])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_interpolate_bicubic(shape, kw, align_corners, dtype, device, rng):
+    x = values(rng, *shape, dtype=dtype)
+    compare(lambda t: F.interpolate(t, mode="bicubic", align_corners=align_corners, **kw),
+            lambda t: TF.interpolate(t, mode="bicubic", align_corners=align_corners, **kw), [x], rng=rng)
+    compare(nn.Upsample(mode="bicubic", align_corners=align_corners, **kw),
+            tnn.Upsample(mode="bicubic", align_corners=align_corners, **kw), [x], rng=rng)
+    raises(NotImplementedError, lambda: F.interpolate(pf.randn(1, 2, 5), size=4, mode="bicubic"), "4D")

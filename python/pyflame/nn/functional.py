@@ -1051,7 +1051,7 @@ def adaptive_avg_pool1d(input, output_size):
 
 # ------------------------------------------------ interpolation
 
-_INTERP_DIMS = {"linear": 1, "bilinear": 2, "trilinear": 3}
+_INTERP_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 
 
 def _interp_sizes(input, size, scale_factor, recompute_scale_factor):
@@ -1118,6 +1118,39 @@ def _interp_linear(x, dim, n_out, scale, align_corners):
     return lo + (hi - lo) * w1
 
 
+_CUBIC_A = -0.75  # PyTorch's (and OpenCV's) bicubic kernel parameter
+
+
+def _interp_cubic(x, dim, n_out, scale, align_corners):
+    """PyTorch's bicubic resampling along one dim (the 2-D kernel is separable): four neighbours, clamped to
+    the edge, weighted by the cubic convolution kernel with A = -0.75; source positions are not clamped at 0."""
+    n_in = x.shape[dim]
+    ft = _math_dtype(x)
+    s = _scale(n_in, n_out, scale, align_corners, ft)
+    dst = _np.arange(n_out, dtype=ft)
+    src = dst * s if align_corners else s * (dst + ft(0.5)) - ft(0.5)
+    base = _np.floor(src).astype(_np.int64)
+    t = (src - base).astype(ft)
+    a = ft(_CUBIC_A)
+
+    def near(z):  # |z| <= 1
+        return ((a + 2) * z - (a + 3)) * z * z + 1
+
+    def far(z):  # 1 < |z| < 2
+        return ((a * z - 5 * a) * z + 8 * a) * z - 4 * a
+
+    weights = (far(t + 1), near(t), near(1 - t), far(2 - t))
+    shape = [1] * x.dim()
+    shape[dim] = n_out
+    out = None
+    for k, w in enumerate(weights):
+        idx = _np.clip(base - 1 + k, 0, n_in - 1)
+        term = _pf.index_select(x, dim, _index(idx, x.device)) * _pf.tensor(w.astype(ft).reshape(shape),
+                                                                              device=x.device).to(x.dtype)
+        out = term if out is None else out + term
+    return out
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resizes the spatial dims of an (N, C, ...) input: 'nearest', 'nearest-exact', 'linear' (3-D),
@@ -1130,7 +1163,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     elif mode in _INTERP_DIMS:
         align_corners = bool(align_corners)
     elif mode == "bicubic":
-        raise _NotSupportedError("interpolate: mode='bicubic' is not supported; use 'bilinear' (docs/nn.md)")
+        align_corners = bool(align_corners)
     else:
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) "
                                   "for the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
@@ -1159,7 +1192,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     out = input
     for i in range(nd):
         dim = 2 + i
-        if mode in _INTERP_DIMS:
+        if mode == "bicubic":
+            out = _interp_cubic(out, dim, sizes[i], scales[i], align_corners)
+        elif mode in _INTERP_DIMS:
             out = _interp_linear(out, dim, sizes[i], scales[i], align_corners)
         elif sizes[i] != input.shape[dim] or scales[i] not in (None, 1.0):
             out = _interp_nearest(out, dim, sizes[i], scales[i], mode == "nearest-exact")
