@@ -103,6 +103,7 @@ def test_functional_inplace(name, kwargs, device, rng):
     close(x.grad, xt.grad, 1e-4, 1e-5, f"{name} grad")
     leaf = pf.tensor(v, requires_grad=True)
     raises(RuntimeError, lambda: getattr(F, name)(leaf, inplace=True, **kwargs), "leaf")
+    np.testing.assert_array_equal(pf_to_numpy(leaf.detach()), v)  # nothing written
     with pf.no_grad():
         assert getattr(F, name)(leaf, inplace=True, **kwargs) is leaf
     close(leaf.detach(), getattr(TF, name)(torch.from_numpy(v), **kwargs), 1e-5, 1e-6, f"{name} no_grad")
