@@ -361,7 +361,8 @@ def test_conv_transpose1d_output_size(device, rng):
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(stride=(2, 1, 3), padding=(1, 0, 2), output_padding=(1, 0, 1)),
-                                dict(groups=2, dilation=(1, 2, 1)), dict(stride=2, padding=1, bias=False)])
+                                dict(groups=2, dilation=(1, 2, 1)), dict(stride=2, padding=1, bias=False),
+                                dict(stride=2, padding=(2, 1, 2))])
 def test_conv_transpose3d(kw, device, rng):
     pmod, tmod = pair(nn.ConvTranspose3d, tnn.ConvTranspose3d, 4, 6, (2, 3, 3), rng=rng, **kw)
     assert repr(pmod) == repr(tmod)
@@ -400,6 +401,19 @@ def test_max_pool_return_indices(nd, shape, kw, device, rng):
         compare(lambda t: getattr(F, un)(t, pf.tensor(idx.numpy()), output_size=shape[-nd:], **ukw),
                 lambda t: getattr(TF, un)(t, idx, output_size=shape[-nd:], **ukw), [tout[0].detach().numpy()],
                 rng=rng)
+
+
+@pytest.mark.parametrize("nd,shape,out", [(2, (2, 3, 8, 6), (4, 3)), (2, (2, 3, 7, 9), (3, 4)), (2, (3, 10, 5), 4),
+                                          (2, (2, 2, 5, 7), (None, 3)), (1, (2, 3, 10), 4), (1, (3, 7), 5)])
+def test_adaptive_max_pool_return_indices(nd, shape, out, device, rng):
+    x = values(rng, *shape)
+    pout, _ = compare(lambda t: getattr(F, f"adaptive_max_pool{nd}d")(t, out, return_indices=True),
+                      lambda t: getattr(TF, f"adaptive_max_pool{nd}d")(t, out, return_indices=True), [x], rng=rng)
+    assert pout[1].dtype == pf.int64
+    pmod = getattr(nn, f"AdaptiveMaxPool{nd}d")(out, return_indices=True)
+    tmod = getattr(tnn, f"AdaptiveMaxPool{nd}d")(out, return_indices=True)
+    assert repr(pmod) == repr(tmod)
+    compare(pmod, tmod, [x], rng=rng)
 
 
 @pytest.mark.parametrize("shape,output_size", [((2, 3, 8, 10), None), ((2, 3, 9, 11), (9, 11)),

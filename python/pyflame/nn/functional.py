@@ -716,42 +716,47 @@ def _pool_out(n, k, s, p, d, ceil_mode):
     return o
 
 
-def _max_pool_indices(x, nd, kernel, stride, padding, dilation, ceil_mode):
+def _window_argmax(x, coords):
     """The flat index (within each input plane) of the maximum of every pooling window, as PyTorch's
-    return_indices gives: the windows of the -inf-padded input gathered by index_select, argmax over each
-    (its first maximum), mapped through a table of plane positions."""
+    return_indices gives. coords[i] is an (outputs, window) array of input positions along spatial dim i
+    (outside the input: padding, -inf). The windows of the -inf-padded input are gathered by index_select, the
+    argmax of each (its first maximum) is mapped through a table of plane positions."""
+    nd = len(coords)
     spatial = tuple(x.shape[-nd:])
-    outs = tuple(_pool_out(n, k, s_, p, d, ceil_mode) for n, k, s_, p, d in zip(spatial, kernel, stride, padding,
-                                                                                dilation))
     lead = tuple(x.shape[:-nd])
+    n = len(lead)
+    outs = tuple(c.shape[0] for c in coords)
+    kernel = tuple(c.shape[1] for c in coords)
     with _pf.no_grad():
-        pads = []
-        for i in reversed(range(nd)):
-            # enough on the right for ceil_mode windows that run past the end
-            right = max(0, (outs[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 - spatial[i] - padding[i])
-            pads += [padding[i], right]
-        xp = _pf.pad(x.detach(), pads, value=-_math.inf) if any(pads) else x.detach()
-        w = xp
+        before = [max(0, -int(c.min())) for c in coords]
+        after = [max(0, int(c.max()) - (size - 1)) for c, size in zip(coords, spatial)]
+        pads = [v for i in reversed(range(nd)) for v in (before[i], after[i])]
+        w = _pf.pad(x.detach(), pads, value=-_math.inf) if any(pads) else x.detach()
         for i in range(nd):
-            dim = len(lead) + 2 * i
-            pos = (_np.arange(outs[i])[:, None] * stride[i] + _np.arange(kernel[i])[None, :] * dilation[i])
-            w = _pf.index_select(w, dim, _index(pos.reshape(-1), x.device))
+            dim = n + 2 * i
+            w = _pf.index_select(w, dim, _index((coords[i] + before[i]).reshape(-1), x.device))
             w = w.reshape(tuple(w.shape[:dim]) + (outs[i], kernel[i]) + tuple(w.shape[dim + 1:]))
-        n = len(lead)
         w = w.permute(tuple(range(n)) + tuple(n + 2 * i for i in range(nd)) + tuple(n + 2 * i + 1 for i in range(nd)))
         arg = w.reshape(lead + outs + (-1,)).argmax(-1, keepdim=True)
-        # plane index of (output position, kernel offset), row-major over the unpadded input
-        table = _np.zeros(outs + tuple(kernel), dtype=_np.int64)
+        # plane index of (output position, window offset), row-major over the unpadded input
+        table = _np.zeros(outs + kernel, dtype=_np.int64)
         plane_stride = 1
         for i in reversed(range(nd)):
-            coord = (_np.arange(outs[i])[:, None] * stride[i] + _np.arange(kernel[i])[None, :] * dilation[i]
-                     - padding[i])
-            table = table + (coord * plane_stride).reshape(
+            table = table + (coords[i] * plane_stride).reshape(
                 [outs[i] if j == i else 1 for j in range(nd)] + [kernel[i] if j == i else 1 for j in range(nd)])
             plane_stride *= spatial[i]
         table = _index(table.reshape(outs + (-1,)), x.device)
         table = table.reshape((1,) * n + tuple(table.shape)).expand(lead + tuple(table.shape))
         return table.gather(-1, arg).squeeze(-1)
+
+
+def _max_pool_indices(x, nd, kernel, stride, padding, dilation, ceil_mode):
+    spatial = tuple(x.shape[-nd:])
+    coords = []
+    for i in range(nd):
+        o = _pool_out(spatial[i], kernel[i], stride[i], padding[i], dilation[i], ceil_mode)
+        coords.append(_np.arange(o)[:, None] * stride[i] + _np.arange(kernel[i])[None, :] * dilation[i] - padding[i])
+    return _window_argmax(x, coords)
 
 
 def _max_pool(op, nd, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
@@ -1014,8 +1019,6 @@ def _adaptive_output_size(output_size, spatial, fn):
 
 
 def _adaptive_max_pool(input, output_size, return_indices, nd, fn):
-    if return_indices:
-        raise _NotSupportedError(f"{fn}: return_indices=True is not supported (values only); see docs/nn.md")
     if input.dim() not in (nd + 1, nd + 2):
         raise ValueError(f"{fn}: expected a {nd + 1}-D or {nd + 2}-D input, got {input.dim()}-D")
     spatial = tuple(input.shape[-nd:])
@@ -1027,11 +1030,21 @@ def _adaptive_max_pool(input, output_size, return_indices, nd, fn):
         raise TypeError(f"{fn}: expected a floating-point input, got {input.dtype}")
     if nd == 2 and all(o > 0 and s % o == 0 for s, o in zip(spatial, sizes)):
         k = tuple(s // o for s, o in zip(spatial, sizes))
-        return _pf.max_pool2d(input, k, k)  # equal windows: one pooling kernel
-    out = input
-    for i, o in enumerate(sizes):
-        out = _adaptive_max_dim(out, input.dim() - nd + i, o)
-    return out
+        out = _pf.max_pool2d(input, k, k)  # equal windows: one pooling kernel
+    else:
+        out = input
+        for i, o in enumerate(sizes):
+            out = _adaptive_max_dim(out, input.dim() - nd + i, o)
+    if not return_indices:
+        return out
+    coords = []
+    for n, o in zip(spatial, sizes):
+        # short windows repeat their last position, after the real one: argmax keeps the first
+        starts, ends = _adaptive_windows(n, o)
+        k = max(e - s for s, e in zip(starts, ends))
+        coords.append(_np.array([[min(s + j, e - 1) for j in range(k)] for s, e in zip(starts, ends)],
+                                dtype=_np.int64).reshape(o, k))
+    return out, _window_argmax(input, coords)
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):

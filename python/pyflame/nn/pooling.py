@@ -2,8 +2,7 @@
 AdaptiveMaxPool1d/2d over the functional ops.
 
 The settings are stored as PyTorch stores them (AvgPool1d as 1-tuples, the
-others as given), so repr() matches. AvgPool's divisor_override and the adaptive
-max pools' return_indices are not supported.
+others as given), so repr() matches. AvgPool's divisor_override is not supported.
 """
 
 from .. import NotSupportedError
@@ -112,9 +111,6 @@ class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
 class _AdaptiveMaxPoolNd(Module):
     def __init__(self, output_size, return_indices=False):
         super().__init__()
-        if return_indices:
-            raise NotSupportedError(f"nn.{type(self).__name__}: return_indices=True is not supported (values only); "
-                                    "see docs/nn.md")
         self.output_size = output_size
         self.return_indices = return_indices
 
@@ -124,14 +120,14 @@ class _AdaptiveMaxPoolNd(Module):
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     def forward(self, input):
-        return F.adaptive_max_pool1d(input, self.output_size)
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
 class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """Max over PyTorch's adaptive windows; output_size an int or a pair whose entries may be None."""
 
     def forward(self, input):
-        return F.adaptive_max_pool2d(input, self.output_size)
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
 
 class _MaxUnpoolNd(Module):
