@@ -444,11 +444,13 @@ def test_affine_grid(align_corners, device, rng):
 
 
 @pytest.mark.parametrize("mode", ["bilinear", "nearest"])
-@pytest.mark.parametrize("padding_mode", ["zeros", "border"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
 @pytest.mark.parametrize("align_corners", [False, True])
 def test_grid_sample(mode, padding_mode, align_corners, device, rng):
     x = values(rng, 2, 3, 5, 6)
-    grid = values(rng, 2, 4, 7, 2, low=-1.2, high=1.2)  # some positions outside the input
+    # some positions outside the input (reflected more than once with 'reflection')
+    bound = 3.5 if padding_mode == "reflection" else 1.3
+    grid = values(rng, 2, 4, 7, 2, low=-bound, high=bound)
     kw = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
     if mode == "bilinear":
         compare(lambda a, g: F.grid_sample(a, g, **kw), lambda a, g: TF.grid_sample(a, g, **kw), [x, grid], rng=rng)
@@ -465,8 +467,6 @@ def test_grid_sample(mode, padding_mode, align_corners, device, rng):
 def test_grid_sample_unsupported(device):
     x, g = pf.randn(1, 2, 4, 4), pf.randn(1, 3, 3, 2)
     raises(pf.NotSupportedError, lambda: F.grid_sample(x, g, mode="bicubic", align_corners=False), "bilinear")
-    raises(pf.NotSupportedError, lambda: F.grid_sample(x, g, padding_mode="reflection", align_corners=False),
-           "border")
     raises(pf.NotSupportedError, lambda: F.grid_sample(pf.randn(1, 2, 3, 4, 4), pf.randn(1, 3, 3, 3, 3),
                                                        align_corners=False), "4-D")
     raises(ValueError, lambda: F.grid_sample(x, g, mode="cubic", align_corners=False), "mode")

@@ -880,6 +880,19 @@ def _unnormalize(coord, n, align_corners):
     return ((coord + 1) * n - 1) / 2
 
 
+def _reflect(coord, n, align_corners):
+    """PyTorch's reflect_coordinates: the coordinate folded into [0, n - 1] (align_corners) or [-0.5, n - 0.5]
+    by reflections at the bounds."""
+    low, span = (0.0, n - 1.0) if align_corners else (-0.5, float(n))
+    if span <= 0:
+        return coord * 0.0
+    d = (coord - low).abs()
+    flips = (d / span).detach().floor()
+    extra = d - flips * span
+    odd = (flips - 2.0 * (flips / 2.0).floor()) != 0
+    return _pf.where(odd, span - extra, extra) + low
+
+
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Samples a 4-D input at the grid's normalised (x, y) positions: each corner a gather from the flattened
     plane, weighted by the bilinear weights (differentiable in the input and the grid) or the nearest pixel."""
@@ -893,9 +906,9 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if input.dim() == 5:
         raise _NotSupportedError("grid_sample: 5-D inputs (volumetric sampling) are not supported; sample each "
                                  "depth slice with a 4-D grid (docs/nn.md)")
-    if mode == "bicubic" or padding_mode == "reflection":
-        raise _NotSupportedError(f"grid_sample: mode='{mode}', padding_mode='{padding_mode}' is not supported; use "
-                                 "mode 'bilinear' or 'nearest' with padding_mode 'zeros' or 'border' (docs/nn.md)")
+    if mode == "bicubic":
+        raise _NotSupportedError("grid_sample: mode='bicubic' is not supported; use mode 'bilinear' or 'nearest' "
+                                 "(docs/nn.md)")
     if input.dim() != 4 or grid.dim() != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
         raise ValueError(f"grid_sample: expected a 4-D input (N, C, H, W) and a grid (N, H_out, W_out, 2) with the "
                          f"same N, got {tuple(input.shape)} and {tuple(grid.shape)}")
@@ -903,7 +916,10 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     ho, wo = grid.shape[1], grid.shape[2]
     x = _unnormalize(grid[..., 0], w, align_corners)
     y = _unnormalize(grid[..., 1], h, align_corners)
-    if padding_mode == "border":
+    if padding_mode == "reflection":
+        x = _reflect(x, w, align_corners)
+        y = _reflect(y, h, align_corners)
+    if padding_mode != "zeros":
         x = x.clamp(0, w - 1)
         y = y.clamp(0, h - 1)
     plane = input.reshape((n, c, h * w))
