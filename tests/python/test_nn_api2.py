@@ -464,11 +464,27 @@ def test_grid_sample(mode, padding_mode, align_corners, device, rng):
             [x, theta] if mode == "bilinear" else [x, Const(theta)], rng=rng)
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_3d(mode, padding_mode, align_corners, device, rng):
+    x = values(rng, 2, 3, 4, 5, 3)
+    bound = 3.5 if padding_mode == "reflection" else 1.3
+    grid = values(rng, 2, 3, 2, 4, 3, low=-bound, high=bound)
+    kw = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    args = [x, grid] if mode == "bilinear" else [x, Const(grid)]
+    compare(lambda a, g: F.grid_sample(a, g, **kw), lambda a, g: TF.grid_sample(a, g, **kw), args, rng=rng)
+    theta = values(rng, 2, 3, 4, low=-1, high=1)
+    compare(lambda a, th: F.grid_sample(a, F.affine_grid(th, (2, 3, 3, 4, 2), align_corners), **kw),
+            lambda a, th: TF.grid_sample(a, TF.affine_grid(th, (2, 3, 3, 4, 2), align_corners), **kw),
+            [x, theta] if mode == "bilinear" else [x, Const(theta)], rng=rng)
+
+
 def test_grid_sample_unsupported(device):
     x, g = pf.randn(1, 2, 4, 4), pf.randn(1, 3, 3, 2)
     raises(pf.NotSupportedError, lambda: F.grid_sample(x, g, mode="bicubic", align_corners=False), "bilinear")
-    raises(pf.NotSupportedError, lambda: F.grid_sample(pf.randn(1, 2, 3, 4, 4), pf.randn(1, 3, 3, 3, 3),
-                                                       align_corners=False), "4-D")
+    raises(ValueError, lambda: F.grid_sample(pf.randn(1, 2, 3, 4, 4), pf.randn(1, 3, 3, 2), align_corners=False),
+           "5-D")
     raises(ValueError, lambda: F.grid_sample(x, g, mode="cubic", align_corners=False), "mode")
     with pytest.warns(UserWarning, match="align_corners=False"):
         F.grid_sample(x, g)

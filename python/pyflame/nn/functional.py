@@ -894,8 +894,9 @@ def _reflect(coord, n, align_corners):
 
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    """Samples a 4-D input at the grid's normalised (x, y) positions: each corner a gather from the flattened
-    plane, weighted by the bilinear weights (differentiable in the input and the grid) or the nearest pixel."""
+    """Samples a 4-D (N, C, H, W) or 5-D (N, C, D, H, W) input at the grid's normalised (x, y[, z]) positions:
+    each corner of the cell a gather from the flattened input, weighted by the (bi/tri)linear weights
+    (differentiable in the input and the grid), or the nearest element."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
                          f"but got: '{mode}'")
@@ -903,42 +904,57 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
     align_corners = _align_corners_default(align_corners, "grid_sample")
-    if input.dim() == 5:
-        raise _NotSupportedError("grid_sample: 5-D inputs (volumetric sampling) are not supported; sample each "
-                                 "depth slice with a 4-D grid (docs/nn.md)")
     if mode == "bicubic":
         raise _NotSupportedError("grid_sample: mode='bicubic' is not supported; use mode 'bilinear' or 'nearest' "
                                  "(docs/nn.md)")
-    if input.dim() != 4 or grid.dim() != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
-        raise ValueError(f"grid_sample: expected a 4-D input (N, C, H, W) and a grid (N, H_out, W_out, 2) with the "
-                         f"same N, got {tuple(input.shape)} and {tuple(grid.shape)}")
-    n, c, h, w = input.shape
-    ho, wo = grid.shape[1], grid.shape[2]
-    x = _unnormalize(grid[..., 0], w, align_corners)
-    y = _unnormalize(grid[..., 1], h, align_corners)
-    if padding_mode == "reflection":
-        x = _reflect(x, w, align_corners)
-        y = _reflect(y, h, align_corners)
-    if padding_mode != "zeros":
-        x = x.clamp(0, w - 1)
-        y = y.clamp(0, h - 1)
-    plane = input.reshape((n, c, h * w))
+    nd = input.dim() - 2
+    if nd not in (2, 3) or grid.dim() != nd + 2 or grid.shape[-1] != nd or grid.shape[0] != input.shape[0]:
+        raise ValueError(f"grid_sample: expected a 4-D input (N, C, H, W) with a grid (N, H_out, W_out, 2), or a 5-D "
+                         f"input with a grid (N, D_out, H_out, W_out, 3), of the same N; got {tuple(input.shape)} "
+                         f"and {tuple(grid.shape)}")
+    n, c = input.shape[0], input.shape[1]
+    spatial = tuple(input.shape[2:])
+    out_spatial = tuple(grid.shape[1:-1])
+    count = 1
+    for o in out_spatial:
+        count *= o
+    coords = []
+    for i, size in enumerate(spatial):  # grid's last entry is x (the last dim), then y, z
+        t = _unnormalize(grid[..., nd - 1 - i], size, align_corners)
+        if padding_mode == "reflection":
+            t = _reflect(t, size, align_corners)
+        if padding_mode != "zeros":
+            t = t.clamp(0, size - 1)
+        coords.append(t)
+    plane = input.reshape((n, c, -1))
 
-    def tap(xi, yi):
-        """input at integer positions (xi, yi), zero outside the plane."""
-        inside = _pf.logical_and(_pf.logical_and(xi >= 0, xi <= w - 1), _pf.logical_and(yi >= 0, yi <= h - 1))
-        flat = (yi.clamp(0, h - 1) * w + xi.clamp(0, w - 1)).to(_C.dtype.int64).reshape((n, 1, ho * wo))
-        v = plane.gather(2, flat.expand((n, c, ho * wo))).reshape((n, c, ho, wo))
+    def tap(points):
+        """input at integer positions, zero outside."""
+        inside, flat, stride = None, None, 1
+        for p, size in zip(reversed(points), reversed(spatial)):
+            ok = _pf.logical_and(p >= 0, p <= size - 1)
+            inside = ok if inside is None else _pf.logical_and(inside, ok)
+            term = p.clamp(0, size - 1) * stride
+            flat = term if flat is None else flat + term
+            stride *= size
+        flat = flat.to(_C.dtype.int64).reshape((n, 1, count))
+        v = plane.gather(2, flat.expand((n, c, count))).reshape((n, c) + out_spatial)
         return v * inside.to(input.dtype).unsqueeze(1)
 
     if mode == "nearest":
-        return tap(x.detach().round(), y.detach().round())
-    x0, y0 = x.detach().floor(), y.detach().floor()
-    x1, y1 = x0 + 1, y0 + 1
-    wx1, wy1 = (x - x0).unsqueeze(1), (y - y0).unsqueeze(1)
-    wx0, wy0 = 1 - wx1, 1 - wy1
-    return (tap(x0, y0) * wx0 * wy0 + tap(x1, y0) * wx1 * wy0 + tap(x0, y1) * wx0 * wy1
-            + tap(x1, y1) * wx1 * wy1)
+        return tap([t.detach().round() for t in coords])
+    lows = [t.detach().floor() for t in coords]
+    fracs = [(t - lo).unsqueeze(1) for t, lo in zip(coords, lows)]
+    out = None
+    for corner in range(2 ** nd):
+        bits = [(corner >> i) & 1 for i in range(nd)]
+        weight = None
+        for b, f in zip(bits, fracs):
+            wi = f if b else 1 - f
+            weight = wi if weight is None else weight * wi
+        term = tap([lo + b for lo, b in zip(lows, bits)]) * weight
+        out = term if out is None else out + term
+    return out
 
 
 # ------------------------------------------------ padding
