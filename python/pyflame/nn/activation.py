@@ -1,5 +1,6 @@
 """Activation layers: ReLU, ReLU6, GELU, SiLU, Mish, ELU, CELU, SELU, PReLU, GLU, Sigmoid, Hardsigmoid,
-Hardswish, Hardtanh, Tanh, Softplus, Softsign, Tanhshrink, LogSigmoid, LeakyReLU, Softmax, Softmin, LogSoftmax, Threshold.
+Hardswish, Hardtanh, Tanh, Softplus, Softsign, Tanhshrink, LogSigmoid, LeakyReLU, Softmax, Softmin, LogSoftmax,
+Threshold.
 
 inplace=True writes the result into the input, as PyTorch does.
 """

@@ -549,8 +549,10 @@ def _window_table(spatial, kernel, dilation, padding, stride, name):
         raise ValueError(f"{name}: the sliding blocks do not fit: spatial size {tuple(spatial)}, kernel_size "
                          f"{kernel}, dilation {dilation}, padding {padding}, stride {stride} give "
                          f"{blocks} blocks")
-    rows = _np.arange(kernel[0])[:, None, None, None] * dilation[0] + _np.arange(blocks[0])[None, None, :, None] * stride[0]
-    cols = _np.arange(kernel[1])[None, :, None, None] * dilation[1] + _np.arange(blocks[1])[None, None, None, :] * stride[1]
+    rows = (_np.arange(kernel[0])[:, None, None, None] * dilation[0]
+            + _np.arange(blocks[0])[None, None, :, None] * stride[0])
+    cols = (_np.arange(kernel[1])[None, :, None, None] * dilation[1]
+            + _np.arange(blocks[1])[None, None, None, :] * stride[1])
     table = (rows * padded[1] + cols).reshape(kernel[0] * kernel[1], blocks[0] * blocks[1])
     return table, padded, blocks
 
@@ -804,9 +806,10 @@ def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size, n
         if len(size) != nd:
             raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but it has a "
                              f"length of '{len(tuple(output_size))}'")
-        for o, dflt, s in zip(size, default, strides):
-            if not dflt - s < o < dflt + s:
-                raise ValueError(f"invalid output_size {tuple(size)} (dim must be between {tuple(a - b + 1 for a, b in zip(default, strides))} and {tuple(a + b - 1 for a, b in zip(default, strides))})")
+        lo = tuple(a - b + 1 for a, b in zip(default, strides))
+        hi = tuple(a + b - 1 for a, b in zip(default, strides))
+        if any(not a <= o <= b for o, a, b in zip(size, lo, hi)):
+            raise ValueError(f"invalid output_size {tuple(size)} (dim must be between {lo} and {hi})")
     lead = tuple(input.shape[:-nd])
     plane = 1
     for o in size:

@@ -153,7 +153,7 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
                 g.maximum_(-clip_value).minimum_(clip_value)
 
 
-# ---------------------------------------------------------------- parameters as one vector (torch.nn.utils.convert_parameters)
+# ---------------------------------------------------------------- torch.nn.utils.convert_parameters
 
 def parameters_to_vector(parameters):
     """The parameters flattened and concatenated into one 1-D tensor (differentiable, as torch's)."""
