@@ -1,5 +1,6 @@
 """Activation layers: ReLU, ReLU6, GELU, SiLU, Mish, ELU, CELU, SELU, PReLU, GLU, Sigmoid, Hardsigmoid,
-Hardswish, Hardtanh, Tanh, Softplus, Softsign, Tanhshrink, LogSigmoid, LeakyReLU, Softmax, LogSoftmax.
+Hardswish, Hardtanh, Tanh, Softplus, Softsign, Tanhshrink, LogSigmoid, LeakyReLU, Softmax, Softmin, LogSoftmax,
+Threshold.
 
 inplace=True writes the result into the input, as PyTorch does.
 """
@@ -19,7 +20,7 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return input.relu_() if self.inplace else F.relu(input)
+        return F.relu(input, inplace=self.inplace)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
@@ -31,7 +32,7 @@ class SiLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return input.silu_() if self.inplace else F.silu(input)
+        return F.silu(input, inplace=self.inplace)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
@@ -66,8 +67,7 @@ class LeakyReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        out = F.leaky_relu(input, self.negative_slope)
-        return input.copy_(out) if self.inplace else out
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self):
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
@@ -245,3 +245,29 @@ class Tanhshrink(Module):
 class LogSigmoid(Module):
     def forward(self, input):
         return F.logsigmoid(input)
+
+
+class Softmin(Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.softmin(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Threshold(Module):
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        return f"threshold={self.threshold}, value={self.value}" + _inplace_repr(self, False)

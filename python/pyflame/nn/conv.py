@@ -1,4 +1,5 @@
-"""Convolution layers: Conv1d, Conv2d, Conv3d and ConvTranspose2d over F.conv*d (torch.nn's arguments and init)."""
+"""Convolution layers: Conv1d, Conv2d, Conv3d and ConvTranspose1d/2d/3d over F.conv*d (torch.nn's arguments and
+init)."""
 
 
 from .. import _creation
@@ -111,20 +112,23 @@ class Conv3d(_Conv):
     _conv = staticmethod(F.conv3d)
 
 
-class ConvTranspose2d(_ConvNd):
+class _ConvTransposeNd(_ConvNd):
+    """ConvTranspose1d/2d/3d: `_ntuple` expands per-dim arguments, `_conv` is the functional op."""
+
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
                  bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
-        super().__init__(in_channels, out_channels, _pair(kernel_size), _pair(stride), _pair(padding),
-                         _pair(dilation), True, _pair(output_padding), groups, bias, padding_mode, device, dtype)
+        t = type(self)._ntuple
+        super().__init__(in_channels, out_channels, t(kernel_size), t(stride), t(padding), t(dilation), True,
+                         t(output_padding), groups, bias, padding_mode, device, dtype)
 
     def _output_padding(self, input, output_size):
         """output_padding that makes the output `output_size` (PyTorch's rule), else the module's."""
         if output_size is None:
             return self.output_padding
         output_size = list(output_size)
-        spatial = 2
+        spatial = len(self.kernel_size)
         non_spatial = 2 if input.dim() == spatial + 2 else 1
         if len(output_size) == non_spatial + spatial:
             output_size = output_size[non_spatial:]
@@ -141,5 +145,20 @@ class ConvTranspose2d(_ConvNd):
         return tuple(o - m for o, m in zip(output_size, min_sizes))
 
     def forward(self, input, output_size=None):
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self._output_padding(input, output_size), self.groups, self.dilation)
+        return type(self)._conv(input, self.weight, self.bias, self.stride, self.padding,
+                                self._output_padding(input, output_size), self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    _ntuple = staticmethod(_single)
+    _conv = staticmethod(F.conv_transpose1d)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    _ntuple = staticmethod(_pair)
+    _conv = staticmethod(F.conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    _ntuple = staticmethod(_triple)
+    _conv = staticmethod(F.conv_transpose3d)

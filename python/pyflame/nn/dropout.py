@@ -1,10 +1,11 @@
-"""Dropout: zeroes elements with probability p in training (scaling the rest by 1/(1-p)); identity in eval."""
+"""Dropout layers: Dropout zeroes elements with probability p in training (scaling the rest by 1/(1-p));
+Dropout1d/2d/3d zero whole channels; all are the identity in eval."""
 
 from . import functional as F
 from .module import Module
 
 
-class Dropout(Module):
+class _DropoutNd(Module):
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
         if p < 0 or p > 1:
@@ -13,10 +14,23 @@ class Dropout(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        if not self.training:
-            return input
-        out = F.dropout(input, self.p, True)
-        return input.copy_(out) if self.inplace else out
+        return type(self)._fn(input, self.p, self.training, self.inplace)
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
+    _fn = staticmethod(F.dropout)
+
+
+class Dropout1d(_DropoutNd):
+    _fn = staticmethod(F.dropout1d)
+
+
+class Dropout2d(_DropoutNd):
+    _fn = staticmethod(F.dropout2d)
+
+
+class Dropout3d(_DropoutNd):
+    _fn = staticmethod(F.dropout3d)

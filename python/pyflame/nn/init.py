@@ -189,6 +189,32 @@ def orthogonal_(tensor, gain=1.0, generator=None):
     return tensor.copy_(out.to(tensor.device, tensor.dtype))
 
 
+@no_grad()
+def eye_(tensor):
+    """The identity matrix (ones on the main diagonal of a 2-D tensor, zeros elsewhere)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return tensor.copy_(tensor_from_numpy(np.eye(*tensor.shape)).to(tensor.device, tensor.dtype))
+
+
+@no_grad()
+def dirac_(tensor, groups=1):
+    """The Dirac delta of a 3-, 4- or 5-D convolution weight: a convolution with it copies each input channel
+    (per group) to the output channel of the same index."""
+    if tensor.dim() not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tuple(tensor.shape)
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_per_group = sizes[0] // groups
+    weight = np.zeros(sizes)
+    centre = tuple(k // 2 for k in sizes[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, sizes[1])):
+            weight[(g * out_per_group + d, d) + centre] = 1
+    return tensor.copy_(tensor_from_numpy(weight).to(tensor.device, tensor.dtype))
+
+
 def _default_weight_and_bias_(weight, bias):
     """Linear and convolution layers' default: kaiming_uniform_(a=sqrt(5)) weights, that is
     U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias (if any) in the same bound (as torch)."""

@@ -1,4 +1,4 @@
-"""Normalisation layers: BatchNorm1d/2d (running statistics), LayerNorm, GroupNorm, RMSNorm.
+"""Normalisation layers: BatchNorm1d/2d (running statistics), InstanceNorm1d/2d/3d, LayerNorm, GroupNorm, RMSNorm.
 
 Each holds PyTorch's parameters and buffers under PyTorch's names (so state
 dicts move between the two) and calls the functional op; BatchNorm's running
@@ -6,6 +6,7 @@ statistics are updated in place by F.batch_norm in training mode.
 """
 
 import numbers
+import warnings
 
 from .. import _C, _creation
 from . import functional as F
@@ -167,3 +168,42 @@ class RMSNorm(Module):
 
     def extra_repr(self):
         return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)
+
+
+class _InstanceNorm(_BatchNorm):
+    """Per-sample, per-channel normalisation over the spatial dims (F.instance_norm): affine and running
+    statistics off by default, as PyTorch; unbatched inputs (one dim fewer) are taken as a batch of one."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
+                 dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+
+    def forward(self, input):
+        nd = type(self)._spatial
+        if input.dim() not in (nd + 1, nd + 2):
+            raise ValueError(f"expected {nd + 1}D or {nd + 2}D input (got {input.dim()}D input)")
+        feature_dim = input.dim() - nd - 1
+        if input.shape[feature_dim] != self.num_features:
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={feature_dim} to match num_features "
+                                 f"({self.num_features}), but got: {input.shape[feature_dim]}.")
+            warnings.warn(f"input's size at dim={feature_dim} does not match num_features. You can silence this "
+                          "warning by not passing in num_features, which is not used because affine=False")
+        batched = input.dim() == nd + 2
+        x = input if batched else input.unsqueeze(0)
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              self.momentum if self.momentum is not None else 0.0, self.eps)
+        return out if batched else out.squeeze(0)
+
+
+class InstanceNorm1d(_InstanceNorm):
+    _spatial = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    _spatial = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    _spatial = 3

@@ -1,23 +1,19 @@
-"""Pooling layers: MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d and AdaptiveMaxPool1d/2d over the
-functional ops.
+"""Pooling layers: MaxPool1d/2d/3d (return_indices too), MaxUnpool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d and
+AdaptiveMaxPool1d/2d over the functional ops.
 
 The settings are stored as PyTorch stores them (AvgPool1d as 1-tuples, the
-others as given), so repr() matches. The functional max pools return values
-only: return_indices=True is not supported, nor is AvgPool's divisor_override.
+others as given), so repr() matches. AvgPool's divisor_override is not supported.
 """
 
 from .. import NotSupportedError
 from . import functional as F
 from .module import Module
-from .utils import _single
+from .utils import _pair, _single, _triple
 
 
 class _MaxPoolNd(Module):
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
         super().__init__()
-        if return_indices:
-            raise NotSupportedError(f"nn.{type(self).__name__}: return_indices=True is not supported (the pooling "
-                                    "ops return values only); see docs/nn.md")
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
         self.padding = padding
@@ -26,7 +22,8 @@ class _MaxPoolNd(Module):
         self.ceil_mode = ceil_mode
 
     def forward(self, input):
-        return self._pool(input, self.kernel_size, self.stride, self.padding, self.dilation, ceil_mode=self.ceil_mode)
+        return self._pool(input, self.kernel_size, self.stride, self.padding, self.dilation, ceil_mode=self.ceil_mode,
+                          return_indices=self.return_indices)
 
     def extra_repr(self):
         return ("kernel_size={kernel_size}, stride={stride}, padding={padding}, dilation={dilation}, "
@@ -114,9 +111,6 @@ class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
 class _AdaptiveMaxPoolNd(Module):
     def __init__(self, output_size, return_indices=False):
         super().__init__()
-        if return_indices:
-            raise NotSupportedError(f"nn.{type(self).__name__}: return_indices=True is not supported (values only); "
-                                    "see docs/nn.md")
         self.output_size = output_size
         self.return_indices = return_indices
 
@@ -126,11 +120,41 @@ class _AdaptiveMaxPoolNd(Module):
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     def forward(self, input):
-        return F.adaptive_max_pool1d(input, self.output_size)
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
 class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """Max over PyTorch's adaptive windows; output_size an int or a pair whose entries may be None."""
 
     def forward(self, input):
-        return F.adaptive_max_pool2d(input, self.output_size)
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class _MaxUnpoolNd(Module):
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        t = type(self)._ntuple
+        self.kernel_size = t(kernel_size)
+        self.stride = t(stride if stride is not None else kernel_size)
+        self.padding = t(padding)
+
+    def forward(self, input, indices, output_size=None):
+        return type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _ntuple = staticmethod(_single)
+    _fn = staticmethod(F.max_unpool1d)
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    _ntuple = staticmethod(_pair)
+    _fn = staticmethod(F.max_unpool2d)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _ntuple = staticmethod(_triple)
+    _fn = staticmethod(F.max_unpool3d)

@@ -1,4 +1,5 @@
-"""Small helpers shared by the layers: PyTorch's _single/_pair/_triple and the legacy loss arguments."""
+"""Small helpers shared by the layers (PyTorch's _single/_pair/_triple, the legacy loss arguments) and
+torch.nn.utils' functions: gradient clipping, parameters_to_vector/vector_to_parameters, rnn.pad_sequence."""
 
 import collections.abc
 import math
@@ -150,3 +151,47 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
                 g.hardtanh_(-clip_value, clip_value)  # clamp in place, one op (NaN stays NaN, as clamp_)
             else:  # PyTorch's clamp_min_ then clamp_max_: everything becomes clip_value
                 g.maximum_(-clip_value).minimum_(clip_value)
+
+
+# ---------------------------------------------------------------- torch.nn.utils.convert_parameters
+
+def parameters_to_vector(parameters):
+    """The parameters flattened and concatenated into one 1-D tensor (differentiable, as torch's)."""
+    return _C.cat([p.reshape((-1,)) for p in parameters], 0)
+
+
+def vector_to_parameters(vec, parameters):
+    """Copies consecutive slices of the 1-D `vec` into the parameters, in order (torch's inverse of
+    parameters_to_vector). PyTorch swaps each parameter's .data for a view of vec; PyFlame copies the values."""
+    if not isinstance(vec, _C.Tensor):
+        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
+    pointer = 0
+    with no_grad():
+        for p in parameters:
+            n = p.numel()
+            p.copy_(vec[pointer:pointer + n].reshape(tuple(p.shape)))
+            pointer += n
+
+
+# ---------------------------------------------------------------- torch.nn.utils.rnn
+
+def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
+    """Stacks tensors of shapes (L_i, *) into (max L, B, *) (or (B, max L, *) with batch_first), each padded
+    along its first dim with padding_value, after its elements (padding_side='right') or before ('left')."""
+    if padding_side not in ("left", "right"):
+        raise ValueError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+    if isinstance(sequences, _C.Tensor):
+        sequences = sequences.unbind(0)
+    sequences = list(sequences)
+    if not sequences:
+        raise ValueError("received an empty list of sequences")
+    longest = max(s.shape[0] for s in sequences)
+    padded = []
+    for s in sequences:
+        extra = longest - s.shape[0]
+        pad = [0, 0] * (s.dim() - 1) + ([0, extra] if padding_side == "right" else [extra, 0])
+        padded.append(_C.pad(s, pad, "constant", padding_value) if extra else s)
+    return _C.stack(padded, 0 if batch_first else 1)
+
+
+rnn = types.SimpleNamespace(pad_sequence=pad_sequence)
