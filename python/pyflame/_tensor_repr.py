@@ -70,24 +70,19 @@ class _Formatter:
         else:
             finite = flat[np.isfinite(flat) & (flat != 0)].astype(np.float64)
             if finite.size == 0:
-                self._apply_sci_option()
                 return
             magnitudes = np.abs(finite)
             lo, hi = float(magnitudes.min()), float(magnitudes.max())
             self.int_mode = bool(np.all(finite == np.ceil(finite)))
+            self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4 if _OPTS.sci_mode is None else _OPTS.sci_mode
             p = _OPTS.precision
-            if self.int_mode:
-                self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8
-                widths = (len(f"{v:.{p}e}") if self.sci_mode else len(f"{v:.0f}") + 1 for v in finite.tolist())
+            if self.sci_mode:
+                widths = (len(f"{v:.{p}e}") for v in finite.tolist())
+            elif self.int_mode:
+                widths = (len(f"{v:.0f}") + 1 for v in finite.tolist())
             else:
-                self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
-                widths = (len(f"{v:.{p}e}") if self.sci_mode else len(f"{v:.{p}f}") for v in finite.tolist())
+                widths = (len(f"{v:.{p}f}") for v in finite.tolist())
             self.max_width = max(self.max_width, *widths)
-        self._apply_sci_option()
-
-    def _apply_sci_option(self):
-        if _OPTS.sci_mode is not None:
-            self.sci_mode = _OPTS.sci_mode
 
     def format(self, v):
         if self.floating:
