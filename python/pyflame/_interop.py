@@ -65,7 +65,7 @@ def _array_wrap(self, array, context=None, return_scalar=False):
     # which also turns bool results into uint8; on the tensor's device.
     if array.dtype == np.bool_:
         array = array.astype(np.uint8)
-    t = _C.from_numpy(np.ascontiguousarray(array))
+    t = _C.from_numpy(np.asarray(array, order="C"))  # keeps 0-d results 0-d
     return t if str(self.device) == "cpu" else t.to(self.device)
 
 

@@ -373,6 +373,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
       return nb::cast(pyflame::binary_op(op, as_operand(b), a));
     });
     tensor.def(("__i" + name + "__").c_str(), [op](nb::handle self, nb::handle b) {
+      if (is_ndarray(b)) return nb::borrow(Py_NotImplemented);  // Python then computes self op b
       return in_place(self, [&](Tensor& a) { pyflame::binary_op_(op, a, as_operand(b)); });
     });
   }
@@ -389,8 +390,15 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
     });
   tensor.def("__neg__", [](const Tensor& a) { return pyflame::unary_op(OpType::neg, a); });
   tensor.def("__abs__", [](const Tensor& a) { return pyflame::unary_op(OpType::abs, a); });
-  tensor.def("__matmul__", [](const Tensor& a, const Tensor& b) { return pyflame::matmul(a, b); });
-  tensor.def("__rmatmul__", [](const Tensor& a, const Tensor& b) { return pyflame::matmul(b, a); });
+  // Not a tensor (an ndarray: NumPy computes it, as for torch.Tensor): Python's TypeError.
+  tensor.def("__matmul__", [](const Tensor& a, nb::handle b) -> nb::object {
+    if (!nb::isinstance<Tensor>(b)) return nb::borrow(Py_NotImplemented);
+    return nb::cast(pyflame::matmul(a, nb::cast<const Tensor&>(b)));
+  });
+  tensor.def("__rmatmul__", [](const Tensor& a, nb::handle b) -> nb::object {
+    if (!nb::isinstance<Tensor>(b)) return nb::borrow(Py_NotImplemented);
+    return nb::cast(pyflame::matmul(nb::cast<const Tensor&>(b), a));
+  });
 
 }
 

@@ -249,6 +249,13 @@ def test_numpy_ufuncs_and_ndarray_operands(device, rng):
     x, t = pf.tensor(v, device=device), torch.from_numpy(v.copy())
     arr64 = rng.standard_normal(3)
     arr_i = rng.integers(-5, 5, 3)
+    arr_mat = rng.standard_normal((3, 2))
+
+    def iadd(m):
+        r = m.clone()
+        r += arr64
+        return r
+
     cases = [
         (lambda m: np.exp(m), "exp"),
         (lambda m: np.add(m, 1.5), "add"),
@@ -259,13 +266,17 @@ def test_numpy_ufuncs_and_ndarray_operands(device, rng):
         (lambda m: m / np.array(2.0), "tensor / 0-d array"),
         (lambda m: m == v, "tensor == array"),
         (lambda m: np.float64(3) * m, "numpy scalar * tensor"),
+        (lambda m: np.exp(m[1, 2]), "exp of a 0-d tensor"),
+        (lambda m: m @ arr_mat, "tensor @ array"),
+        (lambda m: m ** np.array([2, 2, 2]), "tensor ** int array"),
+        (iadd, "tensor += array (a new tensor, as torch)"),
     ]
     for fn, what in cases:
         want, got = fn(t), fn(x)
         assert isinstance(want, torch.Tensor), what
         assert isinstance(got, pf.Tensor), what
         assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1], what
-        assert str(got.device).split(":")[0] == device, what
+        assert str(got.device).split(":")[0] == device and tuple(got.shape) == tuple(want.shape), what
         np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-6, err_msg=what)
     for fn in (lambda m: arr64 * m, lambda m: arr64 + m, lambda m: m > arr64):
         with pytest.raises(TypeError):
