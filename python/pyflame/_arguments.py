@@ -122,6 +122,8 @@ def _problem(name, params, args, kwargs):
 def explain(func, args, kwargs):
     """The one-line message for a call of nanobind function `func` that matched no overload."""
     name = func.__name__
+    if name == "__init__" and args:  # a constructor: named by its class, as Python does
+        name = type(args[0]).__name__
     signatures = [s[0] for s in func.__nb_signature__]
     problems = [_problem(name, _parameters(s), args, kwargs) for s in signatures]
     found = [p for p in problems if p is not None]

@@ -156,7 +156,13 @@ pyflame::Device device_of(DLDevice d) {
 
 // ------------------------------------------------------------ streams (array API)
 
-pyflame::DeviceBackend& gpu_backend() { return *pyflame::backend_for(pyflame::DeviceType::ROCm); }
+pyflame::DeviceBackend& gpu_backend() {
+  pyflame::DeviceBackend* be = pyflame::backend_for(pyflame::DeviceType::ROCm);
+  if (!be || be->device_count() == 0)
+    throw nb::buffer_error(("from_dlpack: GPU memory, but this pyflame has no usable GPU: " +
+                            pyflame::rocm_unavailable_reason()).c_str());
+  return *be;
+}
 
 // __dlpack__(stream=...) on a GPU tensor: the consumer's stream must see the
 // work queued on ours. None is the default stream (CUDA: the legacy stream 1;

@@ -79,7 +79,8 @@ PyObject* explain_bad_call(PyObject* func, PyObject* const* args, size_t nargsf,
       PyErr_Restore(type, value, trace);
       return nullptr;
     }
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    // Without the flag bits: Python's ARGUMENTS_OFFSET and, below it, nanobind's "trusted self" of constructors.
+    auto nargs = static_cast<Py_ssize_t>(nargsf & ~(PY_VECTORCALL_ARGUMENTS_OFFSET | (PY_VECTORCALL_ARGUMENTS_OFFSET >> 1)));
     nb::tuple positional = nb::steal<nb::tuple>(PyTuple_New(nargs));
     for (Py_ssize_t i = 0; i < nargs; ++i) PyTuple_SET_ITEM(positional.ptr(), i, nb::borrow(args[i]).release().ptr());
     nb::dict keywords;
@@ -133,15 +134,13 @@ void install_trampoline(nb::handle f) {
 namespace pyflame::python {
 
 void install_argument_errors(nb::module_& m) {
+  // Operators are unaffected: they answer NotImplemented instead of raising.
   for (auto [name, value] : nb::borrow<nb::dict>(m.attr("__dict__"))) {
-    // Operators already answer NotImplemented; constructors are left to nanobind.
-    if (nb::cast<std::string>(nb::str(name)).rfind("__", 0) == 0) continue;
     if (is_nanobind_function(value)) {
       install_trampoline(value);
     } else if (PyType_Check(value.ptr())) {  // its own dict (a type's __dict__ is a read-only proxy)
       for (auto [attr, member] : nb::borrow<nb::dict>(reinterpret_cast<PyTypeObject*>(value.ptr())->tp_dict))
-        if (is_nanobind_function(member) && nb::cast<std::string>(nb::str(attr)).rfind("__", 0) != 0)
-          install_trampoline(member);
+        if (is_nanobind_function(member)) install_trampoline(member);
     }
   }
 }

@@ -149,6 +149,11 @@ def test_numpy_from_dlpack_shares_memory(rng):
     z = pf.from_dlpack(ro)
     z[0] = 9
     assert ro[0] == 0 and z.tolist() == [9, 1, 2, 3, 4, 5]
+    # Broadcast arrays are read-only in NumPy (copied, zero strides and all); negative strides do not exist here.
+    bc = pf.from_dlpack(np.broadcast_to(np.arange(3.0), (2, 3)))
+    assert bc.tolist() == [[0.0, 1.0, 2.0], [0.0, 1.0, 2.0]]
+    with pytest.raises(BufferError, match="negative strides"):
+        pf.from_dlpack(np.arange(5.0)[::-1])
     b = np.from_dlpack(pf.tensor([True, False, True]))
     assert b.dtype == np.bool_ and b.tolist() == [True, False, True]
 
@@ -316,6 +321,9 @@ def test_errors_are_runtime_errors_too():
     (lambda x: pf.transpose(x, 0, 1, 2), "transpose(): takes 3 positional arguments but 4 were given"),
     (lambda x: x.to("cpu", non_blocking="yes"), "to(): argument 'non_blocking' must be bool, not str"),
     (lambda x: x.unsqueeze(dim=0, keepdim=True), "unsqueeze(): unexpected keyword argument 'keepdim'"),
+    (lambda x: pf.Generator(foo=1), "Generator(): unexpected keyword argument 'foo'"),
+    (lambda x: pf.matmul(x, [1, 2]), "matmul(): argument 'other' must be Tensor, not list"),
+    (lambda x: x.__getitem__(), "__getitem__(): missing required argument 'key'"),
 ])
 def test_argument_errors_are_one_line(call, message):
     x = pf.ones(2, 3)
