@@ -238,12 +238,8 @@ nb::object to_dlpack(const Tensor& self, nb::handle stream, nb::handle max_versi
   if (copied && t.same_storage(self)) t = pyflame::clone(self);
   if (!t.device().is_cpu()) sync_consumer_stream(t, stream);
 
-  bool versioned = false;
-  if (!max_version.is_none()) {
-    auto [major, minor] = nb::cast<std::pair<uint32_t, uint32_t>>(max_version);
-    (void)minor;
-    versioned = major >= 1;
-  }
+  // A consumer that speaks DLPack 1.x says so; others get the legacy capsule.
+  bool versioned = !max_version.is_none() && nb::cast<std::pair<uint32_t, uint32_t>>(max_version).first >= 1;
   auto* e = new Export{t, {}, {}};
   const char* name;
   void* payload;

@@ -180,6 +180,41 @@ def test_dlpack_capsules_versioned_and_legacy(rng):
     gc.collect()
 
 
+def test_dlpack_jax(rng):
+    """JAX arrays both ways, sharing memory (JAX's CPU backend; skipped where JAX is not installed)."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    v = rng.standard_normal((3, 4)).astype(np.float32)
+    a = jnp.asarray(v)
+    x = pf.from_dlpack(a)
+    assert x.data_ptr() == a.unsafe_buffer_pointer()
+    np.testing.assert_array_equal(x.numpy(), v)
+    y = pf.tensor(v)
+    b = jax.dlpack.from_dlpack(y)
+    assert b.unsafe_buffer_pointer() == y.data_ptr()
+    np.testing.assert_array_equal(np.asarray(b), v)
+    for dtype in (jnp.bfloat16, jnp.float16, jnp.int8, jnp.bool_):
+        c = jnp.asarray(v > 0).astype(dtype)
+        np.testing.assert_array_equal(pf.from_dlpack(c).to(pf.float32).numpy(), np.asarray(c, dtype=np.float32))
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_dlpack_cupy(device, rng):
+    """CuPy arrays on the GPU both ways (skipped without a GPU or CuPy)."""
+    _device_or_skip(device)
+    if device == "cpu":
+        pytest.skip("CuPy arrays live on the GPU")
+    cp = pytest.importorskip("cupy")
+    v = rng.standard_normal((5, 3)).astype(np.float32)
+    a = cp.asarray(v)
+    x = pf.from_dlpack(a)
+    assert x.data_ptr() == a.data.ptr
+    x.mul_(2)
+    np.testing.assert_allclose(cp.asnumpy(a), v * 2)
+    b = cp.from_dlpack(pf.tensor(v, device=device))
+    np.testing.assert_array_equal(cp.asnumpy(b), v)
+
+
 @pytest.mark.parametrize("device", ["cpu", "rocm"])
 def test_dlpack_device_and_copy(device, rng):
     _device_or_skip(device)
@@ -188,7 +223,7 @@ def test_dlpack_device_and_copy(device, rng):
         assert x.__dlpack_device__() == (1, 0)
     else:
         info = pf.rocm_get_device_info(pf.rocm_get_device())
-        want = 2 if getattr(info, "platform", None) == "nvidia" else 10
+        want = {"nvidia": 2, "amd": 10}[info["platform"]]  # kDLCUDA, kDLROCM
         assert x.__dlpack_device__() == (want, pf.rocm_get_device())
     copied = pf.from_dlpack(x, copy=True)
     assert copied.data_ptr() != x.data_ptr()
