@@ -31,7 +31,8 @@ def _split_top(text, sep):
 
 def _parameters(signature):
     """(name, annotation, has_default, kind) of each parameter of a nanobind signature line."""
-    inner = signature[signature.index("(") + 1:signature.rindex(") ->") if ") ->" in signature else signature.rindex(")")]
+    end = signature.rindex(") ->") if ") ->" in signature else signature.rindex(")")
+    inner = signature[signature.index("(") + 1:end]
     params, kind = [], "positional"
     for p in _split_top(inner, ","):
         if p == "*":

@@ -227,7 +227,8 @@ nb::object to_dlpack(const Tensor& self, nb::handle stream, nb::handle max_versi
     if (type != own.device_type || id != own.device_id) {
       if (type != kDLCPU)
         throw nb::buffer_error(("__dlpack__: cannot export a tensor on " + pyflame::to_string(self.device()) +
-                                " to DLPack device (" + std::to_string(type) + ", " + std::to_string(id) + ")").c_str());
+                                " to DLPack device (" + std::to_string(type) + ", " + std::to_string(id) + ")")
+                                   .c_str());
       if (want_copy == false)
         throw nb::buffer_error("__dlpack__: the tensor lives on the GPU; dl_device=(1, 0) needs copy=True or None");
       t = pyflame::to(self, pyflame::Device::cpu());  // waits for the GPU: no stream to synchronise

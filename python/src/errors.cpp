@@ -80,14 +80,16 @@ PyObject* explain_bad_call(PyObject* func, PyObject* const* args, size_t nargsf,
       return nullptr;
     }
     // Without the flag bits: Python's ARGUMENTS_OFFSET and, below it, nanobind's "trusted self" of constructors.
-    auto nargs = static_cast<Py_ssize_t>(nargsf & ~(PY_VECTORCALL_ARGUMENTS_OFFSET | (PY_VECTORCALL_ARGUMENTS_OFFSET >> 1)));
+    constexpr size_t kFlags = PY_VECTORCALL_ARGUMENTS_OFFSET | (PY_VECTORCALL_ARGUMENTS_OFFSET >> 1);
+    auto nargs = static_cast<Py_ssize_t>(nargsf & ~kFlags);
     nb::tuple positional = nb::steal<nb::tuple>(PyTuple_New(nargs));
     for (Py_ssize_t i = 0; i < nargs; ++i) PyTuple_SET_ITEM(positional.ptr(), i, nb::borrow(args[i]).release().ptr());
     nb::dict keywords;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     for (Py_ssize_t i = 0; i < nkw; ++i)
       if (PyDict_SetItem(keywords.ptr(), PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) != 0) throw nb::python_error();
-    nb::object line = nb::module_::import_("pyflame._arguments").attr("explain")(nb::handle(func), positional, keywords);
+    nb::object explain = nb::module_::import_("pyflame._arguments").attr("explain");
+    nb::object line = explain(nb::handle(func), positional, keywords);
     PyErr_SetObject(PyExc_TypeError, line.ptr());
     Py_XDECREF(type);
     Py_XDECREF(value);
