@@ -34,6 +34,8 @@ from ._C import (  # noqa: E402,F401
     DeviceError,
     Generator,
     HIPCompilationError,
+    InvalidArgumentError,
+    InvalidTypeError,
     NotSupportedError,
     ROCmError,
     ROCmMemoryError,
@@ -113,7 +115,8 @@ from . import amp  # noqa: E402,F401
 from . import utils  # noqa: E402,F401  (pf.utils.data, pf.utils.checkpoint)
 from . import datasets  # noqa: E402,F401
 from .amp import autocast, is_autocast_enabled  # noqa: E402,F401
-from . import _tensor_repr  # noqa: E402,F401  (installs Tensor.__repr__)
+from ._tensor_repr import get_printoptions, set_printoptions  # noqa: E402,F401  (and Tensor.__repr__)
+from ._interop import from_dlpack  # noqa: E402,F401  (and Tensor.__array_wrap__)
 from . import backend  # noqa: E402,F401  (pf.backend.rocm)
 
 __version__ = "0.1.0"

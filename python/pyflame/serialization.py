@@ -231,17 +231,31 @@ def load(path, device=None, map_location=None):
     A flat file (a state dict, or one from another tool) gives a dict {name: Tensor} in
     the file's order; a file of nested state gives that state back, with its dict key
     types, tuples, ints, floats and bools. Tensors are created on `device` (default: the
-    current device); `map_location` is torch.load's name for it (a device string or pf
-    device; not a dict or function). FileNotFoundError for a missing file; ValueError
-    naming the problem for a truncated or corrupt one."""
+    current device); `map_location` is torch.load's: a device, a dict {saved location:
+    device} or a function (tensor, saved location) -> tensor. A safetensors file holds
+    its tensors on the host, so the saved location of each is 'cpu'. FileNotFoundError
+    for a missing file; ValueError naming the problem for a truncated or corrupt one."""
     if map_location is not None:
         if device is not None:
             raise TypeError("pf.load: give device= or map_location=, not both")
-        if callable(map_location) or isinstance(map_location, dict):
-            raise TypeError("pf.load: map_location must be a device (e.g. 'cpu' or 'rocm:0'); "
-                            "a dict or a function is not supported")
-        device = map_location
+        if isinstance(map_location, dict):
+            device = {str(k): v for k, v in map_location.items()}.get("cpu")
+        elif callable(map_location):
+            return _map_tensors(_load(path, "cpu"), lambda t: map_location(t, "cpu"))
+        else:
+            device = map_location
     return _load(path, device)
+
+
+def _map_tensors(state, fn):
+    """`state` with fn applied to each tensor in it (dicts, lists and tuples at any depth)."""
+    if isinstance(state, _C.Tensor):
+        return fn(state)
+    if isinstance(state, dict):
+        return type(state)((k, _map_tensors(v, fn)) for k, v in state.items())
+    if isinstance(state, (list, tuple)):
+        return type(state)(_map_tensors(v, fn) for v in state)
+    return state
 
 
 def _from_host(buf, dtype_name, shape, device):

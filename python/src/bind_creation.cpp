@@ -53,6 +53,22 @@ void set_generator_state(Generator& g, const Tensor& state) {
   g.set_state(words[0], words[1]);
 }
 
+// A seed as torch.manual_seed takes it: -2**63 <= seed < 2**64, negative seeds wrapping modulo 2**64.
+uint64_t as_seed(nb::handle seed) {
+  if (!PyIndex_Check(seed.ptr()) || PyBool_Check(seed.ptr()))
+    throw pyflame::TypeError("manual_seed: seed must be an int, got " + py_type_name(seed));
+  nb::int_ v(seed);
+  int overflow = 0;
+  long long s = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  if (overflow == 0) return static_cast<uint64_t>(s);
+  unsigned long long u = overflow > 0 ? PyLong_AsUnsignedLongLong(v.ptr()) : 0;
+  if (overflow < 0 || (u == static_cast<unsigned long long>(-1) && PyErr_Occurred())) {
+    PyErr_Clear();
+    throw pyflame::ValueError("Overflow when unpacking long long: a seed must be in [-2**63, 2**64)");
+  }
+  return u;
+}
+
 }  // namespace
 
 void bind_creation(nb::module_& m) {
@@ -63,8 +79,8 @@ void bind_creation(nb::module_& m) {
         if (!device.is_none()) as_device(device);  // checked, as PyTorch's; the draws are the same on every device
         new (g) Generator();
       }, "device"_a = nb::none())
-      .def("manual_seed", [](nb::handle self, uint64_t seed) {
-        nb::cast<Generator&>(self).manual_seed(seed);
+      .def("manual_seed", [](nb::handle self, nb::handle seed) {
+        nb::cast<Generator&>(self).manual_seed(as_seed(seed));
         return nb::borrow(self);
       }, "seed"_a, "Seeds the generator (the draws start again) and returns it.")
       .def("seed", [](Generator& g) {
@@ -75,8 +91,12 @@ void bind_creation(nb::module_& m) {
       .def("initial_seed", &Generator::initial_seed)
       .def("get_state", &generator_state)
       .def("set_state", &set_generator_state, "state"_a);
-  m.def("manual_seed", [](uint64_t seed) { pyflame::manual_seed(seed); }, "seed"_a,
-        "Seeds the default generator: random ops give the same numbers on every run and every device.");
+  m.def("manual_seed", [](nb::handle seed) {
+    pyflame::manual_seed(as_seed(seed));
+    return &pyflame::default_generator();
+  }, "seed"_a, nb::rv_policy::reference,
+        "Seeds the default generator and returns it, as torch.manual_seed: random ops give the same numbers on "
+        "every run and every device.");
   m.def("default_generator", [] { return &pyflame::default_generator(); }, nb::rv_policy::reference);
 
   m.def("_empty", [](nb::args shape, nb::handle dtype, nb::handle device) {

@@ -195,6 +195,11 @@ void assign(Tensor& self, nb::handle key, nb::handle value) {
   }
 }
 
+bool is_ndarray(nb::handle h) {
+  static nb::handle ndarray = nb::object(nb::module_::import_("numpy").attr("ndarray")).release();
+  return PyObject_IsInstance(h.ptr(), ndarray.ptr()) == 1;
+}
+
 }  // namespace
 
 namespace pyflame::python {
@@ -301,10 +306,20 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
         return in_place(self, [&](Tensor& t) { pyflame::fill_(t, as_scalar(v, "fill_ value")); }); }, "value"_a)
       .def("zero_", [](nb::handle self) { return in_place(self, [](Tensor& t) { pyflame::fill_(t, Scalar(int64_t{0})); }); })
       .def("numpy", &to_numpy, "A NumPy array sharing memory with a CPU tensor (a copy for device tensors).")
+      // NumPy 2's protocol: copy=True always copies, copy=False raises where a copy is needed
+      // (a GPU tensor, another dtype), None copies only then.
       .def("__array__", [](const Tensor& t, nb::handle dtype, nb::handle copy) {
+        bool never = !copy.is_none() && !nb::cast<bool>(copy);
+        if (never && !t.device().is_cpu())
+          throw nb::value_error("__array__(copy=False): the tensor lives on the GPU; NumPy needs a copy");
         nb::object arr = nb::cast(to_numpy(t));
-        if (!dtype.is_none()) arr = arr.attr("astype")(dtype);
-        return arr;
+        if (!dtype.is_none()) {
+          nb::object converted = arr.attr("astype")(dtype, "copy"_a = false);
+          if (never && !converted.is(arr))
+            throw nb::value_error("__array__(copy=False): converting to another dtype needs a copy");
+          arr = converted;
+        }
+        return !copy.is_none() && nb::cast<bool>(copy) ? arr.attr("copy")() : arr;
       }, "dtype"_a = nb::none(), "copy"_a = nb::none())
       .def("item", [](const Tensor& t) { return scalar_to_python(t.item()); })
       .def("tolist", [](const Tensor& t) {
@@ -337,7 +352,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
         return t.item().i;
       })
       .def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); });
-  tensor.attr("__array_priority__") = 1000;  // NumPy defers `ndarray + tensor` to us
+  // As torch.Tensor: NumPy's `ndarray + tensor` defers to us (and fails, as in PyTorch), while
+  // `tensor + ndarray` is given to NumPy, which computes through __array__ and hands the
+  // result to __array_wrap__ (python/pyflame/_interop.py): a tensor with NumPy's dtype.
+  tensor.attr("__array_priority__") = 1000;
 
   // Python operators -> op table entries.
   const std::pair<const char*, OpType> binary_dunders[] = {
@@ -346,13 +364,16 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
   };
   for (auto [dunder, op] : binary_dunders) {
     std::string name(dunder);
-    tensor.def(("__" + name + "__").c_str(), [op](const Tensor& a, nb::handle b) {
-      return pyflame::binary_op(op, a, as_operand(b));
+    tensor.def(("__" + name + "__").c_str(), [op](const Tensor& a, nb::handle b) -> nb::object {
+      if (is_ndarray(b)) return nb::borrow(Py_NotImplemented);
+      return nb::cast(pyflame::binary_op(op, a, as_operand(b)));
     });
-    tensor.def(("__r" + name + "__").c_str(), [op](const Tensor& a, nb::handle b) {
-      return pyflame::binary_op(op, as_operand(b), a);
+    tensor.def(("__r" + name + "__").c_str(), [op](const Tensor& a, nb::handle b) -> nb::object {
+      if (is_ndarray(b)) return nb::borrow(Py_NotImplemented);
+      return nb::cast(pyflame::binary_op(op, as_operand(b), a));
     });
     tensor.def(("__i" + name + "__").c_str(), [op](nb::handle self, nb::handle b) {
+      if (is_ndarray(b)) return nb::borrow(Py_NotImplemented);  // Python then computes self op b
       return in_place(self, [&](Tensor& a) { pyflame::binary_op_(op, a, as_operand(b)); });
     });
   }
@@ -361,11 +382,23 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
       {"__le__", OpType::le}, {"__gt__", OpType::gt}, {"__ge__", OpType::ge},
   };
   for (auto [dunder, op] : compare_dunders)
-    tensor.def(dunder, [op](const Tensor& a, nb::handle b) { return pyflame::binary_op(op, a, as_operand(b)); });
+    tensor.def(dunder, [op](const Tensor& a, nb::handle b) {
+      // == and != take arrays elementwise, as torch.Tensor does (< and the others do not there).
+      if ((op == OpType::eq || op == OpType::ne) && is_ndarray(b))
+        return pyflame::binary_op(op, a, pyflame::to(tensor_from_numpy(b), a.device()));
+      return pyflame::binary_op(op, a, as_operand(b));
+    });
   tensor.def("__neg__", [](const Tensor& a) { return pyflame::unary_op(OpType::neg, a); });
   tensor.def("__abs__", [](const Tensor& a) { return pyflame::unary_op(OpType::abs, a); });
-  tensor.def("__matmul__", [](const Tensor& a, const Tensor& b) { return pyflame::matmul(a, b); });
-  tensor.def("__rmatmul__", [](const Tensor& a, const Tensor& b) { return pyflame::matmul(b, a); });
+  // Not a tensor (an ndarray: NumPy computes it, as for torch.Tensor): Python's TypeError.
+  tensor.def("__matmul__", [](const Tensor& a, nb::handle b) -> nb::object {
+    if (!nb::isinstance<Tensor>(b)) return nb::borrow(Py_NotImplemented);
+    return nb::cast(pyflame::matmul(a, nb::cast<const Tensor&>(b)));
+  });
+  tensor.def("__rmatmul__", [](const Tensor& a, nb::handle b) -> nb::object {
+    if (!nb::isinstance<Tensor>(b)) return nb::borrow(Py_NotImplemented);
+    return nb::cast(pyflame::matmul(nb::cast<const Tensor&>(b), a));
+  });
 
 }
 

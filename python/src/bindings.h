@@ -10,6 +10,7 @@
 //   bind_autograd.cpp  gradients: Tensor.requires_grad/grad/backward, grad_fn nodes, grad mode
 //   bind_optim.cpp     fused optimizer updates
 //   bind_sort.cpp      sort and nonzero (python/pyflame/_sorting.py builds on them)
+//   bind_dlpack.cpp    Tensor.__dlpack__/__dlpack_device__ and the import of DLPack capsules
 //   convert.cpp        the argument conversions declared here
 
 #include <nanobind/nanobind.h>
@@ -50,6 +51,8 @@ nb::object scalar_to_python(const Scalar& s);
 Tensor tensor_from_numpy(nb::handle array);
 
 void bind_errors(nb::module_& m);
+// Last: one-line TypeErrors for calls that match no signature of the module's functions and methods.
+void install_argument_errors(nb::module_& m);
 void bind_dtypes(nb::module_& m);
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_ops(nb::module_& m, nb::class_<Tensor>& tensor);
@@ -58,6 +61,7 @@ void bind_device(nb::module_& m);
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_optim(nb::module_& m);
 void bind_sort(nb::module_& m);
+void bind_dlpack(nb::module_& m, nb::class_<Tensor>& tensor);
 // The ops of each area (CUSTOM family and compositions).
 void bind_conv(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_modules(nb::module_& m, nb::class_<Tensor>& tensor);

@@ -6,6 +6,7 @@
 // to devices through this interface only.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "pyflame/device.h"
@@ -30,6 +31,12 @@ class DeviceBackend {
   virtual void synchronize(int index) = 0;
   virtual void set_current(int index) = 0;
   virtual DeviceInfo device_info(int index) const = 0;
+  // Streams of other libraries (DLPack, the array API's stream= argument), as
+  // raw handles: this thread's current stream on device `index`, and making
+  // `stream` wait for the work queued so far on it without blocking the host.
+  // A backend without streams waits for the device instead.
+  virtual uintptr_t current_stream_handle(int /*index*/) { return 0; }
+  virtual void make_stream_wait(uintptr_t /*stream*/, int index) { synchronize(index); }
 };
 
 // nullptr when the device type has no backend in this process. The first

@@ -42,6 +42,20 @@ class ROCmBackend final : public DeviceBackend {
     raise_pending_kernel_error(index);
   }
   void set_current(int index) override { HIP_CHECK(hipSetDevice(index)); }
+  uintptr_t current_stream_handle(int index) override { return reinterpret_cast<uintptr_t>(current_stream(index)); }
+  // An event on our stream that the other stream waits for (the array API's
+  // DLPack exchange): the host goes on at once.
+  void make_stream_wait(uintptr_t stream, int index) override {
+    DeviceGuard guard(index);
+    hipStream_t ours = current_stream(index);
+    auto theirs = reinterpret_cast<hipStream_t>(stream);
+    if (theirs == ours) return;
+    hipEvent_t event;
+    HIP_CHECK(hipEventCreateWithFlags(&event, hipEventDisableTiming));
+    HIP_CHECK(hipEventRecord(event, ours));
+    HIP_CHECK(hipStreamWaitEvent(theirs, event, 0));
+    HIP_CHECK(hipEventDestroy(event));  // released by the runtime once the wait is done
+  }
   DeviceInfo device_info(int index) const override {
     DeviceGuard guard(index);
     hipDeviceProp_t prop;
