@@ -18,14 +18,6 @@ from ._reductions import amax, amin
 _INF = math.inf
 
 
-class ShapeError(ValueError, RuntimeError):
-    """Operands whose shapes do not fit (PyTorch raises RuntimeError)."""
-
-
-class DTypeError(TypeError, RuntimeError):
-    """An operand dtype the function does not take (PyTorch raises RuntimeError)."""
-
-
 def _shape_str(t):
     return "x".join(str(s) for s in t.shape)
 
@@ -126,7 +118,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """The mean of the non-NaN elements (NaN where there are none), as torch.nanmean (floats only)."""
     if not _is_float(input):
-        raise DTypeError("nanmean(): expected input to have floating point dtype but got "
+        raise _C.InvalidTypeError("nanmean(): expected input to have floating point dtype but got "
                          f"{_torch_dtype_name(input.dtype)}")
     if dtype is not None:
         input = input.to(dtype)
@@ -159,9 +151,9 @@ std_mean = _moments_mean("std_mean", _C.std)
 def _check_norm_input(x, fn, dtype):
     if dtype is not None:
         if dtype not in (_C.dtype.float16, _C.dtype.bfloat16, _C.dtype.float32, _C.dtype.float64):
-            raise DTypeError(f"{fn}: dtype should be floating point or complex, but got {_dtype_name(dtype)}")
+            raise _C.InvalidTypeError(f"{fn}: dtype should be floating point or complex, but got {_dtype_name(dtype)}")
     if not _is_float(x):
-        raise DTypeError(f"{fn}: Expected a floating point or complex tensor as input. "
+        raise _C.InvalidTypeError(f"{fn}: Expected a floating point or complex tensor as input. "
                          f"Got {_torch_dtype_name(x.dtype)}")
     return x if dtype is None else x.to(dtype)
 
@@ -182,7 +174,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     dims = _dims(dim, x.dim(), "linalg.vector_norm")
     if ord == _INF or ord == -_INF:
         if x.numel() == 0:
-            raise ShapeError(f"linalg.vector_norm: cannot compute the {ord} norm of an empty tensor (shape "
+            raise _C.InvalidArgumentError(f"linalg.vector_norm: cannot compute the {ord} norm of an empty tensor (shape "
                              f"{list(x.shape)}) because the operation does not have an identity")
         return (amax if ord > 0 else amin)(_C.abs(x), dims, keepdim)
     d = _reduce_arg(dims)
@@ -201,7 +193,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     'nuc', 2 and -2 need singular values: NotSupportedError."""
     A = _check_norm_input(A, "linalg.matrix_norm", dtype)
     if A.dim() < 2:
-        raise ShapeError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions, got shape "
+        raise _C.InvalidArgumentError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions, got shape "
                          f"{list(A.shape)}")
     if len(dim) != 2:
         raise ValueError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {tuple(dim)}")
@@ -239,7 +231,7 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
         return vector_norm(A, ord, None, keepdim, dtype=dtype)
     if A.dim() == 2:
         return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
-    raise ShapeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {A.dim()}D.")
+    raise _C.InvalidArgumentError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {A.dim()}D.")
 
 
 def dist(input, other, p=2):
@@ -261,7 +253,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 
 def _same_dtype(a, b, message):
     if a.dtype != b.dtype:
-        raise DTypeError(message.format(_torch_dtype_name(a.dtype).lower(), _torch_dtype_name(b.dtype).lower(),
+        raise _C.InvalidTypeError(message.format(_torch_dtype_name(a.dtype).lower(), _torch_dtype_name(b.dtype).lower(),
                                         _torch_dtype_name(a.dtype), _torch_dtype_name(b.dtype)))
 
 
@@ -276,7 +268,7 @@ def _add_scaled(input, beta, product, alpha):
     try:
         input = input.expand(*product.shape)
     except ValueError:
-        raise ShapeError(f"The input of shape {list(input.shape)} cannot be broadcast to the product's shape "
+        raise _C.InvalidArgumentError(f"The input of shape {list(input.shape)} cannot be broadcast to the product's shape "
                          f"{list(product.shape)}") from None
     return product if beta == 0 else _C.add(_scaled(input, beta), product)
 
@@ -284,22 +276,22 @@ def _add_scaled(input, beta, product, alpha):
 def mm(input, mat2):
     """The matrix product of two 2-D tensors of one dtype, as torch.mm."""
     if input.dim() != 2:
-        raise ShapeError("self must be a matrix")
+        raise _C.InvalidArgumentError("self must be a matrix")
     if mat2.dim() != 2:
-        raise ShapeError("mat2 must be a matrix")
+        raise _C.InvalidArgumentError("mat2 must be a matrix")
     if input.shape[1] != mat2.shape[0]:
-        raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_str(input)} and {_shape_str(mat2)})")
+        raise _C.InvalidArgumentError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_str(input)} and {_shape_str(mat2)})")
     _same_dtype(input, mat2, "expected m1 and m2 to have the same dtype, but got: {0} != {1}")
     return _C.matmul(input, mat2)
 
 
 def _check_bmm(input, mat2):
     if input.dim() != 3:
-        raise ShapeError(f"batch1 must be a 3D tensor, got shape {list(input.shape)}")
+        raise _C.InvalidArgumentError(f"batch1 must be a 3D tensor, got shape {list(input.shape)}")
     if mat2.dim() != 3:
-        raise ShapeError(f"batch2 must be a 3D tensor, got shape {list(mat2.shape)}")
+        raise _C.InvalidArgumentError(f"batch2 must be a 3D tensor, got shape {list(mat2.shape)}")
     if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
-        raise ShapeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+        raise _C.InvalidArgumentError(f"Expected size for first two dimensions of batch2 tensor to be: "
                          f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
     _same_dtype(input, mat2, "expected scalar type {2} but found {3}")
 
@@ -313,9 +305,9 @@ def bmm(input, mat2):
 def mv(input, vec):
     """The product of a 2-D matrix and a 1-D vector of one dtype, as torch.mv."""
     if input.dim() != 2 or vec.dim() != 1:
-        raise ShapeError(f"vector + matrix @ vector expected, got {input.dim()}D matrix and {vec.dim()}D vector")
+        raise _C.InvalidArgumentError(f"vector + matrix @ vector expected, got {input.dim()}D matrix and {vec.dim()}D vector")
     if input.shape[1] != vec.shape[0]:
-        raise ShapeError(f"size mismatch, got input ({input.shape[0]}), mat ({_shape_str(input)}), "
+        raise _C.InvalidArgumentError(f"size mismatch, got input ({input.shape[0]}), mat ({_shape_str(input)}), "
                          f"vec ({vec.shape[0]})")
     _same_dtype(input, vec, "expected scalar type {2} but found {3}")
     return _C.matmul(input, vec)
@@ -324,9 +316,9 @@ def mv(input, vec):
 def dot(input, other):
     """The inner product of two 1-D tensors of one dtype and size, as torch.dot."""
     if input.dim() != 1 or other.dim() != 1:
-        raise ShapeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
+        raise _C.InvalidArgumentError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
     if input.shape[0] != other.shape[0]:
-        raise ShapeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{other.shape[0]}] "
+        raise _C.InvalidArgumentError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{other.shape[0]}] "
                          f"to have the same number of elements, but got {input.shape[0]} and {other.shape[0]} "
                          "elements respectively")
     _same_dtype(input, other, "dot : expected both vectors to have same dtype, but found {2} and {3}")
@@ -342,7 +334,7 @@ def outer(input, vec2):
     """The outer product of two 1-D tensors (dtypes promoted), as torch.outer."""
     for name, t in (("self", input), ("vec2", vec2)):
         if t.dim() != 1:
-            raise ShapeError(f"outer: Expected 1-D argument {name}, but got {t.dim()}-D")
+            raise _C.InvalidArgumentError(f"outer: Expected 1-D argument {name}, but got {t.dim()}-D")
     return _C.mul(input.reshape([-1, 1]), vec2.reshape([1, -1]))
 
 
@@ -354,7 +346,7 @@ def inner(input, other):
     if input.dim() == 0 or other.dim() == 0:
         return _C.mul(input, other)
     if input.shape[-1] != other.shape[-1]:
-        raise ShapeError(f"inner() the last dimension must match on both input tensors but got shapes "
+        raise _C.InvalidArgumentError(f"inner() the last dimension must match on both input tensors but got shapes "
                          f"{list(input.shape)} and {list(other.shape)}")
     return tensordot(input, other, ([input.dim() - 1], [other.dim() - 1]))
 
@@ -397,17 +389,17 @@ def tensordot(a, b, dims=2):
         if dims < 0:
             raise ValueError(f"tensordot expects dims >= 0, but got dims={dims}")
         if dims > builtins.min(a.dim(), b.dim()):
-            raise ShapeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+            raise _C.InvalidArgumentError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
         da, db = list(range(a.dim() - dims, a.dim())), list(range(dims))
     else:
         da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
         if len(da) != len(db):
-            raise ShapeError(f"both dimension lists should have same length, got {len(da)} and {len(db)}")
+            raise _C.InvalidArgumentError(f"both dimension lists should have same length, got {len(da)} and {len(db)}")
         da = [_wrap(d, a.dim(), "tensordot") for d in da]
         db = [_wrap(d, b.dim(), "tensordot") for d in db]
     for i, j in zip(da, db):
         if a.shape[i] != b.shape[j]:
-            raise ShapeError(f"contracted dimensions need to match, but first has size {a.shape[i]} in dim {i} "
+            raise _C.InvalidArgumentError(f"contracted dimensions need to match, but first has size {a.shape[i]} in dim {i} "
                              f"and second has size {b.shape[j]} in dim {j}")
     free_a = [d for d in range(a.dim()) if d not in da]
     free_b = [d for d in range(b.dim()) if d not in db]
@@ -440,7 +432,7 @@ def _einsum_parse(equation, operands):
                 raise ValueError(f"einsum(): invalid subscript given at index {eq.index(ch)} in the equation "
                                  "string, subscripts must be in [a-zA-Z]")
         if (len(letters) > t.dim()) or (not has_ell and len(letters) != t.dim()):
-            raise ShapeError(f"einsum(): the number of subscripts in the equation ({len(letters)}) "
+            raise _C.InvalidArgumentError(f"einsum(): the number of subscripts in the equation ({len(letters)}) "
                              f"{'is more than' if has_ell else 'does not match'} the number of dimensions "
                              f"({t.dim()}) for operand {k}{'' if has_ell else ' and no ellipsis was given'}")
         n_ell = t.dim() - len(letters) if has_ell else 0
@@ -485,7 +477,7 @@ def _einsum_diagonal(t, labels):
             if ch in seen:
                 i = seen[ch]
                 if t.shape[i] != t.shape[pos]:
-                    raise ShapeError(f"einsum(): subscript {ch} is repeated for operand but the sizes don't match, "
+                    raise _C.InvalidArgumentError(f"einsum(): subscript {ch} is repeated for operand but the sizes don't match, "
                                      f"{t.shape[i]} != {t.shape[pos]}")
                 n = t.shape[i]
                 mask_shape = [1] * t.dim()
@@ -506,7 +498,7 @@ def _einsum_pair(a, la, b, lb, keep):
     for t, ls in ((a, la), (b, lb)):
         for ch, n in zip(ls, t.shape):
             if sizes.get(ch, 1) != 1 and n != 1 and sizes[ch] != n:
-                raise ShapeError(f"einsum(): operands do not broadcast with remapped shapes: subscript "
+                raise _C.InvalidArgumentError(f"einsum(): operands do not broadcast with remapped shapes: subscript "
                                  f"{ch.replace('...', 'ellipsis dim ')} has sizes {sizes[ch]} and {n}")
             if sizes.get(ch, 1) == 1:  # a size-1 dim broadcasts (an empty one does not)
                 sizes[ch] = n
@@ -569,7 +561,7 @@ def einsum(equation, *operands):
 def bucketize(input, boundaries, *, out_int32=False, right=False):
     """The bucket of each value of input among the 1-D sorted `boundaries`, as torch.bucketize."""
     if boundaries.dim() != 1:
-        raise ShapeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
+        raise _C.InvalidArgumentError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
     return _C.searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 

@@ -87,7 +87,7 @@ def _dims(dims, ndim, what="dims"):
     dims = (dims,) if isinstance(dims, numbers.Integral) else tuple(dims)
     wrapped = [_wrap(d, ndim, what) for d in dims]
     if len(set(wrapped)) != len(wrapped):
-        raise ValueError(f"{what}: dim {dims} appears more than once")
+        raise _C.InvalidArgumentError(f"{what}: dim {dims} appears more than once")
     return wrapped
 
 
@@ -100,19 +100,19 @@ def _arange(n, like, start=0, step=1):
 def t(input):
     """The transpose of a matrix; tensors of fewer than 2 dims unchanged, as torch.t."""
     if input.dim() > 2:
-        raise ValueError(f"t() expects a tensor with <= 2 dimensions, but self is {input.dim()}D (use transpose or mT)")
+        raise _C.InvalidArgumentError(f"t() expects a tensor with <= 2 dimensions, but self is {input.dim()}D (use transpose or mT)")
     return input.transpose(0, 1) if input.dim() == 2 else input.view(input.shape)
 
 
 def _mT(self):
     if self.dim() < 2:
-        raise ValueError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.dim()}-D tensor.")
+        raise _C.InvalidArgumentError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.dim()}-D tensor.")
     return self.transpose(-2, -1)
 
 
 def _H(self):
     if self.dim() not in (0, 2):
-        raise ValueError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.dim()}-D tensor.")
+        raise _C.InvalidArgumentError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.dim()}-D tensor.")
     return t(self)
 
 
@@ -123,13 +123,13 @@ def narrow(input, dim, start, length):
     size = input.shape[d] if input.dim() else 1
     start, length = int(start), int(length)
     if length < 0:
-        raise ValueError(f"narrow(): length must be non-negative, got {length}")
+        raise _C.InvalidArgumentError(f"narrow(): length must be non-negative, got {length}")
     if not -size <= start <= size:
         raise IndexError(f"narrow(): start ({start}) out of range for dimension {d} of size {size}")
     if start < 0:
         start += size
     if start + length > size:
-        raise ValueError(f"narrow(): start ({start}) + length ({length}) exceeds dimension size ({size}).")
+        raise _C.InvalidArgumentError(f"narrow(): start ({start}) + length ({length}) exceeds dimension size ({size}).")
     return _C.slice(input, d, start, start + length)
 
 
@@ -144,11 +144,11 @@ def unflatten(input, dim, sizes):
     d = _wrap(dim, input.dim())
     sizes = tuple(int(s) for s in sizes)
     if not sizes:
-        raise ValueError("unflatten(): sizes must be non-empty")
+        raise _C.InvalidArgumentError("unflatten(): sizes must be non-empty")
     known = math.prod(s for s in sizes if s != -1)
     if sizes.count(-1) > 1 or (-1 not in sizes and known != input.shape[d]) or (
             -1 in sizes and (known == 0 or input.shape[d] % known)):
-        raise ValueError(f"unflatten(): sizes {sizes} don't multiply up to the size of dim {dim} ({input.shape[d]})")
+        raise _C.InvalidArgumentError(f"unflatten(): sizes {sizes} don't multiply up to the size of dim {dim} ({input.shape[d]})")
     sizes = tuple(input.shape[d] // known if s == -1 else s for s in sizes)
     return input.view(tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:]))
 
@@ -158,7 +158,7 @@ def movedim(input, source, destination):
     n = input.dim()
     src, dst = _dims(source, n, "movedim source"), _dims(destination, n, "movedim destination")
     if len(src) != len(dst):
-        raise ValueError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain the "
+        raise _C.InvalidArgumentError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain the "
                          f"same number of dims as destination ({list(dst)} dims)")
     perm = [-1] * n
     for s, d in zip(src, dst):
@@ -189,7 +189,7 @@ def broadcast_shapes(*shapes):
     for s in shapes:
         for i, n in enumerate(s, ndim - len(s)):
             if n != 1 and out[i] not in (1, n):
-                raise ValueError(f"shape mismatch: objects cannot be broadcast to a single shape: {shapes}")
+                raise _C.InvalidArgumentError(f"shape mismatch: objects cannot be broadcast to a single shape: {shapes}")
             if n != 1:
                 out[i] = n
     return Size(out)
@@ -253,10 +253,10 @@ def meshgrid(*tensors, indexing=None):
                       "(as torch.meshgrid warns); 'ij' is used", UserWarning, stacklevel=2)
         indexing = "ij"
     if indexing not in ("ij", "xy"):
-        raise ValueError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+        raise _C.InvalidArgumentError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
     for x in tensors:
         if x.dim() > 1:
-            raise ValueError(f"meshgrid expects all tensors to be 0- or 1-dimensional, got one of {x.dim()} dims")
+            raise _C.InvalidArgumentError(f"meshgrid expects all tensors to be 0- or 1-dimensional, got one of {x.dim()} dims")
     swap = indexing == "xy" and len(tensors) >= 2
     if swap:
         tensors = (tensors[1], tensors[0]) + tuple(tensors[2:])
@@ -292,13 +292,13 @@ def flip(input, *dims):
 
 def fliplr(input):
     if input.dim() < 2:
-        raise ValueError("fliplr(): input must be at least 2-dimensional")
+        raise _C.InvalidArgumentError("fliplr(): input must be at least 2-dimensional")
     return flip(input, 1)
 
 
 def flipud(input):
     if input.dim() < 1:
-        raise ValueError("flipud(): input must be at least 1-dimensional")
+        raise _C.InvalidArgumentError("flipud(): input must be at least 1-dimensional")
     return flip(input, 0)
 
 
@@ -308,11 +308,11 @@ def roll(input, shifts, dims=None):
     shifts = (shifts,) if isinstance(shifts, numbers.Integral) else tuple(int(s) for s in shifts)
     if dims is None:
         if len(shifts) != 1:
-            raise ValueError(f"roll(): with dims=None, shifts must be a single int, got {shifts}")
+            raise _C.InvalidArgumentError(f"roll(): with dims=None, shifts must be a single int, got {shifts}")
         return roll(input.reshape(-1), shifts, 0).view(input.shape)
     dims = (dims,) if isinstance(dims, numbers.Integral) else tuple(dims)
     if len(dims) != len(shifts):
-        raise ValueError(f"roll(): shifts and dims must align. shifts: {len(shifts)}, dims:{len(dims)}")
+        raise _C.InvalidArgumentError(f"roll(): shifts and dims must align. shifts: {len(shifts)}, dims:{len(dims)}")
     out = input.clone()
     for s, d in zip(shifts, dims):
         d = _wrap(d, input.dim())
@@ -327,9 +327,9 @@ def repeat(self, *sizes):
     """self tiled sizes[i] times along each dim (leading sizes add dims), as Tensor.repeat."""
     sizes = _int_args(sizes, "repeat sizes")
     if len(sizes) < self.dim():
-        raise ValueError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+        raise _C.InvalidArgumentError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
     if builtins.any(s < 0 for s in sizes):
-        raise ValueError(f"repeat(): sizes must be non-negative, got {sizes}")
+        raise _C.InvalidArgumentError(f"repeat(): sizes must be non-negative, got {sizes}")
     x = self.reshape((1,) * (len(sizes) - self.dim()) + tuple(self.shape))
     for i in range(len(sizes)):  # (1, s0, 1, s1, ...), then expanded to (r0, s0, r1, s1, ...)
         x = x.unsqueeze(2 * i)
@@ -349,7 +349,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     arange(len(counts)). Tensor counts are read on the host to size the result, as PyTorch does."""
     if repeats is None:
         if input.dim() != 1 or input.dtype not in (_C.dtype.int32, _C.dtype.int64):
-            raise ValueError("repeat_interleave(repeats): repeats must be a 1-d integer tensor")
+            raise _C.InvalidArgumentError("repeat_interleave(repeats): repeats must be a 1-d integer tensor")
         return repeat_interleave(_arange(input.shape[0], input), input, 0, output_size=output_size)
     if dim is None:
         input, dim = input.reshape(-1), 0
@@ -359,7 +359,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         repeats = int(repeats.item())
     if isinstance(repeats, numbers.Integral):
         if repeats < 0:
-            raise ValueError(f"repeat_interleave(): repeats can not be negative, got {repeats}")
+            raise _C.InvalidArgumentError(f"repeat_interleave(): repeats can not be negative, got {repeats}")
         if input.dim() == 0:
             input = input.reshape(1)
         x = input.unsqueeze(d + 1)
@@ -369,14 +369,14 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     else:
         counts = np.asarray(repeats.tolist() if isinstance(repeats, _C.Tensor) else repeats, dtype=np.int64)
         if counts.ndim != 1 or counts.shape[0] != n:
-            raise ValueError(f"repeat_interleave(): repeats must have the same size as input along dim, "
+            raise _C.InvalidArgumentError(f"repeat_interleave(): repeats must have the same size as input along dim, "
                              f"got {counts.shape} for size {n}")
         if (counts < 0).any():
-            raise ValueError("repeat_interleave(): repeats can not be negative")
+            raise _C.InvalidArgumentError("repeat_interleave(): repeats can not be negative")
         index = tensor(np.repeat(np.arange(n), counts), dtype=_C.dtype.int64, device=input.device)
         out = input.index_select(d, index)
     if output_size is not None and out.shape[d] != output_size:
-        raise ValueError(f"repeat_interleave(): output_size {output_size} differs from the result's size "
+        raise _C.InvalidArgumentError(f"repeat_interleave(): output_size {output_size} differs from the result's size "
                          f"{out.shape[d]}")
     return out
 
@@ -385,9 +385,9 @@ def rot90(input, k=1, dims=(0, 1)):
     """Rotates by 90 degrees k times in the plane of dims, from the first dim towards the second, as torch.rot90."""
     dims = tuple(dims)
     if len(dims) != 2:
-        raise ValueError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+        raise _C.InvalidArgumentError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
     if input.dim() < 2:
-        raise ValueError(f"expected total dims >= 2, but got total dims = {input.dim()}")
+        raise _C.InvalidArgumentError(f"expected total dims >= 2, but got total dims = {input.dim()}")
     d0, d1 = _dims(dims, input.dim(), "rot90 dims")
     k %= 4
     if k == 1:
@@ -405,7 +405,7 @@ def take_along_dim(input, indices, dim=None):
     if dim is None:  # (torch views them, so raises for non-contiguous input; reshape reads any layout)
         return input.reshape(-1).gather(0, indices.reshape(-1))
     if input.dim() != indices.dim():
-        raise ValueError(f"take_along_dim(): input and indices should have the same number of dimensions, "
+        raise _C.InvalidArgumentError(f"take_along_dim(): input and indices should have the same number of dimensions, "
                          f"but got {input.dim()} dimensions for input, and {indices.dim()} dimensions for indices")
     d = _wrap(dim, input.dim())
     shape = list(broadcast_shapes(*(tuple(1 if i == d else s for i, s in enumerate(x.shape))
@@ -438,10 +438,10 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     input, as torch.diagonal, except for inputs whose two dims can't be merged (then a copy)."""
     n = input.dim()
     if n < 2:
-        raise ValueError(f"diagonal(): input must have at least 2 dims, got {n}")
+        raise _C.InvalidArgumentError(f"diagonal(): input must have at least 2 dims, got {n}")
     d1, d2 = _wrap(dim1, n, "dim1"), _wrap(dim2, n, "dim2")
     if d1 == d2:
-        raise ValueError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        raise _C.InvalidArgumentError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     view = _merged_diagonal(input, offset, d1, d2)
     if view is None:  # the same diagonal, read with the dims swapped (a transposed matrix)
         view = _merged_diagonal(input, -offset, d2, d1)
@@ -460,7 +460,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     rdim = input.dim() + 1
     d1, d2 = _wrap(dim1, rdim, "dim1"), _wrap(dim2, rdim, "dim2")
     if d1 == d2:
-        raise ValueError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        raise _C.InvalidArgumentError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     mask = _C._eye(n, None, dtype=_C.dtype.bool, device=input.device)
     square = _C.where(mask, input.reshape(tuple(input.shape[:-1]) + (n, 1)),
                       zeros((), dtype=input.dtype, device=input.device))
@@ -477,13 +477,13 @@ def diag(input, diagonal=0):
         return diag_embed(input, diagonal)
     if input.dim() == 2:
         return _diagonal(input, diagonal).clone()
-    raise ValueError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
+    raise _C.InvalidArgumentError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
 
 
 def trace(input):
     """The sum of a matrix's diagonal (integers summed as int64), as torch.trace."""
     if input.dim() != 2:
-        raise ValueError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+        raise _C.InvalidArgumentError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
     return diagonal(input).sum()
 
 
@@ -509,7 +509,7 @@ def is_complex(input):
 def is_nonzero(input):
     """Whether a one-element tensor is not zero (an error for other sizes), as torch.is_nonzero."""
     if input.numel() != 1:
-        raise ValueError("Boolean value of Tensor with " + ("no values" if input.numel() == 0 else
+        raise _C.InvalidArgumentError("Boolean value of Tensor with " + ("no values" if input.numel() == 0 else
                          "more than one value") + " is ambiguous")
     return builtins.bool(input.item())
 
@@ -546,7 +546,7 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
     parts = dtype.split(".")
     if len(parts) not in (2, 3) or parts[0] not in ("pyflame", "torch") or parts[-1] not in _TYPE_DTYPES or (
             len(parts) == 3 and parts[1] not in ("rocm", "cuda")):
-        raise ValueError(f"invalid type: '{dtype}' (expected a name such as 'pyflame.FloatTensor' or "
+        raise _C.InvalidArgumentError(f"invalid type: '{dtype}' (expected a name such as 'pyflame.FloatTensor' or "
                          "'pyflame.rocm.FloatTensor')")
     on_gpu = len(parts) == 3
     if on_gpu == (self.device != "cpu") and _TYPE_DTYPES[parts[-1]] == self.dtype:
@@ -605,13 +605,13 @@ def _uniform(self, generator, a=0.0, b=1.0, **kwargs):
     if kwargs:
         raise TypeError(f"uniform_() got unexpected keyword arguments {sorted(kwargs)}")
     if a > b:
-        raise ValueError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
+        raise _C.InvalidArgumentError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
     return rand(*self.shape, dtype=self.dtype, generator=generator, device=self.device) * (b - a) + a
 
 
 def _normal(self, generator, mean=0.0, std=1.0):
     if std < 0:
-        raise ValueError(f"normal_ expects std >= 0.0, but found std {std}")
+        raise _C.InvalidArgumentError(f"normal_ expects std >= 0.0, but found std {std}")
     return randn(*self.shape, dtype=self.dtype, generator=generator, device=self.device) * std + mean
 
 
@@ -621,7 +621,7 @@ def _bernoulli(self, generator, p=0.5):
 
 def _exponential(self, generator, lambd=1.0):
     if lambd <= 0:
-        raise ValueError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+        raise _C.InvalidArgumentError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     u = rand(*self.shape, dtype=self.dtype, generator=generator, device=self.device)
     return -_C.log1p(-u) / lambd
 
@@ -631,9 +631,9 @@ def _fill_diagonal_(self, fill_value, wrap=False):
     the first square block of a tall matrix, as torch's fill_diagonal_."""
     n = self.dim()
     if n < 2:
-        raise ValueError("fill_diagonal_: dimensions must larger than 1")
+        raise _C.InvalidArgumentError("fill_diagonal_: dimensions must larger than 1")
     if n > 2 and len(set(self.shape)) != 1:
-        raise ValueError("fill_diagonal_: all dimensions of input must be of equal length")
+        raise _C.InvalidArgumentError("fill_diagonal_: all dimensions of input must be of equal length")
     rows, cols = self.shape[0], self.shape[1]
     if n == 2 and wrap and rows > cols + 1:
         flat = np.arange(0, rows * cols, cols + 1)

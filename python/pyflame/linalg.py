@@ -7,7 +7,7 @@ or SciPy function to use on `.numpy()` of the tensor (docs/ops.md).
 
 from . import _C
 from ._creation import eye
-from ._linalg import ShapeError, linalg_norm as norm, matrix_norm, vector_norm  # noqa: F401
+from ._linalg import linalg_norm as norm, matrix_norm, vector_norm  # noqa: F401
 
 matmul = _C.matmul
 
@@ -25,7 +25,7 @@ def multi_dot(tensors):
     for i, t in enumerate(tensors):
         allowed = (1, 2) if i in (0, len(tensors) - 1) else (2,)
         if t.dim() not in allowed:
-            raise ShapeError(f"multi_dot(): tensor {i} must be {' or '.join(f'{d}D' for d in allowed)} but got "
+            raise _C.InvalidArgumentError(f"multi_dot(): tensor {i} must be {' or '.join(f'{d}D' for d in allowed)} but got "
                              f"{t.dim()}D")
     out = tensors[0]
     for t in tensors[1:]:
@@ -37,7 +37,7 @@ def matrix_power(A, n):
     """A (square, or a batch of them) to the integer power n >= 0 by repeated squaring, as
     torch.linalg.matrix_power; negative powers need an inverse: NotSupportedError."""
     if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
-        raise ShapeError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
+        raise _C.InvalidArgumentError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
                          f"{A.shape[-2] if A.dim() >= 2 else A.dim()} by {A.shape[-1] if A.dim() else 0} matrices")
     if n < 0:
         _unsupported("matrix_power with a negative exponent", "matrix_power")

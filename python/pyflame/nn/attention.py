@@ -36,7 +36,7 @@ class MultiheadAttention(Module):
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
                  kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
         if embed_dim <= 0 or num_heads <= 0:
-            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
+            raise _C.InvalidArgumentError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
                              f"num_heads={num_heads} instead")
         super().__init__()
         self.embed_dim = embed_dim
@@ -48,7 +48,7 @@ class MultiheadAttention(Module):
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
-            raise ValueError("embed_dim must be divisible by num_heads")
+            raise _C.InvalidArgumentError("embed_dim must be divisible by num_heads")
         empty = lambda *shape: Parameter(_creation.empty(*shape, dtype=dtype, device=device))  # noqa: E731
         if not self._qkv_same_embed_dim:
             self.q_proj_weight = empty(embed_dim, embed_dim)
@@ -109,11 +109,11 @@ class MultiheadAttention(Module):
         over the heads ((N, L, S)) unless average_attn_weights=False ((N, num_heads, L, S)); None when
         need_weights=False. is_causal is a hint that attn_mask is the causal mask (which must be given)."""
         if query.dim() not in (2, 3):
-            raise ValueError(f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D "
+            raise _C.InvalidArgumentError(f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D "
                              "query tensor")
         batched = query.dim() == 3
         if key.dim() != query.dim() or value.dim() != query.dim():
-            raise ValueError(f"For {'batched (3-D)' if batched else 'unbatched (2-D)'} `query`, expected `key` and "
+            raise _C.InvalidArgumentError(f"For {'batched (3-D)' if batched else 'unbatched (2-D)'} `query`, expected `key` and "
                              f"`value` to be {query.dim()}-D but found {key.dim()}-D and {value.dim()}-D tensors "
                              "respectively")
         if is_causal and attn_mask is None:
@@ -151,9 +151,9 @@ class MultiheadAttention(Module):
         tgt_len, bsz, embed_dim = query.shape
         heads, head_dim = self.num_heads, self.head_dim
         if embed_dim != self.embed_dim:
-            raise ValueError(f"was expecting embedding dimension of {self.embed_dim}, but got {embed_dim}")
+            raise _C.InvalidArgumentError(f"was expecting embedding dimension of {self.embed_dim}, but got {embed_dim}")
         if tuple(key.shape[:2]) != tuple(value.shape[:2]):
-            raise ValueError(f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}")
+            raise _C.InvalidArgumentError(f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}")
         key_padding_mask = _float_mask(key_padding_mask, query.dtype, "key_padding_mask")
         attn_mask = _float_mask(attn_mask, query.dtype, "attn_mask")
         q, k, v = self._projections(query, key, value)
@@ -161,15 +161,15 @@ class MultiheadAttention(Module):
             src_len = key.shape[0]
             if attn_mask.dim() == 2:
                 if tuple(attn_mask.shape) != (tgt_len, src_len):
-                    raise ValueError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                    raise _C.InvalidArgumentError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should be "
                                      f"{(tgt_len, src_len)}.")
                 attn_mask = attn_mask.unsqueeze(0)
             elif attn_mask.dim() == 3:
                 if tuple(attn_mask.shape) != (bsz * heads, tgt_len, src_len):
-                    raise ValueError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                    raise _C.InvalidArgumentError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should be "
                                      f"{(bsz * heads, tgt_len, src_len)}.")
             else:
-                raise ValueError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+                raise _C.InvalidArgumentError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
         if self.bias_k is not None:
             k = _C.cat([k, self.bias_k.expand(1, bsz, embed_dim)])
             v = _C.cat([v, self.bias_v.expand(1, bsz, embed_dim)])
@@ -187,7 +187,7 @@ class MultiheadAttention(Module):
         src_len = k.shape[1]
         if key_padding_mask is not None:
             if tuple(key_padding_mask.shape) != (bsz, src_len):
-                raise ValueError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+                raise _C.InvalidArgumentError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
                                  f"{tuple(key_padding_mask.shape)}")
             kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, heads, 1, src_len)
             kpm = kpm.reshape(bsz * heads, 1, src_len)

@@ -61,7 +61,7 @@ def _reduce(loss, reduction):
         return loss.sum()
     if reduction == "none":
         return loss
-    raise ValueError(f"{reduction} is not a valid value for reduction")
+    raise _C.InvalidArgumentError(f"{reduction} is not a valid value for reduction")
 
 
 def _index(values, device):
@@ -188,7 +188,7 @@ def selu(input, inplace=False):
 def celu(input, alpha=1.0, inplace=False):
     _float_only(input, "celu")
     if alpha == 0:
-        raise ValueError("ZeroDivisionError in CELU: alpha cannot be 0")
+        raise _C.InvalidArgumentError("ZeroDivisionError in CELU: alpha cannot be 0")
 
     def fn(x):
         return _pf.elu(x / alpha, alpha=1.0) * alpha
@@ -232,10 +232,10 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 def glu(input, dim=-1):
     if input.dim() == 0:
-        raise ValueError("glu does not support scalars because halving size must be even")
+        raise _C.InvalidArgumentError("glu does not support scalars because halving size must be even")
     size = input.shape[dim]
     if size % 2:
-        raise ValueError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size {size}")
+        raise _C.InvalidArgumentError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size {size}")
     a, b = input.chunk(2, dim)
     return a * _pf.sigmoid(b)
 
@@ -243,11 +243,11 @@ def glu(input, dim=-1):
 def prelu(input, weight):
     """max(0, x) + weight * min(0, x), weight one value or one per channel (dim 1; dim 0 of a 1-D input)."""
     if weight.dim() != 1 and weight.numel() != 1:
-        raise ValueError(f"prelu: weight must be 1-D (one value or one per channel), got shape {tuple(weight.shape)}")
+        raise _C.InvalidArgumentError(f"prelu: weight must be 1-D (one value or one per channel), got shape {tuple(weight.shape)}")
     n = weight.numel()
     channels = input.shape[1] if input.dim() >= 2 else 1
     if n != 1 and n != channels:
-        raise ValueError(f"prelu: mismatch of parameter numbers and input channel size: found parameter numbers = "
+        raise _C.InvalidArgumentError(f"prelu: mismatch of parameter numbers and input channel size: found parameter numbers = "
                          f"{n} and channel size = {channels}")
     if n != 1:
         weight = weight.reshape([1, n] + [1] * (input.dim() - 2))
@@ -285,9 +285,9 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, else delta (|d| - delta/2), d = input - target."""
     if delta <= 0:
-        raise ValueError(f"huber_loss does not support non-positive values for delta, got {delta}")
+        raise _C.InvalidArgumentError(f"huber_loss does not support non-positive values for delta, got {delta}")
     if tuple(input.shape) != tuple(target.shape):
-        raise ValueError(f"huber_loss: the target's shape {tuple(target.shape)} does not match the input's "
+        raise _C.InvalidArgumentError(f"huber_loss: the target's shape {tuple(target.shape)} does not match the input's "
                          f"{tuple(input.shape)}")
     d = (input - target).abs()
     loss = _pf.where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
@@ -324,7 +324,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     """max(0, -target (input1 - input2) + margin)."""
     reduction = _legacy(size_average, reduce, reduction)
     if not (input1.dim() == input2.dim() == target.dim()):
-        raise ValueError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: input1: "
+        raise _C.InvalidArgumentError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: input1: "
                          f"{tuple(input1.shape)}, input2: {tuple(input2.shape)}, target: {tuple(target.shape)} ")
     return _reduce((-target * (input1 - input2) + margin).clamp(min=0.0), reduction)
 
@@ -341,7 +341,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
                      reduction="mean"):
     reduction = _legacy(size_average, reduce, reduction)
     if reduction not in ("none", "mean", "sum"):
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+        raise _C.InvalidArgumentError(f"{reduction} is not a valid value for reduction")
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
     if full:
         # Stirling's approximation of log(target!), counted where target > 1 only (PyTorch's rule).
@@ -355,18 +355,18 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     (PyTorch's shape rules); the clamp passes the gradient through unchanged, as PyTorch's no_grad clamp does."""
     if isinstance(var, (int, float)):
         if var < 0:
-            raise ValueError("var has negative entry/entries")
+            raise _C.InvalidArgumentError("var has negative entry/entries")
         var = _pf.full_like(input, float(var))
     elif bool((var < 0).sum().item()):
-        raise ValueError("var has negative entry/entries")
+        raise _C.InvalidArgumentError("var has negative entry/entries")
     ishape, vshape = tuple(input.shape), tuple(var.shape)
     if vshape != ishape:
         if ishape[:-1] == vshape:
             var = var.unsqueeze(-1)
         elif not (len(ishape) == len(vshape) and sum(v for i, v in zip(ishape, vshape) if i != v) == 1):
-            raise ValueError("var is of incorrect size")
+            raise _C.InvalidArgumentError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):
-        raise ValueError(reduction + " is not valid")
+        raise _C.InvalidArgumentError(reduction + " is not valid")
     var = var + (var.clamp(min=eps) - var).detach()
     loss = 0.5 * (var.log() + (input - target) * (input - target) / var)
     if full:
@@ -389,15 +389,15 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     """sum over i != y of max(0, margin - x[y] + x[i])^p (times weight[y]), divided by the class count."""
     reduction = _legacy(size_average, reduce, reduction)
     if p not in (1, 2):
-        raise ValueError("only p == 1 and p == 2 supported")
+        raise _C.InvalidArgumentError("only p == 1 and p == 2 supported")
     if weight is not None and weight.dim() != 1:
-        raise ValueError("weight must be one-dimensional")
+        raise _C.InvalidArgumentError("weight must be one-dimensional")
     if input.dim() > 2:
-        raise ValueError(f"multi_margin_loss: expected a 1-D or 2-D input, got {input.dim()}-D")
+        raise _C.InvalidArgumentError(f"multi_margin_loss: expected a 1-D or 2-D input, got {input.dim()}-D")
     x = input.reshape((1, -1)) if input.dim() < 2 else input
     t = target.reshape((-1, 1))
     if t.shape[0] != x.shape[0]:
-        raise ValueError(f"inconsistent target size, expected {x.shape[0]} but got {tuple(target.shape)}")
+        raise _C.InvalidArgumentError(f"inconsistent target size, expected {x.shape[0]} but got {tuple(target.shape)}")
     z = (margin - x.gather(1, t) + x).clamp(min=0.0)
     if p == 2:
         z = z * z
@@ -415,11 +415,11 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     """max(d(a, p) - d(a, n) + margin, 0) with pairwise_distance d (and d(p, n) when smaller, with swap)."""
     reduction = _legacy(size_average, reduce, reduction)
     if not (anchor.dim() == positive.dim() == negative.dim()):
-        raise ValueError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+        raise _C.InvalidArgumentError(f"The anchor, positive, and negative tensors are expected to have the same number of "
                          f"dimensions, but got: anchor {anchor.dim()}D, positive {positive.dim()}D, and negative "
                          f"{negative.dim()}D inputs")
     if margin <= 0:
-        raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got {margin} instead")
+        raise _C.InvalidArgumentError(f"TripletMarginLoss: expected margin to be greater than 0, got {margin} instead")
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -432,7 +432,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 
 def dropout(input, p=0.5, training=True, inplace=False):
     if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        raise _C.InvalidArgumentError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training:
         return input
     if inplace:
@@ -444,7 +444,7 @@ def _feature_dropout(input, p, training, inplace, batched):
     """Zeroes whole channels (dim 1; dim 0 of an unbatched input) with probability p, the rest scaled by
     1/(1 - p): one Bernoulli draw per (sample, channel), as PyTorch's feature dropout."""
     if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        raise _C.InvalidArgumentError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
     lead = 2 if batched else 1
@@ -462,7 +462,7 @@ def _feature_dropout(input, p, training, inplace, batched):
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
     if input.dim() not in (2, 3):
-        raise ValueError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that "
+        raise _C.InvalidArgumentError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that "
                          "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
                          "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
     return _feature_dropout(input, p, training, inplace, input.dim() == 3)
@@ -500,7 +500,7 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
 def _tuple(v, n, name):
     t = (v,) * n if isinstance(v, _numbers.Integral) else tuple(v)
     if len(t) != n:
-        raise ValueError(f"{name} must be an int or a tuple of {n} ints, got {v}")
+        raise _C.InvalidArgumentError(f"{name} must be an int or a tuple of {n} ints, got {v}")
     return t
 
 
@@ -508,13 +508,13 @@ def pixel_shuffle(input, upscale_factor):
     """(*, C r^2, H, W) -> (*, C, H r, W r)."""
     r = upscale_factor
     if input.dim() < 3:
-        raise ValueError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+        raise _C.InvalidArgumentError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
                          f"{input.dim()} dimension(s)")
     if r <= 0:
-        raise ValueError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+        raise _C.InvalidArgumentError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
     *lead, c, h, w = input.shape
     if c % (r * r):
-        raise ValueError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+        raise _C.InvalidArgumentError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
                          f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
     n = len(lead)
     x = input.reshape(tuple(lead) + (c // (r * r), r, r, h, w))
@@ -526,13 +526,13 @@ def pixel_unshuffle(input, downscale_factor):
     """(*, C, H r, W r) -> (*, C r^2, H, W)."""
     r = downscale_factor
     if input.dim() < 3:
-        raise ValueError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+        raise _C.InvalidArgumentError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
                          f"{input.dim()} dimension(s)")
     if r <= 0:
-        raise ValueError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+        raise _C.InvalidArgumentError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
     *lead, c, h, w = input.shape
     if h % r or w % r:
-        raise ValueError(f"pixel_unshuffle expects height ({h}) and width ({w}) to be divisible by "
+        raise _C.InvalidArgumentError(f"pixel_unshuffle expects height ({h}) and width ({w}) to be divisible by "
                          f"downscale_factor ({r})")
     n = len(lead)
     x = input.reshape(tuple(lead) + (c, h // r, r, w // r, r))
@@ -546,7 +546,7 @@ def _window_table(spatial, kernel, dilation, padding, stride, name):
     padded = tuple(s + 2 * p for s, p in zip(spatial, padding))
     blocks = tuple((n - d * (k - 1) - 1) // st + 1 for n, k, d, st in zip(padded, kernel, dilation, stride))
     if any(b <= 0 for b in blocks):
-        raise ValueError(f"{name}: the sliding blocks do not fit: spatial size {tuple(spatial)}, kernel_size "
+        raise _C.InvalidArgumentError(f"{name}: the sliding blocks do not fit: spatial size {tuple(spatial)}, kernel_size "
                          f"{kernel}, dilation {dilation}, padding {padding}, stride {stride} give "
                          f"{blocks} blocks")
     rows = (_np.arange(kernel[0])[:, None, None, None] * dilation[0]
@@ -586,11 +586,11 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     n, ckk, length = x.shape
     kk = k[0] * k[1]
     if ckk % kk:
-        raise ValueError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
+        raise _C.InvalidArgumentError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
                          f"got input.size(1)={ckk} and kernel_size={k}")
     table, padded, blocks = _window_table(size, k, d, p, st, "fold")
     if blocks[0] * blocks[1] != length:
-        raise ValueError(f"Given output_size={size}, kernel_size={k}, dilation={d}, padding={p}, stride={st}, "
+        raise _C.InvalidArgumentError(f"Given output_size={size}, kernel_size={k}, dilation={d}, padding={p}, stride={st}, "
                          f"expected size of input's dimension 2 to match the calculated number of sliding blocks "
                          f"{blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got input.size(2)={length}.")
     c = ckk // kk
@@ -605,14 +605,14 @@ def bilinear(input1, input2, weight, bias=None):
     """y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j] + b[o]: one matmul with W laid out (i, o j), then a
     product with x2 summed over j."""
     if weight.dim() != 3:
-        raise ValueError(f"bilinear(): weight must be 3-D (out_features, in1_features, in2_features), got "
+        raise _C.InvalidArgumentError(f"bilinear(): weight must be 3-D (out_features, in1_features, in2_features), got "
                          f"{weight.dim()}-D")
     out_f, in1, in2 = weight.shape
     if input1.shape[-1] != in1 or input2.shape[-1] != in2:
-        raise ValueError(f"bilinear(): input sizes {tuple(input1.shape)} and {tuple(input2.shape)} do not match the "
+        raise _C.InvalidArgumentError(f"bilinear(): input sizes {tuple(input1.shape)} and {tuple(input2.shape)} do not match the "
                          f"weight {tuple(weight.shape)}")
     if tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
-        raise ValueError(f"bilinear(): input batch dimensions do not match: got {tuple(input1.shape[:-1])} and "
+        raise _C.InvalidArgumentError(f"bilinear(): input batch dimensions do not match: got {tuple(input1.shape[:-1])} and "
                          f"{tuple(input2.shape[:-1])}")
     lead = tuple(input1.shape[:-1])
     x1 = input1.reshape((-1, in1))
@@ -630,17 +630,17 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     running statistics given, they are updated from the batch average of the instance means and unbiased
     variances (PyTorch's rule); use_input_stats=False normalises with them instead (batch_norm in eval)."""
     if input.dim() < 3:
-        raise ValueError(f"instance_norm: expected an input with a batch, a channel and at least one spatial dim, "
+        raise _C.InvalidArgumentError(f"instance_norm: expected an input with a batch, a channel and at least one spatial dim, "
                          f"got {input.dim()}-D")
     if not use_input_stats:
         if running_mean is None or running_var is None:
-            raise ValueError("Expected running_mean and running_var to be defined when use_input_stats is false")
+            raise _C.InvalidArgumentError("Expected running_mean and running_var to be defined when use_input_stats is false")
         return _pf.batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     spatial = 1
     for s in input.shape[2:]:
         spatial *= s
     if spatial <= 1:
-        raise ValueError(f"Expected more than 1 spatial element when training, got input size {list(input.shape)}")
+        raise _C.InvalidArgumentError(f"Expected more than 1 spatial element when training, got input size {list(input.shape)}")
     if running_mean is not None or running_var is not None:
         with _pf.no_grad():
             flat = input.reshape((input.shape[0], input.shape[1], -1))
@@ -655,7 +655,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """conv_transpose2d over a height of 1, as conv1d is conv2d over a height of 1."""
     if input.dim() not in (2, 3):
-        raise ValueError(f"conv_transpose1d: expected a 2-D (unbatched) or 3-D input, got {input.dim()}-D")
+        raise _C.InvalidArgumentError(f"conv_transpose1d: expected a 2-D (unbatched) or 3-D input, got {input.dim()}-D")
     s, p, op, d = (_tuple(v, 1, n)[0] for v, n in ((stride, "stride"), (padding, "padding"),
                                                   (output_padding, "output_padding"), (dilation, "dilation")))
     out = _pf.conv_transpose2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, s), (0, p), (0, op), groups,
@@ -682,16 +682,16 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     dilation (k - 1) - padding (plus output_padding after), convolved (conv3d) with the kernel flipped and its
     in/out channels swapped per group."""
     if input.dim() not in (4, 5):
-        raise ValueError(f"conv_transpose3d: expected a 4-D (unbatched) or 5-D input, got {input.dim()}-D")
+        raise _C.InvalidArgumentError(f"conv_transpose3d: expected a 4-D (unbatched) or 5-D input, got {input.dim()}-D")
     s, p, op, d = (_tuple(v, 3, n) for v, n in ((stride, "stride"), (padding, "padding"),
                                                (output_padding, "output_padding"), (dilation, "dilation")))
     if any(o >= max(a, b) for o, a, b in zip(op, s, d)):
-        raise ValueError(f"conv_transpose3d: output padding must be smaller than either stride or dilation, got "
+        raise _C.InvalidArgumentError(f"conv_transpose3d: output padding must be smaller than either stride or dilation, got "
                          f"output_padding={op}, stride={s}, dilation={d}")
     x = input if input.dim() == 5 else input.unsqueeze(0)
     cin, cout_g = weight.shape[0], weight.shape[1]
     if x.shape[1] != cin or cin % groups:
-        raise ValueError(f"conv_transpose3d: input with {x.shape[1]} channels does not match the weight "
+        raise _C.InvalidArgumentError(f"conv_transpose3d: input with {x.shape[1]} channels does not match the weight "
                          f"{tuple(weight.shape)} with groups={groups}")
     k = tuple(weight.shape[2:])
     for i in range(3):
@@ -791,9 +791,9 @@ def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size, n
     strides = kernel if stride is None else _tuple(stride, nd, "stride")
     pads = _tuple(padding, nd, "padding")
     if input.dim() not in (nd + 1, nd + 2):
-        raise ValueError(f"{name}: expected a {nd + 1}-D or {nd + 2}-D input, got {input.dim()}-D")
+        raise _C.InvalidArgumentError(f"{name}: expected a {nd + 1}-D or {nd + 2}-D input, got {input.dim()}-D")
     if tuple(indices.shape) != tuple(input.shape):
-        raise ValueError(f"{name}: expected the shape of indices {tuple(indices.shape)} to match the input's "
+        raise _C.InvalidArgumentError(f"{name}: expected the shape of indices {tuple(indices.shape)} to match the input's "
                          f"{tuple(input.shape)}")
     spatial = tuple(input.shape[-nd:])
     default = tuple((n - 1) * s - 2 * p + k for n, s, p, k in zip(spatial, strides, pads, kernel))
@@ -804,12 +804,12 @@ def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size, n
         if len(size) == nd + 2:
             size = size[2:]
         if len(size) != nd:
-            raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but it has a "
+            raise _C.InvalidArgumentError(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but it has a "
                              f"length of '{len(tuple(output_size))}'")
         lo = tuple(a - b + 1 for a, b in zip(default, strides))
         hi = tuple(a + b - 1 for a, b in zip(default, strides))
         if any(not a <= o <= b for o, a, b in zip(size, lo, hi)):
-            raise ValueError(f"invalid output_size {tuple(size)} (dim must be between {lo} and {hi})")
+            raise _C.InvalidArgumentError(f"invalid output_size {tuple(size)} (dim must be between {lo} and {hi})")
     lead = tuple(input.shape[:-nd])
     plane = 1
     for o in size:
@@ -856,17 +856,17 @@ def affine_grid(theta, size, align_corners=None):
     W, 3) from (N, 3, 4) and (N, C, D, H, W); the base coordinates (x, y[, z], 1) times theta transposed."""
     align_corners = _align_corners_default(align_corners, "affine_grid")
     if not theta.dtype.is_floating_point:
-        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+        raise _C.InvalidArgumentError(f"Expected theta to have floating point type, but got {theta.dtype}")
     size = tuple(size)
     nd = len(size) - 2
     if nd not in (2, 3):
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
                                   f"respectively. Got size {list(size)}.")
     if theta.dim() != 3 or tuple(theta.shape[1:]) != (nd, nd + 1) or theta.shape[0] != size[0]:
-        raise ValueError(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} for size {list(size)}. "
+        raise _C.InvalidArgumentError(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} for size {list(size)}. "
                          f"Got {list(theta.shape)}.")
     if min(size) <= 0:
-        raise ValueError(f"Expected non-zero, positive output size. Got {list(size)}")
+        raise _C.InvalidArgumentError(f"Expected non-zero, positive output size. Got {list(size)}")
     spatial = size[2:]
     ft = _np.float64 if theta.dtype == _C.dtype.float64 else _np.float32
     axes = [_base_coords(n, align_corners, ft) for n in spatial]  # (D,) H, W
@@ -901,10 +901,10 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     each corner of the cell a gather from the flattened input, weighted by the (bi/tri)linear weights
     (differentiable in the input and the grid), or the nearest element."""
     if mode not in ("bilinear", "nearest", "bicubic"):
-        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
+        raise _C.InvalidArgumentError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
                          f"but got: '{mode}'")
     if padding_mode not in ("zeros", "border", "reflection"):
-        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+        raise _C.InvalidArgumentError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
     align_corners = _align_corners_default(align_corners, "grid_sample")
     if mode == "bicubic":
@@ -912,7 +912,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                                  "(docs/nn.md)")
     nd = input.dim() - 2
     if nd not in (2, 3) or grid.dim() != nd + 2 or grid.shape[-1] != nd or grid.shape[0] != input.shape[0]:
-        raise ValueError(f"grid_sample: expected a 4-D input (N, C, H, W) with a grid (N, H_out, W_out, 2), or a 5-D "
+        raise _C.InvalidArgumentError(f"grid_sample: expected a 4-D input (N, C, H, W) with a grid (N, H_out, W_out, 2), or a 5-D "
                          f"input with a grid (N, D_out, H_out, W_out, 3), of the same N; got {tuple(input.shape)} "
                          f"and {tuple(grid.shape)}")
     n, c = input.shape[0], input.shape[1]
@@ -968,12 +968,12 @@ _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 def _pad_source(n, before, after, mode, dim, shape, pad):
     """The input positions that fill each output position of one padded dim (negative pads crop)."""
     if mode == "reflect" and (before >= n or after >= n):
-        raise ValueError(f"pad: padding size should be less than the corresponding input dimension, but got "
+        raise _C.InvalidArgumentError(f"pad: padding size should be less than the corresponding input dimension, but got "
                          f"padding {tuple(pad)} at dimension {dim} of input {list(shape)}")
     if n + min(before, 0) + min(after, 0) <= 0:
-        raise ValueError(f"pad: padding {tuple(pad)} crops all of dimension {dim} of input {list(shape)}")
+        raise _C.InvalidArgumentError(f"pad: padding {tuple(pad)} crops all of dimension {dim} of input {list(shape)}")
     if mode == "circular" and (before > n or after > n):
-        raise ValueError("pad: padding value causes wrapping around more than once")
+        raise _C.InvalidArgumentError("pad: padding value causes wrapping around more than once")
     if mode == "circular":
         # Cropping comes first: the wrapped values come from what remains of the dim (PyTorch's order).
         lo, hi = max(0, -before), n - max(0, -after)
@@ -995,10 +995,10 @@ def pad(input, pad, mode="constant", value=None):
     if mode not in _PAD_MODES:
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if value is not None and value != 0:
-        raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument')
+        raise _C.InvalidArgumentError(f'Padding mode "{mode}" doesn\'t take in value argument')
     pad = list(pad)
     if len(pad) % 2:
-        raise ValueError(f"pad: the padding must have an even length (pairs of before/after), got {pad}")
+        raise _C.InvalidArgumentError(f"pad: the padding must have an even length (pairs of before/after), got {pad}")
     k = len(pad) // 2
     if k not in (1, 2, 3) or input.dim() not in (k + 1, k + 2):
         raise NotImplementedError(
@@ -1046,20 +1046,20 @@ def _adaptive_max_dim(x, dim, o):
 def _adaptive_output_size(output_size, spatial, fn):
     sizes = (output_size,) * len(spatial) if isinstance(output_size, _numbers.Integral) else tuple(output_size)
     if len(sizes) != len(spatial):
-        raise ValueError(f"{fn}: output_size must have {len(spatial)} entries, got {output_size}")
+        raise _C.InvalidArgumentError(f"{fn}: output_size must have {len(spatial)} entries, got {output_size}")
     sizes = tuple(s if o is None else o for o, s in zip(sizes, spatial))
     if any(o < 0 for o in sizes):
-        raise ValueError(f"{fn}: elements of output_size must be greater than or equal to 0, got {sizes}")
+        raise _C.InvalidArgumentError(f"{fn}: elements of output_size must be greater than or equal to 0, got {sizes}")
     return sizes
 
 
 def _adaptive_max_pool(input, output_size, return_indices, nd, fn):
     if input.dim() not in (nd + 1, nd + 2):
-        raise ValueError(f"{fn}: expected a {nd + 1}-D or {nd + 2}-D input, got {input.dim()}-D")
+        raise _C.InvalidArgumentError(f"{fn}: expected a {nd + 1}-D or {nd + 2}-D input, got {input.dim()}-D")
     spatial = tuple(input.shape[-nd:])
     sizes = _adaptive_output_size(output_size, spatial, fn)
     if any(s == 0 for s in input.shape[-nd - 1:]):
-        raise ValueError(f"{fn}: expected non-empty channel and spatial dims, got input of shape "
+        raise _C.InvalidArgumentError(f"{fn}: expected non-empty channel and spatial dims, got input of shape "
                          f"{tuple(input.shape)}")
     if not input.dtype.is_floating_point:
         raise TypeError(f"{fn}: expected a floating-point input, got {input.dtype}")
@@ -1092,7 +1092,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 def adaptive_avg_pool1d(input, output_size):
     if input.dim() not in (2, 3):
-        raise ValueError(f"adaptive_avg_pool1d: expected a 2-D or 3-D input, got {input.dim()}-D")
+        raise _C.InvalidArgumentError(f"adaptive_avg_pool1d: expected a 2-D or 3-D input, got {input.dim()}-D")
     size = output_size if isinstance(output_size, _numbers.Integral) else tuple(output_size)[0]
     return _pf.adaptive_avg_pool2d(input.unsqueeze(-2), (1, size)).squeeze(-2)
 
@@ -1107,20 +1107,20 @@ def _interp_sizes(input, size, scale_factor, recompute_scale_factor):
     nd = input.dim() - 2
     spatial = tuple(input.shape[2:])
     if size is not None and scale_factor is not None:
-        raise ValueError("only one of size or scale_factor should be defined")
+        raise _C.InvalidArgumentError("only one of size or scale_factor should be defined")
     if size is not None:
         sizes = (size,) * nd if isinstance(size, _numbers.Integral) else tuple(size)
         if len(sizes) != nd:
-            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
+            raise _C.InvalidArgumentError(f"Input and output must have the same number of spatial dimensions, but got input "
                              f"with spatial dimensions of {list(spatial)} and output size of {list(sizes)}. Please "
                              "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,"
                              "oK) format.")
         return tuple(int(s) for s in sizes), (None,) * nd
     if scale_factor is None:
-        raise ValueError("either size or scale_factor should be defined")
+        raise _C.InvalidArgumentError("either size or scale_factor should be defined")
     scales = (float(scale_factor),) * nd if isinstance(scale_factor, _numbers.Real) else tuple(map(float, scale_factor))
     if len(scales) != nd:
-        raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
+        raise _C.InvalidArgumentError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
                          f"with spatial dimensions of {list(spatial)} and scale_factor of shape {list(scales)}. Please "
                          "provide input tensor in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) "
                          "format.")
@@ -1206,7 +1206,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     source positions, blended for the linear modes)."""
     if mode in ("nearest", "nearest-exact", "area"):
         if align_corners is not None:
-            raise ValueError("align_corners option can only be set with the interpolating modes: "
+            raise _C.InvalidArgumentError("align_corners option can only be set with the interpolating modes: "
                              "linear | bilinear | bicubic | trilinear")
     elif mode in _INTERP_DIMS:
         align_corners = bool(align_corners)
@@ -1226,10 +1226,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode in _INTERP_DIMS and _INTERP_DIMS[mode] != nd:
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {_INTERP_DIMS[mode] + 2}D input")
     if recompute_scale_factor and size is not None:
-        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+        raise _C.InvalidArgumentError("recompute_scale_factor is not meaningful with an explicit size.")
     sizes, scales = _interp_sizes(input, size, scale_factor, recompute_scale_factor)
     if any(s <= 0 for s in sizes):
-        raise ValueError(f"interpolate: output sizes must be greater than 0, got {list(sizes)}")
+        raise _C.InvalidArgumentError(f"interpolate: output sizes must be greater than 0, got {list(sizes)}")
     if mode == "area":
         if nd == 1:
             return adaptive_avg_pool1d(input, sizes)

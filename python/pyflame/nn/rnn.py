@@ -48,7 +48,7 @@ class RNNBase(Module):
                  bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__()
         if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1 or isinstance(dropout, bool):
-            raise ValueError("dropout should be a number in range [0, 1] representing the probability of an "
+            raise _C.InvalidArgumentError("dropout should be a number in range [0, 1] representing the probability of an "
                              "element being zeroed")
         if dropout > 0 and num_layers == 1:
             warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
@@ -57,17 +57,17 @@ class RNNBase(Module):
         if not isinstance(hidden_size, int):
             raise TypeError(f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
         if hidden_size <= 0:
-            raise ValueError("hidden_size must be greater than zero")
+            raise _C.InvalidArgumentError("hidden_size must be greater than zero")
         if num_layers <= 0:
-            raise ValueError("num_layers must be greater than zero")
+            raise _C.InvalidArgumentError("num_layers must be greater than zero")
         if proj_size < 0:
-            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+            raise _C.InvalidArgumentError("proj_size should be a positive integer or zero to disable projections")
         if proj_size >= hidden_size:
-            raise ValueError("proj_size has to be smaller than hidden_size")
+            raise _C.InvalidArgumentError("proj_size has to be smaller than hidden_size")
         if mode not in _GATES:
-            raise ValueError(f"Unrecognized RNN mode: {mode}")
+            raise _C.InvalidArgumentError(f"Unrecognized RNN mode: {mode}")
         if proj_size and mode != "LSTM":
-            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+            raise _C.InvalidArgumentError("proj_size argument is only supported for LSTM, not RNN or GRU")
         self.mode = mode
         self.input_size = input_size
         self.hidden_size = hidden_size
@@ -119,7 +119,7 @@ class RNNBase(Module):
 
     def _check_hidden(self, hx, expected, what):
         if tuple(hx.shape) != expected:
-            raise ValueError(f"Expected {what} size {expected}, got {list(hx.shape)}")
+            raise _C.InvalidArgumentError(f"Expected {what} size {expected}, got {list(hx.shape)}")
 
     def _layer_params(self, layer, direction):
         suffix = f"_l{layer}" + ("_reverse" if direction == 1 else "")
@@ -131,10 +131,10 @@ class RNNBase(Module):
             raise NotSupportedError(f"{type(self).__name__}: PackedSequence inputs are not supported; pad the "
                                     "sequences and pass a tensor (docs/nn.md)")
         if input.dim() not in (2, 3):
-            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D input "
+            raise _C.InvalidArgumentError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D input "
                              "instead")
         if input.shape[-1] != self.input_size:
-            raise ValueError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
+            raise _C.InvalidArgumentError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                              f"got {input.shape[-1]}")
         batched = input.dim() == 3
         if not batched:
@@ -199,10 +199,10 @@ class _SingleStateRNN(RNNBase):
         else:
             if not batched:
                 if hx.dim() != 2:
-                    raise ValueError(f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D tensor")
+                    raise _C.InvalidArgumentError(f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D tensor")
                 hx = hx.unsqueeze(1)
             elif hx.dim() != 3:
-                raise ValueError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
+                raise _C.InvalidArgumentError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
             self._check_hidden(hx, expected, "hidden")
         out, finals = self._run(x, [(hx[i],) for i in range(expected[0])], self._step)
         h_n = _C.stack([s[0] for s in finals])
@@ -214,7 +214,7 @@ class RNN(_SingleStateRNN):
 
     def __init__(self, *args, nonlinearity="tanh", **kwargs):
         if "proj_size" in kwargs:
-            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+            raise _C.InvalidArgumentError("proj_size argument is only supported for LSTM, not RNN or GRU")
         if len(args) > 3:
             nonlinearity = args[3]
             args = args[:3] + args[4:]
@@ -223,7 +223,7 @@ class RNN(_SingleStateRNN):
         elif nonlinearity == "relu":
             mode = "RNN_RELU"
         else:
-            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+            raise _C.InvalidArgumentError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
         self.nonlinearity = nonlinearity
         super().__init__(mode, *args, **kwargs)
 
@@ -234,7 +234,7 @@ class RNN(_SingleStateRNN):
 class GRU(_SingleStateRNN):
     def __init__(self, *args, **kwargs):
         if "proj_size" in kwargs:
-            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+            raise _C.InvalidArgumentError("proj_size argument is only supported for LSTM, not RNN or GRU")
         super().__init__("GRU", *args, **kwargs)
 
     def _step(self, gi, state, params):
@@ -265,7 +265,7 @@ class LSTM(RNNBase):
             h0, c0 = hx
             want = 3 if batched else 2
             if h0.dim() != want or c0.dim() != want:
-                raise ValueError(f"For {'batched 3-D' if batched else 'unbatched 2-D'} input, hx and cx should "
+                raise _C.InvalidArgumentError(f"For {'batched 3-D' if batched else 'unbatched 2-D'} input, hx and cx should "
                                  f"also be {want}-D but got ({h0.dim()}-D, {c0.dim()}-D) tensors")
             if not batched:
                 h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
@@ -302,11 +302,11 @@ class RNNCellBase(Module):
 
     def _prepare(self, input, hx):
         if input.dim() not in (1, 2):
-            raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+            raise _C.InvalidArgumentError(f"{type(self).__name__}: Expected input to be 1D or 2D, got {input.dim()}D instead")
         if input.shape[-1] != self.input_size:
-            raise ValueError(f"input has inconsistent input_size: got {input.shape[-1]} expected {self.input_size}")
+            raise _C.InvalidArgumentError(f"input has inconsistent input_size: got {input.shape[-1]} expected {self.input_size}")
         if hx is not None and hx.dim() != input.dim():
-            raise ValueError(f"{type(self).__name__}: Expected hidden to be {input.dim()}D, got {hx.dim()}D instead")
+            raise _C.InvalidArgumentError(f"{type(self).__name__}: Expected hidden to be {input.dim()}D, got {hx.dim()}D instead")
         batched = input.dim() == 2
         return (input if batched else input.unsqueeze(0)), batched
 
@@ -315,7 +315,7 @@ class RNNCellBase(Module):
             return _creation.zeros(x.shape[0], size, dtype=x.dtype, device=x.device)
         hx = hx if hx.dim() == 2 else hx.unsqueeze(0)
         if tuple(hx.shape) != (x.shape[0], size):
-            raise ValueError(f"Expected hidden size {(x.shape[0], size)}, got {list(hx.shape)}")
+            raise _C.InvalidArgumentError(f"Expected hidden size {(x.shape[0], size)}, got {list(hx.shape)}")
         return hx
 
     def extra_repr(self):
@@ -330,7 +330,7 @@ class RNNCellBase(Module):
 class RNNCell(RNNCellBase):
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
         if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
+            raise _C.InvalidArgumentError(f"Unknown nonlinearity: {nonlinearity}")
         self.nonlinearity = nonlinearity
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
 
