@@ -36,6 +36,16 @@ def _restore_global_state():
         pf.set_strict_device_placement(strict)
 
 
+@pytest.fixture(params=["cpu", "rocm"])
+def device(request):
+    """Each device in turn, made current (ops run on the current device, docs/architecture.md);
+    'rocm' skips with the reason when no GPU is usable."""
+    if request.param == "rocm" and not pf.rocm_is_available():
+        pytest.skip(f"no usable GPU: {pf.rocm_unavailable_reason()}")
+    pf.set_device(request.param)
+    return request.param
+
+
 requires_no_rocm = pytest.mark.skipif(
     pf.rocm_is_available(), reason="a ROCm device is available; these tests cover the no-GPU behaviour"
 )

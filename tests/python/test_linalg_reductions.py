@@ -16,16 +16,7 @@ import torch
 import pyflame as pf
 from op_registry import PF_DTYPE, TORCH_DTYPE, assert_matches, make_values
 
-DEVICES = ["cpu", "rocm"]
 TOL = {"float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 2e-2), "float32": (2e-5, 2e-5), "float64": (1e-11, 1e-11)}
-
-
-@pytest.fixture(params=DEVICES)
-def device(request):
-    if request.param == "rocm" and not pf.rocm_is_available():
-        pytest.skip(f"no usable GPU: {pf.rocm_unavailable_reason()}")
-    pf.set_device(request.param)
-    return request.param
 
 
 def pair(rng, shape, dtype="float32", **kw):

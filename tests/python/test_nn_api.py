@@ -24,14 +24,6 @@ tnn = torch.nn
 TF = torch.nn.functional
 
 
-@pytest.fixture(params=["cpu", "rocm"])
-def device(request):
-    if request.param == "rocm" and not pf.rocm_is_available():
-        pytest.skip(f"no usable GPU: {pf.rocm_unavailable_reason()}")
-    pf.set_device(request.param)
-    return request.param
-
-
 def values(rng, *shape, low=-3.0, high=3.0, dtype="float32"):
     return make_values(rng, shape, dtype, low=low, high=high)
 

@@ -18,7 +18,7 @@ import pyflame as pf
 import pyflame.nn as nn
 import pyflame.nn.functional as F
 from op_registry import pf_to_numpy
-from test_nn_api import Const, close, compare, compare_module, device, pair, raises, values  # noqa: F401
+from test_nn_api import Const, close, compare, compare_module, pair, raises, values  # noqa: F401
 
 tnn = torch.nn
 TF = torch.nn.functional

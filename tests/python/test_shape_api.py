@@ -13,16 +13,6 @@ import torch
 import pyflame as pf
 from op_registry import PF_DTYPE, TORCH_DTYPE, assert_matches, make_values, pf_to_numpy
 
-DEVICES = ["cpu", "rocm"]
-
-
-@pytest.fixture(params=DEVICES)
-def device(request):
-    if request.param == "rocm" and not pf.rocm_is_available():
-        pytest.skip(f"no usable GPU: {pf.rocm_unavailable_reason()}")
-    pf.set_device(request.param)  # ops run on the current device (docs/architecture.md)
-    return request.param
-
 
 def pair(rng, shape, dtype, device, layout="contig"):
     """(pyflame on device, torch) tensors of `shape` holding the same fresh random values; 'T' makes both

@@ -11,18 +11,9 @@ import torch
 import pyflame as pf
 from op_registry import ALL_DTYPES, FLOAT_DTYPES, PF_DTYPE, TORCH_DTYPE, assert_matches, make_values, pf_to_numpy
 
-DEVICES = ["cpu", "rocm"]
 NONBOOL = [d for d in ALL_DTYPES if d != "bool"]
 # Rows of every length class of the GPU kernel: one small block, a 2048-element tile, several tiles.
 SHAPES = [(7,), (3, 4, 5), (2, 300), (2, 3000), (0, 3), (2, 0, 4), ()]
-
-
-@pytest.fixture(params=DEVICES)
-def device(request):
-    if request.param == "rocm" and not pf.rocm_is_available():
-        pytest.skip(f"no usable GPU: {pf.rocm_unavailable_reason()}")
-    pf.set_device(request.param)
-    return request.param
 
 
 def values(rng, shape, dtype, nan=True, ties=True):
