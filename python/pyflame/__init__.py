@@ -128,6 +128,7 @@ for _name, _family in _C.op_table():
 del _name, _family
 # max/min with PyTorch's forms (values and indices over a dim), and amax/amin.
 from ._reductions import amax, amin, max, min  # noqa: E402,F401,A004
+from ._misc_api import *  # noqa: E402,F401,F403  (addcmul, isclose, index_add, normal, ...: _misc_api.__all__)
 
 # Ops outside the op table: they run as table ops (conv1d and the 1-D pools
 # as the 2-D ops) or compose them (pad).
