@@ -351,6 +351,8 @@ Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const T
   else if (reduce == "amax") kind = kScatterAmax;
   else if (reduce == "amin") kind = kScatterAmin;
   else throw ValueError("scatter_reduce: reduce argument must be either sum, prod, mean, amax or amin, got " + reduce);
+  PF_CHECK(reduce != "mean" || x.dtype() != DType::Bool, TypeError,
+           "scatter_reduce: reduce='mean' is not supported for bool tensors (as in PyTorch)");
   Tensor base = include_self ? x : scatter(x, dim, index, reduce_identity(kind, x.dtype()));
   Tensor out = apply_one(ir::OpType::scatter_reduce, {base, index, src}, IndexAttrs{dim, false, kind});
   if (reduce != "mean") return out;

@@ -343,6 +343,8 @@ def test_scatter_reduce_nan_and_errors(device):
     with pytest.raises(ValueError):
         pf.scatter_reduce(x, 0, i, s, "max")
     with pytest.raises(TypeError):
+        pf.scatter_reduce(x > 0, 0, i, s > 0, "mean")
+    with pytest.raises(TypeError):
         pf.scatter_reduce(x, 0, i, s.to(pf.float64), "sum")
     with pytest.raises(IndexError):
         pf.scatter_reduce(x, 0, pf.tensor([0, 3, 1]), s, "amax")
