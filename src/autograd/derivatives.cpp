@@ -431,9 +431,8 @@ Grads d_scatter(const GradContext& c) {
   return r;
 }
 // scatter_reduce (x's values included; mean and include_self are compositions):
-// sum as scatter_add; prod through out / value (PyTorch's formula where no
-// value is zero); amax/amin split the gradient evenly among the values equal
-// to the result, x's own included, as PyTorch.
+// sum as scatter_add; prod the product of the other values; amax/amin split the
+// gradient evenly among the values equal to the result, x's own included, as PyTorch.
 Grads d_scatter_reduce(const GradContext& c) {
   const IndexAttrs& a = c.attr<IndexAttrs>();
   const Shape& s = c.input_shape(0);
@@ -449,10 +448,20 @@ Grads d_scatter_reduce(const GradContext& c) {
   Tensor src = c.input(2);
   for (int64_t d = 0; d < index.dim(); ++d) src = slice(src, d, 0, index.shape()[d]);
   const Tensor& out = c.output();
-  if (a.reduce == kScatterProd) {
-    Tensor g_out = mul(g, out);
-    if (c.needs[0]) r[0] = div(g_out, x);
-    if (c.needs[2]) r[2] = scattered_source_grad(c, div(gather(g_out, a.dim, index), src));
+  if (a.reduce == kScatterProd) {  // the product of the others, zeros included (PyTorch's formulas)
+    if (c.needs[0]) {
+      Tensor masked_x = masked_fill(x, eq(x, Scalar(0.0)), Scalar(1.0));
+      r[0] = div(mul(g, scatter_reduce(masked_x, a.dim, index, src, "prod")), masked_x);
+    }
+    if (c.needs[2]) {
+      Tensor src_zero = eq(src, Scalar(0.0));
+      Tensor zeros_at = gather(scatter_add(zeros_like(x), a.dim, index, as_dtype_of(src_zero, x)), a.dim, index);
+      Tensor lone_zero = logical_and(src_zero, eq(zeros_at, Scalar(1.0)));
+      Tensor others = scatter_reduce(x, a.dim, index, masked_fill(src, lone_zero, Scalar(1.0)), "prod");
+      r[2] = scattered_source_grad(c, where(lone_zero, gather(mul(g, others), a.dim, index),
+                                            div(gather(mul(g, out), a.dim, index),
+                                                masked_fill(src, src_zero, Scalar(1.0)))));
+    }
     return r;
   }
   Tensor x_hit = as_dtype_of(eq(x, out), g);

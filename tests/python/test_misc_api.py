@@ -332,6 +332,19 @@ def test_scatter_reduce_many_duplicates(reduce, dtype, device, rng):
     close(y, ty, rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_prod_gradient_with_zeros(include_self, device, rng):
+    xv = make_values(rng, (3, 4), "float64")
+    sv = make_values(rng, (5, 4), "float64")
+    xv[0, 0] = sv[1, 1] = sv[2, 2] = sv[4, 2] = sv[3, 3] = 0.0  # lone zeros and a slot with two
+    iv = np.array([[0, 1, 2, 0], [1, 1, 0, 2], [2, 0, 1, 1], [0, 2, 1, 1], [1, 0, 1, 2]])
+    x, tx = pf.tensor(xv, requires_grad=True), torch.tensor(xv, requires_grad=True)
+    s, ts = pf.tensor(sv, requires_grad=True), torch.tensor(sv, requires_grad=True)
+    i, ti = idx(iv)
+    grads_match([x, s], [tx, ts], pf.scatter_reduce(x, 0, i, s, "prod", include_self=include_self),
+                torch.scatter_reduce(tx, 0, ti, ts, "prod", include_self=include_self), rng)
+
+
 def test_scatter_reduce_nan_and_errors(device):
     x = pf.tensor([0.0, 1.0, 2.0])
     s = pf.tensor([float("nan"), 5.0, -1.0])
