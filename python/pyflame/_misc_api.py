@@ -206,6 +206,9 @@ def index_put_(input, indices, values, accumulate=False):
     indices = tuple(indices)
     if not isinstance(values, _C.Tensor):
         values = full((), values, dtype=input.dtype, device=input.device)
+    if values.dtype != input.dtype:
+        raise TypeError(f"index_put_: values ({values.dtype}) must have the dtype of the tensor ({input.dtype}), "
+                        "as PyTorch requires; convert them with .to()")
     if not accumulate:
         input[indices] = values
         return input
@@ -251,8 +254,8 @@ def masked_select(input, mask):
 
 def take(input, index):
     """input seen as 1-D, at the positions of index (negative counting from the end); index's shape, as torch.take."""
-    if index.dtype not in (_C.dtype.int64, _C.dtype.int32):
-        raise TypeError(f"take: index must be an int64 or int32 tensor, got {index.dtype}")
+    if index.dtype != _C.dtype.int64:
+        raise TypeError(f"take(): expected an int64 tensor for index, but got {index.dtype}")
     return input.reshape(-1)[index]
 
 

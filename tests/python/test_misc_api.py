@@ -254,6 +254,8 @@ def test_index_put(accumulate, device, rng):
     y.index_put_((k,), pf.tensor(3.0, dtype=pf.float64), accumulate=accumulate)
     ty.index_put_((tk,), torch.tensor(3.0, dtype=torch.float64), accumulate=accumulate)
     close(y, ty)
+    with pytest.raises(TypeError):
+        y.index_put_((k,), pf.tensor(3.0), accumulate=accumulate)
 
 
 def test_index_put_accumulate_gradient(device, rng):
@@ -278,6 +280,8 @@ def test_masked_select_and_take(device, rng):
     close(x.T.take(i), tx.T.take(ti))  # the row-major order of a non-contiguous tensor
     with pytest.raises(IndexError):
         pf.take(x, pf.tensor([12]))
+    with pytest.raises(TypeError):
+        pf.take(x, pf.tensor([1], dtype=pf.int32))
     with pytest.raises(TypeError):
         pf.masked_select(x, pf.tensor([1, 0, 1, 0]))
 
