@@ -85,8 +85,9 @@ void bind_shape(nb::module_& m, nb::class_<Tensor>& tensor) {
                     std::optional<std::string> reduce) {
     nb::handle v = src_or_value(src, value);
     if (reduce) {
-      Tensor values = nb::isinstance<Tensor>(v) ? nb::cast<Tensor>(v)
-                                                : expand(full({}, as_scalar(v, "scatter value"), x.dtype()), index.shape());
+      Tensor values = nb::isinstance<Tensor>(v)
+                          ? nb::cast<Tensor>(v)
+                          : expand(full({}, as_scalar(v, "scatter value"), x.dtype()), index.shape());
       return pyflame::scatter_reduce(x, dim, index, values, scatter_reduce_name(*reduce), true);
     }
     if (nb::isinstance<Tensor>(v)) return pyflame::scatter(x, dim, index, nb::cast<Tensor>(v));

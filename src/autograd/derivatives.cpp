@@ -205,8 +205,8 @@ Tensor trigamma_positive(const Tensor& x) {
   for (int k = 0; k < 6; ++k) r = add(r, reciprocal(square(add(x, Scalar(double(k))))));
   Tensor z = add(x, Scalar(6.0)), iz = reciprocal(z), iz2 = square(iz);
   // 1/z + 1/(2z^2) + 1/(6z^3) - 1/(30z^5) + 1/(42z^7) - 1/(30z^9)
-  Tensor series = mul(iz2, add(Scalar(1.0 / 6), mul(iz2, add(Scalar(-1.0 / 30), mul(iz2, add(Scalar(1.0 / 42),
-                                                                                           mul(iz2, Scalar(-1.0 / 30))))))));
+  Tensor series = mul(iz2, Scalar(-1.0 / 30));
+  for (double coef : {1.0 / 42, -1.0 / 30, 1.0 / 6}) series = mul(iz2, add(series, Scalar(coef)));
   return add(r, add(iz, add(mul(iz2, Scalar(0.5)), mul(iz, series))));
 }
 Grads d_digamma(const GradContext& c) {

@@ -329,7 +329,8 @@ Scalar reduce_identity(ScatterReduce reduce, DType dtype) {
   if (reduce == kScatterSum) return Scalar(int64_t{0});
   if (reduce == kScatterProd) return Scalar(int64_t{1});
   if (dtype == DType::Bool) return Scalar(high);
-  if (is_floating(dtype)) return Scalar(high ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity());
+  const double inf = std::numeric_limits<double>::infinity();
+  if (is_floating(dtype)) return Scalar(high ? inf : -inf);
   int64_t lo = 0, hi = 0;
   switch (dtype) {
     case DType::UInt8: lo = 0, hi = 255; break;

@@ -206,7 +206,8 @@ template <class Op> void scatter_kernel(OpCall& call) {
   if (index.numel() == 0) return;
   auto run = [&](Tensor& target, const Tensor& values, auto ttag) {
     using T = typename decltype(ttag)::type;
-    visit_index(index.dtype(), [&](auto itag) { scatter_loop<T, typename decltype(itag)::type, Op>(target, index, values, d); });
+    visit_index(index.dtype(),
+                [&](auto itag) { scatter_loop<T, typename decltype(itag)::type, Op>(target, index, values, d); });
   };
   if constexpr (!std::is_same_v<Op, Assign>) {
     if (out.dtype() == DType::Float16 || out.dtype() == DType::BFloat16) {

@@ -90,8 +90,8 @@ def test_inverse_trig_and_hyperbolic_edges(device):
     v = np.array([-1.0, 1.0, 1.5, -1.5, 0.0, np.inf, -np.inf])
     for name in ("asin", "acos", "atanh", "acosh", "asinh", "sinh", "cosh", "tan", "atan"):
         with np.errstate(all="ignore"):
-            close(getattr(pf, name)(pf.tensor(v, dtype=pf.float32)), getattr(torch, name)(torch.tensor(v, dtype=torch.float32)),
-                  rtol=1e-6, atol=1e-6, what=name)
+            close(getattr(pf, name)(pf.tensor(v, dtype=pf.float32)),
+                  getattr(torch, name)(torch.tensor(v, dtype=torch.float32)), rtol=1e-6, atol=1e-6, what=name)
 
 
 def test_sgn_and_methods(device, rng):
