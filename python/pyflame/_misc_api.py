@@ -369,10 +369,22 @@ def _exponential_(self, lambd=1.0, *, generator=None):
     return self.copy_(_C.div(_C.neg(_C.log1p(_C.neg(u))), float(lambd)))
 
 
+def _categories(w, u):
+    """For each row of weights w (float64, rows summing above 0) and each column of uniforms u:
+    the category whose step of the normalised cumulative sums holds u."""
+    cdf = _C.cumsum(w, -1)
+    n = w.shape[-1]
+    # Dividing by the total makes the last entry exactly 1, above every u in [0, 1): the count of
+    # entries <= u is a valid category, and zero-weight categories (no step in cdf) are never drawn.
+    cdf = _C.div(cdf, _C.slice(cdf, 1, n - 1, n))
+    return _C.sum(_C.le(cdf.unsqueeze(1), u.unsqueeze(2)), -1)
+
+
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     """Category indices (int64) drawn with probabilities proportional to input's rows (1-D or 2-D), as
     torch.multinomial. With replacement, each draw finds its uniform number's place in the row's
-    cumulative sums. Without replacement only one draw per row is supported (the same draw)."""
+    cumulative sums; without, the categories are drawn one after the other, each drawn one's weight
+    then set to 0 (num_samples rounds of a few ops)."""
     if input.dim() not in (1, 2):
         raise ValueError(f"multinomial: prob_dist must be 1 or 2 dim, got {input.dim()}")
     if not input.dtype.is_floating_point:
@@ -380,28 +392,30 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     if num_samples <= 0:
         raise ValueError(f"multinomial: cannot sample num_samples <= 0 samples, got {num_samples}")
     n = input.shape[-1]
-    if not replacement:
-        if num_samples > n:
-            raise ValueError(f"multinomial: cannot sample num_samples={num_samples} > prob_dist.size(-1)={n} "
-                             "samples without replacement")
-        if num_samples > 1:
-            raise _C.NotSupportedError("multinomial: replacement=False with num_samples > 1 is not supported yet; "
-                                       "use replacement=True, or for k distinct categories the Gumbel top-k: "
-                                       "pf.topk(pf.log(pf.rand(n)) / weights, k).indices")
-    rows = input.reshape(1, n) if input.dim() == 1 else input
-    w = rows.to(_C.dtype.float64)
+    if not replacement and num_samples > n:
+        raise ValueError(f"multinomial: cannot sample num_samples={num_samples} > prob_dist.size(-1)={n} "
+                         "samples without replacement")
+    w = (input.reshape(1, n) if input.dim() == 1 else input).to(_C.dtype.float64)
+    rows = w.shape[0]
     bad = _C.logical_or(_C.lt(w, 0.0), _C.logical_not(_C.isfinite(w)))
     if _C.sum(bad).item():
         raise ValueError("multinomial: probability tensor contains either inf, nan or element < 0")
-    cdf = _C.cumsum(w, -1)
-    total = _C.slice(cdf, 1, n - 1, n)
-    if _C.sum(_C.le(total, 0.0)).item():
+    positive = _C.sum(_C.gt(w, 0.0), -1)
+    if _C.sum(_C.eq(positive, 0)).item():
         raise ValueError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
-    # Dividing by the total makes the last entry exactly 1, above every u in [0, 1): the count of
-    # entries <= u is a valid category, and zero-weight categories (no step in cdf) are never drawn.
-    cdf = _C.div(cdf, total)
-    u = rand(rows.shape[0], num_samples, dtype=_C.dtype.float64, generator=generator, device=input.device)
-    picks = _C.sum(_C.le(cdf.unsqueeze(1), u.unsqueeze(2)), -1)
+    if not replacement and _C.sum(_C.lt(positive, num_samples)).item():
+        raise ValueError("multinomial: invalid multinomial distribution (with replacement=False, not enough "
+                         "non-negative category to sample)")
+    if replacement or num_samples == 1:
+        u = rand(rows, num_samples, dtype=_C.dtype.float64, generator=generator, device=input.device)
+        picks = _categories(w, u)
+    else:
+        drawn = []
+        for _ in range(num_samples):
+            u = rand(rows, 1, dtype=_C.dtype.float64, generator=generator, device=input.device)
+            drawn.append(_categories(w, u))
+            w = _C.scatter(w, 1, drawn[-1], value=0.0)
+        picks = _C.cat(drawn, 1)
     return picks.reshape(num_samples) if input.dim() == 1 else picks
 
 

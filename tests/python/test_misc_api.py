@@ -499,11 +499,26 @@ def test_multinomial(device):
     one = pf.multinomial(pf.tensor(w[0]), 1)
     assert tuple(one.shape) == (1,) and pf_to_numpy(one)[0] in (1, 2, 4)
     assert tuple(pf.tensor(w).multinomial(1).shape) == (2, 1)
-    with pytest.raises(pf.NotSupportedError, match="replacement=True"):
-        pf.multinomial(pf.tensor(w), 2)
+    with pytest.raises(ValueError):  # only 2 categories with weight in row 1
+        pf.multinomial(pf.tensor(w), 3)
     with pytest.raises(ValueError):
         pf.multinomial(pf.tensor([1.0, -1.0]), 1)
     with pytest.raises(ValueError):
         pf.multinomial(pf.tensor([0.0, 0.0]), 1)
     with pytest.raises(ValueError):
         pf.multinomial(pf.tensor([1.0, 1.0]), 3)
+
+
+def test_multinomial_without_replacement(device):
+    w = np.array([1.0, 2.0, 0.0, 3.0, 4.0])
+    rows = 20000
+    x = pf_to_numpy(pf.multinomial(pf.tensor(np.tile(w, (rows, 1))), 4))
+    assert x.shape == (rows, 4) and x.dtype == np.int64
+    assert all(len(set(r)) == 4 for r in x[:500]) and not np.any(x == 2)
+    p = w / w.sum()
+    np.testing.assert_allclose(np.bincount(x[:, 0], minlength=5) / rows, p, atol=0.015)
+    # the second draw: sum over the first i of p_i * p_j / (1 - p_i)
+    second = np.array([sum(p[i] * p[j] / (1 - p[i]) for i in range(5) if i != j) for j in range(5)])
+    np.testing.assert_allclose(np.bincount(x[:, 1], minlength=5) / rows, second, atol=0.015)
+    perm = pf_to_numpy(pf.multinomial(pf.tensor([5.0, 1.0, 2.0]), 3))
+    assert sorted(perm.tolist()) == [0, 1, 2]
