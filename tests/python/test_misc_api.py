@@ -297,6 +297,7 @@ def test_range_keys(device, rng):
     close(y, ty)
 
 
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")  # torch's own deprecation
 @pytest.mark.parametrize("reduce", ["add", "multiply"])
 def test_scatter_reduce_argument(reduce, device, rng):
     x, tx = both(rng, (3, 5))
