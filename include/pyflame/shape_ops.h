@@ -8,6 +8,7 @@
 // IndexError before anything is written.
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "pyflame/tensor.h"
@@ -38,6 +39,13 @@ PF_API Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const T
 // sorts an unsorted sequence along its last dim.
 PF_API Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool out_int32 = false,
                            bool right = false, const Tensor& sorter = {});
+// PyTorch's scatter_reduce: reduce is "sum", "prod", "mean", "amax" or "amin";
+// with include_self=false the positions written take only src's values.
+// Integer means round toward minus infinity, as PyTorch.
+PF_API Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+                             const std::string& reduce, bool include_self = true);
+PF_API Tensor& scatter_reduce_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+                               const std::string& reduce, bool include_self = true);
 // Rows of weight (num_embeddings, embedding_dim) for indices of any shape.
 // padding_idx only affects gradients; here it is validated.
 PF_API Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);

@@ -615,17 +615,6 @@ def _normal(self, generator, mean=0.0, std=1.0):
     return randn(*self.shape, dtype=self.dtype, generator=generator, device=self.device) * std + mean
 
 
-def _bernoulli(self, generator, p=0.5):
-    return (rand(*self.shape, dtype=_C.dtype.float64, generator=generator, device=self.device) < p).to(self.dtype)
-
-
-def _exponential(self, generator, lambd=1.0):
-    if lambd <= 0:
-        raise _C.InvalidArgumentError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-    u = rand(*self.shape, dtype=self.dtype, generator=generator, device=self.device)
-    return -_C.log1p(-u) / lambd
-
-
 def _fill_diagonal_(self, fill_value, wrap=False):
     """Fills the main diagonal in place (all dims equal for more than 2 dims); wrap=True continues it below
     the first square block of a tall matrix, as torch's fill_diagonal_."""
@@ -752,8 +741,6 @@ for _name, _fn in {
     "new_zeros": _new_factory(zeros), "new_ones": _new_factory(ones), "new_empty": _new_factory(empty),
     "new_full": _new_full, "new_tensor": _new_tensor,
     "uniform_": _random_fill("uniform_", True, _uniform), "normal_": _random_fill("normal_", True, _normal),
-    "bernoulli_": _random_fill("bernoulli_", False, _bernoulli),
-    "exponential_": _random_fill("exponential_", True, _exponential),
     "fill_diagonal_": _fill_diagonal_,
     "ndimension": _C.Tensor.dim, "nelement": _C.Tensor.numel,
 }.items():

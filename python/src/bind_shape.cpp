@@ -50,6 +50,13 @@ nb::handle src_or_value(nb::handle src, nb::handle value) {
   return src.is_none() ? value : src;
 }
 
+// scatter's reduce names, as scatter_reduce's.
+std::string scatter_reduce_name(const std::string& reduce) {
+  if (reduce == "add") return "sum";
+  if (reduce == "multiply") return "prod";
+  throw pyflame::ValueError("scatter: reduce argument must be either add or multiply, got " + reduce);
+}
+
 }  // namespace
 
 void bind_shape(nb::module_& m, nb::class_<Tensor>& tensor) {
@@ -100,19 +107,44 @@ void bind_shape(nb::module_& m, nb::class_<Tensor>& tensor) {
         "side"_a = nb::none(), "sorter"_a = nb::none());
 
   auto scatter = [](const Tensor& x, int64_t dim, const Tensor& index, nb::handle src, nb::handle value) {
+  // reduce='add'|'multiply': PyTorch's older form of scatter_reduce ('sum'|'prod', x included).
+  auto scatter = [](const Tensor& x, int64_t dim, const Tensor& index, nb::handle src, nb::handle value,
+                    std::optional<std::string> reduce) {
     nb::handle v = src_or_value(src, value);
+    if (reduce) {
+      Tensor values = nb::isinstance<Tensor>(v)
+                          ? nb::cast<Tensor>(v)
+                          : expand(full({}, as_scalar(v, "scatter value"), x.dtype()), index.shape());
+      return pyflame::scatter_reduce(x, dim, index, values, scatter_reduce_name(*reduce), true);
+    }
     if (nb::isinstance<Tensor>(v)) return pyflame::scatter(x, dim, index, nb::cast<Tensor>(v));
     return pyflame::scatter(x, dim, index, as_scalar(v, "scatter value"));
   };
-  m.def("scatter", scatter, "input"_a, "dim"_a, "index"_a, "src"_a = nb::none(), "value"_a = nb::none());
-  tensor.def("scatter", scatter, "dim"_a, "index"_a, "src"_a = nb::none(), "value"_a = nb::none());
-  tensor.def("scatter_", [](nb::handle self, int64_t dim, const Tensor& index, nb::handle src, nb::handle value) {
+  m.def("scatter", scatter, "input"_a, "dim"_a, "index"_a, "src"_a = nb::none(), "value"_a = nb::none(),
+        nb::kw_only(), "reduce"_a = nb::none());
+  tensor.def("scatter", scatter, "dim"_a, "index"_a, "src"_a = nb::none(), "value"_a = nb::none(), nb::kw_only(),
+             "reduce"_a = nb::none());
+  tensor.def("scatter_", [scatter](nb::handle self, int64_t dim, const Tensor& index, nb::handle src, nb::handle value,
+                                   std::optional<std::string> reduce) {
     nb::handle v = src_or_value(src, value);
     return in_place(self, [&](Tensor& x) {
-      if (nb::isinstance<Tensor>(v)) pyflame::scatter_(x, dim, index, nb::cast<Tensor>(v));
+      if (reduce) pyflame::copy_(x, scatter(x, dim, index, src, value, reduce));
+      else if (nb::isinstance<Tensor>(v)) pyflame::scatter_(x, dim, index, nb::cast<Tensor>(v));
       else pyflame::scatter_(x, dim, index, as_scalar(v, "scatter_ value"));
     });
-  }, "dim"_a, "index"_a, "src"_a = nb::none(), "value"_a = nb::none());
+  }, "dim"_a, "index"_a, "src"_a = nb::none(), "value"_a = nb::none(), nb::kw_only(), "reduce"_a = nb::none());
+  auto scatter_reduce = [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+                           const std::string& reduce, bool include_self) {
+    return pyflame::scatter_reduce(x, dim, index, src, reduce, include_self);
+  };
+  m.def("scatter_reduce", scatter_reduce, "input"_a, "dim"_a, "index"_a, "src"_a, "reduce"_a, nb::kw_only(),
+        "include_self"_a = true);
+  tensor.def("scatter_reduce", scatter_reduce, "dim"_a, "index"_a, "src"_a, "reduce"_a, nb::kw_only(),
+             "include_self"_a = true);
+  tensor.def("scatter_reduce_", [](nb::handle self, int64_t dim, const Tensor& index, const Tensor& src,
+                                   const std::string& reduce, bool include_self) {
+    return in_place(self, [&](Tensor& x) { pyflame::scatter_reduce_(x, dim, index, src, reduce, include_self); });
+  }, "dim"_a, "index"_a, "src"_a, "reduce"_a, nb::kw_only(), "include_self"_a = true);
   auto scatter_add = [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
     return pyflame::scatter_add(x, dim, index, src);
   };

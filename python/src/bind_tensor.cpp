@@ -95,16 +95,16 @@ Tensor from_numpy(nb::ndarray<nb::numpy, nb::device::cpu> arr, nb::handle owner)
   return Tensor(storage, shape, strides, 0, dtype);
 }// ------------------------------------------------------------ indexing
 
-// Whether an index item is an advanced key: a list, a bool (a 0-d mask), a NumPy array (not 0-d) or
-// any tensor but a 0-d integer one, which PyTorch treats as an int.
+// Whether an index item is an advanced key: a list or range, a bool (a 0-d mask), a NumPy array (not
+// 0-d) or any tensor but a 0-d integer one, which PyTorch treats as an int.
 bool is_tensor_key(nb::handle it) {
-  if (PyList_Check(it.ptr()) || PyBool_Check(it.ptr())) return true;
+  if (PyList_Check(it.ptr()) || PyRange_Check(it.ptr()) || PyBool_Check(it.ptr())) return true;
   if (!nb::isinstance<Tensor>(it)) return nb::hasattr(it, "__array_interface__") && nb::cast<int>(it.attr("ndim")) > 0;
   const Tensor& t = nb::cast<const Tensor&>(it);
   return !(t.dim() == 0 && pyflame::is_integral(t.dtype()));
 }
 
-// A list or NumPy array key as a tensor on `device` (an empty list indexes nothing: int64).
+// A list, range or NumPy array key as a tensor on `device` (an empty list indexes nothing: int64).
 Tensor as_key(nb::handle it, pyflame::Device device) {
   if (nb::isinstance<Tensor>(it)) return nb::cast<Tensor>(it);
   Tensor t = nb::cast<Tensor>(nb::module_::import_("pyflame").attr("tensor")(it, nb::none(), nb::str(

@@ -29,6 +29,11 @@ Policy policy(ir::OpType op) {
     case OpType::log2:
     case OpType::log10:
     case OpType::expm1:
+    case OpType::tan:
+    case OpType::asin:
+    case OpType::acos:
+    case OpType::sinh:
+    case OpType::cosh:
     case OpType::reciprocal:
     case OpType::rsqrt:
     case OpType::pow:

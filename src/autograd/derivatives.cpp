@@ -165,6 +165,69 @@ Grads d_hypot(const GradContext& c) {
   if (c.needs[1]) r[1] = mul(scale, c.input(1));
   return r;
 }
+Grads d_tan(const GradContext& c) {  // 1 + tan^2
+  const Tensor& y = c.output();
+  return {mul(c.grad(), add(mul(y, y), Scalar(1.0)))};
+}
+Grads d_asin(const GradContext& c) {
+  const Tensor& x = c.input(0);
+  return {mul(c.grad(), rsqrt(sub(Scalar(1.0), mul(x, x))))};
+}
+Grads d_acos(const GradContext& c) {
+  const Tensor& x = c.input(0);
+  return {neg(mul(c.grad(), rsqrt(sub(Scalar(1.0), mul(x, x)))))};
+}
+Grads d_atan(const GradContext& c) {
+  const Tensor& x = c.input(0);
+  return {div(c.grad(), add(mul(x, x), Scalar(1.0)))};
+}
+Grads d_sinh(const GradContext& c) { return {mul(c.grad(), cosh(c.input(0)))}; }
+Grads d_cosh(const GradContext& c) { return {mul(c.grad(), sinh(c.input(0)))}; }
+Grads d_asinh(const GradContext& c) {
+  const Tensor& x = c.input(0);
+  return {mul(c.grad(), rsqrt(add(mul(x, x), Scalar(1.0))))};
+}
+Grads d_acosh(const GradContext& c) {  // 1 / sqrt((x - 1)(x + 1)), as PyTorch
+  const Tensor& x = c.input(0);
+  return {mul(c.grad(), rsqrt(mul(sub(x, Scalar(1.0)), add(x, Scalar(1.0)))))};
+}
+Grads d_atanh(const GradContext& c) {
+  const Tensor& x = c.input(0);
+  return {div(c.grad(), sub(Scalar(1.0), mul(x, x)))};
+}
+Grads d_lgamma(const GradContext& c) { return {mul(c.grad(), digamma(c.input(0)))}; }
+// trigamma(x), digamma's derivative, from table ops: the recurrence
+// psi1(x) = psi1(x + 6) + sum 1/(x + k)^2 and the asymptotic series at x + 6
+// (error below 1e-10 for x > 0); below 0.5 the reflection
+// psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x).
+Tensor trigamma_positive(const Tensor& x) {
+  Tensor r = zeros_like(x);
+  for (int k = 0; k < 6; ++k) r = add(r, reciprocal(square(add(x, Scalar(double(k))))));
+  Tensor z = add(x, Scalar(6.0)), iz = reciprocal(z), iz2 = square(iz);
+  // 1/z + 1/(2z^2) + 1/(6z^3) - 1/(30z^5) + 1/(42z^7) - 1/(30z^9)
+  Tensor series = mul(iz2, Scalar(-1.0 / 30));
+  for (double coef : {1.0 / 42, -1.0 / 30, 1.0 / 6}) series = mul(iz2, add(series, Scalar(coef)));
+  return add(r, add(iz, add(mul(iz2, Scalar(0.5)), mul(iz, series))));
+}
+Grads d_digamma(const GradContext& c) {
+  const Tensor& x = c.input(0);
+  Tensor csc2 = reciprocal(square(sin(mul(x, Scalar(M_PI)))));
+  Tensor reflected = sub(mul(csc2, Scalar(M_PI * M_PI)), trigamma_positive(sub(Scalar(1.0), x)));
+  Tensor psi1 = where(lt(x, Scalar(0.5)), reflected, trigamma_positive(x));
+  return {mul(c.grad(), psi1)};
+}
+// fmax/fmin: the gradient goes to the input that was chosen; ties to the first,
+// and a NaN operand passes it to the other (PyTorch's formulas).
+Grads d_fextremum(const GradContext& c, OpType wins) {
+  const Tensor &a = c.input(0), &b = c.input(1), &g = c.grad();
+  Tensor a_chosen = logical_or(logical_or(binary_op(wins, a, b), eq(a, b)), isnan(b));
+  Grads r(2);
+  if (c.needs[0]) r[0] = where(a_chosen, g, zero_scalar());
+  if (c.needs[1]) r[1] = where(a_chosen, zero_scalar(), g);
+  return r;
+}
+Grads d_fmax(const GradContext& c) { return d_fextremum(c, OpType::gt); }
+Grads d_fmin(const GradContext& c) { return d_fextremum(c, OpType::lt); }
 Grads d_leaky_relu(const GradContext& c) {
   const double slope = c.attr<ElementwiseAttrs>().params[0].f;
   return {where(gt(c.input(0), Scalar(0.0)), c.grad(), mul(c.grad(), Scalar(slope)))};
@@ -367,11 +430,9 @@ Grads d_gather(const GradContext& c) {
   Tensor index = wrapped_index(c.input(1), s.empty() ? 1 : s[a.dim], a.wrap_negative);
   return {scatter_add(zeros_like_shape(s, c.grad()), a.dim, index, c.grad()), Tensor()};
 }
-// scatter and scatter_add: src's gradient is g at the positions src was read
-// from (its leading index-shaped corner).
-Tensor scattered_source_grad(const GradContext& c, const Tensor& index) {
-  const IndexAttrs& a = c.attr<IndexAttrs>();
-  Tensor picked = gather(c.grad(), a.dim, index);
+// The scatters: src's gradient is `picked` (index-shaped) at the positions src
+// was read from (its leading index-shaped corner), zero elsewhere.
+Tensor scattered_source_grad(const GradContext& c, const Tensor& picked) {
   const Shape& src_shape = c.input_shape(2);
   if (picked.shape() == src_shape) return picked;
   Tensor z = zeros_like_shape(src_shape, picked);
@@ -386,7 +447,48 @@ Grads d_scatter(const GradContext& c) {
   Tensor index = wrapped_index(c.input(1), s.empty() ? 1 : s[a.dim], a.wrap_negative);
   Grads r(3);
   if (c.needs[0]) r[0] = c.call.op == OpType::scatter ? scatter(c.grad(), a.dim, index, Scalar(0.0)) : c.grad();
-  if (c.needs[2]) r[2] = scattered_source_grad(c, index);
+  if (c.needs[2]) r[2] = scattered_source_grad(c, gather(c.grad(), a.dim, index));
+  return r;
+}
+// scatter_reduce (x's values included; mean and include_self are compositions):
+// sum as scatter_add; prod the product of the other values; amax/amin split the
+// gradient evenly among the values equal to the result, x's own included, as PyTorch.
+Grads d_scatter_reduce(const GradContext& c) {
+  const IndexAttrs& a = c.attr<IndexAttrs>();
+  const Shape& s = c.input_shape(0);
+  Tensor index = wrapped_index(c.input(1), s.empty() ? 1 : s[a.dim], a.wrap_negative);
+  const Tensor &x = c.input(0), &g = c.grad();
+  Grads r(3);
+  if (a.reduce == kScatterSum) {
+    if (c.needs[0]) r[0] = g;
+    if (c.needs[2]) r[2] = scattered_source_grad(c, gather(g, a.dim, index));
+    return r;
+  }
+  // src's leading index-shaped corner: the values that were combined.
+  Tensor src = c.input(2);
+  for (int64_t d = 0; d < index.dim(); ++d) src = slice(src, d, 0, index.shape()[d]);
+  const Tensor& out = c.output();
+  if (a.reduce == kScatterProd) {  // the product of the others, zeros included (PyTorch's formulas)
+    if (c.needs[0]) {
+      Tensor masked_x = masked_fill(x, eq(x, Scalar(0.0)), Scalar(1.0));
+      r[0] = div(mul(g, scatter_reduce(masked_x, a.dim, index, src, "prod")), masked_x);
+    }
+    if (c.needs[2]) {
+      Tensor src_zero = eq(src, Scalar(0.0));
+      Tensor zeros_at = gather(scatter_add(zeros_like(x), a.dim, index, as_dtype_of(src_zero, x)), a.dim, index);
+      Tensor lone_zero = logical_and(src_zero, eq(zeros_at, Scalar(1.0)));
+      Tensor others = scatter_reduce(x, a.dim, index, masked_fill(src, lone_zero, Scalar(1.0)), "prod");
+      r[2] = scattered_source_grad(c, where(lone_zero, gather(mul(g, others), a.dim, index),
+                                            div(gather(mul(g, out), a.dim, index),
+                                                masked_fill(src, src_zero, Scalar(1.0)))));
+    }
+    return r;
+  }
+  Tensor x_hit = as_dtype_of(eq(x, out), g);
+  Tensor src_hit = as_dtype_of(eq(src, gather(out, a.dim, index)), g);
+  Tensor share = div(g, scatter_add(x_hit, a.dim, index, src_hit));
+  if (c.needs[0]) r[0] = mul(share, x_hit);
+  if (c.needs[2]) r[2] = scattered_source_grad(c, mul(gather(share, a.dim, index), src_hit));
   return r;
 }
 
@@ -690,6 +792,8 @@ PF_REGISTER_DERIVATIVE(maximum, &d_maximum, kSavesInputs);
 PF_REGISTER_DERIVATIVE(minimum, &d_minimum, kSavesInputs);
 PF_REGISTER_DERIVATIVE(atan2, &d_atan2, kSavesInputs);
 PF_REGISTER_DERIVATIVE(hypot, &d_hypot, kSavesBoth);
+PF_REGISTER_DERIVATIVE(fmax, &d_fmax, kSavesInputs);
+PF_REGISTER_DERIVATIVE(fmin, &d_fmin, kSavesInputs);
 
 PF_REGISTER_DERIVATIVE(neg, &d_neg, kSavesNothing);
 PF_REGISTER_DERIVATIVE(abs, &d_abs, kSavesInputs);
@@ -702,6 +806,7 @@ PF_REGISTER_DERIVATIVE(hardtanh, &d_hardtanh, kSavesInputs);
 PF_REGISTER_DERIVATIVE(trunc, &d_zero, kSavesNothing);
 PF_REGISTER_DERIVATIVE(frac, &d_copy, kSavesNothing);
 PF_REGISTER_DERIVATIVE(square, &d_square, kSavesInputs);
+PF_REGISTER_DERIVATIVE(sgn, &d_zero, kSavesNothing);
 PF_REGISTER_DERIVATIVE(sqrt, &d_sqrt, kSavesOutputs);
 PF_REGISTER_DERIVATIVE(rsqrt, &d_rsqrt, kSavesOutputs);
 PF_REGISTER_DERIVATIVE(exp, &d_exp, kSavesOutputs);
@@ -719,6 +824,17 @@ PF_REGISTER_DERIVATIVE(expm1, &d_expm1, kSavesOutputs);
 PF_REGISTER_DERIVATIVE(log2, &d_log2, kSavesInputs);
 PF_REGISTER_DERIVATIVE(log10, &d_log10, kSavesInputs);
 PF_REGISTER_DERIVATIVE(exp2, &d_exp2, kSavesOutputs);
+PF_REGISTER_DERIVATIVE(tan, &d_tan, kSavesOutputs);
+PF_REGISTER_DERIVATIVE(asin, &d_asin, kSavesInputs);
+PF_REGISTER_DERIVATIVE(acos, &d_acos, kSavesInputs);
+PF_REGISTER_DERIVATIVE(atan, &d_atan, kSavesInputs);
+PF_REGISTER_DERIVATIVE(sinh, &d_sinh, kSavesInputs);
+PF_REGISTER_DERIVATIVE(cosh, &d_cosh, kSavesInputs);
+PF_REGISTER_DERIVATIVE(asinh, &d_asinh, kSavesInputs);
+PF_REGISTER_DERIVATIVE(acosh, &d_acosh, kSavesInputs);
+PF_REGISTER_DERIVATIVE(atanh, &d_atanh, kSavesInputs);
+PF_REGISTER_DERIVATIVE(lgamma, &d_lgamma, kSavesInputs);
+PF_REGISTER_DERIVATIVE(digamma, &d_digamma, kSavesInputs);
 PF_REGISTER_DERIVATIVE(leaky_relu, &d_leaky_relu, kSavesInputs);
 PF_REGISTER_DERIVATIVE(elu, &d_elu, kSavesBoth);
 PF_REGISTER_DERIVATIVE(softplus, &d_softplus, kSavesInputs);
@@ -757,6 +873,7 @@ PF_REGISTER_DERIVATIVE(index_select, &d_index_select, kSavesInputs);
 PF_REGISTER_DERIVATIVE(gather, &d_gather, kSavesInputs);
 PF_REGISTER_DERIVATIVE(scatter, &d_scatter, kSavesInputs);
 PF_REGISTER_DERIVATIVE(scatter_add, &d_scatter, kSavesInputs);
+PF_REGISTER_DERIVATIVE(scatter_reduce, &d_scatter_reduce, kSavesBoth);
 
 PF_REGISTER_COMPOSITE(conv_weight_backward, &conv_weight_backward_composite);
 PF_REGISTER_DERIVATIVE(conv2d, &d_conv, kSavesInputs);

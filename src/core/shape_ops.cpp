@@ -13,6 +13,7 @@
 // synchronise, by nature: the result's size is the number of true entries.
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "core/dispatch.h"
@@ -141,6 +142,7 @@ PF_REGISTER_INFER(searchsorted, &infer_searchsorted);
 PF_REGISTER_INFER(gather, &infer_gather);
 PF_REGISTER_INFER(scatter, &infer_scatter);
 PF_REGISTER_INFER(scatter_add, &infer_scatter);
+PF_REGISTER_INFER(scatter_reduce, &infer_scatter);
 
 Tensor index_select_op(const Tensor& x, int64_t dim, const Tensor& index, bool wrap_negative) {
   return apply_one(ir::OpType::index_select, {x, index}, IndexAttrs{dim, wrap_negative});
@@ -356,6 +358,56 @@ Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
 }
 Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   return scatter_op_(ir::OpType::scatter_add, x, dim, index, src, false);
+}
+
+namespace {
+
+// The value that leaves any other unchanged under `reduce` (what the written
+// positions start from with include_self=false).
+Scalar reduce_identity(ScatterReduce reduce, DType dtype) {
+  const bool high = reduce == kScatterAmin;
+  if (reduce == kScatterSum) return Scalar(int64_t{0});
+  if (reduce == kScatterProd) return Scalar(int64_t{1});
+  if (dtype == DType::Bool) return Scalar(high);
+  const double inf = std::numeric_limits<double>::infinity();
+  if (is_floating(dtype)) return Scalar(high ? inf : -inf);
+  int64_t lo = 0, hi = 0;
+  switch (dtype) {
+    case DType::UInt8: lo = 0, hi = 255; break;
+    case DType::Int8: lo = -128, hi = 127; break;
+    case DType::Int16: lo = -32768, hi = 32767; break;
+    case DType::Int32: lo = INT32_MIN, hi = INT32_MAX; break;
+    default: lo = INT64_MIN, hi = INT64_MAX; break;
+  }
+  return Scalar(high ? hi : lo);
+}
+
+}  // namespace
+
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+                      bool include_self) {
+  ScatterReduce kind;
+  if (reduce == "sum" || reduce == "mean") kind = kScatterSum;
+  else if (reduce == "prod") kind = kScatterProd;
+  else if (reduce == "amax") kind = kScatterAmax;
+  else if (reduce == "amin") kind = kScatterAmin;
+  else throw ValueError("scatter_reduce: reduce argument must be either sum, prod, mean, amax or amin, got " + reduce);
+  PF_CHECK(reduce != "mean" || x.dtype() != DType::Bool, TypeError,
+           "scatter_reduce: reduce='mean' is not supported for bool tensors (as in PyTorch)");
+  Tensor base = include_self ? x : scatter(x, dim, index, reduce_identity(kind, x.dtype()));
+  Tensor out = apply_one(ir::OpType::scatter_reduce, {base, index, src}, IndexAttrs{dim, false, kind});
+  if (reduce != "mean") return out;
+  // PyTorch's count: 1 for x's own value (include_self) plus the values scattered; 1 where none came.
+  Tensor count = include_self ? ones_like(x) : zeros_like(x);
+  count = scatter_add(count, dim, index, scalar_src(x, index, Scalar(int64_t{1})));
+  count = where(eq(count, Scalar(int64_t{0})), full({}, Scalar(int64_t{1}), x.dtype()), count);
+  if (is_floating(x.dtype())) return div(out, count);
+  return to(floor(div(to(out, DType::Float64), to(count, DType::Float64))), x.dtype());
+}
+
+Tensor& scatter_reduce_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+                        bool include_self) {
+  return copy_(x, scatter_reduce(x, dim, index, src, reduce, include_self));
 }
 
 Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx) {

@@ -1,4 +1,4 @@
-// CPU index kernels: index_select, gather, scatter, scatter_add. index_select
+// CPU index kernels: index_select, gather, scatter, scatter_add, scatter_reduce. index_select
 // and gather are one strided loop (for_each_strided, as elementwise ops) over
 // the output, in which the input is seen through a view whose stride along
 // `dim` is 0: the body adds index * (its real stride) to reach the element.
@@ -9,14 +9,15 @@
 // IndexError and leaves the output untouched. With IndexAttrs::wrap_negative
 // (tensor keys, x[idx]) negative indices count from the end.
 // Moves go by element width only, so one instantiation serves every dtype of
-// a size; scatter_add adds float16 and bfloat16 in float32, so that each sum
-// is rounded once.
+// a size; scatter_add and scatter_reduce combine float16 and bfloat16 in
+// float32, so that each result is rounded once.
 
 #include <cstdlib>
 #include <cstring>
 
 #include "core/dispatch.h"
 #include "cpu/loops.h"
+#include "kernels/functors.h"
 #include "kernels/kernel_error.h"
 
 namespace pyflame::cpu {
@@ -123,7 +124,19 @@ void gather_kernel(OpCall& call) {
 // sums lose nothing. Within a block of positions the walk along `dim` is the
 // inner loop when `dim` is the index's innermost dim, else the outer one, so
 // memory is read in order either way.
-template <class T, class I, bool kAdd>
+// How scatter combines a value v into its place o: Assign, or a functor of
+// kernels/functors.h (Add, Mul, Maximum, Minimum) in the accumulation type.
+struct Assign {
+  template <class T> void operator()(T& o, T v) const { o = v; }
+};
+template <template <class> class F> struct Combine {
+  template <class T> void operator()(T& o, T v) const {
+    using A = acc_t<T>;
+    o = static_cast<T>(F<A>()(static_cast<A>(o), static_cast<A>(v)));
+  }
+};
+
+template <class T, class I, class Op>
 void scatter_loop(Tensor& out, const Tensor& index, const Tensor& src, int64_t d) {
   constexpr int64_t kBlock = 256;
   const int64_t size = out.shape()[d];
@@ -169,8 +182,7 @@ void scatter_loop(Tensor& out, const Tensor& index, const Tensor& src, int64_t d
         const int64_t at = wrapped(index_at<I>(index_base + io[j] + i * index_step), size);
         T& o = *reinterpret_cast<T*>(out_base + oo[j] + at * out_step);
         const T v = *reinterpret_cast<const T*>(src_base + so[j] + i * src_step);
-        if constexpr (kAdd) o = static_cast<T>(static_cast<acc_t<T>>(o) + static_cast<acc_t<T>>(v));
-        else o = v;
+        Op()(o, v);
       };
       if (dim_inner) {
         for (int64_t j = 0; j < m; ++j)
@@ -185,7 +197,7 @@ void scatter_loop(Tensor& out, const Tensor& index, const Tensor& src, int64_t d
 
 // inputs: x, index, src (at least index's size). The output starts as x
 // (it is x itself for an in-place scatter) and src is written into it.
-template <bool kAdd> void scatter_kernel(OpCall& call) {
+template <class Op> void scatter_kernel(OpCall& call) {
   const Tensor &x = call.inputs[0], &index = call.inputs[1], &src = call.inputs[2];
   const int64_t d = call.attr<IndexAttrs>().dim;
   Tensor& out = call.out();
@@ -194,9 +206,10 @@ template <bool kAdd> void scatter_kernel(OpCall& call) {
   if (index.numel() == 0) return;
   auto run = [&](Tensor& target, const Tensor& values, auto ttag) {
     using T = typename decltype(ttag)::type;
-    visit_index(index.dtype(), [&](auto itag) { scatter_loop<T, typename decltype(itag)::type, kAdd>(target, index, values, d); });
+    visit_index(index.dtype(),
+                [&](auto itag) { scatter_loop<T, typename decltype(itag)::type, Op>(target, index, values, d); });
   };
-  if constexpr (kAdd) {
+  if constexpr (!std::is_same_v<Op, Assign>) {
     if (out.dtype() == DType::Float16 || out.dtype() == DType::BFloat16) {
       Tensor wide = out.to(DType::Float32);
       run(wide, src.to(DType::Float32), TypeTag<float>{});
@@ -211,8 +224,18 @@ template <bool kAdd> void scatter_kernel(OpCall& call) {
 
 PF_REGISTER_KERNEL(index_select, CPU, &index_select_kernel);
 PF_REGISTER_KERNEL(gather, CPU, &gather_kernel);
-PF_REGISTER_KERNEL(scatter, CPU, &scatter_kernel<false>);
-PF_REGISTER_KERNEL(scatter_add, CPU, &scatter_kernel<true>);
+void scatter_reduce_kernel(OpCall& call) {
+  switch (call.attr<IndexAttrs>().reduce) {
+    case kScatterProd: return scatter_kernel<Combine<kernels::Mul>>(call);
+    case kScatterAmax: return scatter_kernel<Combine<kernels::Maximum>>(call);
+    case kScatterAmin: return scatter_kernel<Combine<kernels::Minimum>>(call);
+    default: return scatter_kernel<Combine<kernels::Add>>(call);
+  }
+}
+
+PF_REGISTER_KERNEL(scatter, CPU, &scatter_kernel<Assign>);
+PF_REGISTER_KERNEL(scatter_add, CPU, &scatter_kernel<Combine<kernels::Add>>);
+PF_REGISTER_KERNEL(scatter_reduce, CPU, &scatter_reduce_kernel);
 
 }  // namespace
 }  // namespace pyflame::cpu

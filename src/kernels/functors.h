@@ -225,6 +225,32 @@ template <class T> struct IsFinite {
     else return true;
   }
 };
+template <class T> struct Tan { PF_HOST_DEVICE T operator()(T x) const { return math::tan(x); } };
+template <class T> struct Asin { PF_HOST_DEVICE T operator()(T x) const { return math::asin(x); } };
+template <class T> struct Acos { PF_HOST_DEVICE T operator()(T x) const { return math::acos(x); } };
+template <class T> struct Atan { PF_HOST_DEVICE T operator()(T x) const { return math::atan(x); } };
+template <class T> struct Sinh { PF_HOST_DEVICE T operator()(T x) const { return math::sinh(x); } };
+template <class T> struct Cosh { PF_HOST_DEVICE T operator()(T x) const { return math::cosh(x); } };
+template <class T> struct Asinh { PF_HOST_DEVICE T operator()(T x) const { return math::asinh(x); } };
+template <class T> struct Acosh { PF_HOST_DEVICE T operator()(T x) const { return math::acosh(x); } };
+template <class T> struct Atanh { PF_HOST_DEVICE T operator()(T x) const { return math::atanh(x); } };
+template <class T> struct Lgamma { PF_HOST_DEVICE T operator()(T x) const { return math::lgamma(x); } };
+template <class T> struct Digamma { PF_HOST_DEVICE T operator()(T x) const { return math::digamma(x); } };
+// sgn is sign for real tensors (PyTorch's z / |z| only differs for complex ones).
+template <class T> struct Sgn : Sign<T> {};
+// fmax/fmin: NaN is ignored unless both are NaN (maximum/minimum propagate it).
+template <class T> struct Fmax {
+  PF_HOST_DEVICE T operator()(T a, T b) const {
+    if (math::isnan(a) || math::isnan(b)) return math::isnan(a) ? b : a;
+    return a > b ? a : b;
+  }
+};
+template <class T> struct Fmin {
+  PF_HOST_DEVICE T operator()(T a, T b) const {
+    if (math::isnan(a) || math::isnan(b)) return math::isnan(a) ? b : a;
+    return a < b ? a : b;
+  }
+};
 template <class T> struct Atan2 { PF_HOST_DEVICE T operator()(T a, T b) const { return math::atan2(a, b); } };
 template <class T> struct Hypot { PF_HOST_DEVICE T operator()(T a, T b) const { return math::hypot(a, b); } };
 

@@ -54,6 +54,16 @@ PF_MATH_FORWARD(trunc)
 PF_MATH_FORWARD(log2)
 PF_MATH_FORWARD(log10)
 PF_MATH_FORWARD(exp2)
+PF_MATH_FORWARD(tan)
+PF_MATH_FORWARD(asin)
+PF_MATH_FORWARD(acos)
+PF_MATH_FORWARD(atan)
+PF_MATH_FORWARD(sinh)
+PF_MATH_FORWARD(cosh)
+PF_MATH_FORWARD(asinh)
+PF_MATH_FORWARD(acosh)
+PF_MATH_FORWARD(atanh)
+PF_MATH_FORWARD(lgamma)
 #define PF_MATH_FORWARD2(name)                                                  \
   PF_HOST_DEVICE float name(float x, float y) { return ::name##f(x, y); }       \
   PF_HOST_DEVICE double name(double x, double y) { return ::name(x, y); }
@@ -155,6 +165,36 @@ PF_HOST_DEVICE double erf(double x) { return ::erf(x); }
 
 PF_HOST_DEVICE float pow(float a, float b) { return ::powf(a, b); }
 PF_HOST_DEVICE double pow(double a, double b) { return ::pow(a, b); }
+
+// digamma as PyTorch's calc_digamma (Cephes' psi): the reflection formula
+// below 0.5, the recurrence psi(x) = psi(x + 1) - 1 / x up to 10 and the
+// asymptotic series there; poles (0 and the negative integers) give -inf at
+// +-0 and NaN elsewhere, as PyTorch.
+template <class T> PF_HOST_DEVICE T digamma(T x) {
+  const T pi = T(3.14159265358979323846);
+  if (x == T(0)) return T(1) / x < T(0) ? std::numeric_limits<T>::infinity() : -std::numeric_limits<T>::infinity();
+  T result = T(0);
+  if (x < T(0)) {
+    if (x == math::floor(x)) return std::numeric_limits<T>::quiet_NaN();
+    // psi(1 - x) - psi(x) = pi / tan(pi x); tan of pi (x - trunc x) keeps the argument small.
+    const T r = x - static_cast<T>(static_cast<long long>(x));
+    result = -pi / static_cast<T>(::tan(static_cast<double>(pi * r)));
+    x = T(1) - x;
+  }
+  while (x < T(10)) {
+    result -= T(1) / x;
+    x += T(1);
+  }
+  if (x == T(10)) return result + T(2.25175258906672110764);
+  const T z = T(1) / (x * x);
+  const T poly = z * (T(8.33333333333333333333E-2) +
+                      z * (T(-8.33333333333333333333E-3) +
+                           z * (T(3.96825396825396825397E-3) +
+                                z * (T(-4.16666666666666666667E-3) +
+                                     z * (T(7.57575757575757575758E-3) +
+                                          z * (T(-2.10927960927960927961E-2) + z * T(8.33333333333333333333E-2)))))));
+  return result + T(::log(static_cast<double>(x))) - T(0.5) / x - poly;
+}
 
 template <class T> PF_HOST_DEVICE bool isnan(T x) {
   if constexpr (std::is_floating_point_v<T>) return x != x;

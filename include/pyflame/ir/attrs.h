@@ -55,11 +55,14 @@ struct ReduceAttrs {
 // Indexing along one dim (index_select, gather, scatter, scatter_add). With
 // wrap_negative, index -1 is the last position (tensor keys, x[idx]); without,
 // negative indices are out of range (as in PyTorch's functions).
+// scatter_reduce's `reduce` is a ScatterReduce (mean is a composition of sum).
+enum ScatterReduce : int64_t { kScatterSum, kScatterProd, kScatterAmax, kScatterAmin };
 struct IndexAttrs {
   int64_t dim = 0;
   bool wrap_negative = false;
+  int64_t reduce = kScatterSum;
   bool operator==(const IndexAttrs&) const = default;
-  template <class V> void fields(V&& v) const { v("dim", dim), v("wrap_negative", wrap_negative); }
+  template <class V> void fields(V&& v) const { v("dim", dim), v("wrap_negative", wrap_negative), v("reduce", reduce); }
 };
 
 // searchsorted: the first index whose element is > value (right) or >= value

@@ -1,4 +1,4 @@
-// GPU index kernels: index_select, gather, scatter, scatter_add, with the CPU
+// GPU index kernels: index_select, gather, scatter, scatter_add, scatter_reduce, with the CPU
 // kernels' semantics (src/cpu/index.cpp). As there, every operand is walked
 // over one shape with its coalesced layout (Offsets): the indexed tensor is
 // seen with stride 0 along `dim`, and the index's value times that dim's real
@@ -15,10 +15,14 @@
 // float32, float64, int32 and int64 natively; the 8- and 16-bit types (float16
 // and bfloat16 included) accumulate in a float32 or int32 copy that is
 // converted back once, so each sum is rounded once, as on the CPU.
+// scatter_reduce's prod, amax and amin combine with a compare-and-swap loop on
+// the 4- or 8-byte word (float32, float64, int32, int64), the narrow types
+// through the same wide copy.
 
 #include <algorithm>
 
 #include "core/dispatch.h"
+#include "kernels/functors.h"
 #include "pyflame/backend/rocm/hip_check.h"
 #include "pyflame/backend/rocm/stream.h"
 #include "rocm/device_guard.h"
@@ -103,8 +107,30 @@ static __global__ void select_rows_kernel(U* out, const U* src, const char* inde
   }
 }
 
-// out[i + position(index[i]) * step] = src[i] (kAdd: += with an atomic).
-template <class T, class I, bool kAdd>
+// How a scatter writes: a plain store, an atomic add, or a functor of
+// kernels/functors.h applied atomically.
+enum class Write { Store, Add, Mul, Max, Min };
+
+// *dst = F(*dst, v) atomically, for 4- and 8-byte T: compare-and-swap on the word.
+template <template <class> class F, class T> __device__ void atomic_combine(T* dst, T v) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "atomic_combine works on 4- and 8-byte words");
+  using U = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
+  U* word = reinterpret_cast<U*>(dst);
+  U old = *word, assumed;
+  do {
+    assumed = old;
+    T current;
+    memcpy(&current, &assumed, sizeof(T));
+    const T next = F<T>()(current, v);
+    U bits;
+    memcpy(&bits, &next, sizeof(T));
+    if (bits == assumed) return;
+    old = atomicCAS(word, assumed, bits);
+  } while (old != assumed);
+}
+
+// out[i + position(index[i]) * step] = src[i], or combined with it (Write).
+template <class T, class I, Write kWrite>
 static __global__ void scatter_kernel(char* out, const char* index, const char* src, Offsets<3> offsets, int64_t n,
                                       int64_t step, IndexCheck check) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
@@ -115,12 +141,18 @@ static __global__ void scatter_kernel(char* out, const char* index, const char* 
     if (at < 0) continue;
     T* dst = reinterpret_cast<T*>(out + off[0] + at * step);
     const T v = *reinterpret_cast<const T*>(src + off[2]);
-    if constexpr (kAdd) {
+    if constexpr (kWrite == Write::Add) {
       if constexpr (std::is_same_v<T, int64_t>) {
         atomicAdd(reinterpret_cast<unsigned long long*>(dst), static_cast<unsigned long long>(v));
       } else {
         atomicAdd(dst, v);
       }
+    } else if constexpr (kWrite == Write::Mul) {
+      atomic_combine<kernels::Mul>(dst, v);
+    } else if constexpr (kWrite == Write::Max) {
+      atomic_combine<kernels::Maximum>(dst, v);
+    } else if constexpr (kWrite == Write::Min) {
+      atomic_combine<kernels::Minimum>(dst, v);
     } else {
       *dst = v;
     }
@@ -266,7 +298,7 @@ void gather_entry(OpCall& call) {
   launch_gather(call, out, src, index);
 }
 
-template <bool kAdd> void launch_scatter(const OpCall& call, Tensor& out, const Tensor& index, const Tensor& src) {
+template <Write kWrite> void launch_scatter(const OpCall& call, Tensor& out, const Tensor& index, const Tensor& src) {
   const int device = out.device().index;
   const int64_t d = call.attr<IndexAttrs>().dim, n = index.numel();
   const Tensor pinned = pinned_along(out, index.shape(), d);
@@ -277,12 +309,12 @@ template <bool kAdd> void launch_scatter(const OpCall& call, Tensor& out, const 
   auto launch = [&](auto ttag) {
     using T = typename decltype(ttag)::type;
     visit_index(index.dtype(), [&](auto itag) {
-      scatter_kernel<T, typename decltype(itag)::type, kAdd><<<grid_for(n), kThreads, 0, current_stream(device)>>>(
+      scatter_kernel<T, typename decltype(itag)::type, kWrite><<<grid_for(n), kThreads, 0, current_stream(device)>>>(
           static_cast<char*>(out.data_ptr()), static_cast<const char*>(index.data_ptr()),
           static_cast<const char*>(values.data_ptr()), offsets, n, step, check);
     });
   };
-  if constexpr (kAdd) {
+  if constexpr (kWrite != Write::Store) {
     switch (out.dtype()) {
       case DType::Float32: launch(TypeTag<float>{}); break;
       case DType::Float64: launch(TypeTag<double>{}); break;
@@ -297,29 +329,40 @@ template <bool kAdd> void launch_scatter(const OpCall& call, Tensor& out, const 
 }
 
 // inputs: x, index, src. The output starts as x (it is x for an in-place scatter).
-template <bool kAdd> void scatter_entry(OpCall& call) {
+template <Write kWrite> void scatter_entry(OpCall& call) {
   DeviceGuard guard(call.out().device().index);
   const Tensor &x = call.inputs[0], &index = call.inputs[1], &src = call.inputs[2];
   Tensor& out = call.out();
   if (out.data_ptr() != x.data_ptr()) out.copy_(x);
   if (index.numel() == 0) return;
   const DType dt = out.dtype();
-  const bool native = !kAdd || dt == DType::Float32 || dt == DType::Float64 || dt == DType::Int32 || dt == DType::Int64;
+  const bool native = kWrite == Write::Store || dt == DType::Float32 || dt == DType::Float64 || dt == DType::Int32 ||
+                      dt == DType::Int64;
   if (native) {
-    launch_scatter<kAdd>(call, out, index, src);
+    launch_scatter<kWrite>(call, out, index, src);
     return;
   }
-  // Narrow types: sums in a float32 (floats) or int32 (integers, bool) copy, converted back once.
+  // Narrow types: combined in a float32 (floats) or int32 (integers, bool) copy, converted back once.
   const DType wide_type = is_floating(dt) ? DType::Float32 : DType::Int32;
   Tensor wide = out.to(wide_type);
-  launch_scatter<kAdd>(call, wide, index, src.to(wide_type));
+  launch_scatter<kWrite>(call, wide, index, src.to(wide_type));
   out.copy_(wide);
+}
+
+void scatter_reduce_entry(OpCall& call) {
+  switch (call.attr<IndexAttrs>().reduce) {
+    case kScatterProd: return scatter_entry<Write::Mul>(call);
+    case kScatterAmax: return scatter_entry<Write::Max>(call);
+    case kScatterAmin: return scatter_entry<Write::Min>(call);
+    default: return scatter_entry<Write::Add>(call);
+  }
 }
 
 PF_REGISTER_KERNEL(index_select, ROCm, &index_select_entry);
 PF_REGISTER_KERNEL(gather, ROCm, &gather_entry);
-PF_REGISTER_KERNEL(scatter, ROCm, &scatter_entry<false>);
-PF_REGISTER_KERNEL(scatter_add, ROCm, &scatter_entry<true>);
+PF_REGISTER_KERNEL(scatter, ROCm, &scatter_entry<Write::Store>);
+PF_REGISTER_KERNEL(scatter_add, ROCm, &scatter_entry<Write::Add>);
+PF_REGISTER_KERNEL(scatter_reduce, ROCm, &scatter_reduce_entry);
 
 }  // namespace
 }  // namespace pyflame::backend::rocm

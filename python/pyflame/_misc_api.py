@@ -1,0 +1,450 @@
+"""PyTorch functions composed of table ops: addcmul/addcdiv, equal, allclose and
+isclose, the index_* family, index_put, masked_select, take, aminmax, diff,
+unary plus, and the random draws normal, bernoulli, multinomial,
+Tensor.bernoulli_ and Tensor.exponential_.
+
+The random draws compose pf.rand/pf.randn, which draw on the tensor's device
+from one Philox stream: a seed gives the same numbers on the CPU and the GPU.
+"""
+
+import math
+from collections import namedtuple
+
+from . import _C
+from ._creation import arange, full, rand, randn, tensor
+from ._reductions import amax, amin
+
+# --------------------------------------------------------------- helpers
+
+
+def _is_int_like(dtype):
+    return not dtype.is_floating_point
+
+
+def _broadcast_shape(*shapes):
+    """The shape the given shapes broadcast to (PyTorch's rules), or ValueError."""
+    ndim = max(len(s) for s in shapes)
+    out = []
+    for i in range(ndim):
+        size = 1
+        for s in shapes:
+            k = i - (ndim - len(s))
+            if k < 0 or s[k] == 1:
+                continue
+            if size not in (1, s[k]):
+                raise ValueError(f"shapes {', '.join(str(tuple(t)) for t in shapes)} cannot be broadcast together")
+            size = s[k]
+        out.append(size)
+    return tuple(out)
+
+
+def _wrap_dim(dim, ndim, name):
+    n = ndim if ndim > 0 else 1
+    if not -n <= dim < n:
+        raise IndexError(f"{name}: dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def _scalar(value):
+    """A number from a number or a one-element tensor."""
+    return value.item() if isinstance(value, _C.Tensor) else value
+
+
+def _none_or_all_false(mask):
+    """True when a bool tensor has no true element (one wait on the device)."""
+    return _C.sum(mask).item() == 0
+
+
+# --------------------------------------------------------------- arithmetic
+
+
+def _check_addc_value(name, tensors, value):
+    if isinstance(value, float) and all(_is_int_like(t.dtype) for t in tensors):
+        raise TypeError(f"{name}: for integral input tensors, argument value must not be a floating point number")
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 * tensor2, as torch.addcmul."""
+    _check_addc_value("addcmul", (input, tensor1, tensor2), value)
+    prod = _C.mul(tensor1, tensor2)
+    return _C.add(input, prod if value == 1 else _C.mul(prod, value))
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 / tensor2, as torch.addcdiv (which refuses integer division)."""
+    if _is_int_like(tensor1.dtype) and _is_int_like(tensor2.dtype):
+        raise TypeError("addcdiv: integer division of tensor1 by tensor2 is not supported (as in PyTorch); "
+                        "use (tensor1 / tensor2) or convert them to a float dtype")
+    _check_addc_value("addcdiv", (input, tensor1, tensor2), value)
+    quot = _C.div(tensor1, tensor2)
+    return _C.add(input, quot if value == 1 else _C.mul(quot, value))
+
+
+def _addc_(fn):
+    def method(self, tensor1, tensor2, *, value=1):
+        return self.copy_(fn(self, tensor1, tensor2, value=value))
+
+    method.__name__ = fn.__name__ + "_"
+    method.__doc__ = f"In-place {fn.__name__}."
+    return method
+
+
+def positive(input):
+    """input itself, as torch.positive (unary plus); bool tensors are refused as in PyTorch."""
+    if input.dtype == _C.dtype.bool:
+        raise TypeError("the + operator on a bool tensor is not supported (as in PyTorch); "
+                        "if you are trying to invert a mask, use ~ or logical_not() instead")
+    return input
+
+
+# --------------------------------------------------------------- comparisons
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|input - other| <= atol + rtol * |other| elementwise (bool), as torch.isclose; equal
+    values (infinities included) are close, NaN only with equal_nan."""
+    if input.dtype != other.dtype:
+        raise TypeError(f"isclose: input ({input.dtype}) and other ({other.dtype}) must have the same dtype")
+    if rtol < 0 or atol < 0:
+        raise ValueError(f"isclose: rtol ({rtol}) and atol ({atol}) must be non-negative")
+    close = _C.eq(input, other)
+    if equal_nan and input.dtype.is_floating_point:
+        close = _C.logical_or(close, _C.logical_and(_C.isnan(input), _C.isnan(other)))
+    if rtol == 0 and atol == 0:
+        return close
+    # Bools in float, integers as they are: their difference is compared in float, as PyTorch.
+    a = input.to(_C.dtype.float32) if input.dtype == _C.dtype.bool else input
+    b = other.to(_C.dtype.float32) if other.dtype == _C.dtype.bool else other
+    allowed = _C.add(_C.abs(_C.mul(b, float(rtol))), float(atol))
+    actual = _C.abs(_C.sub(a, b))
+    return _C.logical_or(close, _C.logical_and(_C.isfinite(actual), _C.le(actual, allowed)))
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether every element is close (isclose), as a Python bool."""
+    return _none_or_all_false(_C.logical_not(isclose(input, other, rtol, atol, equal_nan)))
+
+
+def equal(input, other):
+    """True when both have the same shape and the same elements (NaN differs from itself), as torch.equal."""
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return _none_or_all_false(_C.ne(input, other))
+
+
+# --------------------------------------------------------------- indexing
+
+
+def _index_along(name, x, dim, index, n_dim_size=None):
+    """index (0-d or 1-D integer) spread over x's shape with dim's size replaced by len(index)."""
+    if index.dim() > 1:
+        raise ValueError(f"{name}: index must be 0-d or 1-D, got shape {tuple(index.shape)}")
+    if index.dtype not in (_C.dtype.int64, _C.dtype.int32):
+        raise TypeError(f"{name}: index must be an int64 or int32 tensor, got {index.dtype}")
+    index = index.reshape(-1)
+    shape = list(x.shape) if x.dim() else [1]
+    shape[dim] = index.shape[0]
+    view = [1] * len(shape)
+    view[dim] = index.shape[0]
+    return index.reshape(*view).expand(*shape), tuple(shape)
+
+
+def _as_1d(x):
+    return x.reshape(1) if x.dim() == 0 else x
+
+
+def _check_source(name, x, source, shape):
+    if source.dtype != x.dtype:
+        raise TypeError(f"{name}: self ({x.dtype}) and source ({source.dtype}) must have the same dtype")
+    if tuple(_as_1d(source).shape) != shape:
+        raise ValueError(f"{name}: source of shape {tuple(source.shape)} does not match the indexed shape {shape}")
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """input with alpha * source added at the positions index names along dim, as torch.index_add."""
+    dim = _wrap_dim(dim, input.dim(), "index_add")
+    idx, shape = _index_along("index_add", input, dim, index)
+    _check_source("index_add", input, source, shape)
+    src = _as_1d(source) if alpha == 1 else _C.mul(_as_1d(source), alpha).to(input.dtype)
+    return _C.scatter_add(_as_1d(input), dim, idx, src).reshape(*input.shape)
+
+
+def index_copy(input, dim, index, source):
+    """input with source written at the positions index names along dim, as torch.index_copy."""
+    dim = _wrap_dim(dim, input.dim(), "index_copy")
+    idx, shape = _index_along("index_copy", input, dim, index)
+    _check_source("index_copy", input, source, shape)
+    return _C.scatter(_as_1d(input), dim, idx, _as_1d(source)).reshape(*input.shape)
+
+
+def index_fill(input, dim, index, value):
+    """input with value written at the positions index names along dim, as torch.index_fill."""
+    dim = _wrap_dim(dim, input.dim(), "index_fill")
+    idx, _ = _index_along("index_fill", input, dim, index)
+    if isinstance(value, _C.Tensor) and value.dim() != 0:
+        raise ValueError(f"index_fill: value must be a number or a 0-d tensor, got shape {tuple(value.shape)}")
+    return _C.scatter(_as_1d(input), dim, idx, value=_scalar(value)).reshape(*input.shape)
+
+
+def _in_place(fn):
+    def method(self, *args, **kwargs):
+        return self.copy_(fn(self, *args, **kwargs))
+
+    method.__name__ = fn.__name__ + "_"
+    method.__doc__ = f"In-place {fn.__name__}."
+    return method
+
+
+def index_put(input, indices, values, accumulate=False):
+    """A copy of input with input[indices] = values (or += with accumulate, duplicates summed), as torch.index_put."""
+    return index_put_(input.clone(), indices, values, accumulate)
+
+
+def index_put_(input, indices, values, accumulate=False):
+    """input[indices] = values in place (indices: a tuple of integer or bool tensors for the leading dims);
+    with accumulate, values are added and duplicate positions sum, as torch.index_put_."""
+    indices = tuple(indices)
+    if not isinstance(values, _C.Tensor):
+        values = full((), values, dtype=input.dtype, device=input.device)
+    if values.dtype != input.dtype:
+        raise TypeError(f"index_put_: values ({values.dtype}) must have the dtype of the tensor ({input.dtype}), "
+                        "as PyTorch requires; convert them with .to()")
+    if not accumulate:
+        input[indices] = values
+        return input
+    # Each key becomes integer coordinates (a mask its true entries'), broadcast, then one
+    # linear row index into the indexed leading dims merged: an index_add along that dim.
+    coords, d = [], 0
+    for key in indices:
+        if not isinstance(key, _C.Tensor):
+            key = tensor(key, device=input.device)
+        if key.dtype == _C.dtype.bool:
+            for k in range(key.dim()):
+                grid = arange(key.shape[k], device=input.device).reshape(
+                    *[key.shape[k] if j == k else 1 for j in range(key.dim())]).expand(*key.shape)
+                coords.append(grid[key])
+            d += key.dim()
+        else:
+            coords.append(key.to(_C.dtype.int64))
+            d += 1
+    if d > input.dim():
+        raise IndexError(f"too many indices for a tensor of dimension {input.dim()}")
+    sizes = list(input.shape[:d])
+    b_shape = _broadcast_shape(*[tuple(c.shape) for c in coords])
+    row = None
+    for c, size in zip(coords, sizes):
+        if c.numel() and (_C.sum(_C.logical_or(_C.lt(c, -size), _C.ge(c, size))).item()):
+            raise IndexError(f"index_put_: an index is out of bounds for a dimension of size {size}")
+        c = _C.where(_C.lt(c, 0), _C.add(c, size), c)
+        row = c if row is None else _C.add(_C.mul(row, size), c)
+    rest = tuple(input.shape[d:])
+    v = values.to(input.dtype).expand(*(b_shape + rest)).reshape(-1, *rest)
+    flat = input.contiguous().reshape(math.prod(sizes), *rest)
+    flat = index_add(flat, 0, row.expand(*b_shape).reshape(-1), v)
+    return input.copy_(flat.reshape(*input.shape))
+
+
+def masked_select(input, mask):
+    """The elements of input where mask (broadcast with it) is true, as a 1-D tensor, as torch.masked_select."""
+    if mask.dtype != _C.dtype.bool:
+        raise TypeError(f"masked_select: mask must be a bool tensor, got {mask.dtype}")
+    shape = _broadcast_shape(tuple(input.shape), tuple(mask.shape))
+    return input.expand(*shape)[mask.expand(*shape)].reshape(-1)
+
+
+def take(input, index):
+    """input seen as 1-D, at the positions of index (negative counting from the end); index's shape, as torch.take."""
+    if index.dtype != _C.dtype.int64:
+        raise TypeError(f"take(): expected an int64 tensor for index, but got {index.dtype}")
+    return input.reshape(-1)[index]
+
+
+# --------------------------------------------------------------- reductions and differences
+
+AminmaxResult = namedtuple("aminmax", ["min", "max"])
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    """(min, max) over dim (None: every element), as torch.aminmax's named tuple."""
+    if input.numel() == 0 and dim is None:
+        raise ValueError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity")
+    return AminmaxResult(amin(input, dim, keepdim), amax(input, dim, keepdim))
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along dim, after joining prepend and append there, as torch.diff
+    (bool tensors give logical xor)."""
+    if input.dim() == 0:
+        raise ValueError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise ValueError(f"order must be non-negative but got {n}")
+    dim = _wrap_dim(dim, input.dim(), "diff")
+    parts = [p for p in (prepend, input, append) if p is not None]
+    for i, p in enumerate(parts):
+        if not isinstance(p, _C.Tensor):  # a number stands for a slice of that value
+            shape = list(input.shape)
+            shape[dim] = 1
+            parts[i] = full(tuple(shape), p, dtype=input.dtype, device=input.device)
+    x = _C.cat(parts, dim) if len(parts) > 1 else input
+    for _ in range(n):
+        length = x.shape[dim]
+        if length == 0:
+            break
+        hi, lo = _C.slice(x, dim, 1, length), _C.slice(x, dim, 0, length - 1)
+        x = _C.ne(hi, lo) if x.dtype == _C.dtype.bool else _C.sub(hi, lo)
+    return x
+
+
+# --------------------------------------------------------------- random draws
+
+
+def _check_std(std):
+    if isinstance(std, _C.Tensor):
+        if std.numel() and _C.sum(_C.lt(std, 0.0)).item():
+            raise ValueError("normal expects all elements of std >= 0.0")
+    elif not std >= 0.0:
+        raise ValueError(f"normal expects std >= 0.0, but found std {std}")
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """Normal samples, in torch.normal's four forms: normal(mean_tensor, std_tensor),
+    normal(mean_float, std_tensor), normal(mean_tensor, std_float=1.0) (the tensors'
+    shapes broadcast), and normal(mean_float, std_float, size). Drawn as pf.randn."""
+    _check_std(std)
+    tensors = [t for t in (mean, std) if isinstance(t, _C.Tensor)]
+    if not tensors:
+        if size is None:
+            raise TypeError("normal(mean, std, size): with a number mean and std the size is needed")
+        size = (size,) if isinstance(size, int) else tuple(size)
+        z = randn(*size, dtype=dtype, generator=generator, device=device)
+        out = _C.add(_C.mul(z, float(std)), float(mean)) if (mean, std) != (0.0, 1.0) else z
+        return out.requires_grad_(True) if requires_grad else out
+    if size is not None:
+        raise TypeError("normal: size is given only with a number mean and std (normal(0.0, 1.0, size))")
+    for t in tensors:
+        if not t.dtype.is_floating_point:
+            raise TypeError(f"normal expects floating-point mean and std tensors, got {t.dtype}")
+    shape = _broadcast_shape(*[tuple(t.shape) for t in tensors])
+    like = tensors[0]
+    z = randn(*shape, dtype=like.dtype, generator=generator, device=like.device)
+    return _C.add(_C.mul(z, std), mean)
+
+
+def _uniform_like(t, generator):
+    """Uniform [0, 1) samples of t's shape on t's device, float64 for float64 tensors, else float32."""
+    dt = _C.dtype.float64 if t.dtype == _C.dtype.float64 else _C.dtype.float32
+    return rand(*t.shape, dtype=dt, generator=generator, device=t.device)
+
+
+def _check_p(p):
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"bernoulli: p must be in [0, 1], got {p}")
+
+
+def bernoulli(input, p=None, *, generator=None):
+    """0 or 1 for each element, 1 with probability input (or p), in input's dtype, as torch.bernoulli."""
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"bernoulli: input must be a floating-point tensor of probabilities, got {input.dtype}")
+    u = _uniform_like(input, generator)
+    if p is None:
+        return _C.lt(u, input).to(input.dtype)
+    _check_p(p)
+    return _C.lt(u, float(p)).to(input.dtype)
+
+
+def _bernoulli_(self, p=0.5, *, generator=None):
+    """Fills self with 0/1 draws, 1 with probability p (a number or a tensor broadcasting to self)."""
+    if not isinstance(p, _C.Tensor):
+        _check_p(p)
+    return self.copy_(_C.lt(_uniform_like(self, generator), p).to(self.dtype))
+
+
+def _exponential_(self, lambd=1.0, *, generator=None):
+    """Fills self with exponential draws of rate lambd: -log(1 - u) / lambd."""
+    if not self.dtype.is_floating_point:
+        raise TypeError(f"exponential_: the tensor must be floating-point, got {self.dtype}")
+    if not lambd > 0:
+        raise ValueError(f"exponential_ expects lambd > 0.0, but found lambd={lambd}")
+    u = _uniform_like(self, generator)
+    return self.copy_(_C.div(_C.neg(_C.log1p(_C.neg(u))), float(lambd)))
+
+
+def _categories(w, u):
+    """For each row of weights w (float64, rows summing above 0) and each column of uniforms u:
+    the category whose step of the normalised cumulative sums holds u."""
+    cdf = _C.cumsum(w, -1)
+    n = w.shape[-1]
+    # Dividing by the total makes the last entry exactly 1, above every u in [0, 1): the count of
+    # entries <= u is a valid category, and zero-weight categories (no step in cdf) are never drawn.
+    cdf = _C.div(cdf, _C.slice(cdf, 1, n - 1, n))
+    return _C.sum(_C.le(cdf.unsqueeze(1), u.unsqueeze(2)), -1)
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """Category indices (int64) drawn with probabilities proportional to input's rows (1-D or 2-D), as
+    torch.multinomial. With replacement, each draw finds its uniform number's place in the row's
+    cumulative sums; without, the categories are drawn one after the other, each drawn one's weight
+    then set to 0 (num_samples rounds of a few ops)."""
+    if input.dim() not in (1, 2):
+        raise ValueError(f"multinomial: prob_dist must be 1 or 2 dim, got {input.dim()}")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"multinomial only supports floating-point dtypes for input, got {input.dtype}")
+    if num_samples <= 0:
+        raise ValueError(f"multinomial: cannot sample num_samples <= 0 samples, got {num_samples}")
+    n = input.shape[-1]
+    if not replacement and num_samples > n:
+        raise ValueError(f"multinomial: cannot sample num_samples={num_samples} > prob_dist.size(-1)={n} "
+                         "samples without replacement")
+    w = (input.reshape(1, n) if input.dim() == 1 else input).to(_C.dtype.float64)
+    rows = w.shape[0]
+    bad = _C.logical_or(_C.lt(w, 0.0), _C.logical_not(_C.isfinite(w)))
+    if _C.sum(bad).item():
+        raise ValueError("multinomial: probability tensor contains either inf, nan or element < 0")
+    positive = _C.sum(_C.gt(w, 0.0), -1)
+    if _C.sum(_C.eq(positive, 0)).item():
+        raise ValueError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
+    if not replacement and _C.sum(_C.lt(positive, num_samples)).item():
+        raise ValueError("multinomial: invalid multinomial distribution (with replacement=False, not enough "
+                         "non-negative category to sample)")
+    if replacement or num_samples == 1:
+        u = rand(rows, num_samples, dtype=_C.dtype.float64, generator=generator, device=input.device)
+        picks = _categories(w, u)
+    else:
+        drawn = []
+        for _ in range(num_samples):
+            u = rand(rows, 1, dtype=_C.dtype.float64, generator=generator, device=input.device)
+            drawn.append(_categories(w, u))
+            w = _C.scatter(w, 1, drawn[-1], value=0.0)
+        picks = _C.cat(drawn, 1)
+    return picks.reshape(num_samples) if input.dim() == 1 else picks
+
+
+# --------------------------------------------------------------- Tensor methods
+
+addcmul_ = _addc_(addcmul)
+addcdiv_ = _addc_(addcdiv)
+index_add_ = _in_place(index_add)
+index_copy_ = _in_place(index_copy)
+index_fill_ = _in_place(index_fill)
+
+
+def _index_put_method(self, indices, values, accumulate=False):
+    return index_put(self, indices, values, accumulate)
+
+
+for _name, _fn in (
+    ("addcmul", addcmul), ("addcdiv", addcdiv), ("addcmul_", addcmul_), ("addcdiv_", addcdiv_),
+    ("isclose", isclose), ("allclose", allclose), ("equal", equal),
+    ("index_add", index_add), ("index_add_", index_add_), ("index_copy", index_copy), ("index_copy_", index_copy_),
+    ("index_fill", index_fill), ("index_fill_", index_fill_), ("index_put", _index_put_method),
+    ("index_put_", index_put_), ("masked_select", masked_select), ("take", take), ("aminmax", aminmax),
+    ("diff", diff), ("positive", positive), ("__pos__", positive), ("bernoulli", bernoulli),
+    ("bernoulli_", _bernoulli_), ("exponential_", _exponential_), ("multinomial", multinomial),
+):
+    setattr(_C.Tensor, _name, _fn)
+del _name, _fn
+
+__all__ = [
+    "addcmul", "addcdiv", "positive", "isclose", "allclose", "equal", "index_add", "index_copy", "index_fill",
+    "index_put", "index_put_", "masked_select", "take", "aminmax", "diff", "normal", "bernoulli", "multinomial",
+]
