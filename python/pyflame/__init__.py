@@ -128,6 +128,7 @@ for _name, _family in _C.op_table():
 del _name, _family
 # max/min with PyTorch's forms (values and indices over a dim), and amax/amin.
 from ._reductions import amax, amin, max, min  # noqa: E402,F401,A004
+from ._elementwise import ZeroDivisionError, clamp_max, clamp_min, clip, divide, lerp, true_divide  # noqa: E402,F401,A004
 
 # Ops outside the op table: they run as table ops (conv1d and the 1-D pools
 # as the 2-D ops) or compose them (pad).

@@ -342,7 +342,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
   // Python operators -> op table entries.
   const std::pair<const char*, OpType> binary_dunders[] = {
       {"add", OpType::add}, {"sub", OpType::sub}, {"mul", OpType::mul}, {"truediv", OpType::div},
-      {"pow", OpType::pow},
+      {"pow", OpType::pow}, {"floordiv", OpType::floor_divide}, {"mod", OpType::remainder},
+      {"and", OpType::bitwise_and}, {"or", OpType::bitwise_or}, {"xor", OpType::bitwise_xor},
+      {"lshift", OpType::bitwise_left_shift}, {"rshift", OpType::bitwise_right_shift},
   };
   for (auto [dunder, op] : binary_dunders) {
     std::string name(dunder);
@@ -364,6 +366,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
     tensor.def(dunder, [op](const Tensor& a, nb::handle b) { return pyflame::binary_op(op, a, as_operand(b)); });
   tensor.def("__neg__", [](const Tensor& a) { return pyflame::unary_op(OpType::neg, a); });
   tensor.def("__abs__", [](const Tensor& a) { return pyflame::unary_op(OpType::abs, a); });
+  tensor.def("__invert__", [](const Tensor& a) { return pyflame::unary_op(OpType::bitwise_not, a); });
   tensor.def("__matmul__", [](const Tensor& a, const Tensor& b) { return pyflame::matmul(a, b); });
   tensor.def("__rmatmul__", [](const Tensor& a, const Tensor& b) { return pyflame::matmul(b, a); });
 

@@ -29,6 +29,7 @@ Policy policy(ir::OpType op) {
     case OpType::log2:
     case OpType::log10:
     case OpType::expm1:
+    case OpType::erfinv:
     case OpType::reciprocal:
     case OpType::rsqrt:
     case OpType::pow:
