@@ -155,8 +155,10 @@ void bind_ops(nb::module_& m, nb::class_<Tensor>& tensor) {
     });
   }, "approximate"_a = "none");
   // clamp and its PyTorch names: bounds are numbers or tensors (broadcast), either may be None.
-  auto bound = [](nb::handle b) { return b.is_none() ? std::optional<Tensor>() : std::optional<Tensor>(as_operand(b)); };
-  auto clamp = [bound](const Tensor& x, nb::handle lo, nb::handle hi) { return pyflame::clamp(x, bound(lo), bound(hi)); };
+  auto bound = [](nb::handle b) { return b.is_none() ? std::nullopt : std::optional<Tensor>(as_operand(b)); };
+  auto clamp = [bound](const Tensor& x, nb::handle lo, nb::handle hi) {
+    return pyflame::clamp(x, bound(lo), bound(hi));
+  };
   auto clamp_ = [bound](nb::handle self, nb::handle lo, nb::handle hi) {
     return in_place(self, [&](Tensor& x) { pyflame::clamp_(x, bound(lo), bound(hi)); });
   };
@@ -203,8 +205,9 @@ void bind_ops(nb::module_& m, nb::class_<Tensor>& tensor) {
   for (const char* name : {"div", "divide", "true_divide"}) {
     const bool rounding = std::string(name) != "true_divide";
     if (std::string(name) != "div") {  // div's plain forms come from the table
-      m.def(name, [](nb::handle a, nb::handle b) { return pyflame::binary_op(OpType::div, as_operand(a), as_operand(b)); },
-            "input"_a, "other"_a);
+      m.def(name, [](nb::handle a, nb::handle b) {
+        return pyflame::binary_op(OpType::div, as_operand(a), as_operand(b));
+      }, "input"_a, "other"_a);
       tensor.def(name, [](const Tensor& a, nb::handle b) { return pyflame::binary_op(OpType::div, a, as_operand(b)); },
                  "other"_a);
       tensor.def((std::string(name) + "_").c_str(), [](nb::handle self, nb::handle b) {

@@ -52,7 +52,7 @@ void check_elementwise_dtype(ir::OpType op, DType compute) {
   const OpFamily family = op_family(op);
   PF_CHECK(!is_floating(compute) || (family != OpFamily::UNARY_INT && family != OpFamily::BINARY_INT), TypeError,
            op_name(op), ": only integer and bool tensors are supported, got ", compute,
-           (family == OpFamily::UNARY_INT ? "" : " (a float operand, a Python float included, makes the result float)"));
+           (family == OpFamily::UNARY_INT ? "" : " (a float operand, Python floats included, makes it float)"));
   if (compute != DType::Bool) return;
   PF_CHECK(op != ir::OpType::sub, TypeError,
            "sub: subtracting bool tensors is not supported; use logical operations or convert with .to(int32)");

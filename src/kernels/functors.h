@@ -252,6 +252,11 @@ template <class T> struct Xlogy {
 // cannot take with invalid(), the backends report them as a kernel error
 // (DivisionByZero) and the functor itself returns 0 there instead of trapping.
 // The most negative integer divided by -1 wraps around, as in PyTorch.
+// x < 0, also for unsigned types (where compilers warn about the comparison).
+template <class T> PF_HOST_DEVICE constexpr bool is_negative(T x) {
+  if constexpr (std::is_signed_v<T>) return x < T(0);
+  else return false;
+}
 template <class T> struct IntegerDivision {
   static constexpr KernelErrorCode kInvalid = KernelErrorCode::DivisionByZero;
   PF_HOST_DEVICE bool invalid(T, T b) const {
@@ -282,7 +287,7 @@ template <class T> struct FloorDivide : IntegerDivision<T> {
     } else {
       if (!this->plain(b)) return b == T(0) ? T(0) : this->negate(a);
       T q = static_cast<T>(a / b), r = static_cast<T>(a % b);
-      return r != T(0) && ((r < T(0)) != (b < T(0))) ? static_cast<T>(q - T(1)) : q;
+      return r != T(0) && is_negative(r) != is_negative(b) ? static_cast<T>(q - T(1)) : q;
     }
   }
 };
@@ -301,7 +306,7 @@ template <class T> struct Remainder : IntegerDivision<T> {
     } else {
       if (!this->plain(b)) return T(0);
       T r = static_cast<T>(a % b);
-      return r != T(0) && ((r < T(0)) != (b < T(0))) ? static_cast<T>(r + b) : r;
+      return r != T(0) && is_negative(r) != is_negative(b) ? static_cast<T>(r + b) : r;
     }
   }
 };
@@ -343,7 +348,7 @@ template <class T> struct RightShift {
     if constexpr (std::is_same_v<T, bool>) {
       return a;
     } else {
-      const T fill = a < T(0) ? T(-1) : T(0);  // what shifting out every bit leaves
+      const T fill = is_negative(a) ? T(-1) : T(0);  // what shifting out every bit leaves
       if constexpr (std::is_signed_v<T>)
         if (b < T(0)) return fill;
       return b >= T(sizeof(T) * 8) ? fill : static_cast<T>(a >> b);

@@ -31,7 +31,8 @@ _SHIFTS = dict(low=-2, high=12, ilow=-2, ihigh=12)
 
 
 def _float_binary(fn):
-    """BINARY_FLOAT ops that torch refuses for integers and bool: computed in float32."""
+    """BINARY_FLOAT: integer and bool operands computed in float32, numbers included (torch promotes
+    them so for copysign and xlogy, and refuses them for logaddexp)."""
 
     def ref(a, b):
         if all(not (isinstance(v, torch.Tensor) and v.dtype.is_floating_point) and not isinstance(v, float)
@@ -44,6 +45,10 @@ def _float_binary(fn):
 
 
 def _trunc_divide(a, b):
+    """float16/bfloat16 quotients are truncated from float32 (torch rounds them to the dtype first,
+    which can move a quotient just below a whole number onto it: docs/ops.md)."""
+    if a.dtype in (torch.float16, torch.bfloat16):
+        return torch.div(a.float(), b.float(), rounding_mode="trunc").to(a.dtype)
     return torch.div(a, b, rounding_mode="trunc")
 
 
@@ -102,10 +107,10 @@ OP_INFOS = [
            _float_binary(torch.logaddexp), BINARY_CLASSES),
     OpInfo("copysign", "BINARY_FLOAT", ALL_DTYPES, _binary_samples(_STD, scalars=(-3, 2.5, True),
                                                                    scalar_first=(2, -1.5, True)),
-           _binary(torch.copysign), BINARY_CLASSES, exact_float=True),
+           _float_binary(torch.copysign), BINARY_CLASSES, exact_float=True),
     OpInfo("xlogy", "BINARY_FLOAT", ALL_DTYPES,
            # x = 0 among the integers (0 there); floats away from it, where xlogy's gradient jumps
            _binary_samples(dict(low=-3, high=3, ilow=-2, ihigh=2), dict(low=0.1, high=6, ilow=1, ihigh=9),
                            scalars=(3, 2.5, True), scalar_first=(0, -1.5, True)),
-           _binary(torch.xlogy), BINARY_CLASSES),
+           _float_binary(torch.xlogy), BINARY_CLASSES),
 ]

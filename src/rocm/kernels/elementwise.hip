@@ -137,7 +137,8 @@ template <class F> struct Checked {
 };
 
 // Passes `functor` to body, wrapped in Checked when it declares invalid inputs.
-template <class F, class A, class Body> void with_checks(const OpCall& call, int device, const F& functor, const Body& body) {
+template <class F, class A, class Body>
+void with_checks(const OpCall& call, int device, const F& functor, const Body& body) {
   if constexpr (kernels::has_invalid<F, A, A>)
     body(Checked<F>{functor, kernel_error_slot(device), static_cast<int32_t>(call.op)});
   else
@@ -195,11 +196,12 @@ template <template <class> class F, DTypeSet kSet, bool kCompare> void binary_en
     if constexpr (kernels::accepts<kSet, T>()) {
       using O = std::conditional_t<kCompare, bool, T>;
       with_checks<F<A>, A>(call, device, kernels::make_functor<F<A>>(call.attrs), [&](const auto& f) {
+        using Fn = std::decay_t<decltype(f)>;
         constexpr int V = kVec<T>;
         if (a.device().is_cpu()) {
-          launch_unary<O, T>(out, b, BindScalar<std::decay_t<decltype(f)>, A, true>{f, static_cast<A>(*a.data<T>())}, stream, call.op);
+          launch_unary<O, T>(out, b, BindScalar<Fn, A, true>{f, static_cast<A>(*a.data<T>())}, stream, call.op);
         } else if (b.device().is_cpu()) {
-          launch_unary<O, T>(out, a, BindScalar<std::decay_t<decltype(f)>, A, false>{f, static_cast<A>(*b.data<T>())}, stream, call.op);
+          launch_unary<O, T>(out, a, BindScalar<Fn, A, false>{f, static_cast<A>(*b.data<T>())}, stream, call.op);
         } else if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous()) {
           O* o = out.data<O>();
           const T* x = a.data<T>();
