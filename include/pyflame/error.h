@@ -21,6 +21,9 @@ struct PF_API NotSupportedError : std::runtime_error { using std::runtime_error:
 // A misuse of autograd that PyTorch reports as RuntimeError (backward through a
 // freed graph, an in-place change to a saved tensor, ...).
 struct PF_API AutogradError : std::runtime_error { using std::runtime_error::runtime_error; };
+// Integer division by zero. Python: pf.ZeroDivisionError, both a ZeroDivisionError
+// and (as PyTorch raises RuntimeError for it) a RuntimeError.
+struct PF_API ZeroDivisionError : std::runtime_error { using std::runtime_error::runtime_error; };
 
 // The ROCm backend's family (seed 000); ROCmMemoryError is also a MemoryError in Python.
 struct PF_API ROCmError : std::runtime_error { using std::runtime_error::runtime_error; };

@@ -25,6 +25,8 @@ namespace pyflame {
 #define PF_FAMILY_UNARY_BOOL(name, functor) PF_DECL_UNARY(name)
 #define PF_FAMILY_BINARY(name, functor) PF_DECL_BINARY(name)
 #define PF_FAMILY_BINARY_FLOAT(name, functor) PF_DECL_BINARY(name)
+#define PF_FAMILY_UNARY_INT(name, functor) PF_DECL_UNARY(name)
+#define PF_FAMILY_BINARY_INT(name, functor) PF_DECL_BINARY(name)
 #define PF_FAMILY_COMPARE(name, functor) PF_DECL_BINARY(name)
 #define PF_FAMILY_REDUCE(name, functor) \
   PF_API Tensor name(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
@@ -41,6 +43,10 @@ namespace pyflame {
 PF_API Tensor gelu(const Tensor& x, const std::string& approximate);
 PF_API Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 PF_API Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
+// Bounds that are tensors broadcast with x (the result has the broadcast shape
+// and promoted dtype); wrapped numbers among them act as the Scalar form's.
+PF_API Tensor clamp(const Tensor& x, const std::optional<Tensor>& min, const std::optional<Tensor>& max);
+PF_API Tensor& clamp_(Tensor& x, const std::optional<Tensor>& min, const std::optional<Tensor>& max);
 
 // Views (ops of the table; Tensor's methods of the same names are their raw,
 // unrecorded forms). Shapes may hold one -1; reshape copies when no view can

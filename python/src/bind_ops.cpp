@@ -7,6 +7,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cmath>
+
 #include "bindings.h"
 #include "pyflame/error.h"
 #include "pyflame/ops.h"
@@ -25,7 +27,7 @@ std::vector<Scalar> param_values(OpType op, std::initializer_list<nb::handle> va
 // in-place Tensor.<op>_(...). Its parameters (op_params.def) become keyword
 // arguments with PyTorch's names and defaults.
 void bind_unary(nb::module_& m, nb::class_<Tensor>& tensor, OpType op) {
-  if (op == OpType::gelu) return;  // its parameter is a string in Python: bound below
+  if (op == OpType::gelu || op == OpType::nan_to_num) return;  // parameters of their own in Python: bound below
   const char* name = pyflame::op_name(op);
   const std::string inplace = std::string(name) + "_";
   std::vector<pyflame::OpParam> params = pyflame::op_params(op);
@@ -93,6 +95,8 @@ void bind_ops(nb::module_& m, nb::class_<Tensor>& tensor) {
 #define PF_FAMILY_UNARY_BOOL(name, functor) PF_BIND_UNARY(name)
 #define PF_FAMILY_BINARY(name, functor) PF_BIND_BINARY(name)
 #define PF_FAMILY_BINARY_FLOAT(name, functor) PF_BIND_BINARY(name)
+#define PF_FAMILY_UNARY_INT(name, functor) PF_BIND_UNARY(name)
+#define PF_FAMILY_BINARY_INT(name, functor) PF_BIND_BINARY(name)
 #define PF_FAMILY_COMPARE(name, functor) PF_BIND_BINARY(name)
 #define PF_FAMILY_REDUCE(name, functor)                                                                    \
   m.def(#name, [](const Tensor& x, nb::handle dim, bool keepdim, nb::handle dtype, nb::handle axis) {      \
@@ -150,14 +154,77 @@ void bind_ops(nb::module_& m, nb::class_<Tensor>& tensor) {
       pyflame::unary_op_(OpType::gelu, x, {Scalar(int64_t{approximate == "tanh"})});
     });
   }, "approximate"_a = "none");
-  auto clamp = [](const Tensor& x, nb::handle lo, nb::handle hi) {
-    std::optional<Scalar> l, h;
-    if (!lo.is_none()) l = as_scalar(lo, "clamp min");
-    if (!hi.is_none()) h = as_scalar(hi, "clamp max");
-    return pyflame::clamp(x, l, h);
+  // clamp and its PyTorch names: bounds are numbers or tensors (broadcast), either may be None.
+  auto bound = [](nb::handle b) { return b.is_none() ? std::nullopt : std::optional<Tensor>(as_operand(b)); };
+  auto clamp = [bound](const Tensor& x, nb::handle lo, nb::handle hi) {
+    return pyflame::clamp(x, bound(lo), bound(hi));
   };
-  m.def("clamp", clamp, "x"_a, "min"_a = nb::none(), "max"_a = nb::none());
-  tensor.def("clamp", clamp, "min"_a = nb::none(), "max"_a = nb::none());
+  auto clamp_ = [bound](nb::handle self, nb::handle lo, nb::handle hi) {
+    return in_place(self, [&](Tensor& x) { pyflame::clamp_(x, bound(lo), bound(hi)); });
+  };
+  for (const char* name : {"clamp", "clip"}) {
+    m.def(name, clamp, "input"_a, "min"_a = nb::none(), "max"_a = nb::none());
+    tensor.def(name, clamp, "min"_a = nb::none(), "max"_a = nb::none());
+    tensor.def((std::string(name) + "_").c_str(), clamp_, "min"_a = nb::none(), "max"_a = nb::none());
+  }
+  auto clamp_min = [clamp](const Tensor& x, nb::handle lo) { return clamp(x, lo, nb::none()); };
+  auto clamp_max = [clamp](const Tensor& x, nb::handle hi) { return clamp(x, nb::none(), hi); };
+  m.def("clamp_min", clamp_min, "input"_a, "min"_a);
+  m.def("clamp_max", clamp_max, "input"_a, "max"_a);
+  tensor.def("clamp_min", clamp_min, "min"_a);
+  tensor.def("clamp_max", clamp_max, "max"_a);
+  tensor.def("clamp_min_", [clamp_](nb::handle self, nb::handle lo) { return clamp_(self, lo, nb::none()); }, "min"_a);
+  tensor.def("clamp_max_", [clamp_](nb::handle self, nb::handle hi) { return clamp_(self, nb::none(), hi); }, "max"_a);
+
+  // nan_to_num: posinf/neginf None are the dtype's largest finite values (NaN tells the op layer so).
+  auto nan_to_num_params = [](nb::handle nan, nb::handle posinf, nb::handle neginf) {
+    std::vector<Scalar> p;
+    for (nb::handle v : {nan, posinf, neginf})
+      p.push_back(v.is_none() ? Scalar(std::nan("")) : as_scalar(v, "nan_to_num"));
+    return p;
+  };
+  auto nan_to_num = [nan_to_num_params](const Tensor& x, nb::handle nan, nb::handle posinf, nb::handle neginf) {
+    return pyflame::unary_op(OpType::nan_to_num, x, nan_to_num_params(nan, posinf, neginf));
+  };
+  m.def("nan_to_num", nan_to_num, "input"_a, "nan"_a = 0.0, "posinf"_a = nb::none(), "neginf"_a = nb::none());
+  tensor.def("nan_to_num", nan_to_num, "nan"_a = 0.0, "posinf"_a = nb::none(), "neginf"_a = nb::none());
+  tensor.def("nan_to_num_", [nan_to_num_params](nb::handle self, nb::handle nan, nb::handle posinf, nb::handle neginf) {
+    return in_place(self, [&](Tensor& x) {
+      pyflame::unary_op_(OpType::nan_to_num, x, nan_to_num_params(nan, posinf, neginf));
+    });
+  }, "nan"_a = 0.0, "posinf"_a = nb::none(), "neginf"_a = nb::none());
+
+  // div's rounding_mode (None, 'trunc', 'floor'), its aliases divide and true_divide.
+  auto div_op = [](nb::handle mode) {
+    if (mode.is_none()) return OpType::div;
+    const std::string m = nb::isinstance<nb::str>(mode) ? nb::cast<std::string>(mode) : std::string("?");
+    PF_CHECK(m == "trunc" || m == "floor", ValueError,
+             "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found ", nb::repr(mode).c_str());
+    return m == "trunc" ? OpType::trunc_divide : OpType::floor_divide;
+  };
+  for (const char* name : {"div", "divide", "true_divide"}) {
+    const bool rounding = std::string(name) != "true_divide";
+    if (std::string(name) != "div") {  // div's plain forms come from the table
+      m.def(name, [](nb::handle a, nb::handle b) {
+        return pyflame::binary_op(OpType::div, as_operand(a), as_operand(b));
+      }, "input"_a, "other"_a);
+      tensor.def(name, [](const Tensor& a, nb::handle b) { return pyflame::binary_op(OpType::div, a, as_operand(b)); },
+                 "other"_a);
+      tensor.def((std::string(name) + "_").c_str(), [](nb::handle self, nb::handle b) {
+        return in_place(self, [&](Tensor& a) { pyflame::binary_op_(OpType::div, a, as_operand(b)); });
+      }, "other"_a);
+    }
+    if (!rounding) continue;
+    m.def(name, [div_op](nb::handle a, nb::handle b, nb::handle mode) {
+      return pyflame::binary_op(div_op(mode), as_operand(a), as_operand(b));
+    }, "input"_a, "other"_a, nb::kw_only(), "rounding_mode"_a.none());
+    tensor.def(name, [div_op](const Tensor& a, nb::handle b, nb::handle mode) {
+      return pyflame::binary_op(div_op(mode), a, as_operand(b));
+    }, "other"_a, nb::kw_only(), "rounding_mode"_a.none());
+    tensor.def((std::string(name) + "_").c_str(), [div_op](nb::handle self, nb::handle b, nb::handle mode) {
+      return in_place(self, [&](Tensor& a) { pyflame::binary_op_(div_op(mode), a, as_operand(b)); });
+    }, "other"_a, nb::kw_only(), "rounding_mode"_a.none());
+  }
   m.def("where", [](const Tensor& c, nb::handle a, nb::handle b) { return pyflame::where(c, as_operand(a), as_operand(b)); },
         "condition"_a, "input"_a, "other"_a);
   // Views (Tensor's methods of the same names are in bind_tensor.cpp).

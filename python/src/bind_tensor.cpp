@@ -360,7 +360,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
   // Python operators -> op table entries.
   const std::pair<const char*, OpType> binary_dunders[] = {
       {"add", OpType::add}, {"sub", OpType::sub}, {"mul", OpType::mul}, {"truediv", OpType::div},
-      {"pow", OpType::pow},
+      {"pow", OpType::pow}, {"floordiv", OpType::floor_divide}, {"mod", OpType::remainder},
+      {"and", OpType::bitwise_and}, {"or", OpType::bitwise_or}, {"xor", OpType::bitwise_xor},
+      {"lshift", OpType::bitwise_left_shift}, {"rshift", OpType::bitwise_right_shift},
   };
   for (auto [dunder, op] : binary_dunders) {
     std::string name(dunder);
@@ -390,6 +392,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
     });
   tensor.def("__neg__", [](const Tensor& a) { return pyflame::unary_op(OpType::neg, a); });
   tensor.def("__abs__", [](const Tensor& a) { return pyflame::unary_op(OpType::abs, a); });
+  tensor.def("__invert__", [](const Tensor& a) { return pyflame::unary_op(OpType::bitwise_not, a); });
   // Not a tensor (an ndarray: NumPy computes it, as for torch.Tensor): Python's TypeError.
   tensor.def("__matmul__", [](const Tensor& a, nb::handle b) -> nb::object {
     if (!nb::isinstance<Tensor>(b)) return nb::borrow(Py_NotImplemented);

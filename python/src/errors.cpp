@@ -18,6 +18,7 @@ PyObject* g_invalid_argument_error;
 PyObject* g_invalid_type_error;
 PyObject* g_not_supported_error;
 PyObject* g_autograd_error;
+PyObject* g_zero_division_error;
 PyObject* g_rocm_error;
 PyObject* g_rocm_not_available_error;
 PyObject* g_device_error;
@@ -35,6 +36,8 @@ void translate(const std::exception_ptr& p, void*) {
     PyErr_SetString(PyExc_IndexError, e.what());
   } catch (const pyflame::NotSupportedError& e) {
     PyErr_SetString(g_not_supported_error, e.what());
+  } catch (const pyflame::ZeroDivisionError& e) {
+    PyErr_SetString(g_zero_division_error, e.what());
   } catch (const pyflame::AutogradError& e) {
     PyErr_SetString(g_autograd_error, e.what());
   } catch (const pyflame::ROCmNotAvailableError& e) {
@@ -161,6 +164,9 @@ void bind_errors(nb::module_& m) {
                                         "A feature this build or device does not provide (see docs/ops.md).");
   g_autograd_error = new_exception(m, "AutogradError", PyExc_RuntimeError,
                                    "A misuse of autograd (PyTorch raises RuntimeError for these).");
+  nb::object zero_bases = nb::make_tuple(nb::handle(PyExc_ZeroDivisionError), nb::handle(PyExc_RuntimeError));
+  g_zero_division_error = new_exception(m, "ZeroDivisionError", zero_bases.ptr(),
+                                        "Integer division by zero (PyTorch raises RuntimeError for it).");
   g_rocm_error = new_exception(m, "ROCmError", PyExc_RuntimeError, "Base class of the ROCm backend's errors.");
   g_rocm_not_available_error =
       new_exception(m, "ROCmNotAvailableError", g_rocm_error, "No usable ROCm device (see rocm_unavailable_reason()).");

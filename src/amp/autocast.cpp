@@ -34,6 +34,7 @@ Policy policy(ir::OpType op) {
     case OpType::acos:
     case OpType::sinh:
     case OpType::cosh:
+    case OpType::erfinv:
     case OpType::reciprocal:
     case OpType::rsqrt:
     case OpType::pow:

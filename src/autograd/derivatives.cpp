@@ -228,6 +228,52 @@ Grads d_fextremum(const GradContext& c, OpType wins) {
 }
 Grads d_fmax(const GradContext& c) { return d_fextremum(c, OpType::gt); }
 Grads d_fmin(const GradContext& c) { return d_fextremum(c, OpType::lt); }
+// Rounded quotients are piecewise constant: zero gradients (torch.div(rounding_mode=)'s).
+Grads d_zero2(const GradContext& c) { return {zeros_like(c.grad()), zeros_like(c.grad())}; }
+// remainder(a, b) = a - floor(a / b) b and fmod(a, b) = a - trunc(a / b) b, the quotient held constant.
+Grads d_remainder(const GradContext& c) {
+  Grads r(2);
+  if (c.needs[0]) r[0] = c.grad();
+  if (c.needs[1]) r[1] = neg(mul(c.grad(), floor_divide(c.input(0), c.input(1))));
+  return r;
+}
+Grads d_fmod(const GradContext& c) {
+  Grads r(2);
+  if (c.needs[0]) r[0] = c.grad();
+  if (c.needs[1]) r[1] = neg(mul(c.grad(), trunc_divide(c.input(0), c.input(1))));
+  return r;
+}
+// d logaddexp(a, b) = (e^a da + e^b db) / (e^a + e^b)
+Grads d_logaddexp(const GradContext& c) {
+  const Tensor &a = c.input(0), &b = c.input(1);
+  Grads r(2);
+  if (c.needs[0]) r[0] = div(c.grad(), add(exp(sub(b, a)), Scalar(1.0)));
+  if (c.needs[1]) r[1] = div(c.grad(), add(exp(sub(a, b)), Scalar(1.0)));
+  return r;
+}
+// copysign(a, b) = a or -a: the gradient's sign is result / a (0 where a is 0); none for b.
+Grads d_copysign(const GradContext& c) {
+  const Tensor& a = c.input(0);
+  Grads r(2);
+  if (c.needs[0]) r[0] = mul(c.grad(), where(eq(a, Scalar(0.0)), zero_scalar(), div(c.output(), a)));
+  if (c.needs[1]) r[1] = zeros_like(c.grad());
+  return r;
+}
+// d xlogy(x, y) = log(y) dx (0 where x is 0, as the value) + x / y dy
+Grads d_xlogy(const GradContext& c) {
+  const Tensor &x = c.input(0), &y = c.input(1);
+  Grads r(2);
+  if (c.needs[0]) r[0] = mul(c.grad(), xlogy(ne(x, Scalar(0.0)), y));
+  if (c.needs[1]) r[1] = div(mul(c.grad(), x), y);
+  return r;
+}
+// d erfinv(x) = sqrt(pi) / 2 exp(erfinv(x)^2)
+Grads d_erfinv(const GradContext& c) {
+  const Tensor& y = c.output();
+  return {mul(c.grad(), mul(exp(mul(y, y)), Scalar(0.88622692545275801)))};
+}
+// The replaced values are constants.
+Grads d_nan_to_num(const GradContext& c) { return {where(isfinite(c.input(0)), c.grad(), zero_scalar())}; }
 Grads d_leaky_relu(const GradContext& c) {
   const double slope = c.attr<ElementwiseAttrs>().params[0].f;
   return {where(gt(c.input(0), Scalar(0.0)), c.grad(), mul(c.grad(), Scalar(slope)))};
@@ -794,6 +840,13 @@ PF_REGISTER_DERIVATIVE(atan2, &d_atan2, kSavesInputs);
 PF_REGISTER_DERIVATIVE(hypot, &d_hypot, kSavesBoth);
 PF_REGISTER_DERIVATIVE(fmax, &d_fmax, kSavesInputs);
 PF_REGISTER_DERIVATIVE(fmin, &d_fmin, kSavesInputs);
+PF_REGISTER_DERIVATIVE(logaddexp, &d_logaddexp, kSavesInputs);
+PF_REGISTER_DERIVATIVE(copysign, &d_copysign, kSavesBoth);
+PF_REGISTER_DERIVATIVE(xlogy, &d_xlogy, kSavesInputs);
+PF_REGISTER_DERIVATIVE(floor_divide, &d_zero2, kSavesNothing);
+PF_REGISTER_DERIVATIVE(trunc_divide, &d_zero2, kSavesNothing);
+PF_REGISTER_DERIVATIVE(remainder, &d_remainder, kSavesInputs);
+PF_REGISTER_DERIVATIVE(fmod, &d_fmod, kSavesInputs);
 
 PF_REGISTER_DERIVATIVE(neg, &d_neg, kSavesNothing);
 PF_REGISTER_DERIVATIVE(abs, &d_abs, kSavesInputs);
@@ -807,6 +860,7 @@ PF_REGISTER_DERIVATIVE(trunc, &d_zero, kSavesNothing);
 PF_REGISTER_DERIVATIVE(frac, &d_copy, kSavesNothing);
 PF_REGISTER_DERIVATIVE(square, &d_square, kSavesInputs);
 PF_REGISTER_DERIVATIVE(sgn, &d_zero, kSavesNothing);
+PF_REGISTER_DERIVATIVE(nan_to_num, &d_nan_to_num, kSavesInputs);
 PF_REGISTER_DERIVATIVE(sqrt, &d_sqrt, kSavesOutputs);
 PF_REGISTER_DERIVATIVE(rsqrt, &d_rsqrt, kSavesOutputs);
 PF_REGISTER_DERIVATIVE(exp, &d_exp, kSavesOutputs);
@@ -835,6 +889,7 @@ PF_REGISTER_DERIVATIVE(acosh, &d_acosh, kSavesInputs);
 PF_REGISTER_DERIVATIVE(atanh, &d_atanh, kSavesInputs);
 PF_REGISTER_DERIVATIVE(lgamma, &d_lgamma, kSavesInputs);
 PF_REGISTER_DERIVATIVE(digamma, &d_digamma, kSavesInputs);
+PF_REGISTER_DERIVATIVE(erfinv, &d_erfinv, kSavesOutputs);
 PF_REGISTER_DERIVATIVE(leaky_relu, &d_leaky_relu, kSavesInputs);
 PF_REGISTER_DERIVATIVE(elu, &d_elu, kSavesBoth);
 PF_REGISTER_DERIVATIVE(softplus, &d_softplus, kSavesInputs);

@@ -151,6 +151,8 @@ bool has_derivative(ir::OpType op) { return find_derivative(op) != nullptr; }
 bool is_differentiable(ir::OpType op) {
   switch (op_family(op)) {
     case OpFamily::UNARY_BOOL:
+    case OpFamily::UNARY_INT:
+    case OpFamily::BINARY_INT:
     case OpFamily::COMPARE:
     case OpFamily::ARG_REDUCE:
     case OpFamily::RANDOM: return false;

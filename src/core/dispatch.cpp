@@ -27,10 +27,10 @@ constexpr OpEntry kOps[] = {
 #undef PF_OP
 };
 static_assert(sizeof(kOps) / sizeof(kOps[0]) == kNumOps, "op table and OpType disagree");
-constexpr const char* kFamilyNames[] = {"UNARY",  "UNARY_FLOAT", "UNARY_BOOL", "BINARY", "BINARY_FLOAT",
-                                        "COMPARE", "WHERE",      "CLAMP",      "REDUCE", "ARG_REDUCE",
-                                        "MATMUL",  "SOFTMAX",    "VIEW",       "RANDOM", "COPY",
-                                        "CUSTOM"};
+constexpr const char* kFamilyNames[] = {"UNARY",   "UNARY_FLOAT", "UNARY_BOOL", "UNARY_INT", "BINARY",
+                                        "BINARY_FLOAT", "BINARY_INT", "COMPARE", "WHERE",   "CLAMP",
+                                        "REDUCE",  "ARG_REDUCE",  "MATMUL",     "SOFTMAX",   "VIEW",
+                                        "RANDOM",  "COPY",        "CUSTOM"};
 
 struct Registry {
   InferFn infer[kNumOps] = {};

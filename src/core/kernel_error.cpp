@@ -14,6 +14,8 @@ void raise_kernel_error(const KernelError& e) {
     case KernelErrorCode::TargetOutOfRange:
       throw IndexError(detail::cat(op, ": target ", e.value, " is out of bounds for ", e.bound, " classes (valid: 0 to ",
                                    e.bound - 1, ", or ignore_index ", e.dim, ")"));
+    case KernelErrorCode::DivisionByZero:
+      throw ZeroDivisionError(detail::cat(op, ": integer division by zero (ZeroDivisionError, as PyTorch on the CPU)"));
     case KernelErrorCode::None: break;
   }
   throw ROCmError(detail::cat(op, ": a kernel reported error code ", e.code, " (a library bug)"));

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/dispatch.h"
 #include "core/op_utils.h"
@@ -34,11 +35,28 @@ DType elementwise_out_dtype(ir::OpType op, DType compute) {
   }
 }
 
+// Ops that PyTorch does not define for bool tensors although their family takes them.
+bool refuses_bool(ir::OpType op) {
+  switch (op) {
+    case ir::OpType::floor_divide:
+    case ir::OpType::trunc_divide:
+    case ir::OpType::remainder:
+    case ir::OpType::fmod:
+    case ir::OpType::bitwise_left_shift:
+    case ir::OpType::bitwise_right_shift: return true;
+    default: return false;
+  }
+}
+
 void check_elementwise_dtype(ir::OpType op, DType compute) {
+  const OpFamily family = op_family(op);
+  PF_CHECK(!is_floating(compute) || (family != OpFamily::UNARY_INT && family != OpFamily::BINARY_INT), TypeError,
+           op_name(op), ": only integer and bool tensors are supported, got ", compute,
+           (family == OpFamily::UNARY_INT ? "" : " (a float operand, Python floats included, makes it float)"));
   if (compute != DType::Bool) return;
   PF_CHECK(op != ir::OpType::sub, TypeError,
            "sub: subtracting bool tensors is not supported; use logical operations or convert with .to(int32)");
-  PF_CHECK(op_family(op) != OpFamily::UNARY, TypeError, op_name(op),
+  PF_CHECK(family != OpFamily::UNARY && !refuses_bool(op), TypeError, op_name(op),
            ": not supported for bool tensors; convert with .to(int32) first");
 }
 
@@ -55,6 +73,16 @@ void check_params(ir::OpType op, const std::vector<Scalar>& p, DType dtype) {
   }
 }
 
+// The largest finite value of a float dtype.
+double finite_max(DType dtype) {
+  switch (dtype) {
+    case DType::Float16: return 65504.0;
+    case DType::BFloat16: return 3.3895313892515355e38;
+    case DType::Float32: return std::numeric_limits<float>::max();
+    default: return std::numeric_limits<double>::max();
+  }
+}
+
 // An elementwise op's parameters made canonical: the missing ones take their
 // defaults; integer parameters refuse floats.
 std::vector<Scalar> canonical_params(ir::OpType op, const std::vector<Scalar>& given, DType dtype) {
@@ -68,6 +96,10 @@ std::vector<Scalar> canonical_params(ir::OpType op, const std::vector<Scalar>& g
     PF_CHECK(!integer || v.kind != Scalar::Kind::Float, TypeError, op_name(op), ": ", params[i].name,
              " must be an integer, got ", v.f);
     out.push_back(v);
+  }
+  if (op == ir::OpType::nan_to_num && is_floating(dtype)) {  // posinf/neginf None (NaN): the largest finite values
+    if (std::isnan(out[1].f)) out[1] = Scalar(finite_max(dtype));
+    if (std::isnan(out[2].f)) out[2] = Scalar(-finite_max(dtype));
   }
   check_params(op, out, dtype);
   return out;
@@ -316,6 +348,8 @@ Inferred infer_fill(OpCall& call) {
 #define PF_FAMILY_UNARY_BOOL(name, functor) PF_REGISTER_INFER(name, &infer_elementwise);
 #define PF_FAMILY_BINARY(name, functor) PF_REGISTER_INFER(name, &infer_elementwise);
 #define PF_FAMILY_BINARY_FLOAT(name, functor) PF_REGISTER_INFER(name, &infer_elementwise);
+#define PF_FAMILY_UNARY_INT(name, functor) PF_REGISTER_INFER(name, &infer_elementwise);
+#define PF_FAMILY_BINARY_INT(name, functor) PF_REGISTER_INFER(name, &infer_elementwise);
 #define PF_FAMILY_COMPARE(name, functor) PF_REGISTER_INFER(name, &infer_elementwise);
 #define PF_FAMILY_WHERE(name, functor) PF_REGISTER_INFER(name, &infer_where);
 #define PF_FAMILY_CLAMP(name, functor) PF_REGISTER_INFER(name, &infer_clamp);
@@ -422,6 +456,8 @@ Tensor& unary_op_(ir::OpType op, Tensor& x, const std::vector<Scalar>& params) {
 #define PF_FAMILY_UNARY_BOOL(name, functor) PF_DEF_UNARY(name)
 #define PF_FAMILY_BINARY(name, functor) PF_DEF_BINARY(name)
 #define PF_FAMILY_BINARY_FLOAT(name, functor) PF_DEF_BINARY(name)
+#define PF_FAMILY_UNARY_INT(name, functor) PF_DEF_UNARY(name)
+#define PF_FAMILY_BINARY_INT(name, functor) PF_DEF_BINARY(name)
 #define PF_FAMILY_COMPARE(name, functor) PF_DEF_BINARY(name)
 #define PF_FAMILY_REDUCE(name, functor)                                          \
   Tensor name(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) { \
@@ -453,6 +489,48 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
   return apply_one(ir::OpType::clamp, {x}, ClampAttrs{min, max});
+}
+
+// Tensor bounds: numbers among them stay the clamp op's attributes; a tensor
+// bound replaces x where x lies beyond it or where it is NaN (which PyTorch's
+// clamp propagates), so the gradient reaches the bound there and x elsewhere.
+namespace {
+std::optional<Scalar> number_of(const std::optional<Tensor>& bound) {
+  if (bound && bound->is_wrapped_number()) return bound->item();
+  return std::nullopt;
+}
+bool is_tensor(const std::optional<Tensor>& bound) { return bound && !bound->is_wrapped_number(); }
+Tensor beyond(const Tensor& x, const Tensor& bound, bool lower) {
+  return logical_or(lower ? lt(x, bound) : gt(x, bound), isnan(bound));
+}
+void check_clamp(const Tensor& x, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
+  PF_CHECK(min || max, ValueError, "clamp: at least one of min and max must be given");
+  PF_CHECK(x.dtype() != DType::Bool, TypeError, "clamp: not supported for bool tensors");
+}
+}  // namespace
+
+Tensor clamp(const Tensor& x, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
+  check_clamp(x, min, max);
+  if (!is_tensor(min) && !is_tensor(max)) return clamp(x, number_of(min), number_of(max));
+  Tensor r = x;
+  if (min) r = is_tensor(min) ? where(beyond(r, *min, true), *min, r) : clamp(r, number_of(min), std::nullopt);
+  if (max) r = is_tensor(max) ? where(beyond(r, *max, false), *max, r) : clamp(r, std::nullopt, number_of(max));
+  return r;
+}
+
+Tensor& clamp_(Tensor& x, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
+  check_clamp(x, min, max);
+  if (!is_tensor(min) && !is_tensor(max))
+    return apply_into(x, ir::OpType::clamp, {x}, ClampAttrs{number_of(min), number_of(max)});
+  for (const auto& [bound, lower] : {std::pair{min, true}, std::pair{max, false}}) {
+    if (!bound) continue;
+    if (is_tensor(bound))
+      apply_into(x, ir::OpType::where, {beyond(x, *bound, lower), *bound, x}, NoAttrs{});
+    else
+      apply_into(x, ir::OpType::clamp, {x}, ClampAttrs{lower ? number_of(bound) : std::nullopt,
+                                                       lower ? std::nullopt : number_of(bound)});
+  }
+  return x;
 }
 
 Tensor reduce_op(ir::OpType op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "core/dispatch.h"
+#include "kernels/kernel_error.h"
 #include "kernels/math.h"
 #include "pyflame/dtype.h"
 
@@ -254,6 +255,150 @@ template <class T> struct Fmin {
 template <class T> struct Atan2 { PF_HOST_DEVICE T operator()(T a, T b) const { return math::atan2(a, b); } };
 template <class T> struct Hypot { PF_HOST_DEVICE T operator()(T a, T b) const { return math::hypot(a, b); } };
 
+template <class T> struct Erfinv { PF_HOST_DEVICE T operator()(T x) const { return math::erfinv(x); } };
+// log(exp(a) + exp(b)) without overflow; equal infinities are their own sum (as PyTorch).
+template <class T> struct LogAddExp {
+  PF_HOST_DEVICE T operator()(T a, T b) const {
+    if (a == b && a - a != T(0)) return a;  // a - a: NaN for infinities (and NaN, which a == b excludes)
+    T m = a < b ? b : a;
+    return m + math::log1p(math::exp(-math::fabs(a - b)));
+  }
+};
+template <class T> struct Copysign { PF_HOST_DEVICE T operator()(T a, T b) const { return math::copysign(a, b); } };
+// x log(y), 0 where x is 0 (unless y is NaN), as PyTorch.
+template <class T> struct Xlogy {
+  PF_HOST_DEVICE T operator()(T x, T y) const {
+    if (math::isnan(y)) return y;
+    return x == T(0) ? T(0) : x * math::log(y);
+  }
+};
+
+// ---- rounded division and remainders (PyTorch's CPU formulas). Integer
+// division by zero cannot be computed: such functors name the inputs they
+// cannot take with invalid(), the backends report them as a kernel error
+// (DivisionByZero) and the functor itself returns 0 there instead of trapping.
+// The most negative integer divided by -1 wraps around, as in PyTorch.
+// x < 0, also for unsigned types (where compilers warn about the comparison).
+template <class T> PF_HOST_DEVICE constexpr bool is_negative(T x) {
+  if constexpr (std::is_signed_v<T>) return x < T(0);
+  else return false;
+}
+template <class T> struct IntegerDivision {
+  static constexpr KernelErrorCode kInvalid = KernelErrorCode::DivisionByZero;
+  PF_HOST_DEVICE bool invalid(T, T b) const {
+    if constexpr (std::is_integral_v<T>) return b == T(0);
+    else return false;
+  }
+  // -a, wrapping around for the most negative value.
+  PF_HOST_DEVICE static T negate(T a) {
+    if constexpr (std::is_same_v<T, bool>) return a;
+    else return static_cast<T>(std::make_unsigned_t<T>(0) - static_cast<std::make_unsigned_t<T>>(a));
+  }
+  // Whether a / b is computed by the functor's own formula; otherwise its result is special.
+  PF_HOST_DEVICE static bool plain(T b) {
+    if constexpr (std::is_signed_v<T>) return b != T(0) && b != T(-1);
+    else return b != T(0);
+  }
+};
+template <class T> struct FloorDivide : IntegerDivision<T> {
+  PF_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (b == T(0)) return a / b;
+      T mod = math::fmod(a, b);
+      T div = (a - mod) / b;
+      if (mod != T(0) && (b < T(0)) != (mod < T(0))) div -= T(1);
+      if (div == T(0)) return math::copysign(T(0), a / b);
+      T floor_div = math::floor(div);
+      return div - floor_div > T(0.5) ? floor_div + T(1) : floor_div;
+    } else {
+      if (!this->plain(b)) return b == T(0) ? T(0) : this->negate(a);
+      T q = static_cast<T>(a / b), r = static_cast<T>(a % b);
+      return r != T(0) && is_negative(r) != is_negative(b) ? static_cast<T>(q - T(1)) : q;
+    }
+  }
+};
+template <class T> struct TruncDivide : IntegerDivision<T> {
+  PF_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) return math::trunc(a / b);
+    else return this->plain(b) ? static_cast<T>(a / b) : b == T(0) ? T(0) : this->negate(a);
+  }
+};
+// Python's %: the sign of the divisor.
+template <class T> struct Remainder : IntegerDivision<T> {
+  PF_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      T mod = math::fmod(a, b);
+      return mod != T(0) && (b < T(0)) != (mod < T(0)) ? mod + b : mod;
+    } else {
+      if (!this->plain(b)) return T(0);
+      T r = static_cast<T>(a % b);
+      return r != T(0) && is_negative(r) != is_negative(b) ? static_cast<T>(r + b) : r;
+    }
+  }
+};
+// C's fmod: the sign of the dividend.
+template <class T> struct Fmod : IntegerDivision<T> {
+  PF_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) return math::fmod(a, b);
+    else return this->plain(b) ? static_cast<T>(a % b) : T(0);
+  }
+};
+
+// ---- bitwise (integer and bool operands; the op layer refuses bool for the shifts)
+template <class T> struct BitwiseAnd { PF_HOST_DEVICE T operator()(T a, T b) const { return static_cast<T>(a & b); } };
+template <class T> struct BitwiseOr { PF_HOST_DEVICE T operator()(T a, T b) const { return static_cast<T>(a | b); } };
+template <class T> struct BitwiseXor { PF_HOST_DEVICE T operator()(T a, T b) const { return static_cast<T>(a ^ b); } };
+// ~ of a bool is logical not.
+template <class T> struct BitwiseNot {
+  PF_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, bool>) return !x;
+    else return static_cast<T>(~x);
+  }
+};
+// Shifts by the width of the type or more, or by a negative count, give 0
+// (left) and the sign (right), as PyTorch; a left shift drops the bits it pushes out.
+template <class T> struct LeftShift {
+  PF_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      return a;
+    } else {
+      if constexpr (std::is_signed_v<T>)
+        if (b < T(0)) return T(0);
+      if (b >= T(sizeof(T) * 8)) return T(0);
+      return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) << b);
+    }
+  }
+};
+template <class T> struct RightShift {
+  PF_HOST_DEVICE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      return a;
+    } else {
+      const T fill = is_negative(a) ? T(-1) : T(0);  // what shifting out every bit leaves
+      if constexpr (std::is_signed_v<T>)
+        if (b < T(0)) return fill;
+      return b >= T(sizeof(T) * 8) ? fill : static_cast<T>(a >> b);
+    }
+  }
+};
+
+// NaN, inf and -inf replaced by the parameters (the op layer has made None the
+// dtype's largest finite values); integers pass unchanged.
+template <class T> struct NanToNum {
+  T nan, posinf, neginf;
+  explicit NanToNum(const ElementwiseAttrs& a)
+      : nan(scalar_param<T>(a.params[0])), posinf(scalar_param<T>(a.params[1])), neginf(scalar_param<T>(a.params[2])) {}
+  PF_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (math::isnan(x)) return nan;
+      if (x - x != T(0)) return x > T(0) ? posinf : neginf;
+      return x;
+    } else {
+      return x;
+    }
+  }
+};
+
 // Activations with parameters (op_params.def).
 template <class T> struct LeakyRelu {
   T negative_slope;
@@ -287,12 +432,17 @@ template <class T> struct LogicalNot { PF_HOST_DEVICE bool operator()(T x) const
 // Which storage types a family's kernels are built for, in every backend; the
 // op layer never sends others (ints go to float for UNARY_FLOAT, bool is
 // refused for UNARY).
-enum class DTypeSet { All, NoBool, FloatOnly };
+enum class DTypeSet { All, NoBool, FloatOnly, IntegerOrBool };
 template <DTypeSet kSet, class T> constexpr bool accepts() {
   if constexpr (kSet == DTypeSet::FloatOnly) return is_float_v<T>;
+  else if constexpr (kSet == DTypeSet::IntegerOrBool) return !is_float_v<T>;
   else if constexpr (kSet == DTypeSet::NoBool) return !std::is_same_v<T, bool>;
   else return true;
 }
+
+// Whether functor F declares inputs it cannot take (invalid(args...), with the
+// kernel error kInvalid to report them; see IntegerDivision).
+template <class F, class... A> constexpr bool has_invalid = requires(const F& f, A... a) { f.invalid(a...); };
 
 // Builds a functor, passing the op's attributes to those that take them.
 template <class F> F make_functor(const OpAttrs& attrs) {

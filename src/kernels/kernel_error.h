@@ -1,6 +1,6 @@
 #pragma once
 // Errors that only a kernel can see: a value out of range (an index past the
-// end, a class target past the number of classes). Reading values on the host
+// end, a class target past the number of classes), an integer divisor of zero. Reading values on the host
 // to check them first would make every indexing op wait for the GPU, so the
 // kernel checks as it goes, skips the bad element and records the first error
 // here; the CPU kernels raise it at once, and the GPU backend raises it at the
@@ -18,6 +18,7 @@ enum class KernelErrorCode : int32_t {
   None = 0,
   IndexOutOfRange,   // IndexError: value, bound = the dim's size, dim
   TargetOutOfRange,  // IndexError: value = the class target, bound = the number of classes, dim = ignore_index
+  DivisionByZero,    // ZeroDivisionError: an integer divided by zero
 };
 
 struct KernelError {

@@ -69,6 +69,8 @@ PF_MATH_FORWARD(lgamma)
   PF_HOST_DEVICE double name(double x, double y) { return ::name(x, y); }
 PF_MATH_FORWARD2(atan2)
 PF_MATH_FORWARD2(hypot)
+PF_MATH_FORWARD2(fmod)
+PF_MATH_FORWARD2(copysign)
 
 PF_HOST_DEVICE float tanh(float x) {
 #if PF_DEVICE_PASS
@@ -194,6 +196,50 @@ template <class T> PF_HOST_DEVICE T digamma(T x) {
                                      z * (T(7.57575757575757575758E-3) +
                                           z * (T(-2.10927960927960927961E-2) + z * T(8.33333333333333333333E-2)))))));
   return result + T(::log(static_cast<double>(x))) - T(0.5) / x - poly;
+// The vendors' erfinv on the GPU. The host's C library has none: Giles'
+// single-precision approximation ("Approximating the erfinv function", 2010),
+// refined by two Newton steps in double, which makes it exact to double's
+// rounding for both widths (what PyTorch's CPU gets from its own refinement).
+PF_HOST_DEVICE double erfinv(double y) {
+#if PF_DEVICE_PASS
+  return ::erfinv(y);
+#else
+  if (!(y > -1.0 && y < 1.0)) return y == 1.0 || y == -1.0 ? std::copysign(HUGE_VAL, y) : std::nan("");
+  double w = -::log((1.0 - y) * (1.0 + y)), p;
+  if (w < 5.0) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w;
+    p = -3.5233877e-06 + p * w;
+    p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w;
+    p = -0.00125372503 + p * w;
+    p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w;
+    p = 1.50140941 + p * w;
+  } else {
+    w = ::sqrt(w) - 3.0;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * w;
+    p = 0.00134934322 + p * w;
+    p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w;
+    p = -0.0076224613 + p * w;
+    p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w;
+    p = 2.83297682 + p * w;
+  }
+  double x = p * y;
+  for (int i = 0; i < 2; ++i) x -= (::erf(x) - y) / (1.1283791670955126 * ::exp(-x * x));  // 2/sqrt(pi)
+  return x;
+#endif
+}
+PF_HOST_DEVICE float erfinv(float y) {
+#if PF_DEVICE_PASS
+  return ::erfinvf(y);
+#else
+  return static_cast<float>(erfinv(static_cast<double>(y)));
+#endif
 }
 
 template <class T> PF_HOST_DEVICE bool isnan(T x) {

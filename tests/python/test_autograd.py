@@ -13,8 +13,9 @@ from op_registry import OP_INFOS, OPS, Arg, is_float, make_pf, make_torch, pf_to
 GRAD_CLASSES = ("plain", "broadcast", "noncontig", "size1", "scalar0d", "pyscalar")
 # Inputs that are state, not values to differentiate (batch_norm's running statistics).
 NOT_DIFFERENTIATED = {"batch_norm": {1, 2}, "nll_loss": {2}, "cross_entropy": {2}}
-# Piecewise constant: derivative 0, and samples sit on the jumps where finite differences are meaningless.
-PIECEWISE_CONSTANT = {"floor", "ceil", "round", "sign"}
+# Piecewise constant: derivative 0, and samples sit on the jumps where finite differences are meaningless
+# (remainder and fmod, piecewise linear, jump there too).
+PIECEWISE_CONSTANT = {"floor", "ceil", "round", "sign", "floor_divide", "trunc_divide", "remainder", "fmod"}
 # Random ops draw other numbers than PyTorch: their derivative has its own test below.
 OWN_TEST = {"dropout"}
 
@@ -50,7 +51,7 @@ def test_every_differentiable_op_has_a_derivative():
 
 def test_non_differentiable_families():
     for name, family in pf.op_table():
-        if family in ("COMPARE", "ARG_REDUCE", "UNARY_BOOL", "RANDOM"):
+        if family in ("COMPARE", "ARG_REDUCE", "UNARY_BOOL", "UNARY_INT", "BINARY_INT", "RANDOM"):
             assert not pf.is_differentiable(name), name
 
 

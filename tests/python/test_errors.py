@@ -298,7 +298,8 @@ def test_bad_operands_and_arguments():
     expect(TypeError, lambda: x + [1, 2, 3], x, match="pf.tensor")
     expect(TypeError, lambda: pf.add(x, "a"), x)
     expect(TypeError, lambda: x @ 2, x)
-    expect(TypeError, lambda: pf.clamp(x, min=pf.rand(3)), x)
+    expect(TypeError, lambda: pf.clamp(x, min="a"), x)  # tensor bounds are fine; strings are not
+    expect(ValueError, lambda: pf.clamp(x, min=pf.rand(4)), x)
     expect(ValueError, lambda: pf.clamp(x), x, match="clamp")
     expect(ValueError, lambda: pf.gelu(x, approximate="bogus"), x, match="gelu")
     expect(ValueError, lambda: pf.add(x, 2**70), x)

@@ -11,6 +11,7 @@
 #include "pyflame/backend/rocm/hip_check.h"
 #include "pyflame/backend/rocm/stream.h"
 #include "rocm/device_guard.h"
+#include "rocm/kernel_errors.h"
 #include "rocm/kernels/launch.h"
 
 namespace pyflame::backend::rocm {
@@ -121,6 +122,29 @@ template <class F, class A, bool kLeft> struct BindScalar {
   PF_HOST_DEVICE auto operator()(A x) const { return kLeft ? f(value, x) : f(x, value); }
 };
 
+// A functor that records the inputs it cannot take (kernels::has_invalid) as
+// the device's kernel error, raised at the host's next wait.
+template <class F> struct Checked {
+  F f;
+  KernelErrorSlot slot;
+  int32_t op;
+  template <class... A> PF_HOST_DEVICE auto operator()(A... a) const {
+#if PF_DEVICE_PASS
+    if (f.invalid(a...)) record_kernel_error(slot, F::kInvalid, op, 0, 0, 0);
+#endif
+    return f(a...);
+  }
+};
+
+// Passes `functor` to body, wrapped in Checked when it declares invalid inputs.
+template <class F, class A, class Body>
+void with_checks(const OpCall& call, int device, const F& functor, const Body& body) {
+  if constexpr (kernels::has_invalid<F, A, A>)
+    body(Checked<F>{functor, kernel_error_slot(device), static_cast<int32_t>(call.op)});
+  else
+    body(functor);
+}
+
 // out = f(in) elementwise; O is T, or bool for UNARY_BOOL and comparisons.
 template <class O, class T, class F>
 void launch_unary(Tensor& out, const Tensor& in, const F& f, hipStream_t stream, ir::OpType op) {
@@ -171,25 +195,27 @@ template <template <class> class F, DTypeSet kSet, bool kCompare> void binary_en
     using A = acc_t<T>;
     if constexpr (kernels::accepts<kSet, T>()) {
       using O = std::conditional_t<kCompare, bool, T>;
-      const auto f = kernels::make_functor<F<A>>(call.attrs);
-      constexpr int V = kVec<T>;
-      if (a.device().is_cpu()) {
-        launch_unary<O, T>(out, b, BindScalar<decltype(f), A, true>{f, static_cast<A>(*a.data<T>())}, stream, call.op);
-      } else if (b.device().is_cpu()) {
-        launch_unary<O, T>(out, a, BindScalar<decltype(f), A, false>{f, static_cast<A>(*b.data<T>())}, stream, call.op);
-      } else if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous()) {
-        O* o = out.data<O>();
-        const T* x = a.data<T>();
-        const T* y = b.data<T>();
-        if (aligned(o, sizeof(O) * V) && aligned(x, sizeof(T) * V) && aligned(y, sizeof(T) * V))
-          binary_contiguous<V><<<grid_for((n + V - 1) / V), kThreads, 0, stream>>>(o, x, y, n, f);
-        else
-          binary_contiguous<1><<<grid_for(n), kThreads, 0, stream>>>(o, x, y, n, f);
-      } else {
-        binary_strided<O, T><<<grid_for(n), kThreads, 0, stream>>>(
-            static_cast<char*>(out.data_ptr()), static_cast<const char*>(a.data_ptr()),
-            static_cast<const char*>(b.data_ptr()), make_offsets<3>({&out, &a, &b}, op_name(call.op)), n, f);
-      }
+      with_checks<F<A>, A>(call, device, kernels::make_functor<F<A>>(call.attrs), [&](const auto& f) {
+        using Fn = std::decay_t<decltype(f)>;
+        constexpr int V = kVec<T>;
+        if (a.device().is_cpu()) {
+          launch_unary<O, T>(out, b, BindScalar<Fn, A, true>{f, static_cast<A>(*a.data<T>())}, stream, call.op);
+        } else if (b.device().is_cpu()) {
+          launch_unary<O, T>(out, a, BindScalar<Fn, A, false>{f, static_cast<A>(*b.data<T>())}, stream, call.op);
+        } else if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous()) {
+          O* o = out.data<O>();
+          const T* x = a.data<T>();
+          const T* y = b.data<T>();
+          if (aligned(o, sizeof(O) * V) && aligned(x, sizeof(T) * V) && aligned(y, sizeof(T) * V))
+            binary_contiguous<V><<<grid_for((n + V - 1) / V), kThreads, 0, stream>>>(o, x, y, n, f);
+          else
+            binary_contiguous<1><<<grid_for(n), kThreads, 0, stream>>>(o, x, y, n, f);
+        } else {
+          binary_strided<O, T><<<grid_for(n), kThreads, 0, stream>>>(
+              static_cast<char*>(out.data_ptr()), static_cast<const char*>(a.data_ptr()),
+              static_cast<const char*>(b.data_ptr()), make_offsets<3>({&out, &a, &b}, op_name(call.op)), n, f);
+        }
+      });
     } else {
       throw TypeError(std::string(op_name(call.op)) + ": no GPU kernel for " + dtype_name(a.dtype()));
     }
@@ -221,6 +247,8 @@ void where_entry(OpCall& call) {
 #define PF_FAMILY_UNARY_BOOL(name, F) PF_REGISTER_KERNEL(name, ROCm, (&unary_entry<kernels::F, DTypeSet::All, true>));
 #define PF_FAMILY_BINARY(name, F) PF_REGISTER_KERNEL(name, ROCm, (&binary_entry<kernels::F, DTypeSet::All, false>));
 #define PF_FAMILY_BINARY_FLOAT(name, F) PF_REGISTER_KERNEL(name, ROCm, (&binary_entry<kernels::F, DTypeSet::FloatOnly, false>));
+#define PF_FAMILY_UNARY_INT(name, F) PF_REGISTER_KERNEL(name, ROCm, (&unary_entry<kernels::F, DTypeSet::IntegerOrBool, false>));
+#define PF_FAMILY_BINARY_INT(name, F) PF_REGISTER_KERNEL(name, ROCm, (&binary_entry<kernels::F, DTypeSet::IntegerOrBool, false>));
 #define PF_FAMILY_COMPARE(name, F) PF_REGISTER_KERNEL(name, ROCm, (&binary_entry<kernels::F, DTypeSet::All, true>));
 #define PF_FAMILY_WHERE(name, F) PF_REGISTER_KERNEL(name, ROCm, &where_entry);
 #include "pyflame/for_each_op.inc"
