@@ -58,6 +58,7 @@
 #include "pyflame/backend/rocm/stream.h"
 #include "rocm/device_guard.h"
 #include "rocm/kernels/launch.h"
+#include "rocm/kernels/pool.h"
 
 namespace pyflame::backend::rocm {
 namespace {
@@ -718,12 +719,19 @@ std::string describe(const OpCall& call, const Shape& input, const Shape& output
   return s + " (" + dtype_name(call.out().dtype()) + ")";
 }
 
+}  // namespace
+
+DnnPoolHook g_dnn_avg_pool2d = nullptr;
+
+namespace {
+
 template <Pool kPool> void sliding_pool_entry(OpCall& call) {
   const int device = call.out().device().index;
   DeviceGuard guard(device);
   const Tensor& x = call.inputs[0];
   Tensor& out = call.out();
   if (out.numel() == 0) return;
+  if (call.op == ir::OpType::avg_pool2d && g_dnn_avg_pool2d && g_dnn_avg_pool2d(call)) return;
   const PoolGeometry g = make_geometry(x.shape(), out.shape(), call.attr<PoolAttrs>());
   const int64_t planes = x.shape()[0] * x.shape()[1];
   visit_dtype(x.dtype(), [&](auto tag) {
