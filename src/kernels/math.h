@@ -196,6 +196,8 @@ template <class T> PF_HOST_DEVICE T digamma(T x) {
                                      z * (T(7.57575757575757575758E-3) +
                                           z * (T(-2.10927960927960927961E-2) + z * T(8.33333333333333333333E-2)))))));
   return result + T(::log(static_cast<double>(x))) - T(0.5) / x - poly;
+}
+
 // The vendors' erfinv on the GPU. The host's C library has none: Giles'
 // single-precision approximation ("Approximating the erfinv function", 2010),
 // refined by two Newton steps in double, which makes it exact to double's
