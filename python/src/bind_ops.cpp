@@ -66,14 +66,17 @@ void bind_unary(nb::module_& m, nb::class_<Tensor>& tensor, OpType op) {
       throw std::logic_error(std::string(name) + ": bind_unary handles up to 2 parameters; add a case");
   }
 }
-// A reduction as PyTorch takes it: dtype= converts the input first; axis= is dim's NumPy name.
+// A reduction as PyTorch takes it: dtype= converts the input first and is the
+// result's dtype (an integer sum, widened to int64, comes back to it); axis= is
+// dim's NumPy name.
 Tensor reduce(OpType op, const Tensor& x, nb::handle dim, bool keepdim, nb::handle dtype, nb::handle axis) {
   if (!axis.is_none()) {
     PF_CHECK(dim.is_none(), TypeError, pyflame::op_name(op), "(): got both dim and axis (axis is dim's NumPy name)");
     dim = axis;
   }
-  const Tensor in = dtype.is_none() ? x : pyflame::to(x, as_dtype(dtype));
-  return pyflame::reduce_op(op, in, as_dims(dim), keepdim);
+  if (dtype.is_none()) return pyflame::reduce_op(op, x, as_dims(dim), keepdim);
+  const DType d = as_dtype(dtype);
+  return pyflame::to(pyflame::reduce_op(op, pyflame::to(x, d), as_dims(dim), keepdim), d);
 }
 }  // namespace
 

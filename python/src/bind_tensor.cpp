@@ -275,10 +275,15 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("expand", [](const Tensor& t, nb::args shape) { return pyflame::expand(t, as_shape(shape)); })
       // non_blocking, as in PyTorch: a copy from pinned host memory to a GPU returns before it
       // has run; other copies behave as without it.
-      .def("to", [](const Tensor& t, nb::handle target, nb::handle dtype, bool non_blocking, bool copy) {
+      .def("to", [](const Tensor& t, nb::handle target, nb::handle dtype, bool non_blocking, bool copy,
+                    nb::handle device) {
         Tensor r = t;
         if (!dtype.is_none()) r = pyflame::to(r, as_dtype(dtype));
-        if (!target.is_none()) {
+        if (!device.is_none()) r = pyflame::to(r, as_device(device), non_blocking);
+        if (nb::isinstance<Tensor>(target)) {  // to(other): other's dtype and device
+          const Tensor& other = nb::cast<const Tensor&>(target);
+          r = pyflame::to(pyflame::to(r, other.dtype()), other.device(), non_blocking);
+        } else if (!target.is_none()) {
           if (nb::isinstance<nb::str>(target) && !is_dtype_name(nb::cast<std::string>(target)))
             r = pyflame::to(r, as_device(target), non_blocking);
           else
@@ -286,8 +291,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
         }
         return copy && r.same_storage(t) ? pyflame::clone(r) : r;
       }, "target"_a = nb::none(), "dtype"_a = nb::none(), "non_blocking"_a = false, "copy"_a = false,
-         "to(device) moves the tensor ('cpu', 'rocm', 'rocm:N'); to(dtype) converts it; both return self when "
-         "nothing changes (a new tensor with copy=True).")
+         "device"_a = nb::none(),
+         "to(device) moves the tensor ('cpu', 'rocm', 'rocm:N'); to(dtype) converts it; to(other) takes other's "
+         "dtype and device; all return self when nothing changes (a new tensor with copy=True).")
       .def("cpu", [](const Tensor& t) { return pyflame::to(t, pyflame::Device::cpu()); })
       .def("float", [](const Tensor& t) { return pyflame::to(t, DType::Float32); })
       .def("double", [](const Tensor& t) { return pyflame::to(t, DType::Float64); })
