@@ -106,7 +106,6 @@ void bind_shape(nb::module_& m, nb::class_<Tensor>& tensor) {
         "sorted_sequence"_a, "input"_a, nb::kw_only(), "out_int32"_a = false, "right"_a = false,
         "side"_a = nb::none(), "sorter"_a = nb::none());
 
-  auto scatter = [](const Tensor& x, int64_t dim, const Tensor& index, nb::handle src, nb::handle value) {
   // reduce='add'|'multiply': PyTorch's older form of scatter_reduce ('sum'|'prod', x included).
   auto scatter = [](const Tensor& x, int64_t dim, const Tensor& index, nb::handle src, nb::handle value,
                     std::optional<std::string> reduce) {
