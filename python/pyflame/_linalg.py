@@ -543,7 +543,7 @@ def einsum(equation, *operands):
         drop = [i for i, ch in enumerate(ls) if ch not in needed(rest)]
         if not drop:
             return t, ls
-        return _C.sum(t, drop, False, dtype=t.dtype), [ch for i, ch in enumerate(ls) if i not in drop]
+        return _C.sum(t, drop, False), [ch for i, ch in enumerate(ls) if i not in drop]
 
     t, ls = sum_unneeded(*items[0], items[1:])
     for k in range(1, len(items)):

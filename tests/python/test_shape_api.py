@@ -499,17 +499,11 @@ def test_set_default_dtype(default_float64, device):
         ("zeros-explicit", lambda m: m.zeros(2, dtype=m.float32)),
     ]
     for what, f in cases:
-        same(f(pf) if what == "tensor-int" else _on(f, device), f(torch), device if what != "tensor-int" else "cpu",
-             f"{what} under float64 default", 1e-12)
+        same(f(pf), f(torch), device, f"{what} under float64 default", 1e-12)
     for fn in ("rand", "randn", "empty"):
         assert getattr(pf, fn)(3, device=device).dtype == pf.float64, fn
     assert pf.nn.Linear(2, 3).weight.dtype == pf.float64
     assert pf.finfo().bits == 64
-
-
-def _on(f, device):
-    pf.set_device(device)
-    return f(pf)
 
 
 def test_set_default_dtype_errors():
