@@ -149,6 +149,7 @@ from ._linalg import (  # noqa: E402,F401,A004  reductions, products, norms, ein
     pinverse, qr, slogdet, std_mean, svd, tensordot, var_mean, vdot,
 )
 from ._misc_api import *  # noqa: E402,F401,F403  (addcmul, isclose, index_add, normal, ...: _misc_api.__all__)
+from . import special  # noqa: E402,F401  (torch.special's names)
 from ._elementwise import ZeroDivisionError, clamp_max, clamp_min, clip, divide, lerp, true_divide  # noqa: E402,F401,A004
 
 # Ops outside the op table: they run as table ops (conv1d and the 1-D pools

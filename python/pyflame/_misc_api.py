@@ -7,6 +7,7 @@ The random draws compose pf.rand/pf.randn, which draw on the tensor's device
 from one Philox stream: a seed gives the same numbers on the CPU and the GPU.
 """
 
+import builtins
 import math
 from collections import namedtuple
 
@@ -419,6 +420,90 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     return picks.reshape(num_samples) if input.dim() == 1 else picks
 
 
+# --------------------------------------------------------------- counting, products
+
+def logical_xor(input, other):
+    """Elementwise exclusive or of the truth values (bool), as torch.logical_xor."""
+    return _C.ne(_C.ne(input, 0), _C.ne(other, 0))
+
+
+def _where_method(self, condition, y):
+    return _C.where(condition, self, y)
+
+
+def bincount(input, weights=None, minlength=0):
+    """Occurrences of each value 0..max(input) (at least minlength bins) of a 1-D non-negative
+    integer tensor, summed weights where given, as torch.bincount. The maximum is read on the
+    host to size the result, as PyTorch does."""
+    if input.dim() != 1 or input.dtype.is_floating_point or input.dtype == _C.dtype.bool:
+        raise _C.InvalidArgumentError("bincount only supports 1-d non-negative integral inputs")
+    if input.numel() and _C.min(input).item() < 0:
+        raise _C.InvalidArgumentError("bincount only supports 1-d non-negative integral inputs")
+    n = builtins.max(int(minlength), int(_C.max(input).item()) + 1 if input.numel() else 0)
+    values = full(list(input.shape), 1, dtype=_C.dtype.int64) if weights is None else weights
+    return _C.scatter_add(full([n], 0, dtype=values.dtype), 0, input.to(_C.dtype.int64), values)
+
+
+def histc(input, bins=100, min=0, max=0):  # noqa: A002 - torch's names
+    """A histogram of bins equal-width bins over [min, max] (the data's range when both are 0);
+    values outside are ignored, max falls in the last bin, as torch.histc."""
+    lo, hi = float(min), float(max)
+    if lo == hi and input.numel():
+        lo, hi = _C.min(input).item(), _C.max(input).item()
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    x = input.reshape(-1)
+    inside = _C.logical_and(_C.ge(x, lo), _C.le(x, hi))
+    which = _C.clamp(_C.floor(_C.mul(_C.sub(x, lo), bins / (hi - lo))), 0, bins - 1).to(_C.dtype.int64)
+    return _C.scatter_add(full([bins], 0, dtype=input.dtype), 0, which, inside.to(input.dtype))
+
+
+def kron(input, other):
+    """The Kronecker product, as torch.kron."""
+    nd = builtins.max(input.dim(), other.dim())
+    a = input.reshape([1] * (nd - input.dim()) + list(input.shape))
+    b = other.reshape([1] * (nd - other.dim()) + list(other.shape))
+    pa = a.reshape([s for d in a.shape for s in (d, 1)])
+    pb = b.reshape([s for d in b.shape for s in (1, d)])
+    return _C.mul(pa, pb).reshape([sa * sb for sa, sb in zip(a.shape, b.shape)])
+
+
+def cross(input, other, dim=None):
+    """The cross product of 3-vectors along dim (torch.cross: the first dim of size 3 when None;
+    torch.linalg.cross: -1)."""
+    shape = _broadcast_shape(input.shape, other.shape)
+    if dim is None:
+        dim = next((d for d, s in enumerate(shape) if s == 3), None)
+        if dim is None:
+            raise _C.InvalidArgumentError(f"cross: no dimension of size 3 in input of shape {tuple(shape)}")
+    dim = _wrap_dim(dim, len(shape), "cross")
+    if shape[dim] != 3:
+        raise _C.InvalidArgumentError(f"cross: dimension {dim} does not have size 3 (shape {tuple(shape)})")
+    a, b = input.expand(shape), other.expand(shape)
+
+    def part(t, i):
+        return _C.select(t, dim, i)
+
+    comps = [_C.sub(_C.mul(part(a, (i + 1) % 3), part(b, (i + 2) % 3)),
+                    _C.mul(part(a, (i + 2) % 3), part(b, (i + 1) % 3))) for i in range(3)]
+    return _C.stack(comps, dim)
+
+
+def cdist(x1, x2, p=2.0):
+    """The p-norm distance between each row of x1 (..., P, M) and each of x2 (..., R, M), as torch.cdist."""
+    if x1.dim() < 2 or x2.dim() < 2 or x1.shape[-1] != x2.shape[-1]:
+        raise _C.InvalidArgumentError(f"cdist: X1 and X2 must have the same number of columns, got shapes "
+                                      f"{tuple(x1.shape)} and {tuple(x2.shape)}")
+    d = _C.abs(_C.sub(x1.unsqueeze(-2), x2.unsqueeze(-3)))
+    if p == float("inf"):
+        return _C.max(d, -1)
+    if p == 0:
+        return _C.sum(_C.ne(d, 0).to(x1.dtype), -1)
+    if p == 1:
+        return _C.sum(d, -1)
+    return _C.pow(_C.sum(_C.pow(d, p), -1), 1.0 / p)
+
+
 # --------------------------------------------------------------- Tensor methods
 
 addcmul_ = _addc_(addcmul)
@@ -440,6 +525,8 @@ for _name, _fn in (
     ("index_put_", index_put_), ("masked_select", masked_select), ("take", take), ("aminmax", aminmax),
     ("diff", diff), ("positive", positive), ("__pos__", positive), ("bernoulli", bernoulli),
     ("bernoulli_", _bernoulli_), ("exponential_", _exponential_), ("multinomial", multinomial),
+    ("logical_xor", logical_xor), ("where", _where_method), ("bincount", bincount), ("histc", histc),
+    ("kron", kron), ("cross", cross),
 ):
     setattr(_C.Tensor, _name, _fn)
 del _name, _fn
@@ -447,4 +534,5 @@ del _name, _fn
 __all__ = [
     "addcmul", "addcdiv", "positive", "isclose", "allclose", "equal", "index_add", "index_copy", "index_fill",
     "index_put", "index_put_", "masked_select", "take", "aminmax", "diff", "normal", "bernoulli", "multinomial",
+    "logical_xor", "bincount", "histc", "kron", "cross", "cdist",
 ]

@@ -7,9 +7,15 @@ or SciPy function to use on `.numpy()` of the tensor (docs/ops.md).
 
 from . import _C
 from ._creation import eye
+from ._misc_api import cross as _cross
 from ._linalg import linalg_norm as norm, matrix_norm, vector_norm  # noqa: F401
 
 matmul = _C.matmul
+
+
+def cross(input, other, *, dim=-1):
+    """The cross product of 3-vectors along dim, as torch.linalg.cross."""
+    return _cross(input, other, dim)
 
 
 def vecdot(x, y, *, dim=-1):

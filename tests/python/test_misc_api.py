@@ -11,17 +11,6 @@ import torch
 import pyflame as pf
 from op_registry import assert_matches, make_values, pf_to_numpy
 
-DEVICES = ["cpu", "rocm"]
-
-
-@pytest.fixture(params=DEVICES)
-def device(request):
-    if request.param == "rocm" and not pf.rocm_is_available():
-        pytest.skip(f"no usable GPU: {pf.rocm_unavailable_reason()}")
-    pf.set_device(request.param)
-    return request.param
-
-
 def both(rng, shape, dtype="float64", low=-3.0, high=3.0, grad=False, **kw):
     """(pyflame, torch) tensors holding the same random values."""
     v = make_values(rng, shape, dtype, low=low, high=high, **kw)
@@ -525,3 +514,32 @@ def test_multinomial_without_replacement(device):
     np.testing.assert_allclose(np.bincount(x[:, 1], minlength=5) / rows, second, atol=0.015)
     perm = pf_to_numpy(pf.multinomial(pf.tensor([5.0, 1.0, 2.0]), 3))
     assert sorted(perm.tolist()) == [0, 1, 2]
+
+
+def test_counting_and_products(device, rng):
+    """bincount, histc, kron, cross, cdist, logical_xor and Tensor.where against torch."""
+    labels, tlabels = idx(rng.integers(0, 6, 40))
+    close = lambda a, b, what: assert_matches(a, b, 1e-6, 1e-6, what=what)  # noqa: E731
+    close(pf.bincount(labels), torch.bincount(tlabels), "bincount")
+    close(pf.bincount(labels, minlength=9), torch.bincount(tlabels, minlength=9), "bincount minlength")
+    w, tw = both(rng, (40,), "float32")
+    close(pf.bincount(labels, weights=w), torch.bincount(tlabels, weights=tw), "bincount weights")
+    x, tx = both(rng, (5, 7), "float32")
+    close(pf.histc(x, bins=6, min=-2, max=2), torch.histc(tx, bins=6, min=-2, max=2), "histc")
+    close(pf.histc(x, bins=4), torch.histc(tx, bins=4), "histc over min..max")
+    a, ta = both(rng, (2, 3), "float64")
+    b, tb = both(rng, (3, 2), "float64")
+    close(pf.kron(a, b), torch.kron(ta, tb), "kron")
+    u, tu = both(rng, (4, 3), "float64")
+    v, tv = both(rng, (4, 3), "float64")
+    close(pf.linalg.cross(u, v), torch.linalg.cross(tu, tv), "linalg.cross")
+    close(pf.cross(u.t(), v.t(), dim=0), torch.cross(tu.t(), tv.t(), dim=0), "cross dim 0")
+    p, tp = both(rng, (5, 3), "float64")
+    q, tq = both(rng, (6, 3), "float64")
+    for norm in (2.0, 1.0):
+        close(pf.cdist(p, q, p=norm), torch.cdist(tp, tq, p=norm), f"cdist p={norm}")
+    m, tm = both(rng, (3, 4), "float32")
+    close(pf.logical_xor(m > 0, x[:3, :4] > 0), torch.logical_xor(tm > 0, tx[:3, :4] > 0), "logical_xor")
+    close(m.where(m > 0, pf.tensor(0.0)), tm.where(tm > 0, torch.tensor(0.0)), "Tensor.where")
+    close(pf.special.expit(m), torch.special.expit(tm), "special.expit")
+    close(pf.special.logit(pf.sigmoid(m)), torch.special.logit(torch.sigmoid(tm)), "special.logit")
