@@ -119,7 +119,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """The mean of the non-NaN elements (NaN where there are none), as torch.nanmean (floats only)."""
     if not _is_float(input):
         raise _C.InvalidTypeError("nanmean(): expected input to have floating point dtype but got "
-                         f"{_torch_dtype_name(input.dtype)}")
+                                  f"{_torch_dtype_name(input.dtype)}")
     if dtype is not None:
         input = input.to(dtype)
     dims = _reduce_arg(_dims(dim, input.dim(), "nanmean"))
@@ -154,7 +154,7 @@ def _check_norm_input(x, fn, dtype):
             raise _C.InvalidTypeError(f"{fn}: dtype should be floating point or complex, but got {_dtype_name(dtype)}")
     if not _is_float(x):
         raise _C.InvalidTypeError(f"{fn}: Expected a floating point or complex tensor as input. "
-                         f"Got {_torch_dtype_name(x.dtype)}")
+                                  f"Got {_torch_dtype_name(x.dtype)}")
     return x if dtype is None else x.to(dtype)
 
 
@@ -174,8 +174,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     dims = _dims(dim, x.dim(), "linalg.vector_norm")
     if ord == _INF or ord == -_INF:
         if x.numel() == 0:
-            raise _C.InvalidArgumentError(f"linalg.vector_norm: cannot compute the {ord} norm of an empty tensor (shape "
-                             f"{list(x.shape)}) because the operation does not have an identity")
+            raise _C.InvalidArgumentError(f"linalg.vector_norm: cannot compute the {ord} norm of an empty tensor "
+                                          f"(shape {list(x.shape)}) because the operation does not have an identity")
         return (amax if ord > 0 else amin)(_C.abs(x), dims, keepdim)
     d = _reduce_arg(dims)
     if ord == 0:
@@ -193,8 +193,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     'nuc', 2 and -2 need singular values: NotSupportedError."""
     A = _check_norm_input(A, "linalg.matrix_norm", dtype)
     if A.dim() < 2:
-        raise _C.InvalidArgumentError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions, got shape "
-                         f"{list(A.shape)}")
+        raise _C.InvalidArgumentError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions, got "
+                                      f"shape {list(A.shape)}")
     if len(dim) != 2:
         raise ValueError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {tuple(dim)}")
     r, c = (_wrap(d, A.dim(), "linalg.matrix_norm") for d in dim)
@@ -231,7 +231,8 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
         return vector_norm(A, ord, None, keepdim, dtype=dtype)
     if A.dim() == 2:
         return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
-    raise _C.InvalidArgumentError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {A.dim()}D.")
+    raise _C.InvalidArgumentError("linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
+                                  f"{A.dim()}D.")
 
 
 def dist(input, other, p=2):
@@ -268,8 +269,8 @@ def _add_scaled(input, beta, product, alpha):
     try:
         input = input.expand(*product.shape)
     except ValueError:
-        raise _C.InvalidArgumentError(f"The input of shape {list(input.shape)} cannot be broadcast to the product's shape "
-                         f"{list(product.shape)}") from None
+        raise _C.InvalidArgumentError(f"The input of shape {list(input.shape)} cannot be broadcast to the product's "
+                                      f"shape {list(product.shape)}") from None
     return product if beta == 0 else _C.add(_scaled(input, beta), product)
 
 
@@ -280,7 +281,8 @@ def mm(input, mat2):
     if mat2.dim() != 2:
         raise _C.InvalidArgumentError("mat2 must be a matrix")
     if input.shape[1] != mat2.shape[0]:
-        raise _C.InvalidArgumentError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_str(input)} and {_shape_str(mat2)})")
+        raise _C.InvalidArgumentError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_str(input)} and "
+                                      f"{_shape_str(mat2)})")
     _same_dtype(input, mat2, "expected m1 and m2 to have the same dtype, but got: {0} != {1}")
     return _C.matmul(input, mat2)
 
@@ -291,8 +293,9 @@ def _check_bmm(input, mat2):
     if mat2.dim() != 3:
         raise _C.InvalidArgumentError(f"batch2 must be a 3D tensor, got shape {list(mat2.shape)}")
     if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
-        raise _C.InvalidArgumentError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                         f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+        raise _C.InvalidArgumentError("Expected size for first two dimensions of batch2 tensor to be: "
+                                      f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, "
+                                      f"{mat2.shape[1]}].")
     _same_dtype(input, mat2, "expected scalar type {2} but found {3}")
 
 
@@ -305,10 +308,11 @@ def bmm(input, mat2):
 def mv(input, vec):
     """The product of a 2-D matrix and a 1-D vector of one dtype, as torch.mv."""
     if input.dim() != 2 or vec.dim() != 1:
-        raise _C.InvalidArgumentError(f"vector + matrix @ vector expected, got {input.dim()}D matrix and {vec.dim()}D vector")
+        raise _C.InvalidArgumentError(f"vector + matrix @ vector expected, got {input.dim()}D matrix and {vec.dim()}D "
+                                      "vector")
     if input.shape[1] != vec.shape[0]:
         raise _C.InvalidArgumentError(f"size mismatch, got input ({input.shape[0]}), mat ({_shape_str(input)}), "
-                         f"vec ({vec.shape[0]})")
+                                      f"vec ({vec.shape[0]})")
     _same_dtype(input, vec, "expected scalar type {2} but found {3}")
     return _C.matmul(input, vec)
 
@@ -318,9 +322,9 @@ def dot(input, other):
     if input.dim() != 1 or other.dim() != 1:
         raise _C.InvalidArgumentError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
     if input.shape[0] != other.shape[0]:
-        raise _C.InvalidArgumentError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{other.shape[0]}] "
-                         f"to have the same number of elements, but got {input.shape[0]} and {other.shape[0]} "
-                         "elements respectively")
+        raise _C.InvalidArgumentError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
+                                      f"[{other.shape[0]}] to have the same number of elements, but got "
+                                      f"{input.shape[0]} and {other.shape[0]} elements respectively")
     _same_dtype(input, other, "dot : expected both vectors to have same dtype, but found {2} and {3}")
     return _C.matmul(input, other)
 
@@ -347,7 +351,7 @@ def inner(input, other):
         return _C.mul(input, other)
     if input.shape[-1] != other.shape[-1]:
         raise _C.InvalidArgumentError(f"inner() the last dimension must match on both input tensors but got shapes "
-                         f"{list(input.shape)} and {list(other.shape)}")
+                                      f"{list(input.shape)} and {list(other.shape)}")
     return tensordot(input, other, ([input.dim() - 1], [other.dim() - 1]))
 
 
@@ -399,8 +403,8 @@ def tensordot(a, b, dims=2):
         db = [_wrap(d, b.dim(), "tensordot") for d in db]
     for i, j in zip(da, db):
         if a.shape[i] != b.shape[j]:
-            raise _C.InvalidArgumentError(f"contracted dimensions need to match, but first has size {a.shape[i]} in dim {i} "
-                             f"and second has size {b.shape[j]} in dim {j}")
+            raise _C.InvalidArgumentError(f"contracted dimensions need to match, but first has size {a.shape[i]} in "
+                                          f"dim {i} and second has size {b.shape[j]} in dim {j}")
     free_a = [d for d in range(a.dim()) if d not in da]
     free_b = [d for d in range(b.dim()) if d not in db]
     k = math.prod(a.shape[d] for d in da)
@@ -433,8 +437,9 @@ def _einsum_parse(equation, operands):
                                  "string, subscripts must be in [a-zA-Z]")
         if (len(letters) > t.dim()) or (not has_ell and len(letters) != t.dim()):
             raise _C.InvalidArgumentError(f"einsum(): the number of subscripts in the equation ({len(letters)}) "
-                             f"{'is more than' if has_ell else 'does not match'} the number of dimensions "
-                             f"({t.dim()}) for operand {k}{'' if has_ell else ' and no ellipsis was given'}")
+                                          f"{'is more than' if has_ell else 'does not match'} the number of dimensions "
+                                          f"({t.dim()}) for operand "
+                                          f"{k}{'' if has_ell else ' and no ellipsis was given'}")
         n_ell = t.dim() - len(letters) if has_ell else 0
         ell_dims = builtins.max(ell_dims, n_ell)
         parsed.append((term, n_ell))
@@ -477,8 +482,8 @@ def _einsum_diagonal(t, labels):
             if ch in seen:
                 i = seen[ch]
                 if t.shape[i] != t.shape[pos]:
-                    raise _C.InvalidArgumentError(f"einsum(): subscript {ch} is repeated for operand but the sizes don't match, "
-                                     f"{t.shape[i]} != {t.shape[pos]}")
+                    raise _C.InvalidArgumentError(f"einsum(): subscript {ch} is repeated for operand but the sizes "
+                                                  f"don't match, {t.shape[i]} != {t.shape[pos]}")
                 n = t.shape[i]
                 mask_shape = [1] * t.dim()
                 mask_shape[i], mask_shape[pos] = n, n
@@ -499,7 +504,7 @@ def _einsum_pair(a, la, b, lb, keep):
         for ch, n in zip(ls, t.shape):
             if sizes.get(ch, 1) != 1 and n != 1 and sizes[ch] != n:
                 raise _C.InvalidArgumentError(f"einsum(): operands do not broadcast with remapped shapes: subscript "
-                                 f"{ch.replace('...', 'ellipsis dim ')} has sizes {sizes[ch]} and {n}")
+                                              f"{ch.replace('...', 'ellipsis dim ')} has sizes {sizes[ch]} and {n}")
             if sizes.get(ch, 1) == 1:  # a size-1 dim broadcasts (an empty one does not)
                 sizes[ch] = n
     batch = [ch for ch in la if ch in lb and ch in keep]

@@ -100,19 +100,22 @@ def _arange(n, like, start=0, step=1):
 def t(input):
     """The transpose of a matrix; tensors of fewer than 2 dims unchanged, as torch.t."""
     if input.dim() > 2:
-        raise _C.InvalidArgumentError(f"t() expects a tensor with <= 2 dimensions, but self is {input.dim()}D (use transpose or mT)")
+        raise _C.InvalidArgumentError(f"t() expects a tensor with <= 2 dimensions, but self is {input.dim()}D (use "
+                                      "transpose or mT)")
     return input.transpose(0, 1) if input.dim() == 2 else input.view(input.shape)
 
 
 def _mT(self):
     if self.dim() < 2:
-        raise _C.InvalidArgumentError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.dim()}-D tensor.")
+        raise _C.InvalidArgumentError("tensor.mT is only supported on matrices or batches of matrices. Got "
+                                      f"{self.dim()}-D tensor.")
     return self.transpose(-2, -1)
 
 
 def _H(self):
     if self.dim() not in (0, 2):
-        raise _C.InvalidArgumentError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.dim()}-D tensor.")
+        raise _C.InvalidArgumentError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.dim()}-D "
+                                      "tensor.")
     return t(self)
 
 
@@ -148,7 +151,8 @@ def unflatten(input, dim, sizes):
     known = math.prod(s for s in sizes if s != -1)
     if sizes.count(-1) > 1 or (-1 not in sizes and known != input.shape[d]) or (
             -1 in sizes and (known == 0 or input.shape[d] % known)):
-        raise _C.InvalidArgumentError(f"unflatten(): sizes {sizes} don't multiply up to the size of dim {dim} ({input.shape[d]})")
+        raise _C.InvalidArgumentError(f"unflatten(): sizes {sizes} don't multiply up to the size of dim {dim} "
+                                      f"({input.shape[d]})")
     sizes = tuple(input.shape[d] // known if s == -1 else s for s in sizes)
     return input.view(tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:]))
 
@@ -158,8 +162,8 @@ def movedim(input, source, destination):
     n = input.dim()
     src, dst = _dims(source, n, "movedim source"), _dims(destination, n, "movedim destination")
     if len(src) != len(dst):
-        raise _C.InvalidArgumentError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain the "
-                         f"same number of dims as destination ({list(dst)} dims)")
+        raise _C.InvalidArgumentError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
+                                      f"contain the same number of dims as destination ({list(dst)} dims)")
     perm = [-1] * n
     for s, d in zip(src, dst):
         perm[d] = s
@@ -189,7 +193,8 @@ def broadcast_shapes(*shapes):
     for s in shapes:
         for i, n in enumerate(s, ndim - len(s)):
             if n != 1 and out[i] not in (1, n):
-                raise _C.InvalidArgumentError(f"shape mismatch: objects cannot be broadcast to a single shape: {shapes}")
+                raise _C.InvalidArgumentError("shape mismatch: objects cannot be broadcast to a single shape: "
+                                              f"{shapes}")
             if n != 1:
                 out[i] = n
     return Size(out)
@@ -253,10 +258,12 @@ def meshgrid(*tensors, indexing=None):
                       "(as torch.meshgrid warns); 'ij' is used", UserWarning, stacklevel=2)
         indexing = "ij"
     if indexing not in ("ij", "xy"):
-        raise _C.InvalidArgumentError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+        raise _C.InvalidArgumentError("torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: "
+                                      f"{indexing}")
     for x in tensors:
         if x.dim() > 1:
-            raise _C.InvalidArgumentError(f"meshgrid expects all tensors to be 0- or 1-dimensional, got one of {x.dim()} dims")
+            raise _C.InvalidArgumentError("meshgrid expects all tensors to be 0- or 1-dimensional, got one of "
+                                          f"{x.dim()} dims")
     swap = indexing == "xy" and len(tensors) >= 2
     if swap:
         tensors = (tensors[1], tensors[0]) + tuple(tensors[2:])
@@ -327,7 +334,8 @@ def repeat(self, *sizes):
     """self tiled sizes[i] times along each dim (leading sizes add dims), as Tensor.repeat."""
     sizes = _int_args(sizes, "repeat sizes")
     if len(sizes) < self.dim():
-        raise _C.InvalidArgumentError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+        raise _C.InvalidArgumentError("Number of dimensions of repeat dims can not be smaller than number of "
+                                      "dimensions of tensor")
     if builtins.any(s < 0 for s in sizes):
         raise _C.InvalidArgumentError(f"repeat(): sizes must be non-negative, got {sizes}")
     x = self.reshape((1,) * (len(sizes) - self.dim()) + tuple(self.shape))
@@ -370,14 +378,14 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         counts = np.asarray(repeats.tolist() if isinstance(repeats, _C.Tensor) else repeats, dtype=np.int64)
         if counts.ndim != 1 or counts.shape[0] != n:
             raise _C.InvalidArgumentError(f"repeat_interleave(): repeats must have the same size as input along dim, "
-                             f"got {counts.shape} for size {n}")
+                                          f"got {counts.shape} for size {n}")
         if (counts < 0).any():
             raise _C.InvalidArgumentError("repeat_interleave(): repeats can not be negative")
         index = tensor(np.repeat(np.arange(n), counts), dtype=_C.dtype.int64, device=input.device)
         out = input.index_select(d, index)
     if output_size is not None and out.shape[d] != output_size:
         raise _C.InvalidArgumentError(f"repeat_interleave(): output_size {output_size} differs from the result's size "
-                         f"{out.shape[d]}")
+                                      f"{out.shape[d]}")
     return out
 
 
@@ -405,8 +413,9 @@ def take_along_dim(input, indices, dim=None):
     if dim is None:  # (torch views them, so raises for non-contiguous input; reshape reads any layout)
         return input.reshape(-1).gather(0, indices.reshape(-1))
     if input.dim() != indices.dim():
-        raise _C.InvalidArgumentError(f"take_along_dim(): input and indices should have the same number of dimensions, "
-                         f"but got {input.dim()} dimensions for input, and {indices.dim()} dimensions for indices")
+        raise _C.InvalidArgumentError("take_along_dim(): input and indices should have the same number of dimensions, "
+                                      f"but got {input.dim()} dimensions for input, and {indices.dim()} dimensions for "
+                                      "indices")
     d = _wrap(dim, input.dim())
     shape = list(broadcast_shapes(*(tuple(1 if i == d else s for i, s in enumerate(x.shape))
                                     for x in (input, indices))))
@@ -510,7 +519,7 @@ def is_nonzero(input):
     """Whether a one-element tensor is not zero (an error for other sizes), as torch.is_nonzero."""
     if input.numel() != 1:
         raise _C.InvalidArgumentError("Boolean value of Tensor with " + ("no values" if input.numel() == 0 else
-                         "more than one value") + " is ambiguous")
+                                      "more than one value") + " is ambiguous")
     return builtins.bool(input.item())
 
 
@@ -547,7 +556,7 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
     if len(parts) not in (2, 3) or parts[0] not in ("pyflame", "torch") or parts[-1] not in _TYPE_DTYPES or (
             len(parts) == 3 and parts[1] not in ("rocm", "cuda")):
         raise _C.InvalidArgumentError(f"invalid type: '{dtype}' (expected a name such as 'pyflame.FloatTensor' or "
-                         "'pyflame.rocm.FloatTensor')")
+                                      "'pyflame.rocm.FloatTensor')")
     on_gpu = len(parts) == 3
     if on_gpu == (self.device != "cpu") and _TYPE_DTYPES[parts[-1]] == self.dtype:
         return self

@@ -31,8 +31,8 @@ def multi_dot(tensors):
     for i, t in enumerate(tensors):
         allowed = (1, 2) if i in (0, len(tensors) - 1) else (2,)
         if t.dim() not in allowed:
-            raise _C.InvalidArgumentError(f"multi_dot(): tensor {i} must be {' or '.join(f'{d}D' for d in allowed)} but got "
-                             f"{t.dim()}D")
+            raise _C.InvalidArgumentError(f"multi_dot(): tensor {i} must be {' or '.join(f'{d}D' for d in allowed)} "
+                                          f"but got {t.dim()}D")
     out = tensors[0]
     for t in tensors[1:]:
         out = _C.matmul(out, t)
@@ -43,8 +43,9 @@ def matrix_power(A, n):
     """A (square, or a batch of them) to the integer power n >= 0 by repeated squaring, as
     torch.linalg.matrix_power; negative powers need an inverse: NotSupportedError."""
     if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
-        raise _C.InvalidArgumentError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
-                         f"{A.shape[-2] if A.dim() >= 2 else A.dim()} by {A.shape[-1] if A.dim() else 0} matrices")
+        raise _C.InvalidArgumentError("linalg.matrix_power: A must be batches of square matrices, but they are "
+                                      f"{A.shape[-2] if A.dim() >= 2 else A.dim()} by {A.shape[-1] if A.dim() else 0} "
+                                      "matrices")
     if n < 0:
         _unsupported("matrix_power with a negative exponent", "matrix_power")
     result = None

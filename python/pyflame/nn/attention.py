@@ -36,8 +36,8 @@ class MultiheadAttention(Module):
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
                  kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
         if embed_dim <= 0 or num_heads <= 0:
-            raise _C.InvalidArgumentError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
-                             f"num_heads={num_heads} instead")
+            raise _C.InvalidArgumentError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} "
+                                          f"and num_heads={num_heads} instead")
         super().__init__()
         self.embed_dim = embed_dim
         self.kdim = kdim if kdim is not None else embed_dim
@@ -109,13 +109,13 @@ class MultiheadAttention(Module):
         over the heads ((N, L, S)) unless average_attn_weights=False ((N, num_heads, L, S)); None when
         need_weights=False. is_causal is a hint that attn_mask is the causal mask (which must be given)."""
         if query.dim() not in (2, 3):
-            raise _C.InvalidArgumentError(f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D "
-                             "query tensor")
+            raise _C.InvalidArgumentError("query should be unbatched 2D or batched 3D tensor but received "
+                                          f"{query.dim()}-D query tensor")
         batched = query.dim() == 3
         if key.dim() != query.dim() or value.dim() != query.dim():
-            raise _C.InvalidArgumentError(f"For {'batched (3-D)' if batched else 'unbatched (2-D)'} `query`, expected `key` and "
-                             f"`value` to be {query.dim()}-D but found {key.dim()}-D and {value.dim()}-D tensors "
-                             "respectively")
+            raise _C.InvalidArgumentError(f"For {'batched (3-D)' if batched else 'unbatched (2-D)'} `query`, expected "
+                                          f"`key` and `value` to be {query.dim()}-D but found {key.dim()}-D and "
+                                          f"{value.dim()}-D tensors respectively")
         if is_causal and attn_mask is None:
             raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
                                "method `generate_square_subsequent_mask` to create this mask.")
@@ -153,7 +153,8 @@ class MultiheadAttention(Module):
         if embed_dim != self.embed_dim:
             raise _C.InvalidArgumentError(f"was expecting embedding dimension of {self.embed_dim}, but got {embed_dim}")
         if tuple(key.shape[:2]) != tuple(value.shape[:2]):
-            raise _C.InvalidArgumentError(f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}")
+            raise _C.InvalidArgumentError(f"key shape {tuple(key.shape)} does not match value shape "
+                                          f"{tuple(value.shape)}")
         key_padding_mask = _float_mask(key_padding_mask, query.dtype, "key_padding_mask")
         attn_mask = _float_mask(attn_mask, query.dtype, "attn_mask")
         q, k, v = self._projections(query, key, value)
@@ -161,13 +162,13 @@ class MultiheadAttention(Module):
             src_len = key.shape[0]
             if attn_mask.dim() == 2:
                 if tuple(attn_mask.shape) != (tgt_len, src_len):
-                    raise _C.InvalidArgumentError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should be "
-                                     f"{(tgt_len, src_len)}.")
+                    raise _C.InvalidArgumentError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but "
+                                                  f"should be {(tgt_len, src_len)}.")
                 attn_mask = attn_mask.unsqueeze(0)
             elif attn_mask.dim() == 3:
                 if tuple(attn_mask.shape) != (bsz * heads, tgt_len, src_len):
-                    raise _C.InvalidArgumentError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should be "
-                                     f"{(bsz * heads, tgt_len, src_len)}.")
+                    raise _C.InvalidArgumentError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but "
+                                                  f"should be {(bsz * heads, tgt_len, src_len)}.")
             else:
                 raise _C.InvalidArgumentError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
         if self.bias_k is not None:
@@ -188,7 +189,7 @@ class MultiheadAttention(Module):
         if key_padding_mask is not None:
             if tuple(key_padding_mask.shape) != (bsz, src_len):
                 raise _C.InvalidArgumentError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                                 f"{tuple(key_padding_mask.shape)}")
+                                              f"{tuple(key_padding_mask.shape)}")
             kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, heads, 1, src_len)
             kpm = kpm.reshape(bsz * heads, 1, src_len)
             attn_mask = kpm if attn_mask is None else attn_mask + kpm

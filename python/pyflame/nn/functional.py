@@ -235,7 +235,8 @@ def glu(input, dim=-1):
         raise _C.InvalidArgumentError("glu does not support scalars because halving size must be even")
     size = input.shape[dim]
     if size % 2:
-        raise _C.InvalidArgumentError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size {size}")
+        raise _C.InvalidArgumentError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size "
+                                      f"{size}")
     a, b = input.chunk(2, dim)
     return a * _pf.sigmoid(b)
 
@@ -243,12 +244,13 @@ def glu(input, dim=-1):
 def prelu(input, weight):
     """max(0, x) + weight * min(0, x), weight one value or one per channel (dim 1; dim 0 of a 1-D input)."""
     if weight.dim() != 1 and weight.numel() != 1:
-        raise _C.InvalidArgumentError(f"prelu: weight must be 1-D (one value or one per channel), got shape {tuple(weight.shape)}")
+        raise _C.InvalidArgumentError("prelu: weight must be 1-D (one value or one per channel), got shape "
+                                      f"{tuple(weight.shape)}")
     n = weight.numel()
     channels = input.shape[1] if input.dim() >= 2 else 1
     if n != 1 and n != channels:
-        raise _C.InvalidArgumentError(f"prelu: mismatch of parameter numbers and input channel size: found parameter numbers = "
-                         f"{n} and channel size = {channels}")
+        raise _C.InvalidArgumentError("prelu: mismatch of parameter numbers and input channel size: found parameter "
+                                      f"numbers = {n} and channel size = {channels}")
     if n != 1:
         weight = weight.reshape([1, n] + [1] * (input.dim() - 2))
     elif weight.dim() > input.dim():
@@ -287,8 +289,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise _C.InvalidArgumentError(f"huber_loss does not support non-positive values for delta, got {delta}")
     if tuple(input.shape) != tuple(target.shape):
-        raise _C.InvalidArgumentError(f"huber_loss: the target's shape {tuple(target.shape)} does not match the input's "
-                         f"{tuple(input.shape)}")
+        raise _C.InvalidArgumentError(f"huber_loss: the target's shape {tuple(target.shape)} does not match the "
+                                      f"input's {tuple(input.shape)}")
     d = (input - target).abs()
     loss = _pf.where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
     if weight is not None:
@@ -324,8 +326,9 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     """max(0, -target (input1 - input2) + margin)."""
     reduction = _legacy(size_average, reduce, reduction)
     if not (input1.dim() == input2.dim() == target.dim()):
-        raise _C.InvalidArgumentError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: input1: "
-                         f"{tuple(input1.shape)}, input2: {tuple(input2.shape)}, target: {tuple(target.shape)} ")
+        raise _C.InvalidArgumentError("margin_ranking_loss : All input tensors should have same dimension but got "
+                                      f"sizes: input1: {tuple(input1.shape)}, input2: {tuple(input2.shape)}, target: "
+                                      f"{tuple(target.shape)} ")
     return _reduce((-target * (input1 - input2) + margin).clamp(min=0.0), reduction)
 
 
@@ -415,9 +418,9 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     """max(d(a, p) - d(a, n) + margin, 0) with pairwise_distance d (and d(p, n) when smaller, with swap)."""
     reduction = _legacy(size_average, reduce, reduction)
     if not (anchor.dim() == positive.dim() == negative.dim()):
-        raise _C.InvalidArgumentError(f"The anchor, positive, and negative tensors are expected to have the same number of "
-                         f"dimensions, but got: anchor {anchor.dim()}D, positive {positive.dim()}D, and negative "
-                         f"{negative.dim()}D inputs")
+        raise _C.InvalidArgumentError("The anchor, positive, and negative tensors are expected to have the same number "
+                                      f"of dimensions, but got: anchor {anchor.dim()}D, positive {positive.dim()}D, "
+                                      f"and negative {negative.dim()}D inputs")
     if margin <= 0:
         raise _C.InvalidArgumentError(f"TripletMarginLoss: expected margin to be greater than 0, got {margin} instead")
     d_pos = pairwise_distance(anchor, positive, p, eps)
@@ -462,9 +465,10 @@ def _feature_dropout(input, p, training, inplace, batched):
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
     if input.dim() not in (2, 3):
-        raise _C.InvalidArgumentError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that "
-                         "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
-                         "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+        raise _C.InvalidArgumentError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note "
+                                      "that dropout1d exists to provide channel-wise dropout on inputs with 1 spatial "
+                                      "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
+                                      "inputs).")
     return _feature_dropout(input, p, training, inplace, input.dim() == 3)
 
 
@@ -509,13 +513,13 @@ def pixel_shuffle(input, upscale_factor):
     r = upscale_factor
     if input.dim() < 3:
         raise _C.InvalidArgumentError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
-                         f"{input.dim()} dimension(s)")
+                                      f"{input.dim()} dimension(s)")
     if r <= 0:
         raise _C.InvalidArgumentError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
     *lead, c, h, w = input.shape
     if c % (r * r):
-        raise _C.InvalidArgumentError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
-                         f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+        raise _C.InvalidArgumentError("pixel_shuffle expects its input's 'channel' dimension to be divisible by the "
+                                      f"square of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
     n = len(lead)
     x = input.reshape(tuple(lead) + (c // (r * r), r, r, h, w))
     x = x.permute(tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
@@ -526,14 +530,14 @@ def pixel_unshuffle(input, downscale_factor):
     """(*, C, H r, W r) -> (*, C r^2, H, W)."""
     r = downscale_factor
     if input.dim() < 3:
-        raise _C.InvalidArgumentError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
-                         f"{input.dim()} dimension(s)")
+        raise _C.InvalidArgumentError("pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                                      f"{input.dim()} dimension(s)")
     if r <= 0:
         raise _C.InvalidArgumentError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
     *lead, c, h, w = input.shape
     if h % r or w % r:
         raise _C.InvalidArgumentError(f"pixel_unshuffle expects height ({h}) and width ({w}) to be divisible by "
-                         f"downscale_factor ({r})")
+                                      f"downscale_factor ({r})")
     n = len(lead)
     x = input.reshape(tuple(lead) + (c, h // r, r, w // r, r))
     x = x.permute(tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
@@ -546,9 +550,9 @@ def _window_table(spatial, kernel, dilation, padding, stride, name):
     padded = tuple(s + 2 * p for s, p in zip(spatial, padding))
     blocks = tuple((n - d * (k - 1) - 1) // st + 1 for n, k, d, st in zip(padded, kernel, dilation, stride))
     if any(b <= 0 for b in blocks):
-        raise _C.InvalidArgumentError(f"{name}: the sliding blocks do not fit: spatial size {tuple(spatial)}, kernel_size "
-                         f"{kernel}, dilation {dilation}, padding {padding}, stride {stride} give "
-                         f"{blocks} blocks")
+        raise _C.InvalidArgumentError(f"{name}: the sliding blocks do not fit: spatial size {tuple(spatial)}, "
+                                      f"kernel_size {kernel}, dilation {dilation}, padding {padding}, stride {stride} "
+                                      f"give {blocks} blocks")
     rows = (_np.arange(kernel[0])[:, None, None, None] * dilation[0]
             + _np.arange(blocks[0])[None, None, :, None] * stride[0])
     cols = (_np.arange(kernel[1])[None, :, None, None] * dilation[1]
@@ -586,13 +590,14 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     n, ckk, length = x.shape
     kk = k[0] * k[1]
     if ckk % kk:
-        raise _C.InvalidArgumentError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
-                         f"got input.size(1)={ckk} and kernel_size={k}")
+        raise _C.InvalidArgumentError("Expected size of input's dimension 1 to be divisible by the product of "
+                                      f"kernel_size, but got input.size(1)={ckk} and kernel_size={k}")
     table, padded, blocks = _window_table(size, k, d, p, st, "fold")
     if blocks[0] * blocks[1] != length:
-        raise _C.InvalidArgumentError(f"Given output_size={size}, kernel_size={k}, dilation={d}, padding={p}, stride={st}, "
-                         f"expected size of input's dimension 2 to match the calculated number of sliding blocks "
-                         f"{blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got input.size(2)={length}.")
+        raise _C.InvalidArgumentError(f"Given output_size={size}, kernel_size={k}, dilation={d}, padding={p}, "
+                                      f"stride={st}, expected size of input's dimension 2 to match the calculated "
+                                      f"number of sliding blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, "
+                                      f"but got input.size(2)={length}.")
     c = ckk // kk
     idx = _index(table.reshape(1, 1, -1), x.device).expand((n, c, kk * length))
     plane = _pf.zeros((n, c, padded[0] * padded[1]), dtype=x.dtype, device=x.device)
@@ -606,14 +611,14 @@ def bilinear(input1, input2, weight, bias=None):
     product with x2 summed over j."""
     if weight.dim() != 3:
         raise _C.InvalidArgumentError(f"bilinear(): weight must be 3-D (out_features, in1_features, in2_features), got "
-                         f"{weight.dim()}-D")
+                                      f"{weight.dim()}-D")
     out_f, in1, in2 = weight.shape
     if input1.shape[-1] != in1 or input2.shape[-1] != in2:
-        raise _C.InvalidArgumentError(f"bilinear(): input sizes {tuple(input1.shape)} and {tuple(input2.shape)} do not match the "
-                         f"weight {tuple(weight.shape)}")
+        raise _C.InvalidArgumentError(f"bilinear(): input sizes {tuple(input1.shape)} and {tuple(input2.shape)} do not "
+                                      f"match the weight {tuple(weight.shape)}")
     if tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
-        raise _C.InvalidArgumentError(f"bilinear(): input batch dimensions do not match: got {tuple(input1.shape[:-1])} and "
-                         f"{tuple(input2.shape[:-1])}")
+        raise _C.InvalidArgumentError("bilinear(): input batch dimensions do not match: got "
+                                      f"{tuple(input1.shape[:-1])} and {tuple(input2.shape[:-1])}")
     lead = tuple(input1.shape[:-1])
     x1 = input1.reshape((-1, in1))
     x2 = input2.reshape((-1, in2))
@@ -630,17 +635,19 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     running statistics given, they are updated from the batch average of the instance means and unbiased
     variances (PyTorch's rule); use_input_stats=False normalises with them instead (batch_norm in eval)."""
     if input.dim() < 3:
-        raise _C.InvalidArgumentError(f"instance_norm: expected an input with a batch, a channel and at least one spatial dim, "
-                         f"got {input.dim()}-D")
+        raise _C.InvalidArgumentError("instance_norm: expected an input with a batch, a channel and at least one "
+                                      f"spatial dim, got {input.dim()}-D")
     if not use_input_stats:
         if running_mean is None or running_var is None:
-            raise _C.InvalidArgumentError("Expected running_mean and running_var to be defined when use_input_stats is false")
+            raise _C.InvalidArgumentError("Expected running_mean and running_var to be defined when use_input_stats is "
+                                          "false")
         return _pf.batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     spatial = 1
     for s in input.shape[2:]:
         spatial *= s
     if spatial <= 1:
-        raise _C.InvalidArgumentError(f"Expected more than 1 spatial element when training, got input size {list(input.shape)}")
+        raise _C.InvalidArgumentError("Expected more than 1 spatial element when training, got input size "
+                                      f"{list(input.shape)}")
     if running_mean is not None or running_var is not None:
         with _pf.no_grad():
             flat = input.reshape((input.shape[0], input.shape[1], -1))
@@ -686,13 +693,13 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     s, p, op, d = (_tuple(v, 3, n) for v, n in ((stride, "stride"), (padding, "padding"),
                                                (output_padding, "output_padding"), (dilation, "dilation")))
     if any(o >= max(a, b) for o, a, b in zip(op, s, d)):
-        raise _C.InvalidArgumentError(f"conv_transpose3d: output padding must be smaller than either stride or dilation, got "
-                         f"output_padding={op}, stride={s}, dilation={d}")
+        raise _C.InvalidArgumentError("conv_transpose3d: output padding must be smaller than either stride or "
+                                      f"dilation, got output_padding={op}, stride={s}, dilation={d}")
     x = input if input.dim() == 5 else input.unsqueeze(0)
     cin, cout_g = weight.shape[0], weight.shape[1]
     if x.shape[1] != cin or cin % groups:
         raise _C.InvalidArgumentError(f"conv_transpose3d: input with {x.shape[1]} channels does not match the weight "
-                         f"{tuple(weight.shape)} with groups={groups}")
+                                      f"{tuple(weight.shape)} with groups={groups}")
     k = tuple(weight.shape[2:])
     for i in range(3):
         x = _zero_stuff(x, 2 + i, s[i])
@@ -793,8 +800,8 @@ def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size, n
     if input.dim() not in (nd + 1, nd + 2):
         raise _C.InvalidArgumentError(f"{name}: expected a {nd + 1}-D or {nd + 2}-D input, got {input.dim()}-D")
     if tuple(indices.shape) != tuple(input.shape):
-        raise _C.InvalidArgumentError(f"{name}: expected the shape of indices {tuple(indices.shape)} to match the input's "
-                         f"{tuple(input.shape)}")
+        raise _C.InvalidArgumentError(f"{name}: expected the shape of indices {tuple(indices.shape)} to match the "
+                                      f"input's {tuple(input.shape)}")
     spatial = tuple(input.shape[-nd:])
     default = tuple((n - 1) * s - 2 * p + k for n, s, p, k in zip(spatial, strides, pads, kernel))
     if output_size is None:
@@ -804,8 +811,8 @@ def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size, n
         if len(size) == nd + 2:
             size = size[2:]
         if len(size) != nd:
-            raise _C.InvalidArgumentError(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but it has a "
-                             f"length of '{len(tuple(output_size))}'")
+            raise _C.InvalidArgumentError(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but "
+                                          f"it has a length of '{len(tuple(output_size))}'")
         lo = tuple(a - b + 1 for a, b in zip(default, strides))
         hi = tuple(a + b - 1 for a, b in zip(default, strides))
         if any(not a <= o <= b for o, a, b in zip(size, lo, hi)):
@@ -863,8 +870,8 @@ def affine_grid(theta, size, align_corners=None):
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
                                   f"respectively. Got size {list(size)}.")
     if theta.dim() != 3 or tuple(theta.shape[1:]) != (nd, nd + 1) or theta.shape[0] != size[0]:
-        raise _C.InvalidArgumentError(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} for size {list(size)}. "
-                         f"Got {list(theta.shape)}.")
+        raise _C.InvalidArgumentError(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} for size "
+                                      f"{list(size)}. Got {list(theta.shape)}.")
     if min(size) <= 0:
         raise _C.InvalidArgumentError(f"Expected non-zero, positive output size. Got {list(size)}")
     spatial = size[2:]
@@ -901,20 +908,20 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     each corner of the cell a gather from the flattened input, weighted by the (bi/tri)linear weights
     (differentiable in the input and the grid), or the nearest element."""
     if mode not in ("bilinear", "nearest", "bicubic"):
-        raise _C.InvalidArgumentError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
-                         f"but got: '{mode}'")
+        raise _C.InvalidArgumentError("nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or "
+                                      f"'bicubic', but got: '{mode}'")
     if padding_mode not in ("zeros", "border", "reflection"):
         raise _C.InvalidArgumentError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
-                         f"'reflection', but got: '{padding_mode}'")
+                                      f"'reflection', but got: '{padding_mode}'")
     align_corners = _align_corners_default(align_corners, "grid_sample")
     if mode == "bicubic":
         raise _NotSupportedError("grid_sample: mode='bicubic' is not supported; use mode 'bilinear' or 'nearest' "
                                  "(docs/nn.md)")
     nd = input.dim() - 2
     if nd not in (2, 3) or grid.dim() != nd + 2 or grid.shape[-1] != nd or grid.shape[0] != input.shape[0]:
-        raise _C.InvalidArgumentError(f"grid_sample: expected a 4-D input (N, C, H, W) with a grid (N, H_out, W_out, 2), or a 5-D "
-                         f"input with a grid (N, D_out, H_out, W_out, 3), of the same N; got {tuple(input.shape)} "
-                         f"and {tuple(grid.shape)}")
+        raise _C.InvalidArgumentError("grid_sample: expected a 4-D input (N, C, H, W) with a grid (N, H_out, W_out, "
+                                      "2), or a 5-D input with a grid (N, D_out, H_out, W_out, 3), of the same N; got "
+                                      f"{tuple(input.shape)} and {tuple(grid.shape)}")
     n, c = input.shape[0], input.shape[1]
     spatial = tuple(input.shape[2:])
     out_spatial = tuple(grid.shape[1:-1])
@@ -968,8 +975,8 @@ _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 def _pad_source(n, before, after, mode, dim, shape, pad):
     """The input positions that fill each output position of one padded dim (negative pads crop)."""
     if mode == "reflect" and (before >= n or after >= n):
-        raise _C.InvalidArgumentError(f"pad: padding size should be less than the corresponding input dimension, but got "
-                         f"padding {tuple(pad)} at dimension {dim} of input {list(shape)}")
+        raise _C.InvalidArgumentError("pad: padding size should be less than the corresponding input dimension, but "
+                                      f"got padding {tuple(pad)} at dimension {dim} of input {list(shape)}")
     if n + min(before, 0) + min(after, 0) <= 0:
         raise _C.InvalidArgumentError(f"pad: padding {tuple(pad)} crops all of dimension {dim} of input {list(shape)}")
     if mode == "circular" and (before > n or after > n):
@@ -1060,7 +1067,7 @@ def _adaptive_max_pool(input, output_size, return_indices, nd, fn):
     sizes = _adaptive_output_size(output_size, spatial, fn)
     if any(s == 0 for s in input.shape[-nd - 1:]):
         raise _C.InvalidArgumentError(f"{fn}: expected non-empty channel and spatial dims, got input of shape "
-                         f"{tuple(input.shape)}")
+                                      f"{tuple(input.shape)}")
     if not input.dtype.is_floating_point:
         raise TypeError(f"{fn}: expected a floating-point input, got {input.dtype}")
     if nd == 2 and all(o > 0 and s % o == 0 for s, o in zip(spatial, sizes)):
@@ -1111,19 +1118,19 @@ def _interp_sizes(input, size, scale_factor, recompute_scale_factor):
     if size is not None:
         sizes = (size,) * nd if isinstance(size, _numbers.Integral) else tuple(size)
         if len(sizes) != nd:
-            raise _C.InvalidArgumentError(f"Input and output must have the same number of spatial dimensions, but got input "
-                             f"with spatial dimensions of {list(spatial)} and output size of {list(sizes)}. Please "
-                             "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,"
-                             "oK) format.")
+            raise _C.InvalidArgumentError("Input and output must have the same number of spatial dimensions, but got "
+                                          f"input with spatial dimensions of {list(spatial)} and output size of "
+                                          f"{list(sizes)}. Please provide input tensor in (N, C, d1, d2, ...,dK) "
+                                          "format and output size in (o1, o2, ...,oK) format.")
         return tuple(int(s) for s in sizes), (None,) * nd
     if scale_factor is None:
         raise _C.InvalidArgumentError("either size or scale_factor should be defined")
     scales = (float(scale_factor),) * nd if isinstance(scale_factor, _numbers.Real) else tuple(map(float, scale_factor))
     if len(scales) != nd:
-        raise _C.InvalidArgumentError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
-                         f"with spatial dimensions of {list(spatial)} and scale_factor of shape {list(scales)}. Please "
-                         "provide input tensor in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) "
-                         "format.")
+        raise _C.InvalidArgumentError("Input and scale_factor must have the same number of spatial dimensions, but got "
+                                      f"input with spatial dimensions of {list(spatial)} and scale_factor of shape "
+                                      f"{list(scales)}. Please provide input tensor in (N, C, d1, d2, ...,dK) format "
+                                      "and scale_factor in (s1, s2, ...,sK) format.")
     sizes = tuple(int(_math.floor(s * f)) for s, f in zip(spatial, scales))
     return sizes, ((None,) * nd if recompute_scale_factor else scales)
 
@@ -1207,7 +1214,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode in ("nearest", "nearest-exact", "area"):
         if align_corners is not None:
             raise _C.InvalidArgumentError("align_corners option can only be set with the interpolating modes: "
-                             "linear | bilinear | bicubic | trilinear")
+                                          "linear | bilinear | bicubic | trilinear")
     elif mode in _INTERP_DIMS:
         align_corners = bool(align_corners)
     elif mode == "bicubic":

@@ -48,8 +48,8 @@ class RNNBase(Module):
                  bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__()
         if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1 or isinstance(dropout, bool):
-            raise _C.InvalidArgumentError("dropout should be a number in range [0, 1] representing the probability of an "
-                             "element being zeroed")
+            raise _C.InvalidArgumentError("dropout should be a number in range [0, 1] representing the probability of "
+                                          "an element being zeroed")
         if dropout > 0 and num_layers == 1:
             warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
                           f"expects num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
@@ -131,11 +131,11 @@ class RNNBase(Module):
             raise NotSupportedError(f"{type(self).__name__}: PackedSequence inputs are not supported; pad the "
                                     "sequences and pass a tensor (docs/nn.md)")
         if input.dim() not in (2, 3):
-            raise _C.InvalidArgumentError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D input "
-                             "instead")
+            raise _C.InvalidArgumentError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D "
+                                          "input instead")
         if input.shape[-1] != self.input_size:
             raise _C.InvalidArgumentError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
-                             f"got {input.shape[-1]}")
+                                          f"got {input.shape[-1]}")
         batched = input.dim() == 3
         if not batched:
             input = input.unsqueeze(1)
@@ -199,10 +199,12 @@ class _SingleStateRNN(RNNBase):
         else:
             if not batched:
                 if hx.dim() != 2:
-                    raise _C.InvalidArgumentError(f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D tensor")
+                    raise _C.InvalidArgumentError("For unbatched 2-D input, hx should also be 2-D but got "
+                                                  f"{hx.dim()}-D tensor")
                 hx = hx.unsqueeze(1)
             elif hx.dim() != 3:
-                raise _C.InvalidArgumentError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
+                raise _C.InvalidArgumentError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D "
+                                              "tensor")
             self._check_hidden(hx, expected, "hidden")
         out, finals = self._run(x, [(hx[i],) for i in range(expected[0])], self._step)
         h_n = _C.stack([s[0] for s in finals])
@@ -265,8 +267,8 @@ class LSTM(RNNBase):
             h0, c0 = hx
             want = 3 if batched else 2
             if h0.dim() != want or c0.dim() != want:
-                raise _C.InvalidArgumentError(f"For {'batched 3-D' if batched else 'unbatched 2-D'} input, hx and cx should "
-                                 f"also be {want}-D but got ({h0.dim()}-D, {c0.dim()}-D) tensors")
+                raise _C.InvalidArgumentError(f"For {'batched 3-D' if batched else 'unbatched 2-D'} input, hx and cx "
+                                              f"should also be {want}-D but got ({h0.dim()}-D, {c0.dim()}-D) tensors")
             if not batched:
                 h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
             self._check_hidden(h0, h_shape, "hidden[0]")
@@ -302,11 +304,14 @@ class RNNCellBase(Module):
 
     def _prepare(self, input, hx):
         if input.dim() not in (1, 2):
-            raise _C.InvalidArgumentError(f"{type(self).__name__}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+            raise _C.InvalidArgumentError(f"{type(self).__name__}: Expected input to be 1D or 2D, got {input.dim()}D "
+                                          "instead")
         if input.shape[-1] != self.input_size:
-            raise _C.InvalidArgumentError(f"input has inconsistent input_size: got {input.shape[-1]} expected {self.input_size}")
+            raise _C.InvalidArgumentError(f"input has inconsistent input_size: got {input.shape[-1]} expected "
+                                          f"{self.input_size}")
         if hx is not None and hx.dim() != input.dim():
-            raise _C.InvalidArgumentError(f"{type(self).__name__}: Expected hidden to be {input.dim()}D, got {hx.dim()}D instead")
+            raise _C.InvalidArgumentError(f"{type(self).__name__}: Expected hidden to be {input.dim()}D, got "
+                                          f"{hx.dim()}D instead")
         batched = input.dim() == 2
         return (input if batched else input.unsqueeze(0)), batched
 
