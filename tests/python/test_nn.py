@@ -154,6 +154,46 @@ def test_cross_entropy_large_logits_are_stable(dtype):
         close(got, F.cross_entropy(tx, torch.from_numpy(target), reduction=r, label_smoothing=0.1), dtype, r)
 
 
+# The GPU's passes over contiguous rows (rocm/kernels/loss.hip): a warp per row
+# under 16 KiB of logits, a block per row from there (4096 float32 classes);
+# C not a multiple of the 16-byte vector, rows that start off 16 bytes
+# (offset: the logits are a view that many elements into a buffer), C under a
+# warp's lanes. Without label smoothing the first and last classes are -inf
+# (never the target); the gradient checks the logsumexp the forward keeps.
+_CE_ROWS = [((70, 3), 0), ((64, 37), 1), ((33, 1000), 1), ((6, 4096), 0), ((5, 8192), 3), ((4, 5003), 0),
+            ((3, 8200), 5), ((2, 16384), 1)]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_cross_entropy_row_paths(device, dtype, rng):
+    _device_or_skip(device)
+    for (n, c), offset in _CE_ROWS:
+        t = np.asarray(rng.integers(1, c - 1, size=n))
+        t[::4] = -100
+        target, tt = pf.tensor(t), torch.from_numpy(t)
+        w = pf.tensor(make_values(rng, (c,), "float64", low=0.2, high=2.0)).to(PF_DTYPE[dtype])
+        tw = torch.from_numpy(np.asarray(pf_to_numpy(w), dtype=np.float64))
+        for smoothing in (False, True):
+            v = make_values(rng, (offset + n * c,), "float64", low=-8, high=8)
+            if not smoothing:
+                v[offset::c] = v[offset + c - 1::c] = -np.inf
+            logits = pf.tensor(v).to(PF_DTYPE[dtype])[offset:].reshape(n, c)
+            tx = torch.from_numpy(np.asarray(pf_to_numpy(logits), dtype=np.float64))
+            cases = ((dict(label_smoothing=0.1), dict(weight=w, label_smoothing=0.2, reduction="sum")) if smoothing
+                     else ({}, dict(reduction="none"), dict(weight=w, reduction="none"), dict(weight=w)))
+            for kw in cases:
+                what = f"cross_entropy ({n}, {c}) offset {offset} {sorted(kw)} [{device}]"
+                x = logits.detach().requires_grad_(True)
+                x64 = tx.clone().requires_grad_(True)
+                loss = pf.cross_entropy(x, target, **kw)
+                want = F.cross_entropy(x64, tt, **{k: (tw if k == "weight" else a) for k, a in kw.items()})
+                close(loss, want.detach().to(TORCH_DTYPE[dtype]), dtype, what, scale=2)
+                loss.sum().backward()
+                want.sum().backward()
+                close(x.grad, x64.grad.to(TORCH_DTYPE[dtype]), dtype, what + " grad", scale=2)
+
+
 def test_seed_example_cross_entropy():
     """The seed's example: logits from a model, int64 targets from pf.randint."""
     pf.manual_seed(0)

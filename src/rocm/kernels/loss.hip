@@ -3,21 +3,42 @@
 // (cross_entropy) (N, C, S), class indices (N, S) int64, weight (C) float64 or
 // undefined; each element's loss
 //   (1 - eps) * -w[t] logp[t]  +  eps / C * -sum_c w[c] logp[c]
-// (0 where t == ignore_index) in double. One warp per element: lane 0 takes
-// the target's term, the lanes share the sums over the classes (coalesced
-// when S == 1). cross_entropy is fused: in one pass over the logits each lane
-// keeps a running maximum and sum of exponentials (rescaled when the maximum
-// grows) and, for label smoothing, sum w[c] x[c] and sum w[c]; the lanes then
-// merge them into logsumexp, and logp[c] = x[c] - logsumexp is never stored,
-// so the logits are read once. A target out of range is recorded as a kernel
-// error (rocm/kernel_errors.h) and its element counts as ignored.
+// (0 where t == ignore_index) in double. A target out of range is recorded as
+// a kernel error (rocm/kernel_errors.h) and its element counts as ignored.
+//
+// cross_entropy is fused: in one pass over the logits each thread keeps a
+// running maximum and sum of exponentials (LogitSums) and, for label
+// smoothing only, sum w[c] x[c] and sum w[c]; the threads then merge them
+// into logsumexp, and logp[c] = x[c] - logsumexp is never stored, so the
+// logits are read once. Values are folded in a few at a time: their maximum
+// first, then one rescale of the running sum and one exp per value (not a
+// branch and a rescale per value). NaN logits make the sum NaN (the maximum
+// passes over them), as +inf does (exp(inf - inf)), as on the CPU; -inf adds
+// nothing (a row of only -inf has logsumexp -inf).
+//
+// With the classes contiguous (S == 1: cross_entropy_rows) the pass is bound
+// by memory: 16-byte loads, kUnroll in flight per thread. Rows need not start
+// on 16 bytes (C odd, as GPT-2's 50257, or a view's offset): the fewer than a
+// vector's classes before the first aligned vector and after the last are
+// read one by one, so every row takes the vector loads. A row of at least one
+// round of them for the whole block (16 KiB) gets a block, the threads' sums
+// merged through the warps and then shared memory; shorter rows get a warp
+// each, so a small C does not leave most of a block idle. Otherwise
+// (nll_loss, and cross_entropy with S > 1: nll_elements) one warp takes an
+// element: lane 0 the target's term, the lanes the sums over the classes
+// (coalesced only when S == 1).
 //
 // 'sum' and 'mean' are deterministic: a fixed grid, each block summing its
 // elements' losses and weights in a fixed order, then one block summing the
 // blocks' pairs; 'mean' divides by the sum of w[t] over the elements kept.
+// The grid has up to kMaxLossBlocks blocks, many more than are resident at
+// once: blocks that take a row each start as others finish, where a smaller
+// grid looping over rows would run in waves of blocks, the last partly empty.
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "core/dispatch.h"
 #include "kernels/functors.h"
@@ -33,7 +54,15 @@ namespace pyflame::backend::rocm {
 namespace {
 
 constexpr int kLossThreads = 256;
-constexpr int kMaxLossBlocks = 1024;  // the second pass sums this many pairs at most
+constexpr int kMaxLossBlocks = 1 << 14;
+constexpr int kTotalThreads = 1024;  // the second pass: at most 16 pairs per thread
+constexpr int kUnroll = 4;           // 16-byte loads in flight per thread (cross_entropy_rows)
+
+// Blocks of cross_entropy_rows resident per multiprocessor, for which the
+// compiler caps the registers: 4 (64 registers on NVIDIA) keep up to 64 KiB of
+// loads in flight per multiprocessor; the label-smoothing sums and double's
+// exp need more registers, and fewer resident blocks beat spilling in the loop.
+template <class T> constexpr int rows_min_blocks(bool smooth) { return sizeof(acc_t<T>) == 8 ? 2 : smooth ? 3 : 4; }
 
 struct NllProblem {
   int64_t n, c, s;
@@ -44,102 +73,223 @@ struct NllProblem {
   KernelErrorSlot errors;
 };
 
-// The per-lane sums of cross_entropy's pass over one element's classes.
+// A thread's (then a warp's, a block's) sums of cross_entropy's pass over one
+// element's classes. No default member initializers: it lives in shared memory.
 template <class A> struct LogitSums {
-  A max, exp_sum;        // sum exp(x - max)
+  static constexpr A kNone = -std::numeric_limits<A>::infinity();
+  A max, exp_sum;            // max over the non-NaN values; sum exp(x - max)
   double weighted, weights;  // sum w[c] x[c], sum w[c] (label smoothing)
 
-  __device__ void add(A x, double w) {
-    if (x > max) {
-      exp_sum = exp_sum * math::exp(max - x) + A(1);
-      max = x;
-    } else if (x != -std::numeric_limits<A>::infinity()) {  // exp(-inf - -inf) would be NaN, not 0
-      exp_sum += math::exp(x - max);
-    }
+  // N values at once: one rescale of the running sum to their new maximum.
+  // While the maximum is -inf the exponents are taken against 0, so that a
+  // -inf adds exp(-inf) = 0 instead of exp(-inf - -inf) = NaN.
+  template <int N> __device__ void add(const A (&x)[N]) {
+    A top = max;
+#pragma unroll
+    for (int j = 0; j < N; ++j) top = x[j] > top ? x[j] : top;
+    const A base = top == kNone ? A(0) : top;
+    A sum = exp_sum * math::exp(max - base);
+#pragma unroll
+    for (int j = 0; j < N; ++j) sum += math::exp(x[j] - base);
+    exp_sum = sum;
+    max = top;
+  }
+
+  __device__ void smooth(A x, double w) {
     weighted += w * static_cast<double>(x);
     weights += w;
   }
+
+  // As add: a side whose maximum is -inf holds 0 (or NaN, which stays).
+  __device__ void merge(const LogitSums& o) {
+    const A top = o.max > max ? o.max : max;
+    const A base = top == kNone ? A(0) : top;
+    exp_sum = exp_sum * math::exp(max - base) + o.exp_sum * math::exp(o.max - base);
+    max = top;
+    weighted += o.weighted;
+    weights += o.weights;
+  }
+
+  __device__ double logsumexp() const { return static_cast<double>(max) + static_cast<double>(math::log(exp_sum)); }
 };
 
-template <class A> __device__ LogitSums<A> warp_merge(LogitSums<A> s) {
+// Every lane gets the warp's sums (the smoothing sums only when `smoothing`: uniform).
+template <class A> __device__ LogitSums<A> warp_merge(LogitSums<A> s, bool smoothing) {
   for (int mask = PF_WARP_SIZE / 2; mask > 0; mask >>= 1) {
-    const A m = shfl_xor(s.max, mask), e = shfl_xor(s.exp_sum, mask);
-    const A top = m > s.max ? m : s.max;
-    // A lane whose maximum is -inf holds nothing (and exp(-inf - -inf) would be NaN).
-    constexpr A kNone = -std::numeric_limits<A>::infinity();
-    s.exp_sum = (s.max != kNone ? s.exp_sum * math::exp(s.max - top) : A(0)) +
-                (m != kNone ? e * math::exp(m - top) : A(0));
-    s.max = top;
-    s.weighted += shfl_xor(s.weighted, mask);
-    s.weights += shfl_xor(s.weights, mask);
+    LogitSums<A> o{shfl_xor(s.max, mask), shfl_xor(s.exp_sum, mask), 0.0, 0.0};
+    if (smoothing) {
+      o.weighted = shfl_xor(s.weighted, mask);
+      o.weights = shfl_xor(s.weights, mask);
+    }
+    s.merge(o);
   }
   return s;
 }
 
-// Element losses: out (reduction 'none') or, per block, the sums of losses and of
-// the weights of the targets kept into block_sums[2 * block + {0, 1}].
-template <class T, bool kFromLogits>
-static __global__ void nll_elements(T* out, double* block_sums, acc_t<T>* lse_out, const T* logp, const int64_t* target,
-                                    NllProblem p) {
-  using A = acc_t<T>;
-  const int lane = threadIdx.x % PF_WARP_SIZE;
-  const int64_t warps_per_block = kLossThreads / PF_WARP_SIZE;
-  double loss_sum = 0, weight_sum = 0;  // lane 0 of each warp
-  for (int64_t k = blockIdx.x * warps_per_block + threadIdx.x / PF_WARP_SIZE; k < p.n * p.s;
-       k += static_cast<int64_t>(gridDim.x) * warps_per_block) {
-    const int64_t t = target[k], i = k / p.s, j = k % p.s;
-    const bool kept = t != p.ignore_index && t >= 0 && t < p.c;
-    if (lane == 0 && t != p.ignore_index && !kept)
-      record_kernel_error(p.errors, KernelErrorCode::TargetOutOfRange, p.op, t, p.c, p.ignore_index);
-    if (!kept) {  // the same for the whole warp
-      if (lane == 0 && out) out[k] = T(0);
-      if (lane == 0 && lse_out) lse_out[k] = A(0);
-      continue;
-    }
-    const T* row = logp + i * p.c * p.s + j;  // class q at row[q * s]
-    const bool smoothing = p.label_smoothing > 0;
-    double lse = 0, smooth = 0;  // smooth: -sum_c w[c] logp[c]
-    if constexpr (kFromLogits) {
-      LogitSums<A> sums{-std::numeric_limits<A>::infinity(), A(0), 0.0, 0.0};
-      for (int64_t q = lane; q < p.c; q += PF_WARP_SIZE)
-        sums.add(static_cast<A>(row[q * p.s]), smoothing ? (p.weight ? p.weight[q] : 1.0) : 0.0);
-      sums = warp_merge(sums);
-      lse = static_cast<double>(sums.max) + static_cast<double>(math::log(sums.exp_sum));
-      smooth = lse * sums.weights - sums.weighted;
-    } else if (smoothing) {
-      for (int64_t q = lane; q < p.c; q += PF_WARP_SIZE)
-        smooth -= (p.weight ? p.weight[q] : 1.0) * static_cast<double>(row[q * p.s]);
-      smooth = warp_all_reduce(smooth, kernels::SumReduce<double>());
-    }
-    if (lane != 0) continue;
-    if (lse_out) lse_out[k] = static_cast<A>(lse);
-    const double w = p.weight ? p.weight[t] : 1.0;
-    double l = -w * (static_cast<double>(row[t * p.s]) - lse);
-    if (smoothing) l = (1 - p.label_smoothing) * l + p.label_smoothing / static_cast<double>(p.c) * smooth;
-    if (out) out[k] = static_cast<T>(static_cast<acc_t<T>>(l));
-    loss_sum += l;
-    weight_sum += w;
+// Thread 0 gets the block's sums (kLossThreads threads). Contains
+// __syncthreads: all threads must call it.
+template <class A> __device__ LogitSums<A> block_merge(LogitSums<A> s, bool smoothing) {
+  constexpr int kWarps = kLossThreads / PF_WARP_SIZE;
+  __shared__ LogitSums<A> warp_sums[kWarps];
+  s = warp_merge(s, smoothing);
+  if (threadIdx.x % PF_WARP_SIZE == 0) warp_sums[threadIdx.x / PF_WARP_SIZE] = s;
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int w = 1; w < kWarps; ++w) s.merge(warp_sums[w]);
+  __syncthreads();  // the slots are written again for the next row
+  return s;
+}
+
+// Whether element k (target t) counts. The leader (the thread that finishes
+// the element) records a target out of range and gives an element that does
+// not count zeros.
+template <class T>
+__device__ bool counted(T* out, acc_t<T>* lse_out, int64_t k, int64_t t, const NllProblem& p, bool leader) {
+  const bool kept = t != p.ignore_index && t >= 0 && t < p.c;
+  if (kept || !leader) return kept;
+  if (t != p.ignore_index)
+    record_kernel_error(p.errors, KernelErrorCode::TargetOutOfRange, p.op, t, p.c, p.ignore_index);
+  if (out) out[k] = T(0);
+  if (lse_out) lse_out[k] = acc_t<T>(0);
+  return false;
+}
+
+// The leader's part of a counted element from the target's logp[t] = xt - lse
+// and smooth = -sum_c w[c] logp[c]: the logsumexp kept for the backward pass,
+// the loss (out, or the thread's running sums).
+template <class T>
+__device__ void finish_element(T* out, acc_t<T>* lse_out, int64_t k, int64_t t, double xt, double lse, double smooth,
+                               const NllProblem& p, double& loss_sum, double& weight_sum) {
+  if (lse_out) lse_out[k] = static_cast<acc_t<T>>(lse);
+  const double w = p.weight ? p.weight[t] : 1.0;
+  double l = -w * (xt - lse);
+  if (p.label_smoothing > 0) l = (1 - p.label_smoothing) * l + p.label_smoothing / static_cast<double>(p.c) * smooth;
+  if (out) out[k] = static_cast<T>(static_cast<acc_t<T>>(l));
+  loss_sum += l;
+  weight_sum += w;
+}
+
+// The block's sums of losses and weights into block_sums[2 * block + {0, 1}]
+// (kHeld: thread 0 holds them all). Contains __syncthreads unless kHeld.
+template <bool kHeld> __device__ void store_block_sums(double* block_sums, double loss_sum, double weight_sum) {
+  if constexpr (!kHeld) {
+    const kernels::SumReduce<double> sum_of;
+    loss_sum = block_all_reduce<kLossThreads>(loss_sum, sum_of);
+    weight_sum = block_all_reduce<kLossThreads>(weight_sum, sum_of);
   }
-  if (!block_sums) return;
-  const kernels::SumReduce<double> sum_of;
-  loss_sum = block_all_reduce<kLossThreads>(loss_sum, sum_of);
-  weight_sum = block_all_reduce<kLossThreads>(weight_sum, sum_of);
   if (threadIdx.x == 0) {
     block_sums[2 * blockIdx.x] = loss_sum;
     block_sums[2 * blockIdx.x + 1] = weight_sum;
   }
 }
 
+// Element losses, one warp per element: out (reduction 'none') or, per block,
+// the sums of losses and of the weights of the targets kept (block_sums).
+template <class T, bool kFromLogits>
+static __global__ void nll_elements(T* out, double* block_sums, acc_t<T>* lse_out, const T* logp, const int64_t* target,
+                                    NllProblem p) {
+  using A = acc_t<T>;
+  const int lane = threadIdx.x % PF_WARP_SIZE;
+  const int64_t warps_per_block = kLossThreads / PF_WARP_SIZE;
+  const bool smoothing = p.label_smoothing > 0;
+  double loss_sum = 0, weight_sum = 0;  // lane 0 of each warp
+  for (int64_t k = blockIdx.x * warps_per_block + threadIdx.x / PF_WARP_SIZE; k < p.n * p.s;
+       k += static_cast<int64_t>(gridDim.x) * warps_per_block) {
+    const int64_t t = target[k], i = k / p.s, j = k % p.s;
+    if (!counted(out, lse_out, k, t, p, lane == 0)) continue;  // the same for the whole warp
+    const T* row = logp + i * p.c * p.s + j;  // class q at row[q * s]
+    double lse = 0, smooth = 0;  // smooth: -sum_c w[c] logp[c]
+    if constexpr (kFromLogits) {
+      LogitSums<A> sums{LogitSums<A>::kNone, A(0), 0.0, 0.0};
+      for (int64_t q = lane; q < p.c; q += PF_WARP_SIZE) {
+        const A x[1] = {static_cast<A>(row[q * p.s])};
+        sums.add(x);
+        if (smoothing) sums.smooth(x[0], p.weight ? p.weight[q] : 1.0);
+      }
+      sums = warp_merge(sums, smoothing);
+      lse = sums.logsumexp();
+      smooth = lse * sums.weights - sums.weighted;
+    } else if (smoothing) {
+      for (int64_t q = lane; q < p.c; q += PF_WARP_SIZE)
+        smooth -= (p.weight ? p.weight[q] : 1.0) * static_cast<double>(row[q * p.s]);
+      smooth = warp_all_reduce(smooth, kernels::SumReduce<double>());
+    }
+    if (lane == 0)
+      finish_element(out, lse_out, k, t, static_cast<double>(row[t * p.s]), lse, smooth, p, loss_sum, weight_sum);
+  }
+  if (block_sums) store_block_sums<false>(block_sums, loss_sum, weight_sum);
+}
+
+// cross_entropy with the classes contiguous (S == 1): a block (kBlock) or a
+// warp per row; kSmooth: label smoothing is on, so the pass also sums w[c] x[c].
+template <class T, bool kBlock, bool kSmooth>
+static __global__ void __launch_bounds__(kLossThreads, rows_min_blocks<T>(kSmooth))
+    cross_entropy_rows(T* out, double* block_sums, acc_t<T>* lse_out, const T* logits, const int64_t* target,
+                       NllProblem p) {
+  using A = acc_t<T>;
+  constexpr int V = kVec<T>;
+  constexpr int kGroup = kBlock ? kLossThreads : PF_WARP_SIZE;  // threads per row
+  constexpr int64_t kGroups = kLossThreads / kGroup, kRound = int64_t{kUnroll} * kGroup;
+  const int rank = threadIdx.x % kGroup;
+  double loss_sum = 0, weight_sum = 0;  // the leader (rank 0) of each group
+  for (int64_t k = blockIdx.x * kGroups + threadIdx.x / kGroup; k < p.n; k += gridDim.x * kGroups) {
+    const int64_t t = target[k];
+    if (!counted(out, lse_out, k, t, p, rank == 0)) continue;  // the same for the whole group
+    const T* row = logits + k * p.c;
+    const double xt = rank == 0 ? static_cast<double>(row[t]) : 0.0;  // loaded early, used at the end
+    // Classes [head, rest) in V-aligned vectors; the fewer than V before and after them one each.
+    const int64_t to_aligned = (V - static_cast<int64_t>(reinterpret_cast<uintptr_t>(row) / sizeof(T) % V)) % V;
+    const int64_t head = to_aligned < p.c ? to_aligned : p.c, nvec = (p.c - head) / V, rest = head + nvec * V;
+    LogitSums<A> sums{LogitSums<A>::kNone, A(0), 0.0, 0.0};
+    auto add_one = [&](int64_t q) {
+      const A x[1] = {static_cast<A>(row[q])};
+      sums.add(x);
+      if constexpr (kSmooth) sums.smooth(x[0], p.weight ? p.weight[q] : 1.0);
+    };
+    if (rank < head) add_one(rank);
+    if (rank < p.c - rest) add_one(rest + rank);
+    const Vec<T, V>* body = reinterpret_cast<const Vec<T, V>*>(row + head);
+    for (int64_t i = rank; i < nvec; i += kRound) {
+      Vec<T, V> v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (i + u * kGroup < nvec) v[u] = body[i + u * kGroup];
+      A x[kUnroll * V];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+          x[u * V + j] = i + u * kGroup < nvec ? static_cast<A>(v[u].v[j]) : LogitSums<A>::kNone;
+      sums.add(x);
+      if constexpr (kSmooth) {
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          if (i + u * kGroup >= nvec) break;
+          const int64_t q = head + (i + u * kGroup) * V;
+#pragma unroll
+          for (int j = 0; j < V; ++j) sums.smooth(x[u * V + j], p.weight ? p.weight[q + j] : 1.0);
+        }
+      }
+    }
+    if constexpr (kBlock) sums = block_merge(sums, kSmooth);
+    else sums = warp_merge(sums, kSmooth);
+    if (rank != 0) continue;
+    const double lse = sums.logsumexp();
+    finish_element(out, lse_out, k, t, xt, lse, lse * sums.weights - sums.weighted, p, loss_sum, weight_sum);
+  }
+  if (block_sums) store_block_sums<kBlock>(block_sums, loss_sum, weight_sum);
+}
+
 // One block: the total over the blocks' pairs, divided by the total weight for 'mean'.
 template <class T> static __global__ void nll_total(T* out, const double* block_sums, int blocks, bool mean) {
   double loss_sum = 0, weight_sum = 0;
-  for (int b = threadIdx.x; b < blocks; b += kLossThreads) {
+  for (int b = threadIdx.x; b < blocks; b += kTotalThreads) {
     loss_sum += block_sums[2 * b];
     weight_sum += block_sums[2 * b + 1];
   }
   const kernels::SumReduce<double> sum_of;
-  loss_sum = block_all_reduce<kLossThreads>(loss_sum, sum_of);
-  weight_sum = block_all_reduce<kLossThreads>(weight_sum, sum_of);
+  loss_sum = block_all_reduce<kTotalThreads>(loss_sum, sum_of);
+  weight_sum = block_all_reduce<kTotalThreads>(weight_sum, sum_of);
   if (threadIdx.x == 0) out[0] = static_cast<T>(static_cast<acc_t<T>>(mean ? loss_sum / weight_sum : loss_sum));
 }
 
@@ -156,19 +306,38 @@ template <bool kFromLogits> void nll_loss_entry(OpCall& call) {
   const int64_t elements = p.n * p.s, warps_per_block = kLossThreads / warp_size(dev.index);
   const bool reduce = at.reduction != Reduction::None;
   if (!reduce && elements == 0) return;  // (then the logsumexp output is empty too)
-  const int blocks =
-      static_cast<int>(std::clamp<int64_t>((elements + warps_per_block - 1) / warps_per_block, 1, kMaxLossBlocks));
-  Tensor block_sums = reduce ? Tensor::empty({2 * blocks}, DType::Float64, dev) : Tensor();
+  const bool smoothing = at.label_smoothing > 0;
   visit_dtype(logp.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
+      const bool rows = kFromLogits && p.s == 1;
+      const bool block_per_row = rows && p.c >= int64_t{kLossThreads} * kUnroll * kVec<T>;
+      const int64_t per_block = block_per_row ? 1 : warps_per_block;  // elements at once
+      const int blocks =
+          static_cast<int>(std::clamp<int64_t>((elements + per_block - 1) / per_block, 1, kMaxLossBlocks));
+      Tensor block_sums = reduce ? Tensor::empty({2 * blocks}, DType::Float64, dev) : Tensor();
       double* sums = reduce ? block_sums.data<double>() : nullptr;
+      T* loss = reduce ? nullptr : out.data<T>();
       acc_t<T>* lse = kFromLogits ? call.outputs[1].data<acc_t<T>>() : nullptr;
-      nll_elements<T, kFromLogits><<<blocks, kLossThreads, 0, stream>>>(
-          reduce ? nullptr : out.data<T>(), sums, lse, logp.data<T>(), target.data<int64_t>(), p);
+      auto launch_rows = [&](auto block) {
+        constexpr bool kBlock = decltype(block)::value;
+        if (smoothing)
+          cross_entropy_rows<T, kBlock, true><<<blocks, kLossThreads, 0, stream>>>(loss, sums, lse, logp.data<T>(),
+                                                                                   target.data<int64_t>(), p);
+        else
+          cross_entropy_rows<T, kBlock, false><<<blocks, kLossThreads, 0, stream>>>(loss, sums, lse, logp.data<T>(),
+                                                                                    target.data<int64_t>(), p);
+      };
+      if (!rows)
+        nll_elements<T, kFromLogits><<<blocks, kLossThreads, 0, stream>>>(loss, sums, lse, logp.data<T>(),
+                                                                           target.data<int64_t>(), p);
+      else if (block_per_row)
+        launch_rows(std::true_type());
+      else
+        launch_rows(std::false_type());
       if (reduce) {
         HIP_CHECK(hipGetLastError());
-        nll_total<T><<<1, kLossThreads, 0, stream>>>(out.data<T>(), sums, blocks, at.reduction == Reduction::Mean);
+        nll_total<T><<<1, kTotalThreads, 0, stream>>>(out.data<T>(), sums, blocks, at.reduction == Reduction::Mean);
       }
     }
   });
