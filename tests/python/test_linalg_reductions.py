@@ -209,6 +209,38 @@ def test_norm_errors(device):
 # ----------------------------------------------------------------- cumprod and the scans
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "float64"])
+def test_scans_of_many_tiles(device, rng, dtype):
+    """Rows of many GPU tiles (8192 elements each): the look-back walks back over more than a warp's
+    width of tiles; several such rows at once; rows not a multiple of 4 (scalar loads)."""
+    for shape in [(1_000_003,), (3, 300_000), (2, 70_001)]:
+        # Small integers: float16 sums stay exact (|sum| < 2048 at these lengths); others uniform.
+        v = rng.integers(-1, 2, size=shape) if dtype in ("float16", "int32") else rng.uniform(-1, 1, size=shape)
+        p, t = pf.tensor(v).to(PF_DTYPE[dtype]), torch.from_numpy(v).to(TORCH_DTYPE[dtype])
+        expected = torch.cumsum(t.double(), -1).to(torch.cumsum(t, -1).dtype)  # float64 sums, then rounded
+        close(pf.cumsum(p, -1), expected, dtype, f"cumsum {shape}", scale=20)
+    v = np.exp(rng.uniform(-1e-4, 1e-4, size=(2, 100_000)))
+    close(pf.cumprod(pf.tensor(v), 1), torch.cumprod(torch.from_numpy(v), 1), "float64", "cumprod of long rows",
+          scale=1e3)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "float64"])
+def test_reductions_that_split_rows(device, rng, dtype):
+    """Full and row reductions long enough to be split across blocks (a second launch reduces the
+    partials), odd lengths (no vector loads), and rows just past one warp's span."""
+    for shape, dims in [((2_000_000,), None), ((1_000_003,), None), ((3, 500_001), 1), ((100, 4097), 1),
+                        ((600, 9000), 1), ((2, 4, 70_000), (0, 2))]:
+        p, t = pair(rng, shape, dtype)
+        kw = {} if dims is None else dict(dim=dims)
+        what = f"{shape} over {dims}"
+        close(pf.sum(p, **kw), torch.sum(t.double(), **kw).to(torch.sum(t, **kw).dtype), dtype, "sum " + what,
+              scale=50)
+        close(pf.amax(p, **kw) if dims else pf.max(p), torch.amax(t, **kw) if dims else torch.max(t), dtype,
+              "max " + what)
+        if dtype != "int32":
+            close(pf.mean(p, **kw), torch.mean(t.double(), **kw).to(t.dtype), dtype, "mean " + what, scale=50)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
 def test_cumprod_long_rows_and_columns(device, rng, dtype):
     """Rows longer than a GPU tile (4096) and than several tiles, and scans across rows."""
