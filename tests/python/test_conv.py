@@ -407,7 +407,7 @@ def test_pool_and_pad_past_int32_indexing():
 
 def test_conv_without_dnn_past_int32_indexing(without_dnn):
     """im2col + BLAS over images and column matrices past 2^31 elements (one image per
-    chunk): the unrolling (vector and scalar stores) and col2im in 64-bit arithmetic.
+    chunk): the unrolling and col2im in 64-bit arithmetic, with vector and scalar stores.
     Zeros with a few planted values, so the expected sums are exact in float16. About
     12 GiB of GPU memory."""
     w = pf.tensor([[[[1.0, 2.0], [4.0, 8.0]]]], dtype=pf.float16)
@@ -433,11 +433,14 @@ def test_conv_without_dnn_past_int32_indexing(without_dnn):
     x = pf.zeros(1, 1, 24576, 24576, dtype=pf.float16)
     x[0, 0, 24575, 24575] = 3.0
     x[0, 0, 0, 0] = 1.0
-    y = pf.conv_transpose2d(x, w, stride=2)  # out[2i + kh, 2j + kw] = x[i, j] w[kh, kw]: 2.4e9 elements
-    assert y.shape == (1, 1, 49152, 49152)
-    assert [y[0, 0, 49150 + a, 49150 + b].item() for a in (0, 1) for b in (0, 1)] == [3.0, 6.0, 12.0, 24.0]
-    assert [y[0, 0, a, b].item() for a in (0, 1) for b in (0, 1)] == [1.0, 2.0, 4.0, 8.0]
-    assert pf.sum(y).item() == 60.0
+    for extra in (0, 1):  # rows of 49152 (4-element stores) and of 49153 (scalar ones)
+        # out[2i + kh, 2j + kw] = x[i, j] w[kh, kw]: 2.4e9 elements; output_padding's last row and column 0
+        y = pf.conv_transpose2d(x, w, stride=2, output_padding=extra)
+        assert y.shape == (1, 1, 49152 + extra, 49152 + extra)
+        assert [y[0, 0, 49150 + a, 49150 + b].item() for a in (0, 1) for b in (0, 1)] == [3.0, 6.0, 12.0, 24.0]
+        assert [y[0, 0, a, b].item() for a in (0, 1) for b in (0, 1)] == [1.0, 2.0, 4.0, 8.0]
+        assert pf.sum(y).item() == 60.0
+        del y
 
 
 def test_pool_backward_past_int32_indexing_on_the_gpu():
