@@ -70,7 +70,7 @@ void ROCmBLAS::use_workspace() {
 
 void ROCmBLAS::gemm_ex(DType dtype, rocblas_operation trans_a, rocblas_operation trans_b, int M, int N, int K,
                        double alpha, const void* A, int lda, int64_t stride_a, const void* B, int ldb,
-                       int64_t stride_b, double beta, void* C, int ldc, int64_t stride_c, int batch_count) {
+                       int64_t stride_b, double beta, void* C, int ldc, int64_t stride_c, int batch_count, bool tf32) {
   PF_CHECK(is_floating(dtype), TypeError, "ROCmBLAS::gemm_ex: ", dtype, " is not a float dtype");
   use_workspace();
   const bool f64 = dtype == DType::Float64;
@@ -79,8 +79,8 @@ void ROCmBLAS::gemm_ex(DType dtype, rocblas_operation trans_a, rocblas_operation
   const void* pb = f64 ? static_cast<const void*>(&beta) : &beta32;
 #if defined(PYFLAME_HIP_NVIDIA)
   // TF32 tensor cores for float32, when allowed, are a cuBLAS math mode; rocBLAS has none on these targets.
-  ROCBLAS_CHECK(cublasSetMathMode(handle_, dtype == DType::Float32 && allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                                                    : CUBLAS_DEFAULT_MATH));
+  ROCBLAS_CHECK(cublasSetMathMode(handle_, dtype == DType::Float32 && tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                           : CUBLAS_DEFAULT_MATH));
 #endif
   const rocblas_datatype t = blas_type(dtype);
   const rocblas_datatype compute = f64 ? rocblas_datatype_f64_r : rocblas_datatype_f32_r;
@@ -95,7 +95,7 @@ void ROCmBLAS::gemm_ex(DType dtype, rocblas_operation trans_a, rocblas_operation
 
 void ROCmBLAS::gemm(rocblas_operation trans_a, rocblas_operation trans_b, int M, int N, int K, float alpha,
                     const float* A, int lda, const float* B, int ldb, float beta, float* C, int ldc) {
-  gemm_ex(DType::Float32, trans_a, trans_b, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1);
+  gemm_ex(DType::Float32, trans_a, trans_b, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, allow_tf32());
 }
 
 void ROCmBLAS::gemm_strided_batched(rocblas_operation trans_a, rocblas_operation trans_b, int M, int N, int K,
@@ -103,7 +103,7 @@ void ROCmBLAS::gemm_strided_batched(rocblas_operation trans_a, rocblas_operation
                                     int64_t stride_b, float beta, float* C, int ldc, int64_t stride_c,
                                     int batch_count) {
   gemm_ex(DType::Float32, trans_a, trans_b, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc,
-          stride_c, batch_count);
+          stride_c, batch_count, allow_tf32());
 }
 
 void ROCmBLAS::geam(rocblas_operation trans_a, rocblas_operation trans_b, int M, int N, float alpha, const float* A,
@@ -178,7 +178,7 @@ void matmul_entry(OpCall& call) {
     char* pc = static_cast<char*>(out.data_ptr()) + o * inner * m * n * item;
     blas.gemm_ex(a.dtype(), op_of(lb), op_of(la), static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), 1.0,
                  pb, static_cast<int>(lb.ld), stride_b, pa, static_cast<int>(la.ld), stride_a, 0.0, pc,
-                 static_cast<int>(n), m * n, static_cast<int>(inner));
+                 static_cast<int>(n), m * n, static_cast<int>(inner), allow_tf32());
   }
 }
 

@@ -91,6 +91,8 @@ _CONV3D = {
         ((((2, 4, 4, 5), C), ((2, 2, 1, 3, 3), C), ((2,), C)), dict(padding="same")),  # unbatched
         ((((3, 2, 3, 4, 5), C), ((2, 2, 2, 2, 2), C), None), dict(padding="same", dilation=(1, 2, 1))),
         ((((2, 4, 5, 6, 5), C), ((4, 1, 3, 2, 3), C), ((4,), C)), dict(stride=(2, 1, 2), padding=1, groups=4)),
+        # output rows of 8: the GPU's im2col stores 4 elements at once (2 of float64)
+        ((((2, 2, 3, 4, 8), C), ((3, 2, 2, 3, 3), C), ((3,), C)), dict(stride=(2, 1, 1), padding=(0, 1, 1))),
     ],
     "noncontig": [((((2, 2, 3, 4, 5), T), ((3, 2, 2, 2, 2), S), ((3,), S)), dict(padding=1))],
     "empty": [((((0, 2, 3, 4, 5), C), ((3, 2, 2, 2, 2), C), None), {})],

@@ -405,6 +405,44 @@ def test_pool_and_pad_past_int32_indexing():
     assert p[n].item() == 9 and p[2**31 + 4].item() == 4 and p[2**31 + 3].item() == 0
 
 
+def test_conv_without_dnn_past_int32_indexing(without_dnn):
+    """im2col + BLAS over images and column matrices past 2^31 elements (one image per
+    chunk): the unrolling and col2im in 64-bit arithmetic, with vector and scalar stores.
+    Zeros with a few planted values, so the expected sums are exact in float16. About
+    12 GiB of GPU memory."""
+    w = pf.tensor([[[[1.0, 2.0], [4.0, 8.0]]]], dtype=pf.float16)
+    x = pf.zeros(1, 1, 49152, 49152, dtype=pf.float16)  # 2.4e9 elements, 4.5 GiB; as many column entries
+    x[0, 0, 49151, 49151] = 3.0
+    x[0, 0, 49150, 49149] = 5.0
+    x[0, 0, 0, 1] = 2.0
+    # out[i, j] = sum over taps of w[kh, kw] x[2i + kh, 2j + kw]; rows of 24576, 4-element stores
+    y = pf.conv2d(x, w, stride=2)
+    assert y.shape == (1, 1, 24576, 24576)
+    assert y[0, 0, 24575, 24575].item() == 24.0 and y[0, 0, 24575, 24574].item() == 10.0
+    assert y[0, 0, 0, 0].item() == 4.0 and pf.sum(y).item() == 38.0
+    del y
+    # dw[kh, kw] = sum over i, j of g[i, j] x[2i - 1 + kh, 2j - 1 + kw]; rows of 24577, scalar stores
+    g = pf.zeros(1, 1, 24577, 24577, dtype=pf.float16)
+    g[0, 0, 24576, 24576] = 1.0  # meets x[49151, 49151] at tap (0, 0)
+    g[0, 0, 24575, 24575] = 2.0  # x[49150, 49149] at tap (1, 0)
+    g[0, 0, 0, 1] = 4.0  # x[0, 1] at tap (1, 0)
+    g[0, 0, 100, 100] = 7.0  # zeros only
+    dw = pf.conv_weight_backward(x, g, w, stride=2, padding=1)
+    assert dw.numpy().tolist() == [[[[3.0, 0.0], [18.0, 0.0]]]]
+    del x, g, dw
+    x = pf.zeros(1, 1, 24576, 24576, dtype=pf.float16)
+    x[0, 0, 24575, 24575] = 3.0
+    x[0, 0, 0, 0] = 1.0
+    for extra in (0, 1):  # rows of 49152 (4-element stores) and of 49153 (scalar ones)
+        # out[2i + kh, 2j + kw] = x[i, j] w[kh, kw]: 2.4e9 elements; output_padding's last row and column 0
+        y = pf.conv_transpose2d(x, w, stride=2, output_padding=extra)
+        assert y.shape == (1, 1, 49152 + extra, 49152 + extra)
+        assert [y[0, 0, 49150 + a, 49150 + b].item() for a in (0, 1) for b in (0, 1)] == [3.0, 6.0, 12.0, 24.0]
+        assert [y[0, 0, a, b].item() for a in (0, 1) for b in (0, 1)] == [1.0, 2.0, 4.0, 8.0]
+        assert pf.sum(y).item() == 60.0
+        del y
+
+
 def test_pool_backward_past_int32_indexing_on_the_gpu():
     """The backward ops over planes and offsets past 2^31 elements: the GPU's gathers
     in 64-bit arithmetic (the CPU kernels index in 64 bits throughout; this size takes

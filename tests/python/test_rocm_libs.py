@@ -77,18 +77,33 @@ def test_conv2d_tuning_cache_searches_once_and_persists(on_gpu, rng, tmp_path):
         cache.clear()
 
 
-def test_conv2d_tf32_switch(on_gpu, rng):
+@pytest.mark.parametrize("dnn", [True, False], ids=["dnn", "im2col"])
+def test_conv2d_tf32_switch(on_gpu, rng, dnn):
+    """conv_allow_tf32 decides for the DNN library's convolutions and, with the library
+    off, for the GEMMs of im2col + BLAS; the matmul setting decides for neither."""
     x = rng.standard_normal((2, 256, 20, 20)).astype(np.float32)
     w = rng.standard_normal((64, 256, 3, 3)).astype(np.float32)
     want = torch.nn.functional.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(), padding=1).numpy()
     assert not rocm.conv_allow_tf32()  # the test suite turns it off (conftest.py); the library default is on
-    full = _rel_err(pf.conv2d(pf.tensor(x), pf.tensor(w), padding=1).numpy(), want)
-    rocm.set_conv_allow_tf32(True)
+    info = pf.rocm_get_device_info(0)
+    rocm.set_dnn_enabled(dnn)
     try:
-        tf32 = _rel_err(pf.conv2d(pf.tensor(x), pf.tensor(w), padding=1).numpy(), want)
+        full = _rel_err(pf.conv2d(pf.tensor(x), pf.tensor(w), padding=1).numpy(), want)
+        rocm.set_allow_tf32(True)
+        try:
+            matmul_tf32 = _rel_err(pf.conv2d(pf.tensor(x), pf.tensor(w), padding=1).numpy(), want)
+        finally:
+            rocm.set_allow_tf32(False)
+        rocm.set_conv_allow_tf32(True)
+        try:
+            tf32 = _rel_err(pf.conv2d(pf.tensor(x), pf.tensor(w), padding=1).numpy(), want)
+        finally:
+            rocm.set_conv_allow_tf32(False)
     finally:
-        rocm.set_conv_allow_tf32(False)
-    assert full < 1e-4 and tf32 < 1e-2  # 2304-term float32 sums against float64
+        rocm.set_dnn_enabled(True)
+    assert full < 1e-4 and matmul_tf32 < 1e-4 and tf32 < 1e-2  # 2304-term float32 sums against float64
+    if not dnn and info["platform"] == "nvidia" and int(info["architecture"].split("_")[1]) >= 80:
+        assert tf32 > 10 * full, "TF32 was allowed for convolutions but the im2col GEMM has float32 accuracy"
 
 
 def _has_dnn():

@@ -11,20 +11,37 @@
 //   forward        out[n, group]   = W[group] . col[n, group]        (one strided batched GEMM per group)
 //   transposed     col[n, group]   = W[group]^T . x[n, group]; out = col2im(col)
 //   weight grad    dW[group]       = sum_n dy[n, group] . col[n, group]^T
-// Images go through in chunks whose column matrices fit a fixed budget. col2im
-// gathers: each output element sums the column entries that land on it, so no
-// atomics and the same result every run. Kernels are plain grid-stride loops
-// with 64-bit indices; nothing depends on the warp size (wave64 and wave32).
+// Images go through in chunks whose column matrices fit a fixed budget.
+//
+// The unrolling is a copy that writes `taps` column entries per input element
+// read, so it should run at the speed of its stores. Its index arithmetic is
+// divisions; one thread per (image, channel, output positions) splits its index
+// once and walks the taps with additions, so a 3x3 kernel pays for a thread's
+// few divisions over nine stores, of up to 16 bytes each (the first version
+// split every column entry's index, ten divisions each: 0.66 ms where this
+// takes 0.10 for 231 MB of columns on an H100, docs/perf.md). col2im gathers:
+// each input element sums the column entries that land on it (no atomics, the
+// same result every run); a thread sums up to 4 neighbours of an input row,
+// divides by each dimension's stride once, and the taps step quotient and
+// remainder (0.27 -> 0.10 ms reading the same 231 MB).
+// Kernels are grid-stride loops in 32-bit indices where every index fits,
+// 64-bit otherwise; nothing depends on the warp size (wave64 and wave32).
+//
 // float16/bfloat16 multiply with float32 accumulation (the BLAS adapter's
-// gemm_ex); col2im sums in float32 (float64 for float64).
+// gemm_ex); col2im sums in float32 (float64 for float64). float32 GEMMs may use
+// TF32 on NVIDIA when convolutions may (conv_allow_tf32, on by default, as
+// torch.backends.cudnn.allow_tf32): the precision the DNN path has, not the
+// matmul setting's, since these are convolutions.
 
 #include "rocm/kernels/conv.h"
 
 #include <algorithm>
 #include <climits>
+#include <type_traits>
 
 #include "cpu/window.h"
 #include "pyflame/backend/rocm/hip_check.h"
+#include "pyflame/backend/rocm/math_mode.h"
 #include "pyflame/backend/rocm/stream.h"
 #include "rocm/device_guard.h"
 #include "rocm/kernels/launch.h"
@@ -41,9 +58,10 @@ using cpu::Window;
 constexpr int64_t kColumnBudget = int64_t{1} << 24;
 
 // The window in the kernels' index type: 32-bit where every index fits (integer
-// division, which the index arithmetic is made of, costs several times less).
+// division, which a thread's index decomposition is made of, costs several times less).
+// dq, dr: d / s and d % s, col2im's step from one tap to the next.
 template <class I> struct Geometry {
-  I in[3], out[3], k[3], s[3], p[3], d[3];
+  I in[3], out[3], k[3], s[3], p[3], d[3], dq[3], dr[3];
 };
 
 template <class I> Geometry<I> geometry(const Window& w) {
@@ -51,71 +69,108 @@ template <class I> Geometry<I> geometry(const Window& w) {
   for (int i = 0; i < 3; ++i) {
     g.in[i] = static_cast<I>(w.in[i]), g.out[i] = static_cast<I>(w.out[i]), g.k[i] = static_cast<I>(w.k[i]);
     g.s[i] = static_cast<I>(w.s[i]), g.p[i] = static_cast<I>(w.p[i]), g.d[i] = static_cast<I>(w.d[i]);
+    g.dq[i] = static_cast<I>(w.d[i] / w.s[i]), g.dr[i] = static_cast<I>(w.d[i] % w.s[i]);
   }
   return g;
 }
 
-// col[n * image_stride + row * row_stride + p] = the input value that output
-// position p reads at row (channel, tap) of image n, 0 in the padding.
-template <class T, class I>
-static __global__ void im2col_kernel(T* col, const T* img, Geometry<I> w, I channels, I images, I image_stride,
-                                     I row_stride) {
-  const I taps = w.k[0] * w.k[1] * w.k[2], plane = w.out[0] * w.out[1] * w.out[2];
-  const I in_plane = w.in[0] * w.in[1] * w.in[2], rows = channels * taps;
-  const I total = images * rows * plane;
+// col[n * image_stride + (c * taps + tap) * row_stride + p] = the input value that
+// output position p of image n reads at channel c and tap `tap`, 0 in the padding.
+// One thread per (image, channel, V output positions of one output row): it splits
+// its index once, then walks the taps with additions, storing the V positions'
+// entries as one vector; a warp's stores fill consecutive p of one row, and its
+// loads hit input elements that the other taps' loads bring into cache. V divides
+// out[2], so also plane and the callers' strides (multiples of plane): with col
+// aligned to V elements, every vector store is.
+template <class T, class I, int V>
+static __global__ void im2col_kernel(T* __restrict__ col, const T* __restrict__ img, Geometry<I> w, I channels,
+                                     I images, I image_stride, I row_stride) {
+  const I plane = w.out[0] * w.out[1] * w.out[2], in_plane = w.in[0] * w.in[1] * w.in[2];
+  const I taps = w.k[0] * w.k[1] * w.k[2], runs = plane / V, total = images * channels * runs;
   for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<I>(gridDim.x) * blockDim.x) {
-    const I p = i % plane, row = (i / plane) % rows, n = i / (plane * rows);
-    const I c = row / taps, tap = row % taps;
-    const I kw = tap % w.k[2], kh = (tap / w.k[2]) % w.k[1], kd = tap / (w.k[2] * w.k[1]);
-    const I ow = p % w.out[2], oh = (p / w.out[2]) % w.out[1], od = p / (w.out[2] * w.out[1]);
-    const I id = od * w.s[0] - w.p[0] + kd * w.d[0];
-    const I ih = oh * w.s[1] - w.p[1] + kh * w.d[1];
-    const I iw = ow * w.s[2] - w.p[2] + kw * w.d[2];
-    const bool inside = id >= 0 && id < w.in[0] && ih >= 0 && ih < w.in[1] && iw >= 0 && iw < w.in[2];
-    col[n * image_stride + row * row_stride + p] =
-        inside ? img[(n * channels + c) * in_plane + (id * w.in[1] + ih) * w.in[2] + iw] : T(0);
+    const I nc = i / runs, p = (i - nc * runs) * V, n = nc / channels, c = nc - n * channels;
+    const I rest = p / w.out[2], ow = p - rest * w.out[2], od = rest / w.out[1], oh = rest - od * w.out[1];
+    const T* src = img + nc * in_plane;
+    I o = n * image_stride + c * taps * row_stride + p;
+    I id = od * w.s[0] - w.p[0];
+    for (I kd = 0; kd < w.k[0]; ++kd, id += w.d[0]) {
+      const bool depth_inside = id >= 0 && id < w.in[0];
+      I ih = oh * w.s[1] - w.p[1];
+      for (I kh = 0; kh < w.k[1]; ++kh, ih += w.d[1]) {
+        const bool row_inside = depth_inside && ih >= 0 && ih < w.in[1];
+        const I line = row_inside ? (id * w.in[1] + ih) * w.in[2] : 0;
+        I iw = ow * w.s[2] - w.p[2];
+        for (I kw = 0; kw < w.k[2]; ++kw, iw += w.d[2], o += row_stride) {
+          Vec<T, V> v;
+          for (int j = 0; j < V; ++j) {
+            const I x = iw + j * w.s[2];
+            v.v[j] = row_inside && x >= 0 && x < w.in[2] ? src[line + x] : T(0);
+          }
+          *reinterpret_cast<Vec<T, V>*>(col + o) = v;
+        }
+      }
+    }
   }
 }
 
-// The output position o with o * s - p + k * d == in along `dim`, or -1 when
-// none reads input position `in` at tap k.
-template <class I> __device__ __forceinline__ I reader(I in, I k, const Geometry<I>& w, int dim) {
-  const I t = in + w.p[dim] - k * w.d[dim];
-  if (t < 0 || t % w.s[dim] != 0) return -1;
-  const I o = t / w.s[dim];
-  return o < w.out[dim] ? o : -1;
+// The next tap's output position along `dim`: o = t / s and r = t % s for
+// t = in + p - k * d, moved from tap k to k + 1 (t falls by d) without a division.
+template <class I> __device__ __forceinline__ void next_tap(I& o, I& r, const Geometry<I>& w, int dim) {
+  o -= w.dq[dim], r -= w.dr[dim];
+  if (r < 0) r += w.s[dim], --o;
 }
 
 // img[n, c, position] = the sum of the column entries (rows of channel c,
 // layout [n][row][p]) whose output position reads it: the adjoint of im2col.
-template <class T, class I>
-static __global__ void col2im_kernel(T* img, const T* col, Geometry<I> w, I channels, I images) {
+// Output position o reads input position in at tap k where o * s - p + k * d == in:
+// t = in + p - k * d must divide by s with a quotient below out. t falls as k rises,
+// so a negative t ends that dimension's taps. Each dimension divides once per thread;
+// the taps then step quotient and remainder (next_tap). A thread sums V neighbouring
+// positions of one input row (V divides in[2]), whose loads are independent of each
+// other, and stores them as one vector.
+template <class T, class I, int V>
+static __global__ void col2im_kernel(T* __restrict__ img, const T* __restrict__ col, Geometry<I> w, I channels,
+                                     I images) {
   using A = acc_t<T>;
   const I taps = w.k[0] * w.k[1] * w.k[2], plane = w.out[0] * w.out[1] * w.out[2];
-  const I in_plane = w.in[0] * w.in[1] * w.in[2];
-  const I total = images * channels * in_plane;
+  const I in_plane = w.in[0] * w.in[1] * w.in[2], runs = in_plane / V;
+  const I total = images * channels * runs;
   for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<I>(gridDim.x) * blockDim.x) {
-    const I pos = i % in_plane, nc = i / in_plane;
-    const I iw = pos % w.in[2], ih = (pos / w.in[2]) % w.in[1], id = pos / (w.in[2] * w.in[1]);
+    const I nc = i / runs, pos = (i - nc * runs) * V;
+    const I rest = pos / w.in[2], iw = pos - rest * w.in[2], id = rest / w.in[1], ih = rest - id * w.in[1];
+    const I td = id + w.p[0], th = ih + w.p[1], tw = iw + w.p[2];
+    const I od0 = td / w.s[0], oh0 = th / w.s[1];
+    const I rd0 = td - od0 * w.s[0], rh0 = th - oh0 * w.s[1];
+    I ow0[V], rw0[V];  // tap 0's quotient and remainder for positions iw + j: t one larger each
+    ow0[0] = tw / w.s[2], rw0[0] = tw - ow0[0] * w.s[2];
+    for (int j = 1; j < V; ++j) {
+      ow0[j] = ow0[j - 1], rw0[j] = rw0[j - 1] + 1;
+      if (rw0[j] == w.s[2]) rw0[j] = 0, ++ow0[j];
+    }
     const T* rows = col + nc * taps * plane;  // [n][c * taps + tap][p] with n * channels + c = nc
-    A sum = 0;
-    for (I kd = 0; kd < w.k[0]; ++kd) {
-      const I od = reader(id, kd, w, 0);
-      if (od < 0) continue;
-      for (I kh = 0; kh < w.k[1]; ++kh) {
-        const I oh = reader(ih, kh, w, 1);
-        if (oh < 0) continue;
-        for (I kw = 0; kw < w.k[2]; ++kw) {
-          const I ow = reader(iw, kw, w, 2);
-          if (ow < 0) continue;
-          const I tap = (kd * w.k[1] + kh) * w.k[2] + kw;
-          sum += static_cast<A>(rows[tap * plane + (od * w.out[1] + oh) * w.out[2] + ow]);
+    A sum[V] = {};
+    I od = od0, rd = rd0;
+    for (I kd = 0; kd < w.k[0] && od >= 0; ++kd, next_tap(od, rd, w, 0)) {
+      if (rd != 0 || od >= w.out[0]) continue;
+      I oh = oh0, rh = rh0;
+      for (I kh = 0; kh < w.k[1] && oh >= 0; ++kh, next_tap(oh, rh, w, 1)) {
+        if (rh != 0 || oh >= w.out[1]) continue;
+        I ow[V], rw[V];
+        for (int j = 0; j < V; ++j) ow[j] = ow0[j], rw[j] = rw0[j];
+        I at = (kd * w.k[1] + kh) * w.k[2] * plane + (od * w.out[1] + oh) * w.out[2];  // tap kw = 0's row
+        for (I kw = 0; kw < w.k[2] && ow[V - 1] >= 0; ++kw, at += plane) {  // ow[V - 1]: the largest t
+          for (int j = 0; j < V; ++j) {
+            if (rw[j] == 0 && ow[j] >= 0 && ow[j] < w.out[2]) sum[j] += static_cast<A>(rows[at + ow[j]]);
+            next_tap(ow[j], rw[j], w, 2);
+          }
         }
       }
     }
-    img[i] = static_cast<T>(sum);
+    Vec<T, V> v;
+    for (int j = 0; j < V; ++j) v.v[j] = static_cast<T>(sum[j]);
+    *reinterpret_cast<Vec<T, V>*>(img + nc * in_plane + pos) = v;
   }
 }
 
@@ -146,14 +201,22 @@ template <class F> void visit_float(DType dtype, const F& f) {
 void im2col(const OpCall& call, void* col, const void* img, const Window& w, int64_t channels, int64_t images,
             int64_t image_stride, int64_t row_stride) {
   const int device = call.out().device().index;
-  const int64_t n = images * channels * w.kernel_volume() * w.out_plane();
+  const int64_t positions = images * channels * w.out_plane();
   visit_float(call.out().dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    with_index_type(std::max(n, images * channels * w.in_plane()), [&](auto index) {
+    with_index_type(std::max(positions * w.kernel_volume(), images * channels * w.in_plane()), [&](auto index) {
       using I = decltype(index);
-      im2col_kernel<T, I><<<grid_for(n), kThreads, 0, current_stream(device)>>>(
-          static_cast<T*>(col), static_cast<const T*>(img), geometry<I>(w), static_cast<I>(channels),
-          static_cast<I>(images), static_cast<I>(image_stride), static_cast<I>(row_stride));
+      const auto launch = [&](auto vec) {
+        constexpr int V = decltype(vec)::value;
+        im2col_kernel<T, I, V><<<grid_for(positions / V), kThreads, 0, current_stream(device)>>>(
+            static_cast<T*>(col), static_cast<const T*>(img), geometry<I>(w), static_cast<I>(channels),
+            static_cast<I>(images), static_cast<I>(image_stride), static_cast<I>(row_stride));
+      };
+      // Stores of 4 elements (2 of float64, 16 bytes) where output rows split into them:
+      // scalar stores reach half the write bandwidth of 16-byte ones (H100).
+      constexpr int V = std::min(kVec<T>, 4);
+      if (w.out[2] % V == 0 && aligned(col, V * sizeof(T))) launch(std::integral_constant<int, V>{});
+      else launch(std::integral_constant<int, 1>{});
     });
   });
   check_launch(op_name(call.op), "im2col, " + describe(call));
@@ -166,9 +229,15 @@ void col2im(const OpCall& call, void* img, const void* col, const Window& w, int
     using T = typename decltype(tag)::type;
     with_index_type(std::max(n, images * channels * w.kernel_volume() * w.out_plane()), [&](auto index) {
       using I = decltype(index);
-      col2im_kernel<T, I><<<grid_for(n), kThreads, 0, current_stream(device)>>>(
-          static_cast<T*>(img), static_cast<const T*>(col), geometry<I>(w), static_cast<I>(channels),
-          static_cast<I>(images));
+      const auto launch = [&](auto vec) {
+        constexpr int V = decltype(vec)::value;
+        col2im_kernel<T, I, V><<<grid_for(n / V), kThreads, 0, current_stream(device)>>>(
+            static_cast<T*>(img), static_cast<const T*>(col), geometry<I>(w), static_cast<I>(channels),
+            static_cast<I>(images));
+      };
+      constexpr int V = std::min(kVec<T>, 4);  // as im2col's stores
+      if (w.in[2] % V == 0 && aligned(img, V * sizeof(T))) launch(std::integral_constant<int, V>{});
+      else launch(std::integral_constant<int, 1>{});
     });
   });
   check_launch(op_name(call.op), "col2im, " + describe(call));
@@ -209,7 +278,7 @@ void gemm(const OpCall& call, bool trans_a, bool trans_b, int64_t m, int64_t n, 
 #if PYFLAME_WITH_BLAS
   get_blas().gemm_ex(call.out().dtype(), transposed(trans_b), transposed(trans_a), blas_int(call, n), blas_int(call, m),
                      blas_int(call, k), 1.0, b, blas_int(call, ldb), b_stride, a, blas_int(call, lda), a_stride, beta,
-                     c, blas_int(call, ldc), c_stride, blas_int(call, batch));
+                     c, blas_int(call, ldc), c_stride, blas_int(call, batch), conv_allow_tf32());
 #else
   throw NotSupportedError(detail::cat(op_name(call.op), " on the GPU needs the DNN adapter (MIOpen / cuDNN) or the ",
                                       "BLAS adapter (rocBLAS / cuBLAS); this build has neither (", describe(call), ")"));

@@ -9,7 +9,9 @@
 // column-major, as in rocBLAS; the matmul kernel maps row-major tensors onto it
 // with transpose flags and no copies. Each stream gets its own workspace from
 // the caching allocator, so concurrent streams never share one.
-// float32 products use TF32 only when allowed (math_mode.h).
+// float32 products use TF32 only when allowed (math_mode.h): gemm and matmul
+// follow the matmul setting, the convolutions without a DNN library the
+// convolution setting (gemm_ex's tf32 says which applies).
 
 #include <cstdint>
 #include <map>
@@ -50,10 +52,11 @@ class PF_API ROCmBLAS {
             float beta, const float* B, int ldb, float* C, int ldc);
 
   // The general form behind gemm: any float dtype (float16/bfloat16 accumulate
-  // in float32, float64 in float64), batch_count 1 for a single product.
+  // in float32, float64 in float64), batch_count 1 for a single product; tf32:
+  // float32 may use TF32 (the caller's setting: allow_tf32 or conv_allow_tf32).
   void gemm_ex(DType dtype, rocblas_operation trans_a, rocblas_operation trans_b, int M, int N, int K, double alpha,
                const void* A, int lda, int64_t stride_a, const void* B, int ldb, int64_t stride_b, double beta,
-               void* C, int ldc, int64_t stride_c, int batch_count);
+               void* C, int ldc, int64_t stride_c, int batch_count, bool tf32);
 
  private:
   void use_workspace();  // the current stream's workspace
