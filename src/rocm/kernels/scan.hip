@@ -83,23 +83,22 @@ template <class A> __device__ void publish(A* slot, int* state, A value, TileSta
 template <class A, class F> __device__ A look_back(const TileBoard<A>& board, int64_t tile, int64_t k, F f) {
   const int lane = threadIdx.x % PF_WARP_SIZE;
   const int64_t row_first = tile - k;
-  const auto min_of = [](int a, int b) { return a < b ? a : b; };
-  const auto max_of = [](int a, int b) { return a > b ? a : b; };
   A before = F::identity();
   for (int64_t end = tile - 1;; end -= PF_WARP_SIZE) {
     const int64_t t = end - lane;
     int s = kPrefix;
     do {
       if (t >= row_first) s = *reinterpret_cast<volatile int*>(board.state + t);
-    } while (warp_all_reduce(s == kNothing ? 1 : 0, max_of));
+    } while (PF_BALLOT(s == kNothing));
     __threadfence();  // the values were written before their states
     A value = F::identity();
     if (t >= row_first) value = *reinterpret_cast<volatile A*>((s == kPrefix ? board.prefix : board.total) + t);
-    const int nearest = warp_all_reduce(s == kPrefix ? lane : PF_WARP_SIZE, min_of);
+    const unsigned long long prefixes = PF_BALLOT(s == kPrefix);
+    const int nearest = prefixes ? __ffsll(static_cast<long long>(prefixes)) - 1 : PF_WARP_SIZE;
     // Lane l holds tile end - l: combine from the nearest prefix forwards.
     const A window = warp_all_reduce(lane <= nearest ? value : F::identity(), f);
     before = f(window, before);
-    if (nearest < PF_WARP_SIZE) return before;
+    if (prefixes) return before;
   }
 }
 

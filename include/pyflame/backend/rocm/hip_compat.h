@@ -102,6 +102,8 @@ using hipStreamCaptureStatus = cudaStreamCaptureStatus;
 #define PF_SHFL_XOR(v, mask) __shfl_xor_sync(0xffffffffu, (v), (mask))
 // Lane i gets `v` of lane i - delta (lanes below delta keep their own).
 #define PF_SHFL_UP(v, delta) __shfl_up_sync(0xffffffffu, (v), (delta))
+// Bit i set when `pred` holds on lane i (every lane takes part), as 64 bits on every platform.
+#define PF_BALLOT(pred) static_cast<unsigned long long>(__ballot_sync(0xffffffffu, (pred)))
 
 namespace pyflame::backend::rocm {
 inline std::string arch_name(const hipDeviceProp_t& p) { return "sm_" + std::to_string(p.major) + std::to_string(p.minor); }
@@ -138,6 +140,8 @@ inline void platform_init() {
 #define PF_SHFL_XOR(v, mask) __shfl_xor((v), (mask))
 // Lane i gets `v` of lane i - delta (lanes below delta keep their own).
 #define PF_SHFL_UP(v, delta) __shfl_up((v), (delta))
+// Bit i set when `pred` holds on lane i (every lane takes part), as 64 bits on every platform.
+#define PF_BALLOT(pred) static_cast<unsigned long long>(__ballot(pred))
 
 namespace pyflame::backend::rocm {
 // gcnArchName is e.g. "gfx90a:sramecc+:xnack-"; the architecture is the part before ':'.
