@@ -47,31 +47,4 @@ template <int kThreads, class A, class F> __device__ __forceinline__ A block_all
   return r;
 }
 
-// A scan across the block (kThreads threads) with the associative combine f
-// and its identity: thread t gets f(v_0, ..., v_t) (returned), `exclusive`
-// f(v_0, ..., v_{t-1}) and `total` the block's whole combination. Contains
-// __syncthreads: all threads must call it.
-template <int kThreads, class A, class F>
-__device__ __forceinline__ A block_scan(A v, F f, A identity, A& exclusive, A& total) {
-  constexpr int kWarps = kThreads / PF_WARP_SIZE;
-  __shared__ A warp_totals[kWarps];
-  const int lane = threadIdx.x % PF_WARP_SIZE, warp = threadIdx.x / PF_WARP_SIZE;
-  for (int d = 1; d < PF_WARP_SIZE; d <<= 1) {
-    const A o = shfl_up(v, d);
-    if (lane >= d) v = f(o, v);
-  }
-  const A in_warp_before = shfl_up(v, 1);
-  if (lane == PF_WARP_SIZE - 1) warp_totals[warp] = v;
-  __syncthreads();
-  A before = identity;
-  total = identity;
-  for (int w = 0; w < kWarps; ++w) {
-    if (w < warp) before = f(before, warp_totals[w]);
-    total = f(total, warp_totals[w]);
-  }
-  __syncthreads();  // the shared slots may be reused by the next call
-  exclusive = lane == 0 ? before : f(before, in_warp_before);
-  return f(before, v);
-}
-
 }  // namespace pyflame::backend::rocm

@@ -11,12 +11,12 @@
 //     (kRowBlocksPerUnit per compute unit) split each row: the threads of a
 //     row's blocks stride through it together, kLoadsInFlight 16-byte loads
 //     each at a time, each block writes a partial, and a second launch (a
-//     block per row) reduces those. On an H100 a 64M-float sum so reached
-//     2.91 TB/s, against 2.83 with contiguous per-warp segments (as many of
-//     them, but unevenly spread over the multiprocessors and one load in
-//     flight per lane) and 2.85 for PyTorch's; a single launch whose last
-//     block reduces the partials needs a zeroed counter, whose memset costs
-//     what the second launch does;
+//     warp per row) reduces those. A 64M-float sum so reached 2.91 TB/s on
+//     an H100 (a stand-alone harness), against 2.83 with contiguous per-warp
+//     segments (as many of them, but unevenly spread over the multiprocessors
+//     and one load in flight per lane) and 2.85 for PyTorch's; a single launch
+//     whose last block reduces the partials needs a zeroed counter, whose
+//     memset costs what the second launch does;
 //   inner > 1 (columns): threads across `inner` read coalesced, slices of
 //     `len` per thread row, combined in shared memory; `len` may be split,
 //     the partials reduced by a second launch.

@@ -223,8 +223,9 @@ void launch_scan_rows(T* out, const T* in, int64_t rows, int64_t len, Device dev
            " elements make more tiles than a GPU grid holds");
   const unsigned grid = static_cast<unsigned>(tiles);
   if (short_rows) {
-    if (vector) scan_tiles<T, Op, kShortChunks, true, false><<<grid, kTileThreads, 0, stream>>>(out, in, len, 1, TileBoard<A>{});
-    else scan_tiles<T, Op, kShortChunks, false, false><<<grid, kTileThreads, 0, stream>>>(out, in, len, 1, TileBoard<A>{});
+    const TileBoard<A> none{};
+    if (vector) scan_tiles<T, Op, kShortChunks, true, false><<<grid, kTileThreads, 0, stream>>>(out, in, len, 1, none);
+    else scan_tiles<T, Op, kShortChunks, false, false><<<grid, kTileThreads, 0, stream>>>(out, in, len, 1, none);
     return;
   }
   // One buffer: the counter and the states (zeroed together), then the totals and prefixes.
