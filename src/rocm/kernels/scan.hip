@@ -107,9 +107,9 @@ template <class A, class F> __device__ A look_back(const TileBoard<A>& board, in
   }
 }
 
-// Scans tiles of kChunks chunks. kLookBack: rows of several tiles, chained
-// through the board (tiles taken from its counter); else one tile per row,
-// the block's index.
+// Scans tiles of kChunks chunks. Rows of several tiles (kLookBack) are
+// chained through the board, tiles taken from its counter; one tile per row
+// is the block's index.
 template <class T, template <class> class Op, int kChunks, bool kVector, bool kLookBack>
 static __global__ void scan_tiles(T* out, const T* in, int64_t len, int64_t tiles_per_row,
                                   TileBoard<scan_acc_t<T>> board) {
@@ -120,7 +120,7 @@ static __global__ void scan_tiles(T* out, const T* in, int64_t len, int64_t tile
   __shared__ A warp_totals[kChunks][kWarps];
   __shared__ A shared_before;
   int64_t tile = blockIdx.x;
-  if constexpr (kLookBack) {
+  if (kLookBack && tiles_per_row > 1) {
     if (threadIdx.x == 0) shared_tile = atomicAdd(board.counter, 1);
     __syncthreads();
     tile = shared_tile;
@@ -228,14 +228,18 @@ void launch_scan_rows(T* out, const T* in, int64_t rows, int64_t len, Device dev
     else scan_tiles<T, Op, kShortChunks, false, false><<<grid, kTileThreads, 0, stream>>>(out, in, len, 1, none);
     return;
   }
-  // One buffer: the counter and the states (zeroed together), then the totals and prefixes.
-  const int64_t header = (1 + tiles) * int64_t{sizeof(int)};
-  const int64_t values_at = (header + 15) / 16 * 16;
-  Tensor board_memory = Tensor::empty({values_at + 2 * tiles * int64_t{sizeof(A)}}, DType::UInt8, dev);
-  char* base = static_cast<char*>(board_memory.data_ptr());
-  HIP_CHECK(hipMemsetAsync(base, 0, header, stream));
-  A* values = reinterpret_cast<A*>(base + values_at);
-  const TileBoard<A> board{reinterpret_cast<int*>(base), reinterpret_cast<int*>(base) + 1, values, values + tiles};
+  TileBoard<A> board{};
+  Tensor board_memory;
+  if (tiles_per_row > 1) {
+    // One buffer: the counter and the states (zeroed together), then the totals and prefixes.
+    const int64_t header = (1 + tiles) * int64_t{sizeof(int)};
+    const int64_t values_at = (header + 15) / 16 * 16;
+    board_memory = Tensor::empty({values_at + 2 * tiles * int64_t{sizeof(A)}}, DType::UInt8, dev);
+    char* base = static_cast<char*>(board_memory.data_ptr());
+    HIP_CHECK(hipMemsetAsync(base, 0, header, stream));
+    A* values = reinterpret_cast<A*>(base + values_at);
+    board = {reinterpret_cast<int*>(base), reinterpret_cast<int*>(base) + 1, values, values + tiles};
+  }
   if (vector)
     scan_tiles<T, Op, kLongChunks, true, true><<<grid, kTileThreads, 0, stream>>>(out, in, len, tiles_per_row, board);
   else
