@@ -64,7 +64,8 @@ class PF_API DeviceScope {
   std::optional<Device> previous_;
   bool active_ = false;
 };
-// Waits for all queued work on the current device (no-op on the CPU).
+// Waits for all queued work on the current device; with the CPU current, on the GPU that
+// rocm_set_device chose (placed tensors work there whatever the current device), if any.
 PF_API void synchronize();
 
 // Implicit copies: an op whose inputs live on another device than the one it
@@ -73,6 +74,11 @@ PF_API int64_t implicit_copy_count();
 PF_API void reset_implicit_copy_count();
 PF_API void set_strict_device_placement(bool strict);
 PF_API bool strict_device_placement();
+
+// Copies between host and device memory, either way, counted by the GPU backend: an op over
+// placed GPU tensors makes none (tests hold every op to that).
+PF_API int64_t host_transfer_count();
+PF_API void reset_host_transfer_count();
 
 // How many times the host has waited for a device: synchronize(), reads of
 // device memory on the host (item(), numpy(), to('cpu')) and copies that must

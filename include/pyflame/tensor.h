@@ -104,6 +104,15 @@ class PF_API Tensor {
   template <class T> T* data() const { return static_cast<T*>(data_ptr()); }
   bool is_contiguous() const;
   bool is_wrapped_number() const { return wrapped_number_; }
+  // Placed: put on its device by the user (device=, .to(device), Module.to) or the result of an
+  // op with a placed input. An op with a placed input runs on that input's device; an op whose
+  // inputs are all unplaced runs on the current device (DESIGN.md, execution model). A property
+  // of this tensor object, not of its memory: x.to(x.device) places the result, not x.
+  bool is_placed() const { return placed_; }
+  Tensor& set_placed(bool placed) {
+    placed_ = placed;
+    return *this;
+  }
   bool same_storage(const Tensor& o) const { return storage_ == o.storage_; }
 
   // Views (no copies). Dims may be negative.
@@ -151,6 +160,9 @@ class PF_API Tensor {
   void retain_grad();  // keep .grad of a non-leaf
   bool retains_grad() const;
   Tensor detach() const;  // the same memory, no history, not requiring grad
+  // x.data = y: this tensor takes y's memory, view, dtype and placement and keeps its own
+  // autograd state (requires_grad, grad), as PyTorch's set_data.
+  void set_data(const Tensor& other);
   AutogradMeta* autograd_meta() const { return autograd_.get(); }
   AutogradMeta& ensure_autograd_meta();  // creates the state shared with the copies made after this call
   const std::shared_ptr<AutogradMeta>& autograd_meta_ptr() const { return autograd_; }
@@ -163,6 +175,7 @@ class PF_API Tensor {
   int64_t offset_ = 0;
   DType dtype_ = DType::Float32;
   bool wrapped_number_ = false;
+  bool placed_ = false;
 };
 
 PF_API int64_t shape_numel(const Shape& shape);

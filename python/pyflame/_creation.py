@@ -3,6 +3,11 @@
 This module owns the default floating dtype (pf.set_default_dtype): every
 factory that makes floats without a dtype= asks _float_dtype(), and the C++
 factories always receive an explicit dtype.
+
+device=: a device places the new tensor there (Tensor.is_placed); None makes it, unplaced,
+on the current device. Inside the library (the _like factories, Tensor.new_*, compositions)
+device= may be a tensor: the new tensor takes its device and its placement, so ops over both
+run where that tensor's ops would.
 """
 
 import numbers
@@ -64,8 +69,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of `data` (nested lists, a number, a NumPy array or a Tensor).
 
     Python floats become the default dtype (float32 unless pf.set_default_dtype changed it),
-    Python ints int64 and bools bool; NumPy arrays keep their dtype. The result is on `device`, else on
-    the current device.
+    Python ints int64 and bools bool; NumPy arrays keep their dtype. The result is placed on `device`,
+    else made unplaced on the current device (a tensor's copy stays where, and as placed as, it was).
     """
     if isinstance(data, _C.Tensor):
         t = data.clone()
@@ -87,7 +92,9 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         t = _C.from_numpy(arr).clone()
     if dtype is not None:
         t = t.to(dtype)
-    t = t.to(device if device is not None else _C.get_device())
+    if device is None and isinstance(data, _C.Tensor):  # a tensor's copy stays where (and as placed as) it was
+        device = data
+    t = _C._to_device(t, device)
     return _requires_grad(t.detach(), requires_grad)
 
 
@@ -233,19 +240,19 @@ def as_tensor(data, dtype=None, device=None):
 def empty_like(input, dtype=None, device=None, requires_grad=False):
     """An uninitialised tensor of input's shape, dtype and device (unless given)."""
     return _requires_grad(_C._empty(*input.shape, dtype=input.dtype if dtype is None else dtype,
-                                    device=input.device if device is None else device), requires_grad)
+                                    device=input if device is None else device), requires_grad)
 
 
 def rand_like(input, dtype=None, device=None, requires_grad=False, generator=None):
     """rand() of input's shape, dtype and device (unless given)."""
     return rand(*input.shape, dtype=input.dtype if dtype is None else dtype, generator=generator,
-                device=input.device if device is None else device, requires_grad=requires_grad)
+                device=input if device is None else device, requires_grad=requires_grad)
 
 
 def randn_like(input, dtype=None, device=None, requires_grad=False, generator=None):
     """randn() of input's shape, dtype and device (unless given)."""
     return randn(*input.shape, dtype=input.dtype if dtype is None else dtype, generator=generator,
-                 device=input.device if device is None else device, requires_grad=requires_grad)
+                 device=input if device is None else device, requires_grad=requires_grad)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, generator=None):
@@ -253,7 +260,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
     if high is None:
         low, high = 0, low
     t = _C._randint(low, high, input.shape, dtype=_C.dtype.int64, generator=generator,
-                    device=input.device if device is None else device)
+                    device=input if device is None else device)
     return _requires_grad(t.to(input.dtype if dtype is None else dtype), requires_grad)
 
 

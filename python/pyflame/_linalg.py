@@ -487,7 +487,7 @@ def _einsum_diagonal(t, labels):
                 n = t.shape[i]
                 mask_shape = [1] * t.dim()
                 mask_shape[i], mask_shape[pos] = n, n
-                eye_mask = eye(n, dtype=_C.dtype.bool).reshape(mask_shape)
+                eye_mask = eye(n, dtype=_C.dtype.bool, device=t).reshape(mask_shape)
                 # where, not a product with the identity: off-diagonal NaN or inf must not leak in.
                 t = _C.sum(_C.where(eye_mask, t, 0), [pos], False, dtype=t.dtype)
                 labels = labels[:pos] + labels[pos + 1:]

@@ -206,7 +206,7 @@ def index_put_(input, indices, values, accumulate=False):
     with accumulate, values are added and duplicate positions sum, as torch.index_put_."""
     indices = tuple(indices)
     if not isinstance(values, _C.Tensor):
-        values = full((), values, dtype=input.dtype, device=input.device)
+        values = full((), values, dtype=input.dtype, device=input)
     if values.dtype != input.dtype:
         raise TypeError(f"index_put_: values ({values.dtype}) must have the dtype of the tensor ({input.dtype}), "
                         "as PyTorch requires; convert them with .to()")
@@ -218,10 +218,10 @@ def index_put_(input, indices, values, accumulate=False):
     coords, d = [], 0
     for key in indices:
         if not isinstance(key, _C.Tensor):
-            key = tensor(key, device=input.device)
+            key = tensor(key, device=input)
         if key.dtype == _C.dtype.bool:
             for k in range(key.dim()):
-                grid = arange(key.shape[k], device=input.device).reshape(
+                grid = arange(key.shape[k], device=input).reshape(
                     *[key.shape[k] if j == k else 1 for j in range(key.dim())]).expand(*key.shape)
                 coords.append(grid[key])
             d += key.dim()
@@ -285,7 +285,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         if not isinstance(p, _C.Tensor):  # a number stands for a slice of that value
             shape = list(input.shape)
             shape[dim] = 1
-            parts[i] = full(tuple(shape), p, dtype=input.dtype, device=input.device)
+            parts[i] = full(tuple(shape), p, dtype=input.dtype, device=input)
     x = _C.cat(parts, dim) if len(parts) > 1 else input
     for _ in range(n):
         length = x.shape[dim]
@@ -327,14 +327,14 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
             raise TypeError(f"normal expects floating-point mean and std tensors, got {t.dtype}")
     shape = _broadcast_shape(*[tuple(t.shape) for t in tensors])
     like = tensors[0]
-    z = randn(*shape, dtype=like.dtype, generator=generator, device=like.device)
+    z = randn(*shape, dtype=like.dtype, generator=generator, device=like)
     return _C.add(_C.mul(z, std), mean)
 
 
 def _uniform_like(t, generator):
     """Uniform [0, 1) samples of t's shape on t's device, float64 for float64 tensors, else float32."""
     dt = _C.dtype.float64 if t.dtype == _C.dtype.float64 else _C.dtype.float32
-    return rand(*t.shape, dtype=dt, generator=generator, device=t.device)
+    return rand(*t.shape, dtype=dt, generator=generator, device=t)
 
 
 def _check_p(p):
@@ -408,12 +408,12 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
         raise ValueError("multinomial: invalid multinomial distribution (with replacement=False, not enough "
                          "non-negative category to sample)")
     if replacement or num_samples == 1:
-        u = rand(rows, num_samples, dtype=_C.dtype.float64, generator=generator, device=input.device)
+        u = rand(rows, num_samples, dtype=_C.dtype.float64, generator=generator, device=input)
         picks = _categories(w, u)
     else:
         drawn = []
         for _ in range(num_samples):
-            u = rand(rows, 1, dtype=_C.dtype.float64, generator=generator, device=input.device)
+            u = rand(rows, 1, dtype=_C.dtype.float64, generator=generator, device=input)
             drawn.append(_categories(w, u))
             w = _C.scatter(w, 1, drawn[-1], value=0.0)
         picks = _C.cat(drawn, 1)
@@ -440,8 +440,8 @@ def bincount(input, weights=None, minlength=0):
     if input.numel() and _C.min(input).item() < 0:
         raise _C.InvalidArgumentError("bincount only supports 1-d non-negative integral inputs")
     n = builtins.max(int(minlength), int(_C.max(input).item()) + 1 if input.numel() else 0)
-    values = full(list(input.shape), 1, dtype=_C.dtype.int64) if weights is None else weights
-    return _C.scatter_add(full([n], 0, dtype=values.dtype), 0, input.to(_C.dtype.int64), values)
+    values = full(list(input.shape), 1, dtype=_C.dtype.int64, device=input) if weights is None else weights
+    return _C.scatter_add(full([n], 0, dtype=values.dtype, device=input), 0, input.to(_C.dtype.int64), values)
 
 
 def histc(input, bins=100, min=0, max=0):  # noqa: A002 - torch's names
@@ -455,7 +455,7 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002 - torch's names
     x = input.reshape(-1)
     inside = _C.logical_and(_C.ge(x, lo), _C.le(x, hi))
     which = _C.clamp(_C.floor(_C.mul(_C.sub(x, lo), bins / (hi - lo))), 0, bins - 1).to(_C.dtype.int64)
-    return _C.scatter_add(full([bins], 0, dtype=input.dtype), 0, which, inside.to(input.dtype))
+    return _C.scatter_add(full([bins], 0, dtype=input.dtype, device=input), 0, which, inside.to(input.dtype))
 
 
 def kron(input, other):

@@ -92,7 +92,7 @@ def _dims(dims, ndim, what="dims"):
 
 
 def _arange(n, like, start=0, step=1):
-    return _C._arange(start, start + n * step, step, dtype=_C.dtype.int64, device=like.device)
+    return _C._arange(start, start + n * step, step, dtype=_C.dtype.int64, device=like)
 
 
 # ---------------------------------------------------------------- views
@@ -381,7 +381,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
                                           f"got {counts.shape} for size {n}")
         if (counts < 0).any():
             raise _C.InvalidArgumentError("repeat_interleave(): repeats can not be negative")
-        index = tensor(np.repeat(np.arange(n), counts), dtype=_C.dtype.int64, device=input.device)
+        index = tensor(np.repeat(np.arange(n), counts), dtype=_C.dtype.int64, device=input)
         out = input.index_select(d, index)
     if output_size is not None and out.shape[d] != output_size:
         raise _C.InvalidArgumentError(f"repeat_interleave(): output_size {output_size} differs from the result's size "
@@ -470,9 +470,9 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     d1, d2 = _wrap(dim1, rdim, "dim1"), _wrap(dim2, rdim, "dim2")
     if d1 == d2:
         raise _C.InvalidArgumentError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    mask = _C._eye(n, None, dtype=_C.dtype.bool, device=input.device)
+    mask = _C._eye(n, None, dtype=_C.dtype.bool, device=input)
     square = _C.where(mask, input.reshape(tuple(input.shape[:-1]) + (n, 1)),
-                      zeros((), dtype=input.dtype, device=input.device))
+                      zeros((), dtype=input.dtype, device=input))
     k = abs(offset)
     if k:  # the diagonal moves right (offset > 0) or down (offset < 0) in a matrix k larger
         square = _C.pad(square, (k, 0, 0, k) if offset > 0 else (0, k, k, 0))
@@ -582,19 +582,19 @@ def _new_sizes(sizes, size=None):
 def _new_factory(make):
     def method(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
         return make(_new_sizes(sizes, size), dtype=self.dtype if dtype is None else dtype,
-                    device=self.device if device is None else device, requires_grad=requires_grad)
+                    device=self if device is None else device, requires_grad=requires_grad)
     return method
 
 
 def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
     return full(tuple(size) if not isinstance(size, numbers.Integral) else (size,), fill_value,
-                dtype=self.dtype if dtype is None else dtype, device=self.device if device is None else device,
+                dtype=self.dtype if dtype is None else dtype, device=self if device is None else device,
                 requires_grad=requires_grad)
 
 
 def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
     return tensor(data, dtype=self.dtype if dtype is None else dtype,
-                  device=self.device if device is None else device, requires_grad=requires_grad)
+                  device=self if device is None else device, requires_grad=requires_grad)
 
 
 # ---------------------------------------------------------------- in-place random fills
@@ -615,13 +615,13 @@ def _uniform(self, generator, a=0.0, b=1.0, **kwargs):
         raise TypeError(f"uniform_() got unexpected keyword arguments {sorted(kwargs)}")
     if a > b:
         raise _C.InvalidArgumentError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
-    return rand(*self.shape, dtype=self.dtype, generator=generator, device=self.device) * (b - a) + a
+    return rand(*self.shape, dtype=self.dtype, generator=generator, device=self) * (b - a) + a
 
 
 def _normal(self, generator, mean=0.0, std=1.0):
     if std < 0:
         raise _C.InvalidArgumentError(f"normal_ expects std >= 0.0, but found std {std}")
-    return randn(*self.shape, dtype=self.dtype, generator=generator, device=self.device) * std + mean
+    return randn(*self.shape, dtype=self.dtype, generator=generator, device=self) * std + mean
 
 
 def _fill_diagonal_(self, fill_value, wrap=False):
@@ -635,39 +635,11 @@ def _fill_diagonal_(self, fill_value, wrap=False):
     rows, cols = self.shape[0], self.shape[1]
     if n == 2 and wrap and rows > cols + 1:
         flat = np.arange(0, rows * cols, cols + 1)
-        self[tensor(flat // cols, device=self.device), tensor(flat % cols, device=self.device)] = fill_value
+        self[tensor(flat // cols, device=self), tensor(flat % cols, device=self)] = fill_value
     else:
         idx = _arange(builtins.min(self.shape), self)
         self[(idx,) * n] = fill_value
     return self
-
-
-# ---------------------------------------------------------------- .data
-
-def _set_data(self, value):
-    """x.data = y: y's values written into x's memory, outside autograd. PyTorch rebinds x to y's memory
-    instead; that needs the C++ core, so a y of another shape, dtype or device raises NotSupportedError."""
-    if not isinstance(value, _C.Tensor):
-        raise TypeError(f"data must be a Tensor, got {_builtin_type(value).__name__}")
-    if value.shape != self.shape or value.dtype != self.dtype or value.device != self.device:
-        raise _C.NotSupportedError(
-            f"x.data = y needs y of x's shape, dtype and device (got {tuple(value.shape)} {value.dtype} "
-            f"{value.device} for {tuple(self.shape)} {self.dtype} {self.device}); make a new tensor instead, "
-            "or nn.Parameter(y) for a parameter")
-    if value.numel() and value.device == self.device and _overlaps(self, value):
-        value = value.clone()
-    self.detach().copy_(value.detach())
-
-
-def _extent(x):
-    lo = x.data_ptr()
-    span = sum((s - 1) * abs(st) for s, st in zip(x.shape, x.stride()))
-    return lo, lo + (span + 1) * x.element_size()
-
-
-def _overlaps(a, b):
-    (a0, a1), (b0, b1) = _extent(a), _extent(b)
-    return a0 < b1 and b0 < a1
 
 
 # ---------------------------------------------------------------- finfo / iinfo
@@ -732,8 +704,6 @@ def _size(self, dim=None):
 
 
 _C.Tensor.shape = property(lambda self: Size(_cpp_shape(self, _C.Tensor)), doc="The tensor's shape, a pf.Size.")
-_C.Tensor.data = property(_C.Tensor.detach, _set_data,
-                          doc="The same memory without history (as detach()); assigning writes into it.")
 
 for _name, _fn in {
     "size": _size,

@@ -112,7 +112,7 @@ def median(input, dim=None, keepdim=False, *, out=None):
         if flat.numel() == 0:
             if not input.dtype.is_floating_point:
                 raise IndexError("median(): the median of an empty integer tensor is undefined")
-            return full((), float("nan"), dtype=input.dtype)
+            return full((), float("nan"), dtype=input.dtype, device=input)
         return median(flat, 0).values
     dim, n = _size(input, dim, "median")
     if n == 0:
@@ -134,13 +134,13 @@ def _groups(flat, first):
     ids = _C.sub(_C.cumsum(first, 0), 1)
     n = flat.shape[0]
     starts = _nonzero(first).reshape(-1)
-    ends = _C.cat([starts[1:], full((min(n, 1),), n, dtype=_C.dtype.int64)])
+    ends = _C.cat([starts[1:], full((min(n, 1),), n, dtype=_C.dtype.int64, device=flat)])
     return flat[first], ids, _C.sub(ends, starts)
 
 
 def _run_starts(flat):
     n = flat.shape[0]
-    head = full((min(n, 1),), True, dtype=_C.dtype.bool)
+    head = full((min(n, 1),), True, dtype=_C.dtype.bool, device=flat)
     return _C.cat([head, _C.ne(flat[1:], flat[:-1])])
 
 

@@ -57,7 +57,7 @@ def matrix_power(A, n):
         if n:
             base = _C.matmul(base, base)
     if result is None:
-        return eye(A.shape[-1], dtype=A.dtype).expand(*A.shape).clone()
+        return eye(A.shape[-1], dtype=A.dtype, device=A).expand(*A.shape).clone()
     return result.clone() if result is A else result
 
 

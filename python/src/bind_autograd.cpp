@@ -134,7 +134,10 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def_prop_ro("retains_grad", &Tensor::retains_grad)
       .def("retain_grad", &Tensor::retain_grad)
       .def("detach", &Tensor::detach, "The same memory without history; it does not require grad.")
-      .def_prop_ro("data", &Tensor::detach, "The same memory without history (as detach()).")
+      .def_prop_rw("data", &Tensor::detach, [](Tensor& t, const Tensor& value) { t.set_data(value); },
+                   "Get: the same memory without history (as detach()). Set (x.data = y): x takes y's memory, "
+                   "shape, dtype, device and placement and keeps its identity and autograd state, as PyTorch "
+                   "(Module.to moves parameters this way).")
       .def(
           "backward",
           [](const Tensor& t, nb::handle gradient, std::optional<bool> retain_graph, bool create_graph,

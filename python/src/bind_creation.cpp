@@ -17,15 +17,29 @@ namespace pyflame::python {
 
 namespace {
 
-std::optional<Device> as_opt_device(nb::handle h) {
-  if (h.is_none()) return std::nullopt;
-  return as_device(h);
+// Where a new tensor goes (a factory's device=): a named device, where it is placed; None,
+// the current device, unplaced; a tensor (the _like factories, Tensor.new_*), that tensor's
+// device and placement, as PyTorch makes them on the tensor's device.
+struct Target {
+  std::optional<Device> device;
+  bool placed = false;
+};
+
+Target as_target(nb::handle h) {
+  if (h.is_none()) return {};
+  if (nb::isinstance<Tensor>(h)) {
+    const Tensor& like = nb::cast<const Tensor&>(h);
+    return {like.device(), like.is_placed()};
+  }
+  return {as_device(h), true};
 }
 
-// Runs a factory with `device` (None: the current device) current in this thread.
+// Runs a factory with its target device current in this thread.
 template <class F> Tensor on(nb::handle device, const F& make) {
-  pyflame::DeviceScope scope(as_opt_device(device));
-  return make();
+  const Target target = as_target(device);
+  pyflame::DeviceScope scope(target.device);
+  Tensor t = make();
+  return t.set_placed(target.placed);
 }
 
 Generator* as_generator(nb::handle h) {
@@ -114,8 +128,16 @@ void bind_creation(nb::module_& m) {
     });
   }, "shape"_a, "fill_value"_a, "dtype"_a = nb::none(), "device"_a = nb::none());
   m.def("_full_like", [](const Tensor& x, nb::handle value, nb::handle dtype, nb::handle device) {
-    return on(device, [&] { return pyflame::full_like(x, as_scalar(value, "fill value"), as_opt_dtype(dtype)); });
+    if (device.is_none()) return pyflame::full_like(x, as_scalar(value, "fill value"), as_opt_dtype(dtype));
+    return on(device, [&] {
+      return pyflame::full(x.shape(), as_scalar(value, "fill value"), as_opt_dtype(dtype).value_or(x.dtype()));
+    });
   }, "x"_a, "fill_value"_a, "dtype"_a = nb::none(), "device"_a = nb::none());
+  m.def("_to_device", [](const Tensor& t, nb::handle device) {
+    const Target target = as_target(device);
+    Tensor r = pyflame::to(t, target.device.value_or(pyflame::current_device()));
+    return r.set_placed(target.placed);
+  }, "t"_a, "device"_a.none(), "t on a factory's target device (see as_target): pf.tensor's last step.");
   m.def("_arange", [](nb::handle start, nb::handle end, nb::handle step, nb::handle dtype, nb::handle device) {
     return on(device, [&] {
       return pyflame::arange(as_scalar(start, "start"), as_scalar(end, "end"), as_scalar(step, "step"),

@@ -34,6 +34,9 @@ void bind_device(nb::module_& m) {
   m.def("implicit_copy_count", &pyflame::implicit_copy_count,
         "How many inputs ops have copied to the device they run on.");
   m.def("reset_implicit_copy_count", &pyflame::reset_implicit_copy_count);
+  m.def("host_transfer_count", &pyflame::host_transfer_count,
+        "How many copies between host and GPU memory (either way) the GPU backend has made.");
+  m.def("reset_host_transfer_count", &pyflame::reset_host_transfer_count);
   m.def("set_strict_device_placement", &pyflame::set_strict_device_placement, "strict"_a,
         "When True, an op whose input lives on another device raises DeviceError instead of copying it.");
   m.def("strict_device_placement", &pyflame::strict_device_placement);

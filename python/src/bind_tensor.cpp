@@ -241,6 +241,11 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def_prop_ro("shape", [](const Tensor& t) { return nb::tuple(nb::cast(t.shape())); })
       .def_prop_ro("dtype", &Tensor::dtype)
       .def_prop_ro("device", [](const Tensor& t) { return pyflame::to_string(t.device()); })
+      .def_prop_ro("is_placed", &Tensor::is_placed,
+                   "True when the tensor was put on its device (device=, .to(device), Module.to) or is the result "
+                   "of an op with such an input: ops on it run on its device, as in PyTorch. False for tensors "
+                   "that factories made on the current device without device=: ops on those alone run on the "
+                   "current device (pf.set_device), as the seeds' examples assume.")
       .def_prop_ro("ndim", &Tensor::dim)
       .def_prop_ro("T", [](const Tensor& t) {
         std::vector<int64_t> dims;
@@ -278,23 +283,28 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("to", [](const Tensor& t, nb::handle target, nb::handle dtype, bool non_blocking, bool copy,
                     nb::handle device) {
         Tensor r = t;
+        bool placing = !device.is_none();  // a device named: the result is placed there (pf.Tensor.is_placed)
         if (!dtype.is_none()) r = pyflame::to(r, as_dtype(dtype));
         if (!device.is_none()) r = pyflame::to(r, as_device(device), non_blocking);
         if (nb::isinstance<Tensor>(target)) {  // to(other): other's dtype and device
           const Tensor& other = nb::cast<const Tensor&>(target);
           r = pyflame::to(pyflame::to(r, other.dtype()), other.device(), non_blocking);
+          placing = true;
         } else if (!target.is_none()) {
-          if (nb::isinstance<nb::str>(target) && !is_dtype_name(nb::cast<std::string>(target)))
+          if (nb::isinstance<nb::str>(target) && !is_dtype_name(nb::cast<std::string>(target))) {
             r = pyflame::to(r, as_device(target), non_blocking);
-          else
+            placing = true;
+          } else {
             r = pyflame::to(r, as_dtype(target));
+          }
         }
+        if (placing) r.set_placed(true);
         return copy && r.same_storage(t) ? pyflame::clone(r) : r;
       }, "target"_a = nb::none(), "dtype"_a = nb::none(), "non_blocking"_a = false, "copy"_a = false,
          "device"_a = nb::none(),
          "to(device) moves the tensor ('cpu', 'rocm', 'rocm:N'); to(dtype) converts it; to(other) takes other's "
          "dtype and device; all return self when nothing changes (a new tensor with copy=True).")
-      .def("cpu", [](const Tensor& t) { return pyflame::to(t, pyflame::Device::cpu()); })
+      .def("cpu", [](const Tensor& t) { return pyflame::to(t, pyflame::Device::cpu()).set_placed(true); })
       .def("float", [](const Tensor& t) { return pyflame::to(t, DType::Float32); })
       .def("double", [](const Tensor& t) { return pyflame::to(t, DType::Float64); })
       .def("half", [](const Tensor& t) { return pyflame::to(t, DType::Float16); })

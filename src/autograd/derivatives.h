@@ -23,6 +23,7 @@ struct TensorInfo {
   Shape shape;
   DType dtype = DType::Float32;
   Device device = Device::cpu();
+  bool placed = false;  // zeros standing in for its gradient are placed alike, so they run on its device
 };
 
 struct GradContext {

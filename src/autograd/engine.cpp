@@ -22,13 +22,13 @@ Derivative g_derivatives[kNumOps];
 
 TensorInfo info_of(const Tensor& t) {
   if (!t.defined()) return {};
-  return {true, t.shape(), t.dtype(), t.device()};
+  return {true, t.shape(), t.dtype(), t.device(), t.is_placed()};
 }
 
 Tensor zeros_of(const TensorInfo& info) {
   Tensor z = Tensor::empty(info.shape, info.dtype, info.device);
   z.fill_(0);
-  return z;
+  return z.set_placed(info.placed);
 }
 
 // "log_softmax" -> "LogSoftmaxBackward0", PyTorch's naming.
@@ -61,7 +61,7 @@ Tensor reduce_to(Tensor g, const TensorInfo& in) {
     g = reshape(g, in.shape);
   }
   if (g.dtype() != in.dtype) g = to(g, in.dtype);
-  if (g.device() != in.device) g = to(g, in.device);
+  if (g.device() != in.device) g = to(g, in.device).set_placed(in.placed);
   return g;
 }
 
@@ -547,7 +547,7 @@ Tensor root_grad(const Tensor& t, const Tensor& g) {
            "tensor has shape ", t.shape(), ", so pass gradient= (a tensor of that shape)");
   Tensor one = Tensor::empty(t.shape(), t.dtype(), t.device());
   one.fill_(1);
-  return one;
+  return one.set_placed(t.is_placed());
 }
 
 }  // namespace
@@ -633,7 +633,23 @@ void Tensor::retain_grad() {
 
 bool Tensor::retains_grad() const { return autograd_ && autograd_->retains_grad; }
 
-Tensor Tensor::detach() const { return Tensor(storage_, shape_, strides_, offset_, dtype_); }
+void Tensor::set_data(const Tensor& other) {
+  PF_CHECK(other.defined(), ValueError, "data: the new value must be a tensor");
+  PF_CHECK(!requires_grad() || is_floating(other.dtype()), AutogradError, "data: a tensor that requires grad "
+           "cannot take ", other.dtype(), " data (only floating point tensors can require gradients)");
+  storage_ = other.storage_;
+  shape_ = other.shape_;
+  strides_ = other.strides_;
+  offset_ = other.offset_;
+  dtype_ = other.dtype_;
+  placed_ = other.placed_;
+}
+
+Tensor Tensor::detach() const {
+  Tensor t(storage_, shape_, strides_, offset_, dtype_);
+  t.placed_ = placed_;
+  return t;
+}
 
 AutogradMeta& Tensor::ensure_autograd_meta() {
   if (!autograd_) autograd_ = std::make_shared<AutogradMeta>();

@@ -259,6 +259,47 @@ ThreadState& thread_state() {
   return state;
 }
 
+PlacementScope::PlacementScope(const char* op, const Tensor* inputs, size_t count, std::optional<Device> written)
+    : previous_(thread_state().device) {
+  bool movable = false;  // the deciding tensor is a 0-d CPU tensor
+  if (written) device_ = written, placed_ = true;
+  for (size_t i = 0; i < count; ++i) {
+    const Tensor& t = inputs[i];
+    if (!t.defined() || !t.is_placed() || t.is_wrapped_number()) continue;
+    const bool zero_dim_cpu = t.dim() == 0 && t.device().is_cpu();
+    if (!device_) {
+      device_ = t.device(), placed_ = true, movable = zero_dim_cpu;
+    } else if (t.device() != *device_ && !zero_dim_cpu) {
+      PF_CHECK(movable, DeviceError, op, ": expected all tensors on one device, but found '", to_string(*device_),
+               "' and '", to_string(t.device()), "'; move them with .to(device) (tensors put on a device with "
+               "device= or .to() stay there)");
+      device_ = t.device(), movable = false;
+    }
+  }
+  if (device_) thread_state().device = device_;
+}
+
+PlacementScope::~PlacementScope() { thread_state().device = previous_; }
+
+Device PlacementScope::device() const { return device_ ? *device_ : current_device(); }
+
+Tensor PlacementScope::result(Tensor r) const {
+  if (placed_ && r.defined()) r.set_placed(true);
+  return r;
+}
+
+void PlacementScope::place(std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs) const {
+  if (!placed_) return;
+  for (Tensor& o : outputs) {
+    if (!o.defined() || o.is_placed()) continue;
+    // A view, or an input a composite hands back, is placed as the input it shows.
+    const Tensor* source = nullptr;
+    for (const Tensor& t : inputs)
+      if (!source && t.defined() && t.same_storage(o)) source = &t;
+    o.set_placed(source ? source->is_placed() : true);
+  }
+}
+
 const char* reduction_name(Reduction r) {
   switch (r) {
     case Reduction::None: return "none";
@@ -292,7 +333,7 @@ bool OpCall::operator==(const OpCall& o) const {
     if (a.defined() != b.defined()) return false;
     if (!a.defined()) continue;
     if (a.shape() != b.shape() || a.strides() != b.strides() || a.dtype() != b.dtype() || a.device() != b.device() ||
-        a.is_wrapped_number() != b.is_wrapped_number())
+        a.is_wrapped_number() != b.is_wrapped_number() || a.is_placed() != b.is_placed())
       return false;
   }
   return true;
@@ -306,6 +347,7 @@ size_t OpCall::hash() const {
     meta.add(t.defined());
     if (t.defined()) {
       meta.add(t.shape()), meta.add(t.strides()), meta.add(t.dtype()), meta.add(t.is_wrapped_number());
+      meta.add(t.is_placed());
       meta.add(static_cast<int64_t>(t.device().type) * 65536 + t.device().index);
     }
     hash_combine(h, meta.h);
@@ -327,6 +369,9 @@ std::vector<Tensor> apply(OpCall call) {
   PF_CHECK(call.attrs.index() == table_attrs_index(call.op), TypeError, op_name(call.op), ": called with ",
            attrs_name(call.attrs), " but the op table gives it other attributes (a caller's bug)");
   const ThreadState& mode = thread_state();
+  const bool copy = op_family(call.op) == OpFamily::COPY;  // reads its source wherever it lives
+  const PlacementScope placement(op_name(call.op), call.inputs.data(), copy ? 0 : call.inputs.size(),
+                                 call.outputs.empty() ? std::nullopt : std::optional<Device>(call.outputs[0].device()));
   if (mode.autocast_active) amp::autocast_inputs(call);
   Inferred inf = infer(call);
   const bool in_place = !call.outputs.empty();
@@ -334,6 +379,8 @@ std::vector<Tensor> apply(OpCall call) {
     std::vector<Tensor> outputs = execute(call, inf);
     if (in_place)
       for (Tensor& o : outputs) o.storage()->bump_version();
+    else
+      placement.place(outputs, call.inputs);
     return outputs;
   };
   if (!mode.grad_enabled) return run();

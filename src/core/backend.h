@@ -47,6 +47,8 @@ PF_API void register_backend(DeviceType type, DeviceBackend* backend);
 PF_API std::string rocm_unavailable_reason();
 // Called by the op layer for each input it moves to the op's device.
 PF_API void count_implicit_copy();
+// Called by a backend for each copy between host and device memory (see host_transfer_count()).
+PF_API void count_host_transfer();
 // Called by a backend each time the host waits for its device (see synchronization_count()).
 PF_API void count_synchronization();
 

@@ -591,7 +591,8 @@ Tensor pad(const Tensor& input, Ints pad, const std::string& mode, Scalar value)
              input.shape()[d]);
     out_shape[d] = kept + std::max<int64_t>(0, before) + std::max<int64_t>(0, after);
   }
-  const Device dev = current_device();
+  const PlacementScope scope("pad", {input});
+  const Device dev = scope.device();
   Tensor out = empty_output(out_shape, input.dtype(), dev);
   // The input (cropped) goes into a view of the output; positive padding is the border around it.
   Tensor src = input, dst = out;
@@ -605,7 +606,7 @@ Tensor pad(const Tensor& input, Ints pad, const std::string& mode, Scalar value)
   if (border) fill_(out, value);
   if (input.device() != dev) note_implicit_copy(input, dev, "pad");
   if (dst.numel() > 0) copy_(dst, src);
-  return out;
+  return scope.result(out);
 }
 
 }  // namespace pyflame

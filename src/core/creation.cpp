@@ -102,8 +102,10 @@ Tensor ones(const Shape& shape, DType dtype) { return filled(shape, dtype, Scala
 Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype) {
   return filled(shape, dtype.value_or(value.dtype()), value);
 }
+// On x's device and placed as x, as PyTorch makes them on the tensor's device.
 Tensor full_like(const Tensor& x, Scalar value, std::optional<DType> dtype) {
-  return filled(x.shape(), dtype.value_or(x.dtype()), value);
+  Tensor t = Tensor::empty(x.shape(), dtype.value_or(x.dtype()), x.device()).set_placed(x.is_placed());
+  return fill_(t, value);
 }
 Tensor zeros_like(const Tensor& x, std::optional<DType> dtype) { return full_like(x, Scalar(int64_t{0}), dtype); }
 Tensor ones_like(const Tensor& x, std::optional<DType> dtype) { return full_like(x, Scalar(int64_t{1}), dtype); }

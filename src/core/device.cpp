@@ -4,6 +4,8 @@
 #include <cctype>
 
 #include "core/backend.h"
+#include "core/thread_state.h"
+#include "pyflame/backend/rocm/device.h"
 #include "pyflame/error.h"
 
 namespace pyflame {
@@ -35,9 +37,9 @@ namespace {
 // Encoded as type * 65536 + index so reads on the hot path are one atomic load.
 std::atomic<int32_t> g_current{0};
 std::atomic<int64_t> g_implicit_copies{0};
+std::atomic<int64_t> g_host_transfers{0};
 std::atomic<bool> g_strict{false};
 std::atomic<int64_t> g_synchronizations{0};
-thread_local std::optional<Device> t_scoped;  // a DeviceScope's device, which wins in its thread
 
 // Raises unless `d` exists and its backend is usable.
 void check_usable(const Device& d) {
@@ -51,7 +53,7 @@ void check_usable(const Device& d) {
 }  // namespace
 
 Device current_device() {
-  if (t_scoped) return *t_scoped;
+  if (const std::optional<Device>& scoped = thread_state().device) return *scoped;
   int32_t v = g_current.load(std::memory_order_relaxed);
   return {static_cast<DeviceType>(v >> 16), v & 0xffff};
 }
@@ -62,20 +64,24 @@ void set_current_device(const Device& d) {
   g_current.store(static_cast<int32_t>(d.type) * 65536 + d.index, std::memory_order_relaxed);
 }
 
-DeviceScope::DeviceScope(std::optional<Device> device) : previous_(t_scoped) {
+DeviceScope::DeviceScope(std::optional<Device> device) : previous_(thread_state().device) {
   if (!device) return;
   check_usable(*device);
-  t_scoped = device;
+  thread_state().device = device;
   active_ = true;
 }
 
 DeviceScope::~DeviceScope() {
-  if (active_) t_scoped = previous_;
+  if (active_) thread_state().device = previous_;
 }
 
 void synchronize() {
   Device d = current_device();
-  if (!d.is_cpu()) backend_for(d.type)->synchronize(d.index);
+  if (!d.is_cpu()) return backend_for(d.type)->synchronize(d.index);
+  // With the CPU current, placed tensors may still be at work on a GPU (DESIGN.md, execution
+  // model): wait for the one rocm_set_device chose, as torch.cuda.synchronize() waits for its own.
+  if (rocm_unavailable_reason().empty() && backend_for(DeviceType::ROCm)->device_count() > 0)
+    backend::rocm::synchronize();
 }
 
 int64_t implicit_copy_count() { return g_implicit_copies.load(); }
@@ -83,6 +89,9 @@ void reset_implicit_copy_count() { g_implicit_copies.store(0); }
 void set_strict_device_placement(bool strict) { g_strict.store(strict); }
 bool strict_device_placement() { return g_strict.load(); }
 void count_implicit_copy() { g_implicit_copies.fetch_add(1, std::memory_order_relaxed); }
+int64_t host_transfer_count() { return g_host_transfers.load(); }
+void reset_host_transfer_count() { g_host_transfers.store(0); }
+void count_host_transfer() { g_host_transfers.fetch_add(1, std::memory_order_relaxed); }
 int64_t synchronization_count() { return g_synchronizations.load(); }
 void count_synchronization() { g_synchronizations.fetch_add(1, std::memory_order_relaxed); }
 

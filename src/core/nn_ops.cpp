@@ -619,6 +619,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale, bool enable_gqa) {
   const char* name = "scaled_dot_product_attention";
+  const PlacementScope scope(name, {query, key, value, attn_mask});
   check_float(query, name, "query");
   PF_CHECK(key.dtype() == query.dtype() && value.dtype() == query.dtype(), TypeError, name,
            ": query, key and value must have the same dtype, got ", query.dtype(), ", ", key.dtype(), " and ",

@@ -3,6 +3,7 @@
 // <area>_ops.cpp files); internal to the library.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/backend.h"
@@ -24,6 +25,35 @@ inline void note_implicit_copy(const Tensor& t, Device dev, const char* op) {
            to_string(dev), "')");
   count_implicit_copy();
 }
+
+// Where an op over `inputs` runs (DESIGN.md, execution model; JAX's committed/uncommitted
+// rule): where `written` lives (the tensor an in-place op writes), else where its placed
+// inputs live, as in PyTorch, else on the current device. Placed inputs on two devices
+// raise DeviceError naming `op`, except a 0-d CPU tensor, which goes anywhere as in PyTorch
+// (and decides only when nothing else does). For the scope's life that device is current
+// in this thread, so infer, kernels, a composite's inner calls and factories see it. apply
+// uses it for every op; a composition without a table line (cat, pad, indexing, tril)
+// opens one over its tensors and returns result(r).
+class PlacementScope {
+ public:
+  PlacementScope(const char* op, const Tensor* inputs, size_t count, std::optional<Device> written);
+  PlacementScope(const char* op, const std::vector<Tensor>& inputs)
+      : PlacementScope(op, inputs.data(), inputs.size(), std::nullopt) {}
+  ~PlacementScope();
+  PlacementScope(const PlacementScope&) = delete;
+  PlacementScope& operator=(const PlacementScope&) = delete;
+
+  Device device() const;
+  // `r` placed when an input was: the result of an op with a placed input is placed.
+  Tensor result(Tensor r) const;
+  // The same for an op's outputs; a view, or an input handed back, is placed as that input.
+  void place(std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs) const;
+
+ private:
+  std::optional<Device> device_;
+  bool placed_ = false;
+  std::optional<Device> previous_;
+};
 
 // Applies a call of an op with one output and returns it.
 inline Tensor apply_one(ir::OpType op, std::vector<Tensor> inputs, OpAttrs attrs) {

@@ -577,20 +577,21 @@ Tensor& copy_(Tensor& dst, const Tensor& src, bool non_blocking) {
 }
 Tensor& fill_(Tensor& dst, Scalar value) { return apply_into(dst, ir::OpType::fill, {}, FillAttrs{value}); }
 
+// Copies keep their source's placement (placing is the caller's act: Tensor.to(device) in Python).
 Tensor to(const Tensor& x, DType dtype) {
   if (x.dtype() == dtype) return x;
-  Tensor out = Tensor::empty(x.shape(), dtype, x.device());
+  Tensor out = Tensor::empty(x.shape(), dtype, x.device()).set_placed(x.is_placed());
   return copy_(out, x);
 }
 
 Tensor to(const Tensor& x, Device device, bool non_blocking) {
   if (x.device() == device) return x;
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), device).set_placed(x.is_placed());
   return copy_(out, x, non_blocking);
 }
 
 Tensor clone(const Tensor& x) {
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device()).set_placed(x.is_placed());
   return copy_(out, x);
 }
 

@@ -159,6 +159,7 @@ Tensor& scatter_op_(ir::OpType op, Tensor& x, int64_t dim, const Tensor& index, 
 }
 
 Tensor scalar_src(const Tensor& x, const Tensor& index, Scalar value) {
+  const PlacementScope scope("scatter", {x});
   return expand(full({}, value, x.dtype()), index.shape());
 }
 
@@ -216,6 +217,7 @@ void check_key(const Tensor& x, int64_t dim, const Tensor& key) {
 
 Tensor triangle(const Tensor& x, int64_t diagonal, bool lower, const char* op) {
   PF_CHECK(x.dim() >= 2, ValueError, op, ": the input must have at least 2 dimensions, got shape ", x.shape());
+  const PlacementScope scope(op, {x});
   // keep[r, c] = c <= r + diagonal (tril) or c >= r + diagonal (triu): a
   // rows x cols mask, then one pass of where over x.
   Tensor cols = arange(0, x.size(-1));
@@ -240,8 +242,9 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     dtype = promote_types(dtype, tensors[i].dtype());
     if (!ref && !skipped(tensors[i])) ref = &tensors[i];
   }
-  Device dev = current_device();
-  if (!ref) return Tensor::empty({0}, dtype, dev);
+  const PlacementScope scope("cat", tensors);
+  const Device dev = scope.device();
+  if (!ref) return scope.result(Tensor::empty({0}, dtype, dev));
   int64_t d = wrap_dim(dim, ref->dim(), "cat");
   Shape shape = ref->shape();
   shape[d] = 0;
@@ -264,7 +267,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     copy_(part, t);
     at += t.shape()[d];
   }
-  return out;
+  return scope.result(out);
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
@@ -394,6 +397,7 @@ Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const T
   else throw ValueError("scatter_reduce: reduce argument must be either sum, prod, mean, amax or amin, got " + reduce);
   PF_CHECK(reduce != "mean" || x.dtype() != DType::Bool, TypeError,
            "scatter_reduce: reduce='mean' is not supported for bool tensors (as in PyTorch)");
+  const PlacementScope scope("scatter_reduce", {x, index, src});
   Tensor base = include_self ? x : scatter(x, dim, index, reduce_identity(kind, x.dtype()));
   Tensor out = apply_one(ir::OpType::scatter_reduce, {base, index, src}, IndexAttrs{dim, false, kind});
   if (reduce != "mean") return out;
@@ -450,18 +454,23 @@ Tensor one_hot(const Tensor& x, int64_t num_classes) {
   }
   Shape shape = x.shape();
   shape.push_back(num_classes);
+  const PlacementScope scope("one_hot", {x});
   Tensor out = zeros(shape, DType::Int64);
-  return scatter_(out, -1, unsqueeze(x, -1), Scalar(int64_t{1}));
+  return scope.result(scatter_(out, -1, unsqueeze(x, -1), Scalar(int64_t{1})));
 }
 
+// Index tensors may live on the CPU whatever x's device, as in PyTorch: they are moved to x's.
 Tensor advanced_index(const Tensor& x, int64_t dim, const Tensor& key) {
   check_key(x, dim, key);
+  const PlacementScope scope("index", {x});
   if (key.dtype() == DType::Bool) return index_select(flatten_masked_dims(x, dim, key), dim, mask_positions(key));
-  return view(index_select_op(x, dim, reshape(key, {-1}), true), replace_dim(x.shape(), dim, key.shape()));
+  const Tensor k = to(reshape(key, {-1}), scope.device());
+  return view(index_select_op(x, dim, k, true), replace_dim(x.shape(), dim, key.shape()));
 }
 
 void advanced_index_put_(Tensor& x, int64_t dim, const Tensor& key, const Tensor& values) {
   check_key(x, dim, key);
+  const PlacementScope scope("index_put_", &values, 1, x.device());
   // A scatter along one dim of `target`: x, or for a mask x with the masked
   // dims flattened (into a copy, written back, where that is not a view).
   Tensor target = x, pos;
@@ -472,7 +481,7 @@ void advanced_index_put_(Tensor& x, int64_t dim, const Tensor& key, const Tensor
     pos = mask_positions(key);
     result_shape = replace_dim(target.shape(), dim, {pos.numel()});
   } else {
-    pos = reshape(key, {-1});
+    pos = to(reshape(key, {-1}), x.device());
     result_shape = replace_dim(x.shape(), dim, key.shape());
   }
   Shape shape = replace_dim(target.shape(), dim, {pos.numel()});
@@ -589,6 +598,7 @@ MultiKey plan_keys(const Tensor& x, const std::vector<int64_t>& dims, const std:
 }  // namespace
 
 Tensor advanced_index(const Tensor& x, const std::vector<int64_t>& dims, const std::vector<Tensor>& keys) {
+  const PlacementScope scope("index", {x});
   const MultiKey k = plan_keys(x, dims, keys);
   Tensor rows = reshape(permute(x, k.order), k.rows_shape());
   Tensor picked = view(index_select_op(rows, 0, reshape(k.row, {-1}), false), k.picked_shape());
@@ -597,6 +607,7 @@ Tensor advanced_index(const Tensor& x, const std::vector<int64_t>& dims, const s
 
 void advanced_index_put_(Tensor& x, const std::vector<int64_t>& dims, const std::vector<Tensor>& keys,
                          const Tensor& values) {
+  const PlacementScope scope("index_put_", &values, 1, x.device());
   const MultiKey k = plan_keys(x, dims, keys);
   const std::vector<int64_t> to_result = k.to_result();
   Shape result_shape;
@@ -623,6 +634,7 @@ void advanced_index_put_(Tensor& x, const std::vector<int64_t>& dims, const std:
 }
 
 void advanced_index_put_(Tensor& x, int64_t dim, const Tensor& key, Scalar value) {
+  const PlacementScope scope("index_put_", nullptr, 0, x.device());
   if (key.dtype() != DType::Bool) {
     advanced_index_put_(x, dim, key, full({}, value, x.dtype()));
     return;
@@ -640,6 +652,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
   PF_CHECK(mask.dtype() == DType::Bool, TypeError, "masked_fill: mask must be a bool tensor, got ", mask.dtype(),
            " (compare first, e.g. x > 0)");
   broadcast_shapes(x.shape(), mask.shape(), "masked_fill");
+  const PlacementScope scope("masked_fill", {x, mask});
   return where(mask, full({}, value, x.dtype()), x);
 }
 

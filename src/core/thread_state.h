@@ -11,6 +11,10 @@
 namespace pyflame {
 
 struct ThreadState {
+  // The device that is current in this thread only: a factory's device= (DeviceScope) and,
+  // while an op runs, the op's device, so its infer, kernels and a composite's inner calls
+  // and factories see it. Wins over the process's current device.
+  std::optional<Device> device;
   bool grad_enabled = true;
   bool autocast_active = false;                    // any entry of autocast set
   std::optional<DType> autocast[kNumDeviceTypes];  // per device type: the low-precision dtype

@@ -153,10 +153,12 @@ void ROCmMemoryManager::deallocate_async(void* ptr, hipStream_t stream) {
 
 void ROCmMemoryManager::copy_host_to_device_async(void* dst, const void* src, size_t bytes, hipStream_t stream) {
   DeviceGuard guard(device_);
+  count_host_transfer();
   HIP_CHECK(hipMemcpyAsync(dst, src, bytes, hipMemcpyHostToDevice, or_default(stream)));
 }
 void ROCmMemoryManager::copy_device_to_host_async(void* dst, const void* src, size_t bytes, hipStream_t stream) {
   DeviceGuard guard(device_);
+  count_host_transfer();
   HIP_CHECK(hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToHost, or_default(stream)));
 }
 void ROCmMemoryManager::copy_device_to_device_async(void* dst, const void* src, size_t bytes, hipStream_t stream) {
@@ -166,6 +168,7 @@ void ROCmMemoryManager::copy_device_to_device_async(void* dst, const void* src, 
 
 void ROCmMemoryManager::copy_host_to_device(void* dst, const void* src, size_t bytes) {
   DeviceGuard guard(device_);
+  count_host_transfer();
   hipStream_t stream = current_stream(device_);
   refuse_during_capture(stream, "copy_host_to_device");
   if (!config_.use_pinned_host) return copy_and_wait(dst, src, bytes, hipMemcpyHostToDevice, stream);
@@ -190,6 +193,7 @@ void ROCmMemoryManager::copy_host_to_device(void* dst, const void* src, size_t b
 
 void ROCmMemoryManager::copy_device_to_host(void* dst, const void* src, size_t bytes) {
   DeviceGuard guard(device_);
+  count_host_transfer();
   hipStream_t stream = current_stream(device_);
   refuse_during_capture(stream, "copy_device_to_host");
   if (!config_.use_pinned_host || bytes < kStagingThreshold) return copy_and_wait(dst, src, bytes, hipMemcpyDeviceToHost, stream);

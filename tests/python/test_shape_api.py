@@ -323,17 +323,18 @@ def test_data(device, rng):
     d[0, 0] = 5.0  # the same memory
     assert x[0, 0].item() == 5.0
     v = make_values(rng, (2, 3), "float32")
+    ident = id(x)
     x.data = pf.tensor(v, device=device)  # allowed on a leaf that requires grad, outside autograd
     np.testing.assert_array_equal(pf_to_numpy(x), v)
-    assert x.requires_grad and x.grad_fn is None
+    assert x.requires_grad and x.grad_fn is None and id(x) == ident
     x.data = x.data.flip(0)  # a right-hand side made from x itself
     np.testing.assert_array_equal(pf_to_numpy(x), v[::-1])
     sq = pf.tensor(make_values(rng, (3, 3), "float32"), device=device)
     before = pf_to_numpy(sq)
-    sq.data = sq.t()  # overlapping memory
+    sq.data = sq.t()  # x takes y's memory and view, as PyTorch
     np.testing.assert_array_equal(pf_to_numpy(sq), before.T)
-    with pytest.raises(pf.NotSupportedError, match="shape"):
-        x.data = pf.zeros(5, device=device)
+    x.data = pf.zeros(5, dtype=pf.float64, device=device)  # another shape and dtype: PyTorch's rebinding
+    assert x.shape == (5,) and x.dtype == pf.float64 and x.requires_grad
     with pytest.raises(TypeError):
         x.data = [1.0]
 

@@ -26,7 +26,7 @@ def _float_mask(mask, dtype, name):
     if mask is None:
         return None
     if mask.dtype == _C.dtype.bool:
-        return _creation.zeros(*mask.shape, dtype=dtype, device=mask.device).masked_fill(mask, float("-inf"))
+        return _creation.zeros(*mask.shape, dtype=dtype, device=mask).masked_fill(mask, float("-inf"))
     if not mask.dtype.is_floating_point:
         raise TypeError(f"only bool and floating types of {name} are supported")
     return mask
@@ -181,8 +181,8 @@ class MultiheadAttention(Module):
         k = k.reshape(k.shape[0], bsz * heads, head_dim).transpose(0, 1)
         v = v.reshape(v.shape[0], bsz * heads, head_dim).transpose(0, 1)
         if self.add_zero_attn:
-            k = _C.cat([k, _creation.zeros(bsz * heads, 1, head_dim, dtype=k.dtype, device=k.device)], 1)
-            v = _C.cat([v, _creation.zeros(bsz * heads, 1, head_dim, dtype=v.dtype, device=v.device)], 1)
+            k = _C.cat([k, _creation.zeros(bsz * heads, 1, head_dim, dtype=k.dtype, device=k)], 1)
+            v = _C.cat([v, _creation.zeros(bsz * heads, 1, head_dim, dtype=v.dtype, device=v)], 1)
             attn_mask = None if attn_mask is None else F.pad(attn_mask, (0, 1))
             key_padding_mask = None if key_padding_mask is None else F.pad(key_padding_mask, (0, 1))
         src_len = k.shape[1]

@@ -64,8 +64,9 @@ def _reduce(loss, reduction):
     raise _C.InvalidArgumentError(f"{reduction} is not a valid value for reduction")
 
 
-def _index(values, device):
-    return _pf.tensor(_np.asarray(values, dtype=_np.int64), device=device)
+def _index(values, like):
+    """An int64 index tensor on like's device, placed as like (so ops over both run where like's would)."""
+    return _pf.tensor(_np.asarray(values, dtype=_np.int64), device=like)
 
 
 def _vector_norm(x, p, dim, keepdim):
@@ -406,7 +407,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         z = z * z
     if weight is not None:
         z = z * _pf.index_select(weight, 0, t.reshape((-1,))).unsqueeze(1)
-    own = _pf.arange(x.shape[1], device=x.device).unsqueeze(0) == t
+    own = _pf.arange(x.shape[1], device=x).unsqueeze(0) == t
     loss = z.masked_fill(own, 0.0).sum(1) / x.shape[1]
     if input.dim() < 2:
         loss = loss.reshape(tuple(target.shape))
@@ -453,9 +454,9 @@ def _feature_dropout(input, p, training, inplace, batched):
     lead = 2 if batched else 1
     shape = tuple(input.shape[:lead]) + (1,) * (input.dim() - lead)
     if p == 1.0:
-        mask = _pf.zeros(shape, dtype=input.dtype, device=input.device)
+        mask = _pf.zeros(shape, dtype=input.dtype, device=input)
     else:
-        keep = _pf.rand(shape, device=input.device) < (1.0 - p)
+        keep = _pf.rand(shape, device=input) < (1.0 - p)
         mask = keep.to(input.dtype) / (1.0 - p)
     if inplace:
         _check_inplace(input, "dropout")
@@ -572,7 +573,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     table, padded, _ = _window_table((h, w), k, d, p, st, "unfold")
     if any(p):
         x = _pf.pad(x, (p[1], p[1], p[0], p[0]))
-    cols = _pf.index_select(x.reshape((n, c, padded[0] * padded[1])), 2, _index(table.reshape(-1), x.device))
+    cols = _pf.index_select(x.reshape((n, c, padded[0] * padded[1])), 2, _index(table.reshape(-1), x))
     out = cols.reshape((n, c * table.shape[0], table.shape[1]))
     return out if input.dim() == 4 else out.squeeze(0)
 
@@ -599,8 +600,8 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                                       f"number of sliding blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, "
                                       f"but got input.size(2)={length}.")
     c = ckk // kk
-    idx = _index(table.reshape(1, 1, -1), x.device).expand((n, c, kk * length))
-    plane = _pf.zeros((n, c, padded[0] * padded[1]), dtype=x.dtype, device=x.device)
+    idx = _index(table.reshape(1, 1, -1), x).expand((n, c, kk * length))
+    plane = _pf.zeros((n, c, padded[0] * padded[1]), dtype=x.dtype, device=x)
     out = plane.scatter_add(2, idx, x.reshape((n, c, kk * length))).reshape((n, c) + padded)
     out = out[:, :, p[0]:p[0] + size[0], p[1]:p[1] + size[1]]
     return out if input.dim() == 3 else out.squeeze(0)
@@ -678,10 +679,10 @@ def _zero_stuff(x, dim, stride):
         return x
     shape = list(x.shape)
     shape[dim] = 1
-    ext = _pf.cat([x, _pf.zeros(tuple(shape), dtype=x.dtype, device=x.device)], dim)
+    ext = _pf.cat([x, _pf.zeros(tuple(shape), dtype=x.dtype, device=x)], dim)
     src = _np.full((n - 1) * stride + 1, n, dtype=_np.int64)
     src[::stride] = _np.arange(n)
-    return _pf.index_select(ext, dim, _index(src, x.device))
+    return _pf.index_select(ext, dim, _index(src, x))
 
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
@@ -743,7 +744,7 @@ def _window_argmax(x, coords):
         w = _pf.pad(x.detach(), pads, value=-_math.inf) if any(pads) else x.detach()
         for i in range(nd):
             dim = n + 2 * i
-            w = _pf.index_select(w, dim, _index((coords[i] + before[i]).reshape(-1), x.device))
+            w = _pf.index_select(w, dim, _index((coords[i] + before[i]).reshape(-1), x))
             w = w.reshape(tuple(w.shape[:dim]) + (outs[i], kernel[i]) + tuple(w.shape[dim + 1:]))
         w = w.permute(tuple(range(n)) + tuple(n + 2 * i for i in range(nd)) + tuple(n + 2 * i + 1 for i in range(nd)))
         arg = w.reshape(lead + outs + (-1,)).argmax(-1, keepdim=True)
@@ -754,7 +755,7 @@ def _window_argmax(x, coords):
             table = table + (coords[i] * plane_stride).reshape(
                 [outs[i] if j == i else 1 for j in range(nd)] + [kernel[i] if j == i else 1 for j in range(nd)])
             plane_stride *= spatial[i]
-        table = _index(table.reshape(outs + (-1,)), x.device)
+        table = _index(table.reshape(outs + (-1,)), x)
         table = table.reshape((1,) * n + tuple(table.shape)).expand(lead + tuple(table.shape))
         return table.gather(-1, arg).squeeze(-1)
 
@@ -822,7 +823,7 @@ def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size, n
     for o in size:
         plane *= o
     flat_in = input.reshape(lead + (-1,))
-    out = _pf.zeros(lead + (plane,), dtype=input.dtype, device=input.device)
+    out = _pf.zeros(lead + (plane,), dtype=input.dtype, device=input)
     out = out.scatter(len(lead), indices.reshape(lead + (-1,)), flat_in)
     return out.reshape(lead + size)
 
@@ -879,7 +880,7 @@ def affine_grid(theta, size, align_corners=None):
     axes = [_base_coords(n, align_corners, ft) for n in spatial]  # (D,) H, W
     mesh = _np.meshgrid(*axes, indexing="ij")
     base = _np.stack(list(mesh[::-1]) + [_np.ones(spatial, dtype=ft)], axis=-1).reshape(1, -1, nd + 1)
-    base = _pf.tensor(base, device=theta.device).to(theta.dtype)
+    base = _pf.tensor(base, device=theta).to(theta.dtype)
     grid = base @ theta.transpose(1, 2)
     return grid.reshape((size[0],) + spatial + (nd,))
 
@@ -1022,7 +1023,7 @@ def pad(input, pad, mode="constant", value=None):
         if before == 0 and after == 0:
             continue
         src = _pad_source(shape[dim], before, after, mode, dim, shape, pad)
-        out = _pf.index_select(out, dim, _index(src, input.device))
+        out = _pf.index_select(out, dim, _index(src, input))
     return out
 
 
@@ -1044,7 +1045,7 @@ def _adaptive_max_dim(x, dim, o):
     starts, ends = _adaptive_windows(n, o)
     k = max(e - s for s, e in zip(starts, ends))
     idx = [min(s + j, e - 1) for s, e in zip(starts, ends) for j in range(k)]
-    picked = _pf.index_select(x, dim, _index(idx, x.device))
+    picked = _pf.index_select(x, dim, _index(idx, x))
     shape = list(x.shape)
     shape[dim:dim + 1] = [o, k]
     return picked.reshape(shape).amax(dim + 1)
@@ -1153,7 +1154,7 @@ def _interp_nearest(x, dim, n_out, scale, exact):
     s = _scale(n_in, n_out, scale, False, ft)
     dst = _np.arange(n_out, dtype=ft)
     src = _np.floor((dst + ft(0.5)) * s if exact else dst * s).astype(_np.int64)
-    return _pf.index_select(x, dim, _index(_np.minimum(src, n_in - 1), x.device))
+    return _pf.index_select(x, dim, _index(_np.minimum(src, n_in - 1), x))
 
 
 def _interp_linear(x, dim, n_out, scale, align_corners):
@@ -1167,9 +1168,9 @@ def _interp_linear(x, dim, n_out, scale, align_corners):
     w1 = (src - i0).astype(ft)
     shape = [1] * x.dim()
     shape[dim] = n_out
-    w1 = _pf.tensor(w1.reshape(shape), device=x.device).to(x.dtype)
-    lo = _pf.index_select(x, dim, _index(i0, x.device))
-    hi = _pf.index_select(x, dim, _index(i1, x.device))
+    w1 = _pf.tensor(w1.reshape(shape), device=x).to(x.dtype)
+    lo = _pf.index_select(x, dim, _index(i0, x))
+    hi = _pf.index_select(x, dim, _index(i1, x))
     return lo + (hi - lo) * w1
 
 
@@ -1200,8 +1201,8 @@ def _interp_cubic(x, dim, n_out, scale, align_corners):
     out = None
     for k, w in enumerate(weights):
         idx = _np.clip(base - 1 + k, 0, n_in - 1)
-        term = _pf.index_select(x, dim, _index(idx, x.device)) * _pf.tensor(w.astype(ft).reshape(shape),
-                                                                              device=x.device).to(x.dtype)
+        term = _pf.index_select(x, dim, _index(idx, x)) * _pf.tensor(w.astype(ft).reshape(shape),
+                                                                              device=x).to(x.dtype)
         out = term if out is None else out + term
     return out
 

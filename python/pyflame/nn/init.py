@@ -132,11 +132,11 @@ def _erfinv(y):
     erf (float64 accuracy); composed of table ops so it runs where the tensor is."""
     w = -((1.0 - y) * (1.0 + y)).log()
     central, tail = w - 2.5, w.sqrt() - 3.0
-    p_c = _C._full(tuple(y.shape), 2.81022636e-08, dtype=y.dtype, device=y.device)
+    p_c = _C._full(tuple(y.shape), 2.81022636e-08, dtype=y.dtype, device=y)
     for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503, -0.00417768164,
               0.246640727, 1.50140941):
         p_c = p_c * central + c
-    p_t = _C._full(tuple(y.shape), -0.000200214257, dtype=y.dtype, device=y.device)
+    p_t = _C._full(tuple(y.shape), -0.000200214257, dtype=y.dtype, device=y)
     for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047,
               1.00167406, 2.83297682):
         p_t = p_t * tail + c

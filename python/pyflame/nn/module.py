@@ -254,26 +254,32 @@ class Module:
     def to(self, *args, **kwargs):
         """to(device), to(dtype), to(device, dtype) or to(tensor): moves and/or converts the
         parameters and buffers (dtype conversion applies to floating-point ones only, as in PyTorch).
-        Converted parameters are new Parameter objects in the module."""
+        A device named places them there (Tensor.is_placed): the module's ops then run on it."""
         device, dtype = _parse_to(args, kwargs)
 
         def convert(t):
             target_dtype = dtype if dtype is not None and t.dtype.is_floating_point else t.dtype
             target_device = device if device is not None else t.device
-            if t.dtype == target_dtype and t.device == target_device:
+            if t.dtype == target_dtype and t.device == target_device and (device is None or t.is_placed):
                 return t
-            return t.to(target_device, target_dtype)
+            return t.to(target_device, target_dtype) if device is not None else t.to(target_dtype)
 
         return self._apply(convert)
 
     def _apply(self, fn):
+        """Applies fn to every parameter and buffer. A parameter keeps its identity, as in PyTorch
+        (p.data = fn(p), its .grad converted alike): tied parameters stay tied and optimizers made
+        before still hold them. Buffers are replaced by fn's result, as in PyTorch."""
         for m in self.modules():
-            for name, p in m._parameters.items():
-                if p is not None:
-                    with no_grad():
-                        new = fn(p)
+            for p in m._parameters.values():
+                if p is None:
+                    continue
+                with no_grad():
+                    new = fn(p)
                     if new is not p:
-                        m._parameters[name] = Parameter(new, requires_grad=p.requires_grad)
+                        p.data = new
+                        if p.grad is not None:
+                            p.grad = fn(p.grad)
             for name, b in m._buffers.items():
                 if b is not None:
                     m._buffers[name] = fn(b)

@@ -195,7 +195,7 @@ class _SingleStateRNN(RNNBase):
         x, batched = self._prepare(input, hx)
         expected = self._hidden_shape(x.shape[1])
         if hx is None:
-            hx = _creation.zeros(*expected, dtype=x.dtype, device=x.device)
+            hx = _creation.zeros(*expected, dtype=x.dtype, device=x)
         else:
             if not batched:
                 if hx.dim() != 2:
@@ -259,8 +259,8 @@ class LSTM(RNNBase):
         h_shape = self._hidden_shape(batch)
         c_shape = h_shape[:-1] + (self.hidden_size,)
         if hx is None:
-            h0 = _creation.zeros(*h_shape, dtype=x.dtype, device=x.device)
-            c0 = _creation.zeros(*c_shape, dtype=x.dtype, device=x.device)
+            h0 = _creation.zeros(*h_shape, dtype=x.dtype, device=x)
+            c0 = _creation.zeros(*c_shape, dtype=x.dtype, device=x)
         else:
             if not isinstance(hx, (tuple, list)) or len(hx) != 2:
                 raise TypeError("LSTM: hx must be a tuple (h_0, c_0)")
@@ -317,7 +317,7 @@ class RNNCellBase(Module):
 
     def _state(self, x, hx, size):
         if hx is None:
-            return _creation.zeros(x.shape[0], size, dtype=x.dtype, device=x.device)
+            return _creation.zeros(x.shape[0], size, dtype=x.dtype, device=x)
         hx = hx if hx.dim() == 2 else hx.unsqueeze(0)
         if tuple(hx.shape) != (x.shape[0], size):
             raise _C.InvalidArgumentError(f"Expected hidden size {(x.shape[0], size)}, got {list(hx.shape)}")

@@ -61,7 +61,7 @@ class TensorDataset(Dataset):
     def __getitem__(self, index):
         if isinstance(index, list):
             # PyFlame tensors take no list index (tensor[[1, 2]]): index with an int64 tensor instead.
-            return tuple(tensor[pf.tensor(index, dtype=pf.int64, device=tensor.device)] for tensor in self.tensors)
+            return tuple(tensor[pf.tensor(index, dtype=pf.int64, device=tensor)] for tensor in self.tensors)
         return tuple(tensor[index] for tensor in self.tensors)
 
     def __len__(self) -> int:
