@@ -6,8 +6,8 @@
 // Names whose signatures agree are aliases; where they differ (argument order,
 // an extra argument), a small inline function with the rocBLAS/MIOpen
 // signature calls the NVIDIA one. What the libraries do differently (cuBLAS's
-// caller-owned workspace, TF32, cuDNN's math types and algorithm search) is
-// not hidden here: the adapters keep a commented #if for each.
+// caller-owned workspace, TF32, cuBLASLt's fused bias, cuDNN's math types and
+// algorithm search) is not hidden here: the adapters keep a commented #if for each.
 //
 // Where no rocBLAS/MIOpen name fits both, the mapping has a dnn* name of its
 // own on both platforms: a convolution's weight is a tensor descriptor in
@@ -21,6 +21,7 @@
 
 #if defined(PYFLAME_HIP_NVIDIA)
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cudnn.h>
 
