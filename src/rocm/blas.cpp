@@ -173,7 +173,8 @@ struct LtCall {
   const LtKey& key;
   const char* op;
   void check(rocblas_status status, const char* call, const char* file, int line) const {
-    if (status != rocblas_status_success) throw_blas_error(status, (key.describe(op) + ": " + call).c_str(), file, line);
+    if (status != rocblas_status_success)
+      throw_blas_error(status, (key.describe(op) + ": " + call).c_str(), file, line);
   }
 };
 #define LT_CHECK(c, call) (c).check((call), #call, __FILE__, __LINE__)
