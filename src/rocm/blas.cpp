@@ -232,7 +232,7 @@ struct ROCmBLAS::Lt {
   Lt& operator=(const Lt&) = delete;
 
   // The plan of `key` (made on first use): the descriptors and the heuristic's first algorithm.
-  const LtPlan& plan(const LtKey& key, const char* op) {
+  LtPlan& plan(const LtKey& key, const char* op) {
     auto it = plans.find(key);
     if (it != plans.end()) return *it->second;
     if (plans.size() >= kMaxLtPlans) plans.clear();
@@ -273,7 +273,7 @@ struct ROCmBLAS::Lt {
     const rocblas_status status = cublasLtMatmulAlgoGetHeuristic(handle, p->desc, p->a, p->b, p->d, p->d, pref.pref,
                                                                  1, &result, &returned);
     // NOT_SUPPORTED: no heuristic for this configuration (float64 may have none): the caller's GEMM runs.
-    if (status != CUBLAS_STATUS_NOT_SUPPORTED) LT_CHECK(c, status);
+    if (status != CUBLAS_STATUS_NOT_SUPPORTED) c.check(status, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
     p->usable = status == rocblas_status_success && returned > 0 && result.state == rocblas_status_success;
     p->algo = result.algo;
     return *plans.emplace(key, std::move(p)).first->second;
@@ -297,7 +297,7 @@ bool ROCmBLAS::try_gemm_bias(const char* op, DType dtype, rocblas_operation tran
   if (!lt_) lt_ = std::make_unique<Lt>();
   const LtKey key{dtype, dtype == DType::Float32 && tf32, trans_a, trans_b, M, N, K, lda, ldb, ldc,
                   alignment(A), alignment(B), std::min(alignment(C), alignment(bias))};
-  const LtPlan& p = lt_->plan(key, op);
+  LtPlan& p = lt_->plan(key, op);
   if (!p.usable) return false;
   const LtCall c{key, op};
   LT_CHECK(c, cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
@@ -306,8 +306,15 @@ bool ROCmBLAS::try_gemm_bias(const char* op, DType dtype, rocblas_operation tran
   const double one64 = 1.0, zero64 = 0.0;
   const void* alpha = f64 ? static_cast<const void*>(&one64) : &one32;
   const void* beta = f64 ? static_cast<const void*>(&zero64) : &zero32;
-  LT_CHECK(c, cublasLtMatmul(lt_->handle, p.desc, alpha, A, p.a, B, p.b, beta, C, p.d, C, p.d, &p.algo,
-                             stream_workspace(), kWorkspaceBytes, stream_));
+  const rocblas_status status = cublasLtMatmul(lt_->handle, p.desc, alpha, A, p.a, B, p.b, beta, C, p.d, C, p.d,
+                                               &p.algo, stream_workspace(), kWorkspaceBytes, stream_);
+  // An algorithm the heuristic offered may still refuse the call before launching
+  // anything (PyTorch then falls back to the unfused GEMM too): the problem stays with it.
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
+    p.usable = false;
+    return false;
+  }
+  c.check(status, "cublasLtMatmul", __FILE__, __LINE__);
   return true;
 #else
   return false;
