@@ -1,20 +1,22 @@
 // ROCmBLAS and the GPU matmul and linear kernels (see pyflame/backend/rocm/blas.h
 // for the design). One code path in rocBLAS's names (lib_compat.h maps them onto
 // cuBLAS on NVIDIA); the #if blocks are where the libraries truly differ:
-// cuBLAS's caller-owned workspace, its TF32 math mode, and cuBLASLt's fused bias.
+// cuBLAS's caller-owned workspace, its TF32 math mode, and what only cuBLASLt has.
 //
-// linear's bias on NVIDIA (try_gemm_bias): y^T (n x m) = W (n x k) x^T + b in
-// column-major terms, and cuBLASLt's BIAS epilogue adds b (one value per row of
-// y^T) while the GEMM writes its tiles, so the bias costs no pass over the output
-// (matmul then add read and wrote all of it once more, and launched twice). A
-// plan, the matmul descriptor (compute type, transposes, epilogue), the three
-// matrix layouts and the algorithm the heuristic chose, is made on a problem's
-// first call and kept by the instance (one per device and thread, as the handle):
-// later calls set the bias pointer and run cublasLtMatmul, creating nothing and
-// not asking the heuristic again (PyTorch's addmm asks it on every call). The key
-// holds each pointer's alignment, which the heuristic takes as a preference: an
-// algorithm chosen for aligned operands never meets a misaligned one. Lt's
-// workspace is the stream's cuBLAS workspace (stream order keeps them apart).
+// linear's bias (try_gemm_bias), where a Lt library is built in (PYFLAME_WITH_BLASLT:
+// cuBLASLt on NVIDIA, hipBLASLt on AMD where CMake found it; written in hipBLASLt's
+// names, which lib_compat.h maps onto cuBLASLt): y^T (n x m) = W (n x k) x^T + b in
+// column-major terms, and the BIAS epilogue adds b (one value per row of y^T) while
+// the GEMM writes its tiles, so the bias costs no pass over the output (matmul then
+// add read and wrote all of it once more, and launched twice). A plan, the matmul
+// descriptor (compute type, transposes, epilogue), the three matrix layouts and the
+// algorithm the heuristic chose, is made on a problem's first call and kept by the
+// instance (one per device and thread, as the handle): later calls set the bias
+// pointer and run the matmul, creating nothing and not asking the heuristic again
+// (PyTorch's addmm asks it on every call). The key holds each pointer's alignment,
+// which cuBLASLt's heuristic takes as a preference: an algorithm chosen for aligned
+// operands never meets a misaligned one. Lt's workspace is the stream's BLAS
+// workspace (stream order keeps the two libraries' uses apart).
 
 #include "pyflame/backend/rocm/blas.h"
 
@@ -131,7 +133,7 @@ void ROCmBLAS::geam(rocblas_operation trans_a, rocblas_operation trans_b, int M,
   ROCBLAS_CHECK(rocblas_sgeam(handle_, trans_a, trans_b, M, N, &alpha, A, lda, &beta, B, ldb, C, ldc));
 }
 
-#if defined(PYFLAME_HIP_NVIDIA)
+#if PYFLAME_WITH_BLASLT
 
 namespace {
 
@@ -141,19 +143,20 @@ namespace {
 struct LtKey {
   DType dtype;
   bool tf32;
-  rocblas_operation trans_a, trans_b;
+  hipblasOperation_t trans_a, trans_b;
   int m, n, k, lda, ldb, ldc;
   uint32_t align_a, align_b, align_d;
   bool operator==(const LtKey&) const = default;
 
   // For messages: the op, the product and its layout.
   std::string describe(const char* op) const {
-    auto ta = [](rocblas_operation t) { return t == rocblas_operation_transpose ? "T" : "N"; };
-    return std::string(op) + ": cuBLASLt matmul with bias, D [" + std::to_string(m) + " x " + std::to_string(n) +
-           "] = op(A) [" + std::to_string(m) + " x " + std::to_string(k) + "] op(B) [" + std::to_string(k) + " x " +
-           std::to_string(n) + "] + bias [" + std::to_string(m) + "] (column-major, op(A) " + ta(trans_a) +
-           ", op(B) " + ta(trans_b) + ", lda " + std::to_string(lda) + ", ldb " + std::to_string(ldb) + ", ldc " +
-           std::to_string(ldc) + "), " + dtype_name(dtype) + (tf32 ? " (TF32)" : "");
+    auto ta = [](hipblasOperation_t t) { return t == HIPBLAS_OP_T ? "T" : "N"; };
+    return std::string(op) + ": " PF_BLASLT_LIBRARY " matmul with bias, D [" + std::to_string(m) + " x " +
+           std::to_string(n) + "] = op(A) [" + std::to_string(m) + " x " + std::to_string(k) + "] op(B) [" +
+           std::to_string(k) + " x " + std::to_string(n) + "] + bias [" + std::to_string(m) +
+           "] (column-major, op(A) " + ta(trans_a) + ", op(B) " + ta(trans_b) + ", lda " + std::to_string(lda) +
+           ", ldb " + std::to_string(ldb) + ", ldc " + std::to_string(ldc) + "), " + dtype_name(dtype) +
+           (tf32 ? " (TF32)" : "");
   }
 };
 
@@ -168,40 +171,57 @@ struct LtKeyHash {
   }
 };
 
-// A status of a cuBLASLt call for `key`: a failure names the op, the problem and the call.
+// A status of a Lt call for `key`: a failure names the library's status, the op,
+// the problem, the call, file and line (allocation failures as ROCmMemoryError).
 struct LtCall {
   const LtKey& key;
   const char* op;
-  void check(rocblas_status status, const char* call, const char* file, int line) const {
-    if (status != rocblas_status_success)
-      throw_blas_error(status, (key.describe(op) + ": " + call).c_str(), file, line);
+  void check(hipblasStatus_t status, const char* call, const char* file, int line) const {
+    if (status == HIPBLAS_STATUS_SUCCESS) return;
+    const std::string msg = std::string(PF_BLASLT_LIBRARY " error ") + hipblaslt_status_name(status) + " in " +
+                            key.describe(op) + ": " + call + " at " + file + ":" + std::to_string(line);
+    if (status == HIPBLAS_STATUS_ALLOC_FAILED) throw ROCmMemoryError(msg);
+    throw ROCmError(msg);
   }
 };
 #define LT_CHECK(c, call) (c).check((call), #call, __FILE__, __LINE__)
 
+hipDataType lt_type(DType d) {
+  switch (d) {
+    case DType::Float16: return HIP_R_16F;
+    case DType::BFloat16: return HIP_R_16BF;
+    case DType::Float64: return HIP_R_64F;
+    default: return HIP_R_32F;
+  }
+}
+
+hipblasOperation_t lt_operation(rocblas_operation t) {
+  return t == rocblas_operation_transpose ? HIPBLAS_OP_T : HIPBLAS_OP_N;
+}
+
 // What one problem runs with; the descriptors are destroyed with it.
 struct LtPlan {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-  bool usable = false;  // the heuristic found an algorithm; if not, the caller's GEMM runs
+  hipblasLtMatmulDesc_t desc = nullptr;
+  hipblasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  hipblasLtMatmulAlgo_t algo{};
+  bool usable = false;  // the heuristic found an algorithm and the library ran it; if not, the caller's GEMM runs
 
   LtPlan() = default;
   LtPlan(const LtPlan&) = delete;
   LtPlan& operator=(const LtPlan&) = delete;
   ~LtPlan() {
-    if (d) (void)cublasLtMatrixLayoutDestroy(d);
-    if (b) (void)cublasLtMatrixLayoutDestroy(b);
-    if (a) (void)cublasLtMatrixLayoutDestroy(a);
-    if (desc) (void)cublasLtMatmulDescDestroy(desc);
+    if (d) (void)hipblasLtMatrixLayoutDestroy(d);
+    if (b) (void)hipblasLtMatrixLayoutDestroy(b);
+    if (a) (void)hipblasLtMatrixLayoutDestroy(a);
+    if (desc) (void)hipblasLtMatmulDescDestroy(desc);
   }
 };
 
 // The matmul preference of one heuristic query, destroyed when it is done.
 struct LtPreference {
-  cublasLtMatmulPreference_t pref = nullptr;
+  hipblasLtMatmulPreference_t pref = nullptr;
   ~LtPreference() {
-    if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
+    if (pref) (void)hipblasLtMatmulPreferenceDestroy(pref);
   }
 };
 
@@ -220,13 +240,18 @@ constexpr size_t kMaxLtPlans = 1024;
 }  // namespace
 
 struct ROCmBLAS::Lt {
-  cublasLtHandle_t handle = nullptr;
+  hipblasLtHandle_t handle = nullptr;
   std::unordered_map<LtKey, std::unique_ptr<LtPlan>, LtKeyHash> plans;
 
-  Lt() { ROCBLAS_CHECK(cublasLtCreate(&handle)); }
+  Lt() {
+    const hipblasStatus_t status = hipblasLtCreate(&handle);
+    if (status != HIPBLAS_STATUS_SUCCESS)
+      throw ROCmError(std::string(PF_BLASLT_LIBRARY " error ") + hipblaslt_status_name(status) +
+                      " in hipblasLtCreate at " + __FILE__ + ":" + std::to_string(__LINE__));
+  }
   ~Lt() {
     plans.clear();
-    (void)cublasLtDestroy(handle);
+    (void)hipblasLtDestroy(handle);
   }
   Lt(const Lt&) = delete;
   Lt& operator=(const Lt&) = delete;
@@ -239,27 +264,30 @@ struct ROCmBLAS::Lt {
     auto p = std::make_unique<LtPlan>();
     const LtCall c{key, op};
     const bool f64 = key.dtype == DType::Float64;
-    const cublasComputeType_t compute = f64                                       ? CUBLAS_COMPUTE_64F
-                                        : key.dtype == DType::Float32 && key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                                                  : CUBLAS_COMPUTE_32F;
-    const cudaDataType scale = f64 ? CUDA_R_64F : CUDA_R_32F;
-    const cudaDataType type = blas_type(key.dtype);
-    LT_CHECK(c, cublasLtMatmulDescCreate(&p->desc, compute, scale));
-    const cublasOperation_t ta = key.trans_a, tb = key.trans_b;
-    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-    LT_CHECK(c, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-    LT_CHECK(c, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-    LT_CHECK(c, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    const hipblasComputeType_t compute = f64        ? HIPBLAS_COMPUTE_64F
+                                         : key.tf32 ? HIPBLAS_COMPUTE_32F_FAST_TF32
+                                                    : HIPBLAS_COMPUTE_32F;
+    const hipDataType type = lt_type(key.dtype), scale = f64 ? HIP_R_64F : HIP_R_32F;
+    LT_CHECK(c, hipblasLtMatmulDescCreate(&p->desc, compute, scale));
+    const hipblasLtEpilogue_t epilogue = HIPBLASLT_EPILOGUE_BIAS;
+    LT_CHECK(c, hipblasLtMatmulDescSetAttribute(p->desc, HIPBLASLT_MATMUL_DESC_TRANSA, &key.trans_a,
+                                                sizeof(key.trans_a)));
+    LT_CHECK(c, hipblasLtMatmulDescSetAttribute(p->desc, HIPBLASLT_MATMUL_DESC_TRANSB, &key.trans_b,
+                                                sizeof(key.trans_b)));
+    LT_CHECK(c, hipblasLtMatmulDescSetAttribute(p->desc, HIPBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                sizeof(epilogue)));
     // Layouts are of the stored matrices: op(A) is m x k, so A is k x m when transposed.
-    const bool a_t = ta == CUBLAS_OP_T, b_t = tb == CUBLAS_OP_T;
-    LT_CHECK(c, cublasLtMatrixLayoutCreate(&p->a, type, a_t ? key.k : key.m, a_t ? key.m : key.k, key.lda));
-    LT_CHECK(c, cublasLtMatrixLayoutCreate(&p->b, type, b_t ? key.n : key.k, b_t ? key.k : key.n, key.ldb));
-    LT_CHECK(c, cublasLtMatrixLayoutCreate(&p->d, type, key.m, key.n, key.ldc));
+    const bool a_t = key.trans_a == HIPBLAS_OP_T, b_t = key.trans_b == HIPBLAS_OP_T;
+    LT_CHECK(c, hipblasLtMatrixLayoutCreate(&p->a, type, a_t ? key.k : key.m, a_t ? key.m : key.k, key.lda));
+    LT_CHECK(c, hipblasLtMatrixLayoutCreate(&p->b, type, b_t ? key.n : key.k, b_t ? key.k : key.n, key.ldb));
+    LT_CHECK(c, hipblasLtMatrixLayoutCreate(&p->d, type, key.m, key.n, key.ldc));
     LtPreference pref;
     const uint64_t workspace = kWorkspaceBytes;
-    LT_CHECK(c, cublasLtMatmulPreferenceCreate(&pref.pref));
-    LT_CHECK(c, cublasLtMatmulPreferenceSetAttribute(pref.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-                                                     sizeof(workspace)));
+    LT_CHECK(c, hipblasLtMatmulPreferenceCreate(&pref.pref));
+    LT_CHECK(c, hipblasLtMatmulPreferenceSetAttribute(pref.pref, HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                      &workspace, sizeof(workspace)));
+#if defined(PYFLAME_HIP_NVIDIA)
+    // cuBLASLt takes the operands' alignments as preferences (hipBLASLt has no such attribute).
     LT_CHECK(c, cublasLtMatmulPreferenceSetAttribute(pref.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
                                                      &key.align_a, sizeof(key.align_a)));
     LT_CHECK(c, cublasLtMatmulPreferenceSetAttribute(pref.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
@@ -268,13 +296,14 @@ struct ROCmBLAS::Lt {
                                                      &key.align_d, sizeof(key.align_d)));
     LT_CHECK(c, cublasLtMatmulPreferenceSetAttribute(pref.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
                                                      &key.align_d, sizeof(key.align_d)));
-    cublasLtMatmulHeuristicResult_t result{};
+#endif
+    hipblasLtMatmulHeuristicResult_t result{};
     int returned = 0;
-    const rocblas_status status = cublasLtMatmulAlgoGetHeuristic(handle, p->desc, p->a, p->b, p->d, p->d, pref.pref,
-                                                                 1, &result, &returned);
+    const hipblasStatus_t status = hipblasLtMatmulAlgoGetHeuristic(handle, p->desc, p->a, p->b, p->d, p->d,
+                                                                   pref.pref, 1, &result, &returned);
     // NOT_SUPPORTED: no heuristic for this configuration (float64 may have none): the caller's GEMM runs.
-    if (status != CUBLAS_STATUS_NOT_SUPPORTED) c.check(status, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
-    p->usable = status == rocblas_status_success && returned > 0 && result.state == rocblas_status_success;
+    if (status != HIPBLAS_STATUS_NOT_SUPPORTED) c.check(status, "hipblasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
+    p->usable = status == HIPBLAS_STATUS_SUCCESS && returned > 0 && result.state == HIPBLAS_STATUS_SUCCESS;
     p->algo = result.algo;
     return *plans.emplace(key, std::move(p)).first->second;
   }
@@ -282,7 +311,7 @@ struct ROCmBLAS::Lt {
 
 #else
 
-// AMD: rocBLAS has no fused bias (and hipBLASLt is not wired in), so no plans.
+// An AMD build without hipBLASLt: rocBLAS has no fused bias, so no plans.
 struct ROCmBLAS::Lt {};
 
 #endif
@@ -291,30 +320,34 @@ bool ROCmBLAS::try_gemm_bias(const char* op, DType dtype, rocblas_operation tran
                              int M, int N, int K, const void* A, int lda, const void* B, int ldb, const void* bias,
                              void* C, int ldc, bool tf32) {
   PF_CHECK(is_floating(dtype), TypeError, "ROCmBLAS::try_gemm_bias: ", dtype, " is not a float dtype");
-#if defined(PYFLAME_HIP_NVIDIA)
-  // cuBLASLt's heuristic fails on a dimension of 1 (PyTorch's addmm keeps those from it too).
+#if PYFLAME_WITH_BLASLT
+  // The heuristic fails on a dimension of 1 (PyTorch's addmm keeps those from Lt too).
   if (M <= 1 || N <= 1 || K <= 1) return false;
+#if !defined(PYFLAME_HIP_NVIDIA)
+  // hipBLASLt has TF32 only over cuBLAS (hipblas-common.h): float32 stays full precision on AMD, as with rocBLAS.
+  tf32 = false;
+#endif
   if (!lt_) lt_ = std::make_unique<Lt>();
-  const LtKey key{dtype, dtype == DType::Float32 && tf32, trans_a, trans_b, M, N, K, lda, ldb, ldc,
-                  alignment(A), alignment(B), std::min(alignment(C), alignment(bias))};
+  const LtKey key{dtype, dtype == DType::Float32 && tf32, lt_operation(trans_a), lt_operation(trans_b), M, N, K,
+                  lda, ldb, ldc, alignment(A), alignment(B), std::min(alignment(C), alignment(bias))};
   LtPlan& p = lt_->plan(key, op);
   if (!p.usable) return false;
   const LtCall c{key, op};
-  LT_CHECK(c, cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  LT_CHECK(c, hipblasLtMatmulDescSetAttribute(p.desc, HIPBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   const bool f64 = dtype == DType::Float64;
   const float one32 = 1.0f, zero32 = 0.0f;
   const double one64 = 1.0, zero64 = 0.0;
   const void* alpha = f64 ? static_cast<const void*>(&one64) : &one32;
   const void* beta = f64 ? static_cast<const void*>(&zero64) : &zero32;
-  const rocblas_status status = cublasLtMatmul(lt_->handle, p.desc, alpha, A, p.a, B, p.b, beta, C, p.d, C, p.d,
-                                               &p.algo, stream_workspace(), kWorkspaceBytes, stream_);
+  const hipblasStatus_t status = hipblasLtMatmul(lt_->handle, p.desc, alpha, A, p.a, B, p.b, beta, C, p.d, C, p.d,
+                                                 &p.algo, stream_workspace(), kWorkspaceBytes, stream_);
   // An algorithm the heuristic offered may still refuse the call before launching
   // anything (PyTorch then falls back to the unfused GEMM too): the problem stays with it.
-  if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
+  if (status == HIPBLAS_STATUS_NOT_SUPPORTED) {
     p.usable = false;
     return false;
   }
-  c.check(status, "cublasLtMatmul", __FILE__, __LINE__);
+  c.check(status, "hipblasLtMatmul", __FILE__, __LINE__);
   return true;
 #else
   return false;

@@ -14,10 +14,11 @@
 // convolution setting (gemm_ex's tf32 says which applies).
 //
 // linear's GEMM adds its bias in the GEMM itself where the library can
-// (try_gemm_bias): on NVIDIA cuBLASLt's bias epilogue, its descriptors and
-// algorithm made once per problem and kept by the instance (blas.cpp says
-// more). rocBLAS has no epilogue and hipBLASLt is not wired in, so on AMD the
-// caller writes the bias into the output and lets the GEMM accumulate onto it.
+// (try_gemm_bias): the bias epilogue of cuBLASLt (NVIDIA) or hipBLASLt (AMD, where
+// the build found it), its descriptors and algorithm made once per problem and
+// kept by the instance (blas.cpp says more). rocBLAS has no epilogue: without
+// hipBLASLt the caller writes the bias into the output and lets the GEMM
+// accumulate onto it.
 
 #include <cstdint>
 #include <map>
@@ -67,10 +68,11 @@ class PF_API ROCmBLAS {
 
   // C (M x N) = op(A) op(B) + bias, the bias (M packed values of `dtype`) added
   // to every column, in one library call where the library has that form for
-  // the problem: true when done. False (nothing was run) on AMD, and on NVIDIA
-  // where cuBLASLt has no algorithm for the problem or M, N or K is 1 (PyTorch's
-  // addmm avoids those too); the caller then fills C with the bias and runs
-  // gemm_ex with beta = 1. `op` names the calling op in error messages.
+  // the problem: true when done. False (nothing was run) without a Lt library
+  // (AMD without hipBLASLt), where it has no algorithm for the problem, or where
+  // M, N or K is 1 (PyTorch's addmm keeps those from Lt too); the caller then
+  // fills C with the bias and runs gemm_ex with beta = 1. float32 uses TF32 only
+  // when `tf32` and on NVIDIA. `op` names the calling op in error messages.
   bool try_gemm_bias(const char* op, DType dtype, rocblas_operation trans_a, rocblas_operation trans_b, int M,
                      int N, int K, const void* A, int lda, const void* B, int ldb, const void* bias, void* C,
                      int ldc, bool tf32);
@@ -79,7 +81,7 @@ class PF_API ROCmBLAS {
   void* stream_workspace();  // the current stream's workspace, made on first use
   void use_workspace();      // hands it to cuBLAS
 
-  struct Lt;  // cuBLASLt's handle and the matmul plans made so far (blas.cpp); none on AMD
+  struct Lt;  // the Lt library's handle and the matmul plans made so far (blas.cpp)
 
   rocblas_handle handle_ = nullptr;
   int device_ = 0;
