@@ -171,7 +171,8 @@ CONV_CASES = {
 @pytest.mark.parametrize("case", list(CONV_CASES))
 def test_small_convolutions_match_cpu(on_gpu, rng, case, dnn):
     """Forward with bias and the three gradients; each call twice (the second runs
-    the kept problem and algorithm) with the same result."""
+    the kept problem and algorithm), which agree to rounding (some cuDNN algorithms
+    sum with atomics, in no fixed order)."""
     xs, ws, pad = CONV_CASES[case]
     xv, wv, bv = _values(rng, xs), _values(rng, ws), _values(rng, ws[:1])
     results = {}
@@ -183,8 +184,8 @@ def test_small_convolutions_match_cpu(on_gpu, rng, case, dnn):
             y.backward(pf.tensor(np.cos(np.arange(y.numel())).reshape(y.shape).astype(np.float32), device=device))
             now = (y, x.grad, w.grad, b.grad)
             if device in results:
-                for first, again in zip(results[device], now):
-                    np.testing.assert_array_equal(_host(first), _host(again))
+                for name, first, again in zip(("y", "x.grad", "w.grad", "b.grad"), results[device], now):
+                    _close(again, first.to("cpu"), 1e-5, f"conv2d {case} {name}, the second call")
             results[device] = now
     finally:
         rocm.set_dnn_enabled(True)
