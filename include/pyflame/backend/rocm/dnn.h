@@ -7,7 +7,8 @@
 // API) because it maps one to one onto MIOpen's: descriptors, a find or
 // heuristic step choosing an algorithm, a workspace query and the call. The
 // chosen algorithm per problem and direction lives in the MIOpenTuningCache
-// (tuning.h).
+// (tuning.h); the problem's descriptors are made on its first call and kept by
+// the instance, so a call looks both up and runs.
 //
 // Provided now: N-D convolution (2-D and 3-D) forward — pf.conv2d, conv1d and
 // conv3d on the device —, its backward data, which is the transposed
