@@ -175,11 +175,12 @@ static __global__ void col2im_kernel(T* __restrict__ img, const T* __restrict__ 
 }
 
 // out[n, c, p] += bias[c] over out (N, C, P) contiguous: a thread per V consecutive
-// elements of one plane (V divides P), its channel from one division of its index,
-// 16-byte accesses where the planes allow; the sum in acc_t<T>, rounded once. The
-// elementwise add of the bias expanded to out's shape split every element's index
-// over the coalesced dims with 64-bit divisions, a few times the cost of the copy
-// this is; both convolution paths (the DNN library's, im2col + BLAS) add it here.
+// elements of one plane (V divides P), its channel from its index by one division
+// and one remainder, 16-byte accesses where the planes allow; the sum in acc_t<T>,
+// rounded once. The elementwise add of the bias expanded to out's shape, which ran
+// before, split every element's index over the coalesced dims in 64-bit divisions
+// and remainders and accessed one element at a time. Both convolution paths (the
+// DNN library's, im2col + BLAS) add the bias here.
 template <class T, class I, int V>
 static __global__ void add_channel_bias_kernel(T* __restrict__ out, const T* __restrict__ bias, I channels, I runs,
                                                I total) {
@@ -330,9 +331,11 @@ void add_conv_bias(OpCall& call) {
         if (plane % V == 0 && aligned(out.data_ptr(), V * sizeof(T))) launch(std::integral_constant<int, V>{});
         else launch(std::integral_constant<int, 1>{});
       });
+    } else {
+      throw TypeError(std::string(op_name(call.op)) + ": no GPU bias kernel for " + dtype_name(out.dtype()));
     }
   });
-  check_launch(op_name(call.op), "bias, " + describe(call));
+  check_launch(op_name(call.op), [&] { return "bias, " + describe(call); });
 }
 
 // x (N, C, spatial...), weight (O, C / groups, kernel...) -> out (N, O, spatial...).
