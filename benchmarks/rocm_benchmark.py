@@ -5,10 +5,12 @@
 
 Sections: --runtime (allocator, pinned host-to-device, device-to-device),
 --elementwise (add and gelu on 256M fp32, Python overhead per small op),
---matmul (GEMM fp32, tf32, bf16 at 4096 and 8192), --conv (conv2d 3x3 on
-32x64x56x56, conv3d 3x3x3 on 8x32x32x64x64, conv_transpose2d 4x4 stride 2 on
-32x64x56x56), --pool (max_pool2d 3x3 stride 2 padding 1 and avg_pool2d 2x2 on
-64x64x112x112 fp32), --softmax (softmax, log_softmax on 16384x4096 fp32),
+--matmul (GEMM fp32, tf32, bf16 at 4096 and 8192), --linear (nn.Linear with
+bias at model shapes, fp32 and bf16, and one forward + backward), --conv (conv2d
+3x3 on 32x64x56x56, conv3d 3x3x3 on 8x32x32x64x64, conv_transpose2d 4x4 stride 2
+on 32x64x56x56), --smallconv (nn.Conv2d with bias at small model shapes, forward
+and forward + backward, PyTorch with its cuDNN heuristics), --pool (max_pool2d
+3x3 stride 2 padding 1 and avg_pool2d 2x2 on 64x64x112x112 fp32), --softmax (softmax, log_softmax on 16384x4096 fp32),
 --reduce (row sum, row max, column sum, full sum, row variance on 16384x4096
 fp32), --scan (cumsum of rows and of one 256M vector), --norm (layer_norm,
 rms_norm, group_norm, batch_norm), --loss (cross_entropy, nll_loss), --index
@@ -259,6 +261,74 @@ def conv_cases(args):
                  2.0 * 32 * 64 * 56 * 56 * 64 * 16, "TFLOP/s")
 
 
+# nn.Linear's shapes: (rows, in_features, out_features), with bias.
+LINEAR_SHAPES = [(64 * 256, 384, 1152), (64 * 256, 384, 1536), (8 * 1024, 768, 2304), (8 * 1024, 768, 3072),
+                 (8 * 1024, 3072, 768), (8 * 1024, 768, 768), (32, 784, 256), (32, 256, 128), (32, 128, 10)]
+
+
+def linear_cases(args):
+    # Both libraries at their defaults: float32 matmuls without TF32; bf16 accumulates in float32.
+    F = torch.nn.functional if HAVE_TORCH else None
+    for dtype, label in (("float32", "fp32"), ("bfloat16", "bf16")):
+        for m, k, n in LINEAR_SHAPES:
+            (x, tx), (w, tw), (b, tb) = _randn((m, k), dtype), _randn((n, k), dtype), _randn((n,), dtype)
+            yield Result("linear", f"linear {m}x{k}->{n} {label}", *side_by_side(lambda: pf.linear(x, w, b),
+                         lambda: F.linear(tx, tw, tb), args), 2.0 * m * n * k, "TFLOP/s")
+    # Forward and backward (input, weight and bias gradients) of one GPT-2 projection.
+    m, k, n = 8 * 1024, 768, 3072
+    (x, tx), (w, tw), (b, tb), (g, tg) = _randn((m, k)), _randn((n, k)), _randn((n,)), _randn((m, n))
+    for t in (x, w, b):
+        t.requires_grad_(True)
+    for t in (tx, tw, tb) if HAVE_TORCH else ():
+        t.requires_grad_(True)
+
+    def ours():
+        x.grad = w.grad = b.grad = None
+        pf.linear(x, w, b).backward(g)
+
+    def theirs():
+        tx.grad = tw.grad = tb.grad = None
+        F.linear(tx, tw, tb).backward(tg)
+
+    yield Result("linear", f"linear fwd+bwd {m}x{k}->{n} fp32", *side_by_side(ours, theirs, args), 6.0 * m * n * k,
+                 "TFLOP/s")
+
+
+# Small convolutions (nn.Conv2d, with bias): input, weight, padding.
+SMALL_CONVS = [((128, 256, 8, 8), (256, 256, 3, 3), 1), ((32, 512, 7, 7), (512, 512, 3, 3), 1),
+               ((128, 32, 24, 24), (64, 32, 3, 3), 1), ((64, 1, 28, 28), (32, 1, 5, 5), 2),
+               ((64, 32, 28, 28), (64, 32, 5, 5), 2)]
+
+
+def small_conv_cases(args):
+    # Both libraries at their defaults: TF32 convolutions allowed; PyTorch's cuDNN heuristics
+    # (benchmark=False), PyFlame's tuning cache searching once per problem.
+    if HAVE_TORCH:
+        torch.backends.cudnn.benchmark = False
+        F = torch.nn.functional
+    for xs, ws, pad in SMALL_CONVS:
+        (x, tx), (w, tw), (b, tb) = _randn(xs), _randn(ws), _randn(ws[:1])
+        flops = 2.0 * xs[0] * ws[0] * xs[2] * xs[3] * ws[1] * ws[2] * ws[3]  # same-size outputs
+        name = f"conv2d {ws[2]}x{ws[3]} {'x'.join(map(str, xs))}->{ws[0]}"
+        yield Result("smallconv", name, *side_by_side(lambda: pf.conv2d(x, w, b, padding=pad),
+                     lambda: F.conv2d(tx, tw, tb, padding=pad), args), flops, "TFLOP/s")
+        (g, tg) = _randn((xs[0], ws[0], xs[2], xs[3]))
+        for t in (x, w, b):
+            t.requires_grad_(True)
+        for t in (tx, tw, tb) if HAVE_TORCH else ():
+            t.requires_grad_(True)
+
+        def ours():
+            x.grad = w.grad = b.grad = None
+            pf.conv2d(x, w, b, padding=pad).backward(g)
+
+        def theirs():
+            tx.grad = tw.grad = tb.grad = None
+            F.conv2d(tx, tw, tb, padding=pad).backward(tg)
+
+        yield Result("smallconv", name + " fwd+bwd", *side_by_side(ours, theirs, args), 3 * flops, "TFLOP/s")
+
+
 def pool_cases(args):
     # Bytes read and written (PyTorch's max_pool2d also writes int64 indices, not counted).
     x, tx = _randn((64, 64, 112, 112))
@@ -437,7 +507,7 @@ def dnn_cases(args):
 
 
 SECTIONS = {"runtime": runtime_cases, "elementwise": elementwise_cases, "matmul": matmul_cases,
-            "conv": conv_cases, "pool": pool_cases, "softmax": softmax_cases, "reduce": reduce_cases,
+            "linear": linear_cases, "conv": conv_cases, "smallconv": small_conv_cases, "pool": pool_cases, "softmax": softmax_cases, "reduce": reduce_cases,
             "scan": scan_cases, "norm": norm_cases, "loss": loss_cases, "index": index_cases,
             "dropout": dropout_cases, "dnn": dnn_cases}
 

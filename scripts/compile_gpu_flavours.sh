@@ -12,12 +12,14 @@ python -m pip install -q nanobind scipy-openblas32
 targets=(pyflame_rocm _rocm)
 
 echo "== ROCm backend, NVIDIA flavour (nvcc)"
-# cuBLAS and cuDNN headers and libraries (to link against) from NVIDIA's PyPI wheels.
+# cuBLAS, cuBLASLt and cuDNN headers and libraries (to link against) from NVIDIA's PyPI wheels.
 nvlibs=build/nvidia-libs
-if [ ! -f $nvlibs/nvidia/cudnn/include/cudnn.h ] || [ ! -f $nvlibs/nvidia/cu13/include/cublas_v2.h ]; then
+if [ ! -f $nvlibs/nvidia/cudnn/include/cudnn.h ] || [ ! -f $nvlibs/nvidia/cu13/include/cublas_v2.h ] \
+   || ! compgen -G "$nvlibs/nvidia/cu13/lib/libcublasLt.so*" > /dev/null; then
   mkdir -p $nvlibs/wheels
   python -m pip download -q --no-deps -d $nvlibs/wheels "nvidia-cublas>=13,<14" "nvidia-cudnn-cu13>=9,<10"
   (cd $nvlibs && unzip -q -o 'wheels/nvidia_cublas-*.whl' 'nvidia/cu13/include/*' 'nvidia/cu13/lib/libcublas.so*' \
+     'nvidia/cu13/lib/libcublasLt.so*' \
      && unzip -q -o 'wheels/nvidia_cudnn_cu13-*.whl' 'nvidia/cudnn/include/*' 'nvidia/cudnn/lib/libcudnn.so.9' \
      && rm -rf wheels)
 fi

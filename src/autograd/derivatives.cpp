@@ -655,7 +655,17 @@ Grads d_conv(const GradContext& c) {
     r[0] = add_dim ? squeeze(gx, {0}) : gx;
   }
   if (c.needs[1]) r[1] = conv_weight_backward(x, g, weight, a.stride, a.padding, a.dilation, a.groups);
-  if (c.needs[2]) r[2] = sum(g, all_dims_but(g.dim(), 1));
+  if (c.needs[2]) {
+    // The sum of g (N, C, spatial...) over all dims but C: over the spatial dims
+    // (rows, read in place), then over N (columns of a small (N, C)). One sum over
+    // (0, 2, ...) would first copy g to bring those dims together (the GPU's
+    // reductions move non-adjacent reduced dims innermost). float16/bfloat16 keep
+    // the one sum, whose float32 accumulation an intermediate result would round.
+    std::vector<int64_t> spatial_dims;
+    for (int64_t d = 2; d < g.dim(); ++d) spatial_dims.push_back(d);
+    const bool half = g.dtype() == DType::Float16 || g.dtype() == DType::BFloat16;
+    r[2] = half ? sum(g, all_dims_but(g.dim(), 1)) : sum(sum(g, spatial_dims), {0});
+  }
   return r;
 }
 

@@ -1,8 +1,9 @@
 // The op layer of the nn-modules area: linear, the op behind nn.Linear. A
 // device with a `linear` kernel gets the fused form (the CPU: bias written
 // into the output, then the matrix product accumulated onto it: one pass over
-// the output less than matmul + add); on any other device the composite
-// matmul + add runs, so nn.Linear runs wherever those two do.
+// the output less than matmul + add; the GPU: the BLAS library adds the bias
+// in the GEMM's epilogue where it can, src/rocm/blas.cpp); on any other device
+// the composite matmul + add runs, so nn.Linear runs wherever those two do.
 
 #include "pyflame/modules_ops.h"
 

@@ -1,10 +1,27 @@
-// ROCmBLAS and the GPU matmul kernel (see pyflame/backend/rocm/blas.h for the
-// design). One code path in rocBLAS's names (lib_compat.h maps them onto cuBLAS
-// on NVIDIA); the two #if blocks are where the libraries truly differ.
+// ROCmBLAS and the GPU matmul and linear kernels (see pyflame/backend/rocm/blas.h
+// for the design). One code path in rocBLAS's names (lib_compat.h maps them onto
+// cuBLAS on NVIDIA); the #if blocks are where the libraries truly differ:
+// cuBLAS's caller-owned workspace, its TF32 math mode, and what only cuBLASLt has.
+//
+// linear's bias (try_gemm_bias), where a Lt library is built in (PYFLAME_WITH_BLASLT:
+// cuBLASLt on NVIDIA, hipBLASLt on AMD where CMake found it; written in hipBLASLt's
+// names, which lib_compat.h maps onto cuBLASLt): y^T (n x m) = W (n x k) x^T + b in
+// column-major terms, and the BIAS epilogue adds b (one value per row of y^T) while
+// the GEMM writes its tiles, so the bias costs no pass over the output (matmul then
+// add read and wrote all of it once more, and launched twice). A plan, the matmul
+// descriptor (compute type, transposes, epilogue), the three matrix layouts and the
+// algorithm the heuristic chose, is made on a problem's first call and kept by the
+// instance (one per device and thread, as the handle): later calls set the bias
+// pointer and run the matmul, creating nothing and not asking the heuristic again
+// (PyTorch's addmm asks it on every call). The key holds each pointer's alignment,
+// which cuBLASLt's heuristic takes as a preference: an algorithm chosen for aligned
+// operands never meets a misaligned one. Lt's workspace is the stream's BLAS
+// workspace (stream order keeps the two libraries' uses apart).
 
 #include "pyflame/backend/rocm/blas.h"
 
 #include <climits>
+#include <functional>
 #include <unordered_map>
 
 #include "core/dispatch.h"
@@ -49,6 +66,7 @@ ROCmBLAS::ROCmBLAS() {
 
 ROCmBLAS::~ROCmBLAS() {
   DeviceGuard guard(device_);
+  lt_.reset();
   for (auto& [stream, ws] : workspaces_) get_memory_manager(device_).deallocate_async(ws, stream);
   (void)rocblas_destroy_handle(handle_);
 }
@@ -58,13 +76,17 @@ void ROCmBLAS::set_stream(hipStream_t stream) {
   stream_ = stream;
 }
 
-void ROCmBLAS::use_workspace() {
-#if defined(PYFLAME_HIP_NVIDIA)
-  // cuBLAS works in memory its caller gives it; rocBLAS manages its own per handle.
+void* ROCmBLAS::stream_workspace() {
   auto it = workspaces_.find(stream_);
   if (it == workspaces_.end())
     it = workspaces_.emplace(stream_, get_memory_manager(device_).allocate_async(kWorkspaceBytes, stream_)).first;
-  ROCBLAS_CHECK(cublasSetWorkspace(handle_, it->second, kWorkspaceBytes));
+  return it->second;
+}
+
+void ROCmBLAS::use_workspace() {
+#if defined(PYFLAME_HIP_NVIDIA)
+  // cuBLAS works in memory its caller gives it; rocBLAS manages its own per handle.
+  ROCBLAS_CHECK(cublasSetWorkspace(handle_, stream_workspace(), kWorkspaceBytes));
 #endif
 }
 
@@ -109,6 +131,227 @@ void ROCmBLAS::gemm_strided_batched(rocblas_operation trans_a, rocblas_operation
 void ROCmBLAS::geam(rocblas_operation trans_a, rocblas_operation trans_b, int M, int N, float alpha, const float* A,
                     int lda, float beta, const float* B, int ldb, float* C, int ldc) {
   ROCBLAS_CHECK(rocblas_sgeam(handle_, trans_a, trans_b, M, N, &alpha, A, lda, &beta, B, ldb, C, ldc));
+}
+
+#if PYFLAME_WITH_BLASLT
+
+namespace {
+
+// One problem of try_gemm_bias, in the library's column-major terms. Alignments
+// are of the pointers (bytes, up to 256, as PyTorch computes them); D's is the
+// smaller of the output's and the bias's, the stricter need of the two.
+struct LtKey {
+  DType dtype;
+  bool tf32;
+  hipblasOperation_t trans_a, trans_b;
+  int m, n, k, lda, ldb, ldc;
+  uint32_t align_a, align_b, align_d;
+  bool operator==(const LtKey&) const = default;
+
+  // For messages: the op, the product and its layout.
+  std::string describe(const char* op) const {
+    auto ta = [](hipblasOperation_t t) { return t == HIPBLAS_OP_T ? "T" : "N"; };
+    return std::string(op) + ": " PF_BLASLT_LIBRARY " matmul with bias, D [" + std::to_string(m) + " x " +
+           std::to_string(n) + "] = op(A) [" + std::to_string(m) + " x " + std::to_string(k) + "] op(B) [" +
+           std::to_string(k) + " x " + std::to_string(n) + "] + bias [" + std::to_string(m) +
+           "] (column-major, op(A) " + ta(trans_a) + ", op(B) " + ta(trans_b) + ", lda " + std::to_string(lda) +
+           ", ldb " + std::to_string(ldb) + ", ldc " + std::to_string(ldc) + "), " + dtype_name(dtype) +
+           (tf32 ? " (TF32)" : "");
+  }
+};
+
+struct LtKeyHash {
+  size_t operator()(const LtKey& k) const {
+    size_t h = 0;
+    for (int64_t v : {int64_t(k.dtype), int64_t(k.tf32), int64_t(k.trans_a), int64_t(k.trans_b), int64_t(k.m),
+                      int64_t(k.n), int64_t(k.k), int64_t(k.lda), int64_t(k.ldb), int64_t(k.ldc),
+                      int64_t(k.align_a), int64_t(k.align_b), int64_t(k.align_d)})
+      h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+  }
+};
+
+// A status of a Lt call for `key`: a failure names the library's status, the op,
+// the problem, the call, file and line (allocation failures as ROCmMemoryError).
+struct LtCall {
+  const LtKey& key;
+  const char* op;
+  void check(hipblasStatus_t status, const char* call, const char* file, int line) const {
+    if (status == HIPBLAS_STATUS_SUCCESS) return;
+    const std::string msg = std::string(PF_BLASLT_LIBRARY " error ") + hipblaslt_status_name(status) + " in " +
+                            key.describe(op) + ": " + call + " at " + file + ":" + std::to_string(line);
+    if (status == HIPBLAS_STATUS_ALLOC_FAILED) throw ROCmMemoryError(msg);
+    throw ROCmError(msg);
+  }
+};
+#define LT_CHECK(c, call) (c).check((call), #call, __FILE__, __LINE__)
+
+hipDataType lt_type(DType d) {
+  switch (d) {
+    case DType::Float16: return HIP_R_16F;
+    case DType::BFloat16: return HIP_R_16BF;
+    case DType::Float64: return HIP_R_64F;
+    default: return HIP_R_32F;
+  }
+}
+
+hipblasOperation_t lt_operation(rocblas_operation t) {
+  return t == rocblas_operation_transpose ? HIPBLAS_OP_T : HIPBLAS_OP_N;
+}
+
+// What one problem runs with; the descriptors are destroyed with it.
+struct LtPlan {
+  hipblasLtMatmulDesc_t desc = nullptr;
+  hipblasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  hipblasLtMatmulAlgo_t algo{};
+  bool usable = false;  // the heuristic found an algorithm and the library ran it; if not, the caller's GEMM runs
+
+  LtPlan() = default;
+  LtPlan(const LtPlan&) = delete;
+  LtPlan& operator=(const LtPlan&) = delete;
+  ~LtPlan() {
+    if (d) (void)hipblasLtMatrixLayoutDestroy(d);
+    if (b) (void)hipblasLtMatrixLayoutDestroy(b);
+    if (a) (void)hipblasLtMatrixLayoutDestroy(a);
+    if (desc) (void)hipblasLtMatmulDescDestroy(desc);
+  }
+};
+
+// The matmul preference of one heuristic query, destroyed when it is done.
+struct LtPreference {
+  hipblasLtMatmulPreference_t pref = nullptr;
+  ~LtPreference() {
+    if (pref) (void)hipblasLtMatmulPreferenceDestroy(pref);
+  }
+};
+
+// The largest power of two dividing the address, up to 256 (PyTorch's _getAlignment).
+uint32_t alignment(const void* p) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+  uint32_t a = 256;
+  while (address % a) a /= 2;
+  return a;
+}
+
+// Plans kept per instance at most; past that the cache starts again (a workload of
+// so many shapes then pays the heuristic once more per shape, as PyTorch does per call).
+constexpr size_t kMaxLtPlans = 1024;
+
+}  // namespace
+
+struct ROCmBLAS::Lt {
+  hipblasLtHandle_t handle = nullptr;
+  std::unordered_map<LtKey, std::unique_ptr<LtPlan>, LtKeyHash> plans;
+
+  Lt() {
+    const hipblasStatus_t status = hipblasLtCreate(&handle);
+    if (status != HIPBLAS_STATUS_SUCCESS)
+      throw ROCmError(std::string(PF_BLASLT_LIBRARY " error ") + hipblaslt_status_name(status) +
+                      " in hipblasLtCreate at " + __FILE__ + ":" + std::to_string(__LINE__));
+  }
+  ~Lt() {
+    plans.clear();
+    (void)hipblasLtDestroy(handle);
+  }
+  Lt(const Lt&) = delete;
+  Lt& operator=(const Lt&) = delete;
+
+  // The plan of `key` (made on first use): the descriptors and the heuristic's first algorithm.
+  LtPlan& plan(const LtKey& key, const char* op) {
+    auto it = plans.find(key);
+    if (it != plans.end()) return *it->second;
+    if (plans.size() >= kMaxLtPlans) plans.clear();
+    auto p = std::make_unique<LtPlan>();
+    const LtCall c{key, op};
+    const bool f64 = key.dtype == DType::Float64;
+    const hipblasComputeType_t compute = f64        ? HIPBLAS_COMPUTE_64F
+                                         : key.tf32 ? HIPBLAS_COMPUTE_32F_FAST_TF32
+                                                    : HIPBLAS_COMPUTE_32F;
+    const hipDataType type = lt_type(key.dtype), scale = f64 ? HIP_R_64F : HIP_R_32F;
+    LT_CHECK(c, hipblasLtMatmulDescCreate(&p->desc, compute, scale));
+    const hipblasLtEpilogue_t epilogue = HIPBLASLT_EPILOGUE_BIAS;
+    LT_CHECK(c, hipblasLtMatmulDescSetAttribute(p->desc, HIPBLASLT_MATMUL_DESC_TRANSA, &key.trans_a,
+                                                sizeof(key.trans_a)));
+    LT_CHECK(c, hipblasLtMatmulDescSetAttribute(p->desc, HIPBLASLT_MATMUL_DESC_TRANSB, &key.trans_b,
+                                                sizeof(key.trans_b)));
+    LT_CHECK(c, hipblasLtMatmulDescSetAttribute(p->desc, HIPBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                sizeof(epilogue)));
+    // Layouts are of the stored matrices: op(A) is m x k, so A is k x m when transposed.
+    const bool a_t = key.trans_a == HIPBLAS_OP_T, b_t = key.trans_b == HIPBLAS_OP_T;
+    LT_CHECK(c, hipblasLtMatrixLayoutCreate(&p->a, type, a_t ? key.k : key.m, a_t ? key.m : key.k, key.lda));
+    LT_CHECK(c, hipblasLtMatrixLayoutCreate(&p->b, type, b_t ? key.n : key.k, b_t ? key.k : key.n, key.ldb));
+    LT_CHECK(c, hipblasLtMatrixLayoutCreate(&p->d, type, key.m, key.n, key.ldc));
+    LtPreference pref;
+    const uint64_t workspace = kWorkspaceBytes;
+    LT_CHECK(c, hipblasLtMatmulPreferenceCreate(&pref.pref));
+    LT_CHECK(c, hipblasLtMatmulPreferenceSetAttribute(pref.pref, HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                      &workspace, sizeof(workspace)));
+#if defined(PYFLAME_HIP_NVIDIA)
+    // cuBLASLt takes the operands' alignments as preferences (hipBLASLt has no such attribute).
+    LT_CHECK(c, cublasLtMatmulPreferenceSetAttribute(pref.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                                     &key.align_a, sizeof(key.align_a)));
+    LT_CHECK(c, cublasLtMatmulPreferenceSetAttribute(pref.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                     &key.align_b, sizeof(key.align_b)));
+    LT_CHECK(c, cublasLtMatmulPreferenceSetAttribute(pref.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                                     &key.align_d, sizeof(key.align_d)));
+    LT_CHECK(c, cublasLtMatmulPreferenceSetAttribute(pref.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                                     &key.align_d, sizeof(key.align_d)));
+#endif
+    hipblasLtMatmulHeuristicResult_t result{};
+    int returned = 0;
+    const hipblasStatus_t status = hipblasLtMatmulAlgoGetHeuristic(handle, p->desc, p->a, p->b, p->d, p->d,
+                                                                   pref.pref, 1, &result, &returned);
+    // NOT_SUPPORTED: no heuristic for this configuration (float64 may have none): the caller's GEMM runs.
+    if (status != HIPBLAS_STATUS_NOT_SUPPORTED) c.check(status, "hipblasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
+    p->usable = status == HIPBLAS_STATUS_SUCCESS && returned > 0 && result.state == HIPBLAS_STATUS_SUCCESS;
+    p->algo = result.algo;
+    return *plans.emplace(key, std::move(p)).first->second;
+  }
+};
+
+#else
+
+// An AMD build without hipBLASLt: rocBLAS has no fused bias, so no plans.
+struct ROCmBLAS::Lt {};
+
+#endif
+
+bool ROCmBLAS::try_gemm_bias(const char* op, DType dtype, rocblas_operation trans_a, rocblas_operation trans_b,
+                             int M, int N, int K, const void* A, int lda, const void* B, int ldb, const void* bias,
+                             void* C, int ldc, bool tf32) {
+  PF_CHECK(is_floating(dtype), TypeError, "ROCmBLAS::try_gemm_bias: ", dtype, " is not a float dtype");
+#if PYFLAME_WITH_BLASLT
+  // The heuristic fails on a dimension of 1 (PyTorch's addmm keeps those from Lt too).
+  if (M <= 1 || N <= 1 || K <= 1) return false;
+#if !defined(PYFLAME_HIP_NVIDIA)
+  // hipBLASLt has TF32 only over cuBLAS (hipblas-common.h): float32 stays full precision on AMD, as with rocBLAS.
+  tf32 = false;
+#endif
+  if (!lt_) lt_ = std::make_unique<Lt>();
+  const LtKey key{dtype, dtype == DType::Float32 && tf32, lt_operation(trans_a), lt_operation(trans_b), M, N, K,
+                  lda, ldb, ldc, alignment(A), alignment(B), std::min(alignment(C), alignment(bias))};
+  LtPlan& p = lt_->plan(key, op);
+  if (!p.usable) return false;
+  const LtCall c{key, op};
+  LT_CHECK(c, hipblasLtMatmulDescSetAttribute(p.desc, HIPBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  const bool f64 = dtype == DType::Float64;
+  const float one32 = 1.0f, zero32 = 0.0f;
+  const double one64 = 1.0, zero64 = 0.0;
+  const void* alpha = f64 ? static_cast<const void*>(&one64) : &one32;
+  const void* beta = f64 ? static_cast<const void*>(&zero64) : &zero32;
+  const hipblasStatus_t status = hipblasLtMatmul(lt_->handle, p.desc, alpha, A, p.a, B, p.b, beta, C, p.d, C, p.d,
+                                                 &p.algo, stream_workspace(), kWorkspaceBytes, stream_);
+  // An algorithm the heuristic offered may still refuse the call before launching
+  // anything (PyTorch then falls back to the unfused GEMM too): the problem stays with it.
+  if (status == HIPBLAS_STATUS_NOT_SUPPORTED) {
+    p.usable = false;
+    return false;
+  }
+  c.check(status, "hipblasLtMatmul", __FILE__, __LINE__);
+  return true;
+#else
+  return false;
+#endif
 }
 
 namespace {
@@ -182,8 +425,49 @@ void matmul_entry(OpCall& call) {
   }
 }
 
+// linear on the device: y (m, n) = x (m, k) w (n, k)^T + b, the op layer having
+// flattened x's batch dims (modules_ops.cpp); x and w in any strides, a 0-d bias
+// expanded to (n). As matmul of x and w^T: column-major, y^T = op(w^T) op(x^T),
+// and the bias one value per row of y^T. Where the library adds the bias in the
+// GEMM (try_gemm_bias) that is one call; otherwise the bias is written into y and
+// the GEMM accumulates onto it (beta = 1), as the CPU kernel and PyTorch's
+// unfused addmm do: still no separate pass of an add.
+void linear_entry(OpCall& call) {
+  Tensor x = call.inputs[0];
+  Tensor w_t = call.inputs[1].transpose(0, 1);
+  Tensor& out = call.out();
+  if (out.numel() == 0) return;
+  const int64_t m = x.size(0), k = x.size(1), n = out.size(1);
+  for (int64_t s : {m, n, k})
+    PF_CHECK(s <= INT_MAX, NotSupportedError, "linear: matrix dimension ", s,
+             " exceeds the GPU BLAS limit of 2^31-1 (input ", x.shape(), ", weight ", call.inputs[1].shape(), ")");
+  DeviceGuard guard(out.device().index);
+  // The epilogue reads the bias packed; a 0-d bias comes expanded (stride 0).
+  const Tensor bias = call.inputs[2].defined() ? call.inputs[2].contiguous() : Tensor();
+  if (k == 0) {  // empty sums; BLAS wants leading dimensions of at least 1
+    if (bias.defined()) out.copy_(bias.expand(out.shape()));
+    else out.fill_(Scalar(0.0));
+    return;
+  }
+  const MatrixLayout lx = matrix_layout(x), lw = matrix_layout(w_t);
+  for (int64_t ld : {lx.ld, lw.ld})
+    PF_CHECK(ld <= INT_MAX, NotSupportedError, "linear: a row stride of ", ld,
+             " exceeds the GPU BLAS limit of 2^31-1; make the operand contiguous first");
+  ROCmBLAS& blas = get_blas();
+  const int M = static_cast<int>(n), N = static_cast<int>(m), K = static_cast<int>(k);
+  if (bias.defined() && blas.try_gemm_bias("linear", x.dtype(), op_of(lw), op_of(lx), M, N, K, w_t.data_ptr(),
+                                           static_cast<int>(lw.ld), x.data_ptr(), static_cast<int>(lx.ld),
+                                           bias.data_ptr(), out.data_ptr(), M, allow_tf32()))
+    return;
+  if (bias.defined()) out.copy_(bias.expand(out.shape()));
+  blas.gemm_ex(x.dtype(), op_of(lw), op_of(lx), M, N, K, 1.0, w_t.data_ptr(), static_cast<int>(lw.ld), 0,
+               x.data_ptr(), static_cast<int>(lx.ld), 0, bias.defined() ? 1.0 : 0.0, out.data_ptr(), M, 0, 1,
+               allow_tf32());
+}
+
 PF_REGISTER_KERNEL(matmul, ROCm, &matmul_entry);
 PF_REGISTER_KERNEL(batch_matmul, ROCm, &matmul_entry);
+PF_REGISTER_KERNEL(linear, ROCm, &linear_entry);
 
 }  // namespace
 }  // namespace pyflame::backend::rocm

@@ -115,9 +115,35 @@ enum class ConvDirection { forward, backward_data, backward_weights };
 // A library call for problem `p`: a failure names the op, its shapes and the call.
 #define DNN_CHECK_FOR(p, call) (p).check((call), #call, __FILE__, __LINE__)
 
+namespace {
+
+// The op a convolution problem runs, for messages.
+const char* conv_op_name(ConvDirection direction, size_t dims) {
+  const bool three_d = dims == 5;
+  if (direction == ConvDirection::forward) return three_d ? "conv3d" : "conv2d";
+  if (direction == ConvDirection::backward_weights) return "conv_weight_backward";
+  return three_d ? "conv_transpose3d" : "conv_transpose2d";
+}
+
+// Shapes of 4 or 5 dims alike, one entry of padding, stride and dilation per
+// spatial dim: what ConvKey and ConvProblem hold.
+void check_conv_ranks(ConvDirection direction, const std::vector<int64_t>& xs, const std::vector<int64_t>& ws,
+                      const std::vector<int64_t>& ys, const ConvParams& p) {
+  const size_t dims = xs.size(), spatial = dims - 2;
+  PF_CHECK((dims == 4 || dims == 5) && ws.size() == dims && ys.size() == dims && p.padding.size() == spatial &&
+               p.stride.size() == spatial && p.dilation.size() == spatial,
+           ValueError, conv_op_name(direction, dims), ": needs input, weight and output of 4 or 5 dims alike and one "
+           "entry of padding, stride and dilation per spatial dim; got input [", join(xs), "], weight [", join(ws),
+           "], output [", join(ys), "], padding [", join(p.padding), "], stride [", join(p.stride), "], dilation [",
+           join(p.dilation), "]");
+}
+
+}  // namespace
+
 // The descriptors of one convolution in one direction, its tuning-cache key
 // and its description for messages. Shapes are the forward convolution's:
 // x (N, C, spatial...), w (O, C/groups, kernel...), y (N, O, spatial...).
+// Made once per problem and kept by the ROCmDNN instance (ROCmDNN::problem).
 struct ConvProblem {
   ConvDirection direction;
   DType dtype;
@@ -130,14 +156,11 @@ struct ConvProblem {
   miopenConvolutionDescriptor_t conv = nullptr;
 
   ConvProblem(ConvDirection dir, int device, DType dt, const std::vector<int64_t>& xs, const std::vector<int64_t>& ws,
-              const std::vector<int64_t>& ys, const ConvParams& p)
+              const std::vector<int64_t>& ys, const ConvParams& p, bool allow_tf32)
       : direction(dir), dtype(dt), x_shape(xs), w_shape(ws), y_shape(ys), params(p),
-        tf32(dt == DType::Float32 && conv_allow_tf32()) {
-    const size_t dims = xs.size(), spatial = dims - 2;
-    PF_CHECK((dims == 4 || dims == 5) && ws.size() == dims && ys.size() == dims && p.padding.size() == spatial &&
-                 p.stride.size() == spatial && p.dilation.size() == spatial,
-             ValueError, op(), ": needs input, weight and output of 4 or 5 dims alike and one entry of padding, "
-             "stride and dilation per spatial dim; got ", describe());
+        tf32(dt == DType::Float32 && allow_tf32) {
+    check_conv_ranks(dir, xs, ws, ys, p);
+    const size_t spatial = xs.size() - 2;
     for (const auto* s : {&xs, &ws, &ys}) {
       int64_t numel = 1;
       for (int64_t d : *s) {
@@ -183,12 +206,7 @@ struct ConvProblem {
   ConvProblem& operator=(const ConvProblem&) = delete;
 
   // The op the problem runs, for messages.
-  const char* op() const {
-    const bool three_d = x_shape.size() == 5;
-    if (direction == ConvDirection::forward) return three_d ? "conv3d" : "conv2d";
-    if (direction == ConvDirection::backward_weights) return "conv_weight_backward";
-    return three_d ? "conv_transpose3d" : "conv_transpose2d";
-  }
+  const char* op() const { return conv_op_name(direction, x_shape.size()); }
 
   // The problem in the op's terms: the transposed convolution's input is dy, its output dx.
   std::string describe() const {
@@ -254,6 +272,67 @@ struct ConvProblem {
     if (x) (void)miopenDestroyTensorDescriptor(x);
   }
 };
+
+namespace {
+
+// What identifies a ConvProblem, in fixed-size fields: a call builds, hashes and
+// compares it (no allocation), where it used to make the whole problem, and
+// destroy it after: the tuning cache's text key, the checks, and four library
+// descriptors created, set and destroyed, each a library call of its own.
+// tf32 is the setting's value at the call, so switching it reaches the next call.
+struct ConvKey {
+  ConvDirection direction;
+  DType dtype;
+  bool tf32;
+  int dims;
+  int64_t x[5], w[5], y[5];
+  int padding[3], stride[3], dilation[3], groups;
+  bool operator==(const ConvKey&) const = default;
+
+  // Shapes and parameters of checked ranks (check_conv_ranks).
+  ConvKey(ConvDirection dir, DType dt, bool allow_tf32, const std::vector<int64_t>& xs,
+          const std::vector<int64_t>& ws, const std::vector<int64_t>& ys, const ConvParams& p)
+      : direction(dir), dtype(dt), tf32(dt == DType::Float32 && allow_tf32), dims(static_cast<int>(xs.size())),
+        x{}, w{}, y{}, padding{}, stride{}, dilation{}, groups(p.groups) {
+    std::copy(xs.begin(), xs.end(), x), std::copy(ws.begin(), ws.end(), w), std::copy(ys.begin(), ys.end(), y);
+    std::copy(p.padding.begin(), p.padding.end(), padding), std::copy(p.stride.begin(), p.stride.end(), stride);
+    std::copy(p.dilation.begin(), p.dilation.end(), dilation);
+  }
+};
+
+struct ConvKeyHash {
+  size_t operator()(const ConvKey& k) const {
+    size_t h = static_cast<size_t>(k.direction) * 31 + static_cast<size_t>(k.dtype) * 7 + k.tf32;
+    auto add = [&h](int64_t v) { h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+    for (int d = 0; d < 5; ++d) add(k.x[d]), add(k.w[d]), add(k.y[d]);
+    for (int d = 0; d < 3; ++d) add(k.padding[d]), add(k.stride[d]), add(k.dilation[d]);
+    add(k.groups);
+    return h;
+  }
+};
+
+// Problems kept per instance at most; past that the instance starts again (a
+// workload of so many shapes then makes each problem's descriptors once more).
+constexpr size_t kMaxProblems = 1024;
+
+}  // namespace
+
+struct ROCmDNN::Problems {
+  std::unordered_map<ConvKey, std::unique_ptr<ConvProblem>, ConvKeyHash> map;
+};
+
+const ConvProblem& ROCmDNN::problem(ConvDirection dir, DType dtype, const std::vector<int64_t>& xs,
+                                    const std::vector<int64_t>& ws, const std::vector<int64_t>& ys,
+                                    const ConvParams& params) {
+  check_conv_ranks(dir, xs, ws, ys, params);
+  const bool tf32 = conv_allow_tf32();
+  const ConvKey key(dir, dtype, tf32, xs, ws, ys, params);
+  auto it = problems_->map.find(key);
+  if (it != problems_->map.end()) return *it->second;
+  if (problems_->map.size() >= kMaxProblems) problems_->map.clear();
+  auto p = std::make_unique<ConvProblem>(dir, device_, dtype, xs, ws, ys, params, tf32);
+  return *problems_->map.emplace(key, std::move(p)).first->second;
+}
 
 namespace {
 
@@ -477,13 +556,14 @@ MIOpenTuningCache::Entry search_cudnn(miopenHandle_t handle, int device, hipStre
 
 }  // namespace
 
-ROCmDNN::ROCmDNN() {
+ROCmDNN::ROCmDNN() : problems_(std::make_unique<Problems>()) {
   HIP_CHECK(hipGetDevice(&device_));
   MIOPEN_CHECK(miopenCreate(&handle_));
 }
 
 ROCmDNN::~ROCmDNN() {
   DeviceGuard guard(device_);
+  problems_.reset();
   (void)miopenDestroy(handle_);
 }
 
@@ -575,7 +655,7 @@ void ROCmDNN::conv_forward(DType dtype, const std::vector<int64_t>& input_shape,
                            const std::vector<int64_t>& output_shape, void* output, const ConvParams& params,
                            void* workspace, size_t workspace_size) {
   DeviceGuard guard(device_);
-  ConvProblem p(ConvDirection::forward, device_, dtype, input_shape, weight_shape, output_shape, params);
+  const ConvProblem& p = problem(ConvDirection::forward, dtype, input_shape, weight_shape, output_shape, params);
   run(p, choose(p), input, weight, output, workspace, workspace_size);
 }
 
@@ -583,7 +663,7 @@ void ROCmDNN::conv_forward(DType dtype, const std::vector<int64_t>& input_shape,
                            const std::vector<int64_t>& weight_shape, const void* weight,
                            const std::vector<int64_t>& output_shape, void* output, const ConvParams& params) {
   DeviceGuard guard(device_);
-  ConvProblem p(ConvDirection::forward, device_, dtype, input_shape, weight_shape, output_shape, params);
+  const ConvProblem& p = problem(ConvDirection::forward, dtype, input_shape, weight_shape, output_shape, params);
   const MIOpenTuningCache::Entry choice = choose(p);
   Scratch workspace(device_, stream_, choice.workspace);
   run(p, choice, input, weight, output, workspace.get(), choice.workspace);
@@ -618,7 +698,7 @@ size_t ROCmDNN::conv_forward_workspace_size(DType dtype, const std::vector<int64
                                             const std::vector<int64_t>& weight_shape,
                                             const std::vector<int64_t>& output_shape, const ConvParams& params) {
   DeviceGuard guard(device_);
-  ConvProblem p(ConvDirection::forward, device_, dtype, input_shape, weight_shape, output_shape, params);
+  const ConvProblem& p = problem(ConvDirection::forward, dtype, input_shape, weight_shape, output_shape, params);
   return choose(p).workspace;
 }
 
@@ -627,8 +707,8 @@ void ROCmDNN::conv_backward_data(DType dtype, const std::vector<int64_t>& grad_o
                                  const std::vector<int64_t>& grad_input_shape, void* grad_input,
                                  const ConvParams& params, void* workspace, size_t workspace_size) {
   DeviceGuard guard(device_);
-  ConvProblem p(ConvDirection::backward_data, device_, dtype, grad_input_shape, weight_shape, grad_output_shape,
-                params);
+  const ConvProblem& p =
+      problem(ConvDirection::backward_data, dtype, grad_input_shape, weight_shape, grad_output_shape, params);
   run(p, choose(p), grad_output, weight, grad_input, workspace, workspace_size);
 }
 
@@ -637,8 +717,8 @@ void ROCmDNN::conv_backward_data(DType dtype, const std::vector<int64_t>& grad_o
                                  const std::vector<int64_t>& grad_input_shape, void* grad_input,
                                  const ConvParams& params) {
   DeviceGuard guard(device_);
-  ConvProblem p(ConvDirection::backward_data, device_, dtype, grad_input_shape, weight_shape, grad_output_shape,
-                params);
+  const ConvProblem& p =
+      problem(ConvDirection::backward_data, dtype, grad_input_shape, weight_shape, grad_output_shape, params);
   const MIOpenTuningCache::Entry choice = choose(p);
   Scratch workspace(device_, stream_, choice.workspace);
   run(p, choice, grad_output, weight, grad_input, workspace.get(), choice.workspace);
@@ -649,8 +729,8 @@ size_t ROCmDNN::conv_backward_data_workspace_size(DType dtype, const std::vector
                                                   const std::vector<int64_t>& grad_input_shape,
                                                   const ConvParams& params) {
   DeviceGuard guard(device_);
-  ConvProblem p(ConvDirection::backward_data, device_, dtype, grad_input_shape, weight_shape, grad_output_shape,
-                params);
+  const ConvProblem& p =
+      problem(ConvDirection::backward_data, dtype, grad_input_shape, weight_shape, grad_output_shape, params);
   return choose(p).workspace;
 }
 
@@ -659,8 +739,8 @@ void ROCmDNN::conv_backward_weights(DType dtype, const std::vector<int64_t>& inp
                                     const std::vector<int64_t>& grad_weight_shape, void* grad_weight,
                                     const ConvParams& params) {
   DeviceGuard guard(device_);
-  ConvProblem p(ConvDirection::backward_weights, device_, dtype, input_shape, grad_weight_shape, grad_output_shape,
-                params);
+  const ConvProblem& p =
+      problem(ConvDirection::backward_weights, dtype, input_shape, grad_weight_shape, grad_output_shape, params);
   const MIOpenTuningCache::Entry choice = choose(p);
   Scratch workspace(device_, stream_, choice.workspace);
   run(p, choice, input, grad_output, grad_weight, workspace.get(), choice.workspace);

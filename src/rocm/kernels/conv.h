@@ -12,7 +12,7 @@ void conv_gemm_entry(OpCall& call);                  // conv2d, conv3d
 void conv_transpose_gemm_entry(OpCall& call);        // conv_transpose2d
 void conv_weight_backward_gemm_entry(OpCall& call);  // conv_weight_backward
 
-// out += bias (inputs[2], when given) per output channel, with the elementwise add kernel.
+// out += bias (inputs[2], when given) per output channel, in one pass over out (conv.hip).
 void add_conv_bias(OpCall& call);
 
 }  // namespace pyflame::backend::rocm

@@ -174,6 +174,27 @@ static __global__ void col2im_kernel(T* __restrict__ img, const T* __restrict__ 
   }
 }
 
+// out[n, c, p] += bias[c] over out (N, C, P) contiguous: a thread per V consecutive
+// elements of one plane (V divides P), its channel from its index by one division
+// and one remainder, 16-byte accesses where the planes allow; the sum in acc_t<T>,
+// rounded once. The elementwise add of the bias expanded to out's shape, which ran
+// before, split every element's index over the coalesced dims in 64-bit divisions
+// and remainders and accessed one element at a time. Both convolution paths (the
+// DNN library's, im2col + BLAS) add the bias here.
+template <class T, class I, int V>
+static __global__ void add_channel_bias_kernel(T* __restrict__ out, const T* __restrict__ bias, I channels, I runs,
+                                               I total) {
+  using A = acc_t<T>;
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<I>(gridDim.x) * blockDim.x) {
+    const A b = static_cast<A>(bias[(i / runs) % channels]);
+    Vec<T, V>* at = reinterpret_cast<Vec<T, V>*>(out) + i;
+    Vec<T, V> v = *at;
+    for (int j = 0; j < V; ++j) v.v[j] = static_cast<T>(static_cast<A>(v.v[j]) + b);
+    *at = v;
+  }
+}
+
 // Calls f(I{}) with the narrowest index type that holds every index below
 // `extent`, with room for a grid-stride step (at most 2^28) past the end.
 template <class F> void with_index_type(int64_t extent, const F& f) {
@@ -289,12 +310,32 @@ void gemm(const OpCall& call, bool trans_a, bool trans_b, int64_t m, int64_t n, 
 
 void add_conv_bias(OpCall& call) {
   const Tensor& bias = call.inputs[2];
-  if (!bias.defined()) return;
   Tensor& out = call.out();
-  Shape per_channel(out.shape().size(), 1);
-  per_channel[1] = out.shape()[1];
-  OpCall add{ir::OpType::add, {out, bias.view(per_channel).expand(out.shape())}, ElementwiseAttrs{}, {out}};
-  run_kernel(add, out.device());
+  if (!bias.defined() || out.numel() == 0) return;
+  const int64_t channels = out.shape()[1], plane = out.numel() / (out.shape()[0] * channels);
+  const int device = out.device().index;
+  DeviceGuard guard(device);
+  visit_dtype(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      with_index_type(out.numel(), [&](auto index) {
+        using I = decltype(index);
+        const auto launch = [&](auto vec) {
+          constexpr int V = decltype(vec)::value;
+          const int64_t runs = plane / V;
+          add_channel_bias_kernel<T, I, V><<<grid_for(out.numel() / V), kThreads, 0, current_stream(device)>>>(
+              static_cast<T*>(out.data_ptr()), static_cast<const T*>(bias.data_ptr()), static_cast<I>(channels),
+              static_cast<I>(runs), static_cast<I>(out.numel() / V));
+        };
+        constexpr int V = kVec<T>;
+        if (plane % V == 0 && aligned(out.data_ptr(), V * sizeof(T))) launch(std::integral_constant<int, V>{});
+        else launch(std::integral_constant<int, 1>{});
+      });
+    } else {
+      throw TypeError(std::string(op_name(call.op)) + ": no GPU bias kernel for " + dtype_name(out.dtype()));
+    }
+  });
+  check_launch(op_name(call.op), [&] { return "bias, " + describe(call); });
 }
 
 // x (N, C, spatial...), weight (O, C / groups, kernel...) -> out (N, O, spatial...).

@@ -9,12 +9,20 @@
 // column-major, as in rocBLAS; the matmul kernel maps row-major tensors onto it
 // with transpose flags and no copies. Each stream gets its own workspace from
 // the caching allocator, so concurrent streams never share one.
-// float32 products use TF32 only when allowed (math_mode.h): gemm and matmul
-// follow the matmul setting, the convolutions without a DNN library the
+// float32 products use TF32 only when allowed (math_mode.h): gemm, matmul and
+// linear follow the matmul setting, the convolutions without a DNN library the
 // convolution setting (gemm_ex's tf32 says which applies).
+//
+// linear's GEMM adds its bias in the GEMM itself where the library can
+// (try_gemm_bias): the bias epilogue of cuBLASLt (NVIDIA) or hipBLASLt (AMD, where
+// the build found it), its descriptors and algorithm made once per problem and
+// kept by the instance (blas.cpp says more). rocBLAS has no epilogue: without
+// hipBLASLt the caller writes the bias into the output and lets the GEMM
+// accumulate onto it.
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "pyflame/backend/rocm/hip_compat.h"
@@ -58,13 +66,28 @@ class PF_API ROCmBLAS {
                const void* A, int lda, int64_t stride_a, const void* B, int ldb, int64_t stride_b, double beta,
                void* C, int ldc, int64_t stride_c, int batch_count, bool tf32);
 
+  // C (M x N) = op(A) op(B) + bias, the bias (M packed values of `dtype`) added
+  // to every column, in one library call where the library has that form for
+  // the problem: true when done. False (nothing was run) without a Lt library
+  // (AMD without hipBLASLt), where it has no algorithm for the problem, or where
+  // M, N or K is 1 (PyTorch's addmm keeps those from Lt too); the caller then
+  // fills C with the bias and runs gemm_ex with beta = 1. float32 uses TF32 only
+  // when `tf32` and on NVIDIA. `op` names the calling op in error messages.
+  bool try_gemm_bias(const char* op, DType dtype, rocblas_operation trans_a, rocblas_operation trans_b, int M,
+                     int N, int K, const void* A, int lda, const void* B, int ldb, const void* bias, void* C,
+                     int ldc, bool tf32);
+
  private:
-  void use_workspace();  // the current stream's workspace
+  void* stream_workspace();  // the current stream's workspace, made on first use
+  void use_workspace();      // hands it to cuBLAS
+
+  struct Lt;  // the Lt library's handle and the matmul plans made so far (blas.cpp)
 
   rocblas_handle handle_ = nullptr;
   int device_ = 0;
   hipStream_t stream_ = nullptr;
   std::map<hipStream_t, void*> workspaces_;
+  std::unique_ptr<Lt> lt_;
 };
 
 // The current device's instance for this thread, set to the current stream.

@@ -7,7 +7,8 @@
 // API) because it maps one to one onto MIOpen's: descriptors, a find or
 // heuristic step choosing an algorithm, a workspace query and the call. The
 // chosen algorithm per problem and direction lives in the MIOpenTuningCache
-// (tuning.h).
+// (tuning.h); the problem's descriptors are made on its first call and kept by
+// the instance, so a call looks both up and runs.
 //
 // Provided now: N-D convolution (2-D and 3-D) forward — pf.conv2d, conv1d and
 // conv3d on the device —, its backward data, which is the transposed
@@ -22,6 +23,7 @@
 // bound to the current stream.
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "pyflame/backend/rocm/hip_compat.h"
@@ -65,8 +67,10 @@ struct PF_API PoolParams {
                            int stride_w = 1);
 };
 
-// The descriptors of one convolution problem (dnn.cpp).
+// The descriptors of one convolution problem, and its direction: forward,
+// backward data or backward weights (dnn.cpp).
 struct ConvProblem;
+enum class ConvDirection;
 
 class PF_API ROCmDNN {
  public:
@@ -195,12 +199,21 @@ class PF_API ROCmDNN {
               const std::vector<int64_t>& output_shape, void* output, const std::vector<int>& reduce_dims);
 
  private:
+  // The problem of these shapes and parameters, made on first use and kept
+  // (descriptors included) for later calls; invalid ones raise ValueError or
+  // NotSupportedError and are not kept.
+  const ConvProblem& problem(ConvDirection direction, DType dtype, const std::vector<int64_t>& x_shape,
+                             const std::vector<int64_t>& w_shape, const std::vector<int64_t>& y_shape,
+                             const ConvParams& params);
   MIOpenTuningCache::Entry choose(const ConvProblem& p);
   // Runs the problem's direction on its operands: forward (x, w) -> y,
   // backward data (dy, w) -> dx, backward weights (x, dy) -> dw.
   void run(const ConvProblem& p, const MIOpenTuningCache::Entry& choice, const void* first, const void* second,
            void* output, void* workspace, size_t workspace_size);
 
+  struct Problems;  // the problems made so far, by shapes, parameters, dtype and direction
+
+  std::unique_ptr<Problems> problems_;
   miopenHandle_t handle_ = nullptr;
   int device_ = 0;
   hipStream_t stream_ = nullptr;

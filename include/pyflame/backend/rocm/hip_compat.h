@@ -50,6 +50,7 @@ using hipStreamCaptureStatus = cudaStreamCaptureStatus;
 #define hipGetErrorName cudaGetErrorName
 #define hipGetErrorString cudaGetErrorString
 #define hipGetLastError cudaGetLastError
+#define hipPeekAtLastError cudaPeekAtLastError
 #define hipGetDeviceCount cudaGetDeviceCount
 #define hipSetDevice cudaSetDevice
 #define hipGetDevice cudaGetDevice

@@ -6,8 +6,9 @@
 // Names whose signatures agree are aliases; where they differ (argument order,
 // an extra argument), a small inline function with the rocBLAS/MIOpen
 // signature calls the NVIDIA one. What the libraries do differently (cuBLAS's
-// caller-owned workspace, TF32, cuDNN's math types and algorithm search) is
-// not hidden here: the adapters keep a commented #if for each.
+// caller-owned workspace, TF32, cuDNN's math types and algorithm search) is not
+// hidden here: the adapters keep a commented #if for each. linear's fused bias is
+// written in hipBLASLt's names, mapped here onto cuBLASLt, which hipBLASLt copies.
 //
 // Where no rocBLAS/MIOpen name fits both, the mapping has a dnn* name of its
 // own on both platforms: a convolution's weight is a tensor descriptor in
@@ -16,11 +17,13 @@
 // accumulates in (dnnInitConvolutionNdDescriptor).
 
 #include <cstdint>
+#include <string>
 
 #include "pyflame/backend/rocm/hip_compat.h"
 
 #if defined(PYFLAME_HIP_NVIDIA)
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cudnn.h>
 
@@ -74,6 +77,55 @@ inline rocblas_status rocblas_gemm_strided_batched_ex(
                                     stride_b, beta, d, d_type, ldd, stride_d, batch_count,
                                     cublas_compute_type(compute), CUBLAS_GEMM_DEFAULT);
 }
+
+// ---- BLASLt: hipBLASLt names for cuBLASLt (linear's GEMM with the bias in its
+// epilogue). hipBLASLt copies cuBLASLt's API, so these are aliases throughout.
+#define PF_BLASLT_LIBRARY "cuBLASLt"
+using hipblasLtHandle_t = cublasLtHandle_t;
+using hipblasLtMatmulDesc_t = cublasLtMatmulDesc_t;
+using hipblasLtMatrixLayout_t = cublasLtMatrixLayout_t;
+using hipblasLtMatmulPreference_t = cublasLtMatmulPreference_t;
+using hipblasLtMatmulAlgo_t = cublasLtMatmulAlgo_t;
+using hipblasLtMatmulHeuristicResult_t = cublasLtMatmulHeuristicResult_t;
+using hipblasLtEpilogue_t = cublasLtEpilogue_t;
+using hipblasStatus_t = cublasStatus_t;
+using hipblasComputeType_t = cublasComputeType_t;
+using hipblasOperation_t = cublasOperation_t;
+using hipDataType = cudaDataType;
+
+constexpr hipblasStatus_t HIPBLAS_STATUS_SUCCESS = CUBLAS_STATUS_SUCCESS;
+constexpr hipblasStatus_t HIPBLAS_STATUS_ALLOC_FAILED = CUBLAS_STATUS_ALLOC_FAILED;
+constexpr hipblasStatus_t HIPBLAS_STATUS_NOT_SUPPORTED = CUBLAS_STATUS_NOT_SUPPORTED;
+constexpr hipblasOperation_t HIPBLAS_OP_N = CUBLAS_OP_N;
+constexpr hipblasOperation_t HIPBLAS_OP_T = CUBLAS_OP_T;
+constexpr hipblasComputeType_t HIPBLAS_COMPUTE_32F = CUBLAS_COMPUTE_32F;
+constexpr hipblasComputeType_t HIPBLAS_COMPUTE_32F_FAST_TF32 = CUBLAS_COMPUTE_32F_FAST_TF32;
+constexpr hipblasComputeType_t HIPBLAS_COMPUTE_64F = CUBLAS_COMPUTE_64F;
+constexpr hipDataType HIP_R_16F = CUDA_R_16F;
+constexpr hipDataType HIP_R_16BF = CUDA_R_16BF;
+constexpr hipDataType HIP_R_32F = CUDA_R_32F;
+constexpr hipDataType HIP_R_64F = CUDA_R_64F;
+constexpr hipblasLtEpilogue_t HIPBLASLT_EPILOGUE_BIAS = CUBLASLT_EPILOGUE_BIAS;
+constexpr cublasLtMatmulDescAttributes_t HIPBLASLT_MATMUL_DESC_TRANSA = CUBLASLT_MATMUL_DESC_TRANSA;
+constexpr cublasLtMatmulDescAttributes_t HIPBLASLT_MATMUL_DESC_TRANSB = CUBLASLT_MATMUL_DESC_TRANSB;
+constexpr cublasLtMatmulDescAttributes_t HIPBLASLT_MATMUL_DESC_EPILOGUE = CUBLASLT_MATMUL_DESC_EPILOGUE;
+constexpr cublasLtMatmulDescAttributes_t HIPBLASLT_MATMUL_DESC_BIAS_POINTER = CUBLASLT_MATMUL_DESC_BIAS_POINTER;
+constexpr cublasLtMatmulPreferenceAttributes_t HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES =
+    CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES;
+
+#define hipblasLtCreate cublasLtCreate
+#define hipblasLtDestroy cublasLtDestroy
+#define hipblasLtMatmulDescCreate cublasLtMatmulDescCreate
+#define hipblasLtMatmulDescDestroy cublasLtMatmulDescDestroy
+#define hipblasLtMatmulDescSetAttribute cublasLtMatmulDescSetAttribute
+#define hipblasLtMatrixLayoutCreate cublasLtMatrixLayoutCreate
+#define hipblasLtMatrixLayoutDestroy cublasLtMatrixLayoutDestroy
+#define hipblasLtMatmulPreferenceCreate cublasLtMatmulPreferenceCreate
+#define hipblasLtMatmulPreferenceDestroy cublasLtMatmulPreferenceDestroy
+#define hipblasLtMatmulPreferenceSetAttribute cublasLtMatmulPreferenceSetAttribute
+#define hipblasLtMatmulAlgoGetHeuristic cublasLtMatmulAlgoGetHeuristic
+#define hipblasLtMatmul cublasLtMatmul
+inline std::string hipblaslt_status_name(hipblasStatus_t s) { return cublasGetStatusName(s); }
 
 // ---- DNN: MIOpen names for cuDNN
 using miopenHandle_t = cudnnHandle_t;
@@ -236,6 +288,16 @@ inline miopenStatus_t dnnSetWeightDescriptor(dnnWeightDescriptor_t d, miopenData
 
 #define PF_BLAS_LIBRARY "rocBLAS"
 #define PF_DNN_LIBRARY "MIOpen"
+
+// hipBLASLt is optional on AMD: the BLAS adapter uses it for linear's fused bias
+// where CMake found it (PYFLAME_WITH_BLASLT; its API of ROCm 6 and later, with
+// hipDataType and hipblasComputeType_t). hipblas-common names no status.
+#if PYFLAME_WITH_BLASLT
+#include <hipblaslt/hipblaslt.h>
+
+#define PF_BLASLT_LIBRARY "hipBLASLt"
+inline std::string hipblaslt_status_name(hipblasStatus_t s) { return "hipblasStatus_t " + std::to_string(s); }
+#endif
 
 // MIOpen is optional on AMD (it is packaged nowhere; the build leaves the DNN
 // adapter out without it), so the BLAS adapter must compile without it.
