@@ -49,6 +49,33 @@ template <int kThreads, class A, class F> __device__ __forceinline__ A block_all
   return r;
 }
 
+// Every lane gets the warp's merged state (S: a state with merge(o) and
+// shuffled(mask), the state of lane this ^ mask: welford.h's, exp_sums.h's).
+template <class S> __device__ __forceinline__ S warp_all_merge(S s) {
+  for (int mask = PF_WARP_SIZE / 2; mask > 0; mask >>= 1) s.merge(s.shuffled(mask));
+  return s;
+}
+
+// Every thread of the block (kThreads threads) gets the block's merged state.
+// Contains __syncthreads: all threads must call it.
+template <int kThreads, class S> __device__ __forceinline__ S block_all_merge(S s) {
+  constexpr int kWarps = kThreads / PF_WARP_SIZE;
+  __shared__ S warp_states[kWarps];
+  __shared__ S result;
+  s = warp_all_merge(s);
+  if (threadIdx.x % PF_WARP_SIZE == 0) warp_states[threadIdx.x / PF_WARP_SIZE] = s;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    S r = warp_states[0];
+    for (int w = 1; w < kWarps; ++w) r.merge(warp_states[w]);
+    result = r;
+  }
+  __syncthreads();
+  const S r = result;
+  __syncthreads();  // the shared slots may be reused by the next call
+  return r;
+}
+
 // Rows handed out to teams of threads, one row per team at a time. With
 // kBlock a team is the whole block; otherwise it is `width` consecutive lanes
 // (a power of two up to the warp size), so that short rows fill a warp with

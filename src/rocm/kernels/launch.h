@@ -85,6 +85,13 @@ struct Walk {
   }
 };
 
+// Lanes per row for rows of `units` loads each: about two loads per lane, at most `warp` lanes (a power of two).
+inline int team_width(int64_t units, int warp) {
+  int w = 1;
+  while (w < warp && 2 * w < units) w *= 2;
+  return w;
+}
+
 inline unsigned grid_for(int64_t n) {
   int64_t blocks = (n + kThreads - 1) / kThreads;
   return static_cast<unsigned>(blocks < (int64_t{1} << 20) ? blocks : (int64_t{1} << 20));  // grid-stride beyond
