@@ -2,14 +2,18 @@
 // op layer hands x as (rows, M) for layer_norm/rms_norm and as (N, C, S) for
 // group_norm/batch_norm, weight/bias/running statistics as float64 (C) or
 // undefined. Statistics are in the compute type: two passes over a row held
-// in registers, else Welford states (welford.h); normalizing is (x - mean) * scale + shift, centred first as on the CPU.
+// in registers, else Welford states (welford.h); normalizing is
+// (x - mean) * scale + shift, centred first as on the CPU.
 //
 // layer_norm, rms_norm, and group_norm whose groups hold at most 8192
-// elements: one block per row (a group of a sample is a contiguous row of
-// (C / G) * S elements), the row held in registers, so x is read once and
-// written once; weight and bias, converted to the compute type, are read
-// per element (they stay in cache).
-// Longer rows are read twice. Their backward passes: one block per row too.
+// elements: the row held in registers, so x is read once and written once, by
+// a team of lanes per row where a warp can hold it (RowTeam: rows of a few
+// hundred elements fill a warp, several per block, and meet in shuffles
+// alone), else by a block per row (a group of a sample is a contiguous row of
+// (C / G) * S elements); weight and bias, converted to the compute type, are
+// read per element (they stay in cache). Longer rows are read twice. Their
+// backward passes: a team per row holding x and g where a warp can, else one
+// block per row.
 //
 // Longer groups and batch_norm: three launches. Statistics: blocks fold runs
 // of a statistic's elements (group_norm: the contiguous (C/G) * S values of
@@ -86,50 +90,53 @@ template <class A> struct RowAffine {
   }
 };
 
-// Rows of at most kNormThreads * kPer elements held in registers, so x is
-// read once; thread t holds elements t * V + k * kNormThreads * V + j
-// (V > 1: rows V-aligned, m % V == 0).
-template <class T, bool kRms, int kPer, int V>
-static __global__ void row_norm_cached(T* out, const T* in, RowAffine<acc_t<T>> affine, int64_t rows, int64_t m,
-                                       double eps) {
+// Rows of at most kVecs * V elements per team thread held in registers, so x
+// is read once, one row per team (kBlock: the block; else `width` lanes of a
+// warp, several rows per warp for short rows): thread `rank` holds vectors
+// rank + k * width (V > 1: rows V-aligned, m % V == 0).
+template <class T, bool kRms, int kVecs, int V, bool kBlock>
+static __global__ void __launch_bounds__(kNormThreads)
+    row_norm_cached(T* out, const T* in, RowAffine<acc_t<T>> affine, int64_t rows, int64_t m, double eps, int width) {
   using A = acc_t<T>;
-  constexpr int kVecs = kPer / V;
   const int64_t nvec = m / V;
   const kernels::SumReduce<A> sum_of;
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const Vec<T, V>* x = reinterpret_cast<const Vec<T, V>*>(in + row * m);
-    Vec<T, V>* y = reinterpret_cast<Vec<T, V>*>(out + row * m);
+  for (RowTeam<kBlock> team(width); team.first < rows; team.next()) {
+    const int64_t row = team.row();
+    const bool live_row = row < rows;
+    const Vec<T, V>* x = reinterpret_cast<const Vec<T, V>*>(in + (live_row ? row : 0) * m);
+    Vec<T, V>* y = reinterpret_cast<Vec<T, V>*>(out + (live_row ? row : 0) * m);
     A v[kVecs][V];
     A s = A(0);
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
-      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kNormThreads;
+      const int64_t i = team.rank + static_cast<int64_t>(k) * team.width;
+      const bool live = live_row && i < nvec;
       Vec<T, V> xv;
-      if (i < nvec) xv = x[i];
+      if (live) xv = x[i];
 #pragma unroll
       for (int j = 0; j < V; ++j) {
-        v[k][j] = i < nvec ? static_cast<A>(xv.v[j]) : A(0);
+        v[k][j] = live ? static_cast<A>(xv.v[j]) : A(0);
         s += v[k][j];
       }
     }
     // rms_norm: the mean square about 0; the others: the variance about the mean.
-    const A mean = kRms ? A(0) : block_all_reduce<kNormThreads>(s, sum_of) / static_cast<A>(m);
+    const A mean = kRms ? A(0) : team.template all_reduce<kNormThreads>(s, sum_of) / static_cast<A>(m);
     A q = A(0);
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
-      const bool live = threadIdx.x + static_cast<int64_t>(k) * kNormThreads < nvec;
+      const bool live = live_row && team.rank + static_cast<int64_t>(k) * team.width < nvec;
 #pragma unroll
       for (int j = 0; j < V; ++j) {
         v[k][j] -= mean;
         if (live) q += v[k][j] * v[k][j];
       }
     }
-    q = block_all_reduce<kNormThreads>(q, sum_of);
+    q = team.template all_reduce<kNormThreads>(q, sum_of);
     const A rstd = A(1) / math::sqrt(q / static_cast<A>(m) + static_cast<A>(eps));
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
-      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kNormThreads;
-      if (i >= nvec) break;
+      const int64_t i = team.rank + static_cast<int64_t>(k) * team.width;
+      if (!live_row || i >= nvec) break;
       Vec<A, V> w, b;
       affine.at(row, i * V, w, b);
       Vec<T, V> yv;
@@ -169,13 +176,15 @@ static __global__ void row_norm(T* out, const T* in, RowAffine<acc_t<T>> affine,
   }
 }
 
-template <class T, bool kRms, int V>
+template <class T, bool kRms, int V, bool kBlock>
 void launch_row_norm_cached(T* out, const T* in, const RowAffine<acc_t<T>>& affine, int64_t rows, int64_t m, double eps,
-                            unsigned grid, hipStream_t stream) {
-  const int64_t per = (m + kNormThreads - 1) / kNormThreads;
+                            int width, hipStream_t stream) {
+  const int64_t per = (m / V + width - 1) / width * V;  // elements per thread
+  const int64_t teams = kNormThreads / width;
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>((rows + teams - 1) / teams, int64_t{1} << 20));
   auto run = [&](auto per_tag) {
-    constexpr int kPer = std::max<int>(decltype(per_tag)::value, V);
-    row_norm_cached<T, kRms, kPer, V><<<grid, kNormThreads, 0, stream>>>(out, in, affine, rows, m, eps);
+    constexpr int kVecs = std::max<int>(decltype(per_tag)::value, V) / V;
+    row_norm_cached<T, kRms, kVecs, V, kBlock><<<grid, kNormThreads, 0, stream>>>(out, in, affine, rows, m, eps, width);
   };
   if (per <= 4) run(std::integral_constant<int, 4>());
   else if (per <= 16) run(std::integral_constant<int, 16>());
@@ -201,13 +210,21 @@ void launch_row_norm(const OpCall& call, const Tensor& x, int64_t rows, int64_t 
                                 group_channels, plane};
       const T* in = x.data<T>();
       T* out = call.out().data<T>();
-      constexpr int V = kVec<T> < 8 ? kVec<T> : 8;  // 16-byte accesses
-      if (m > int64_t{kNormThreads} * kMaxCached)
+      constexpr int V = kVec<T>;  // 16-byte accesses
+      const bool vector = m % V == 0 && aligned(in, sizeof(T) * V) && aligned(out, sizeof(T) * V);
+      const int64_t nvec = vector ? m / V : m;
+      const int warp = warp_size(device);
+      if (m > int64_t{kNormThreads} * kMaxCached) {
         row_norm<T, kRms><<<grid, kNormThreads, 0, stream>>>(out, in, affine, rows, m, eps);
-      else if (V > 1 && m % V == 0 && aligned(in, sizeof(T) * V) && aligned(out, sizeof(T) * V))
-        launch_row_norm_cached<T, kRms, V>(out, in, affine, rows, m, eps, grid, stream);
-      else
-        launch_row_norm_cached<T, kRms, 1>(out, in, affine, rows, m, eps, grid, stream);
+      } else if ((nvec + warp - 1) / warp * (vector ? V : 1) <= kMaxCached) {  // a warp's lanes hold the row
+        const int width = team_width(nvec, warp);
+        if (vector) launch_row_norm_cached<T, kRms, V, false>(out, in, affine, rows, m, eps, width, stream);
+        else launch_row_norm_cached<T, kRms, 1, false>(out, in, affine, rows, m, eps, width, stream);
+      } else if (vector) {
+        launch_row_norm_cached<T, kRms, V, true>(out, in, affine, rows, m, eps, kNormThreads, stream);
+      } else {
+        launch_row_norm_cached<T, kRms, 1, true>(out, in, affine, rows, m, eps, kNormThreads, stream);
+      }
     }
   });
   check_launch(op_name(call.op), "shape " + detail::to_piece(call.out().shape()) + " as rows (" +
@@ -287,6 +304,75 @@ static __global__ void row_norm_backward(T* gx, const T* g, const T* x, const ac
   }
 }
 
+// The same for rows that a warp can hold: a team of `width` lanes per row
+// holds x and g in registers (thread `rank`: vectors rank + k * width; V > 1:
+// rows V-aligned, m % V == 0), so both are read once and the statistics take
+// two passes over registers.
+template <class T, bool kRms, int kVecs, int V>
+static __global__ void __launch_bounds__(kNormThreads)
+    row_norm_backward_cached(T* gx, const T* g, const T* x, const acc_t<T>* weight, int64_t rows, int64_t m,
+                             double eps, int width) {
+  using A = acc_t<T>;
+  const kernels::SumReduce<A> sum_of;
+  const int64_t nvec = m / V;
+  for (RowTeam<false> team(width); team.first < rows; team.next()) {
+    const int64_t row = team.row();
+    const bool live_row = row < rows;
+    const int64_t at = (live_row ? row : 0) * m;
+    const Vec<T, V>* xr = reinterpret_cast<const Vec<T, V>*>(x + at);
+    const Vec<T, V>* gr = reinterpret_cast<const Vec<T, V>*>(g + at);
+    A xv[kVecs][V], gh[kVecs][V];  // x, then x - mean; g w
+    A s = A(0);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int64_t i = team.rank + static_cast<int64_t>(k) * team.width;
+      const bool live = live_row && i < nvec;
+      Vec<T, V> a, b;
+      if (live) a = xr[i], b = gr[i];
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        xv[k][j] = live ? static_cast<A>(a.v[j]) : A(0);
+        gh[k][j] = live ? static_cast<A>(b.v[j]) * (weight ? weight[i * V + j] : A(1)) : A(0);
+        s += xv[k][j];
+      }
+    }
+    const A mean = kRms ? A(0) : team.template all_reduce<kNormThreads>(s, sum_of) / static_cast<A>(m);
+    A q = A(0);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const bool live = live_row && team.rank + static_cast<int64_t>(k) * team.width < nvec;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        xv[k][j] -= mean;
+        if (live) q += xv[k][j] * xv[k][j];
+      }
+    }
+    q = team.template all_reduce<kNormThreads>(q, sum_of);
+    const A rstd = A(1) / math::sqrt(q / static_cast<A>(m) + static_cast<A>(eps));
+    A sum_g = A(0), sum_gx = A(0);  // dead slots hold zeros
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        sum_g += gh[k][j];
+        sum_gx += gh[k][j] * xv[k][j];
+      }
+    if (!kRms) sum_g = team.template all_reduce<kNormThreads>(sum_g, sum_of);
+    sum_gx = team.template all_reduce<kNormThreads>(sum_gx, sum_of) * rstd;
+    const A mean_g = kRms ? A(0) : sum_g / static_cast<A>(m), mean_gx = sum_gx / static_cast<A>(m);
+    Vec<T, V>* out = reinterpret_cast<Vec<T, V>*>(gx + at);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int64_t i = team.rank + static_cast<int64_t>(k) * team.width;
+      if (!live_row || i >= nvec) break;
+      Vec<T, V> r;
+#pragma unroll
+      for (int j = 0; j < V; ++j) r.v[j] = static_cast<T>(rstd * (gh[k][j] - mean_g - xv[k][j] * rstd * mean_gx));
+      out[i] = r;
+    }
+  }
+}
+
 // inputs: g (rows, M), x (rows, M), weight (M, float64) or undefined.
 template <bool kRms> void row_norm_backward_entry(OpCall& call) {
   const int device = call.out().device().index;
@@ -305,6 +391,31 @@ template <bool kRms> void row_norm_backward_entry(OpCall& call) {
       const A* wp = w.defined() ? w.data<A>() : nullptr;
       T* out = call.out().data<T>();
       const T *gp = g.data<T>(), *xp = x.data<T>();
+      // A warp's lanes hold the row's x and g (at most kMaxHeld values of each per lane): a team per row.
+      constexpr int kV = kVec<T>, kMaxHeld = sizeof(A) > 4 ? kMaxCached / 2 : kMaxCached;
+      const bool held_vector =
+          m % kV == 0 && aligned(out, sizeof(T) * kV) && aligned(gp, sizeof(T) * kV) && aligned(xp, sizeof(T) * kV);
+      const int64_t nvec = held_vector ? m / kV : m;
+      const int warp = warp_size(device);
+      if ((nvec + warp - 1) / warp * (held_vector ? kV : 1) <= kMaxHeld) {
+        const int width = team_width(nvec, warp);
+        const int64_t per = (nvec + width - 1) / width * (held_vector ? kV : 1), teams = kNormThreads / width;
+        const unsigned team_grid =
+            static_cast<unsigned>(std::min<int64_t>((rows + teams - 1) / teams, int64_t{1} << 20));
+        auto run = [&](auto v_tag, auto per_tag) {
+          constexpr int V = decltype(v_tag)::value, kVecs = std::max<int>(decltype(per_tag)::value, V) / V;
+          row_norm_backward_cached<T, kRms, kVecs, V><<<team_grid, kNormThreads, 0, stream>>>(out, gp, xp, wp, rows,
+                                                                                             m, eps, width);
+        };
+        auto with_per = [&](auto v_tag) {
+          if (per <= 4) run(v_tag, std::integral_constant<int, 4>());
+          else if (per <= kMaxHeld / 2) run(v_tag, std::integral_constant<int, kMaxHeld / 2>());
+          else run(v_tag, std::integral_constant<int, kMaxHeld>());
+        };
+        if (held_vector) with_per(std::integral_constant<int, kV>());
+        else with_per(std::integral_constant<int, 1>());
+        return;
+      }
       constexpr int V = kVec<T> < 4 ? kVec<T> : 4;
       if (m % V == 0 && aligned(out, sizeof(T) * V) && aligned(gp, sizeof(T) * V) && aligned(xp, sizeof(T) * V))
         row_norm_backward<T, kRms, V><<<grid, kNormThreads, 0, stream>>>(out, gp, xp, wp, rows, m, eps);
