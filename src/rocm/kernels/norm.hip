@@ -638,7 +638,11 @@ static __global__ void __launch_bounds__(kChannelThreads)
 #pragma unroll
       for (int u = 0; u < kChannelLoads; ++u) {
         got[u] = w.row < runs;
-        if (got[u]) at[u] = channel_offset(w, run_stride, V), v[u] = *reinterpret_cast<const Vec<T, V>*>(x + at[u]), w.step();
+        if (got[u]) {
+          at[u] = channel_offset(w, run_stride, V);
+          v[u] = *reinterpret_cast<const Vec<T, V>*>(x + at[u]);
+          w.step();
+        }
       }
 #pragma unroll
       for (int u = 0; u < kChannelLoads; ++u)
