@@ -16,10 +16,11 @@
 //   nll_loss    log-probabilities (N, C, S), target (N, S) int64, weight (C);
 //               targets are range-checked by the kernel (kernels/kernel_error.h)
 //   cross_entropy  (class-index targets) the same with logits for log-probabilities
-// Per-channel tensors (weight, bias, running statistics) are float64 and
-// contiguous, undefined when not given. The other losses and attention are
-// compositions of ops, computed in float32 for float16/bfloat16 inputs and
-// rounded once at the end.
+// The norms' per-channel tensors (weight, bias, running statistics) are
+// contiguous, float32 or float64 (as given; float16 and bfloat16 widened to
+// float32), undefined when not given; nll_loss's class weight is float64.
+// The other losses and attention are compositions of ops, computed in float32
+// for float16/bfloat16 inputs and rounded once at the end.
 
 #include "pyflame/nn_ops.h"
 
@@ -67,6 +68,16 @@ InputPlan param_plan(const Tensor& t, const Shape& expected, const char* what, c
   return p;
 }
 
+// A norm's parameter: as param_plan, but float32 stays float32 (and float16,
+// bfloat16 become float32, exactly): the kernels read float32 and float64
+// alike, so a model's float32 parameters cost no conversion on every call.
+InputPlan norm_param_plan(const Tensor& t, const Shape& expected, const char* what, const char* against,
+                          ir::OpType op) {
+  InputPlan p = param_plan(t, expected, what, against, op);
+  if (t.defined() && t.dtype() != DType::Float64) p.dtype = DType::Float32;
+  return p;
+}
+
 // The number of elements of dims [begin, end) of a shape.
 int64_t numel_of(const Shape& s, size_t begin, size_t end) {
   return shape_numel(Shape(s.begin() + begin, s.begin() + end));
@@ -107,8 +118,8 @@ Inferred infer_row_norm(OpCall& call) {
            k, " dimension(s) are normalized_shape ", normalized_shape, ", got input shape ", input.shape());
   const int64_t m = shape_numel(normalized_shape);
   const int64_t rows = numel_of(input.shape(), 0, input.shape().size() - k);
-  InputPlan w = param_plan(weight, normalized_shape, "weight", "normalized_shape", op);
-  InputPlan b = param_plan(bias, normalized_shape, "bias", "normalized_shape", op);
+  InputPlan w = norm_param_plan(weight, normalized_shape, "weight", "normalized_shape", op);
+  InputPlan b = norm_param_plan(bias, normalized_shape, "bias", "normalized_shape", op);
   if (weight.defined()) w.reshape = Shape{m};
   if (bias.defined()) b.reshape = Shape{m};
   return {current_device(), {reshaped({rows, m}), w, b}, {{{rows, m}, input.dtype(), input.shape()}}, {}};
@@ -141,10 +152,10 @@ Inferred infer_batch_norm(OpCall& call) {
              "batch_norm: expected more than 1 value per channel when training, got input shape ", input.shape());
   const char* against = "the number of channels (input.shape[1])";
   Inferred inf{current_device(),
-               {reshaped(channels_shape(input)), param_plan(running_mean, {c}, "running_mean", against, op),
-                param_plan(running_var, {c}, "running_var", against, op),
-                param_plan(call.inputs[3], {c}, "weight", against, op),
-                param_plan(call.inputs[4], {c}, "bias", against, op)},
+               {reshaped(channels_shape(input)), norm_param_plan(running_mean, {c}, "running_mean", against, op),
+                norm_param_plan(running_var, {c}, "running_var", against, op),
+                norm_param_plan(call.inputs[3], {c}, "weight", against, op),
+                norm_param_plan(call.inputs[4], {c}, "bias", against, op)},
                {{channels_shape(input), input.dtype(), input.shape()}},
                {}};
   if (a.training && running_mean.defined())
@@ -162,8 +173,8 @@ Inferred infer_group_norm(OpCall& call) {
            ") must be positive and divide the number of channels (", c, ") of input shape ", input.shape());
   const char* against = "the number of channels (input.shape[1])";
   return {current_device(),
-          {reshaped(channels_shape(input)), param_plan(call.inputs[1], {c}, "weight", against, op),
-           param_plan(call.inputs[2], {c}, "bias", against, op)},
+          {reshaped(channels_shape(input)), norm_param_plan(call.inputs[1], {c}, "weight", against, op),
+           norm_param_plan(call.inputs[2], {c}, "bias", against, op)},
           {{channels_shape(input), input.dtype(), input.shape()}},
           {}};
 }

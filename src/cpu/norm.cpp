@@ -5,7 +5,7 @@
 // in the compute type (float for the 16-bit floats and float32, double for
 // float64). Centring before scaling keeps data far from zero accurate, where
 // x * scale + shift' would cancel. Weight, bias and running statistics
-// arrive as float64 (src/core/nn_ops.cpp), undefined when not given.
+// arrive as float32 or float64 (src/core/nn_ops.cpp), undefined when not given.
 // The backward passes recompute the statistics the same way and compute in
 // double throughout, as the references of the GPU kernels.
 
@@ -32,11 +32,14 @@ template <class F> void for_float(DType d, const F& f) {
   });
 }
 
-// A per-channel or per-element parameter in the compute type A; `fill` where not given.
+// A per-channel or per-element parameter (float32 or float64) in the compute type A; `fill` where not given.
 template <class A> std::vector<A> param_as(const Tensor& t, int64_t n, A fill) {
   std::vector<A> out(n, fill);
-  if (t.defined())
+  if (!t.defined()) return out;
+  if (t.dtype() == DType::Float64)
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<A>(t.data<double>()[i]);
+  else
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<A>(t.data<float>()[i]);
   return out;
 }
 
@@ -170,8 +173,8 @@ void group_norm_kernel(OpCall& call) {
 void batch_norm_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const int64_t n = x.shape()[0], c = x.shape()[1], s = x.shape()[2];
-  const double* running_mean = call.inputs[1].defined() ? call.inputs[1].data<double>() : nullptr;
-  const double* running_var = call.inputs[2].defined() ? call.inputs[2].data<double>() : nullptr;
+  const std::vector<double> running_mean = param_as<double>(call.inputs[1], c, 0.0);
+  const std::vector<double> running_var = param_as<double>(call.inputs[2], c, 1.0);
   double* new_mean = call.outputs.size() > 1 ? call.outputs[1].data<double>() : nullptr;
   double* new_var = call.outputs.size() > 1 ? call.outputs[2].data<double>() : nullptr;
   const std::vector<double> w = param_as<double>(call.inputs[3], c, 1.0), b = param_as<double>(call.inputs[4], c, 0.0);
@@ -215,8 +218,8 @@ void batch_norm_kernel(OpCall& call) {
         }
       });
     } else {
-      mean.assign(running_mean, running_mean + c);
-      var.assign(running_var, running_var + c);
+      mean = running_mean;
+      var = running_var;
     }
     std::vector<A> mu(c), scale(c), shift(c);
     for (int64_t ch = 0; ch < c; ++ch) {
@@ -249,6 +252,8 @@ void batch_norm_backward_kernel(OpCall& call) {
   const int64_t n = x.shape()[0], c = x.shape()[1], s = x.shape()[2];
   const NormAttrs& at = call.attr<NormAttrs>();
   const std::vector<double> w = param_as<double>(call.inputs[4], c, 1.0);
+  const std::vector<double> running_mean = param_as<double>(call.inputs[2], c, 0.0);
+  const std::vector<double> running_var = param_as<double>(call.inputs[3], c, 1.0);
   std::vector<double> sum_g(c, 0.0), sum_gxhat(c, 0.0), mean(c, 0.0), var(c, 0.0), rstd(c);
   for_float(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -268,8 +273,8 @@ void batch_norm_backward_kernel(OpCall& call) {
         for (int64_t ch = lo; ch < hi; ++ch) rstd[ch] = 1.0 / std::sqrt(var[ch] / count + at.eps);
       } else {
         for (int64_t ch = lo; ch < hi; ++ch) {
-          mean[ch] = call.inputs[2].data<double>()[ch];
-          rstd[ch] = 1.0 / std::sqrt(call.inputs[3].data<double>()[ch] + at.eps);
+          mean[ch] = running_mean[ch];
+          rstd[ch] = 1.0 / std::sqrt(running_var[ch] + at.eps);
         }
       }
       runs([&](int64_t ch, int64_t off) { add_grad_sums(gp + off, xp + off, s, mean[ch], sum_g[ch], sum_gxhat[ch]); });

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 import pyflame as pf
 from host_memory import needs_free_memory
-from op_registry import Arg, assert_matches, make_pf, make_values, pf_to_numpy
+from op_registry import Arg, assert_matches, make_pf, make_values, pf_to_numpy, pf_to_torch
 from opinfo_conv import EXTRA_OP_INFOS, OP_INFOS
 from test_errors import expect
 from test_ops import _run_sample, _use_device
@@ -326,6 +326,66 @@ def test_kernels_registered():
         assert pf.has_kernel(op, "cpu"), op
     names = dict(pf.op_table())
     assert "conv1d" not in names and "pad" not in names  # they run as other ops
+
+
+# ----------------------------------------------------------------- adaptive_avg_pool2d's GPU paths
+
+# (shape, output_size, offset): the paths of the GPU kernels (rocm/kernels/pool.hip) against the CPU.
+# Cells of up to 16 elements take a thread each; larger ones a warp each, or a block each when they
+# are few and above 4096 elements. Cells of whole rows (ow == 1) are read as runs of 16-byte loads,
+# or one by one where a plane (oh == 1) or a row (oh > 1) is not a multiple of the vector or the
+# input starts off 16 bytes (offset: a view that many elements into a buffer); other cells are
+# walked row by row. The large shapes are a ResNet's global pooling.
+_ADAPTIVE_PATHS = [((2, 3, 9, 10), (4, 5), 0), ((128, 32, 24, 24), 1, 0), ((3, 5, 7, 7), 1, 0),
+                   ((3, 5, 24, 24), 1, 1), ((2, 3, 64, 60), (3, 5), 0), ((2, 3, 100, 64), (3, 1), 0),
+                   ((2, 3, 100, 63), (3, 1), 0), ((2, 3, 112, 112), 1, 0), ((2, 3, 111, 113), 1, 3),
+                   ((1, 2, 150, 120), (2, 1), 0), ((32, 64, 112, 112), 1, 0)]
+# Global pooling's gradient: a warp or a block per plane, whole vectors or single stores; a plane of
+# up to 16 elements and other output sizes take the gather kernel.
+_ADAPTIVE_GRAD_PATHS = [((128, 32, 24, 24), 1), ((3, 5, 7, 7), 1), ((2, 3, 112, 112), 1), ((2, 3, 111, 113), 1),
+                        ((4, 6, 3, 3), 1), ((2, 3, 20, 18), (4, 5)), ((32, 64, 112, 112), 1)]
+_GPU_TOL = {"float16": (1e-3, 1e-4), "bfloat16": (1e-2, 1e-3), "float32": (1e-5, 1e-6), "float64": (1e-12, 1e-12)}
+
+
+def _both(rng, shape, dtype, offset=0):
+    """The same random values on the CPU and on the GPU, each `offset` elements into its buffer."""
+    n = int(np.prod(shape))
+    full = pf.tensor(make_values(rng, (offset + n,), "float64", low=-1, high=1)).to("cpu").to(getattr(pf, dtype))
+    return full[offset:].reshape(shape), full.to("rocm")[offset:].reshape(shape)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_adaptive_avg_pool2d_gpu_paths(dtype, rng):
+    _use_device("rocm", "adaptive_avg_pool2d")
+    rtol, atol = _GPU_TOL[dtype]
+    for shape, size, offset in _ADAPTIVE_PATHS:
+        if dtype != "float32" and shape[0] * shape[1] >= 2048:
+            continue  # the large shapes once, in float32
+        x, xg = _both(rng, shape, dtype, offset)
+        assert_matches(pf.adaptive_avg_pool2d(xg, size), pf_to_torch(pf.adaptive_avg_pool2d(x, size)), rtol, atol,
+                       what=f"adaptive_avg_pool2d {shape} -> {size} offset {offset} ({dtype})")
+    # a non-contiguous input (the op layer makes it contiguous)
+    x, xg = _both(rng, (3, 4, 20, 30), dtype)
+    want = pf_to_torch(pf.adaptive_avg_pool2d(x.transpose(2, 3), 1))
+    assert_matches(pf.adaptive_avg_pool2d(xg.transpose(2, 3), 1), want, rtol, atol,
+                   what=f"adaptive_avg_pool2d of a transposed input ({dtype})")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_adaptive_avg_pool2d_backward_gpu_paths(dtype, rng):
+    _use_device("rocm", "adaptive_avg_pool2d_backward")
+    rtol, atol = _GPU_TOL[dtype]
+    for shape, size in _ADAPTIVE_GRAD_PATHS:
+        if dtype != "float32" and shape[0] * shape[1] >= 2048:
+            continue
+        oh, ow = (size, size) if isinstance(size, int) else size
+        g, _ = _both(rng, (shape[0], shape[1], oh, ow), dtype)
+        g[0, 0].fill_(-0.0)  # a -0 gradient gives +0, as the CPU's sums from zero
+        what = f"adaptive_avg_pool2d_backward {shape} <- {(oh, ow)} ({dtype})"
+        got = pf.adaptive_avg_pool2d_backward(g.to("rocm"), list(shape))
+        want = pf.adaptive_avg_pool2d_backward(g, list(shape))
+        assert_matches(got, pf_to_torch(want), rtol, atol, what=what)
+        assert not np.signbit(pf_to_numpy(got)[0, 0]).any(), what + ": -0 where the CPU has +0"
 
 
 # ----------------------------------------------------------------- the GPU without a DNN library

@@ -2,6 +2,7 @@
 attention (compositions of ops), dropout's random masks, batch_norm's running
 statistics, numerical stability, PyTorch's argument forms, and the errors."""
 
+import math
 import re
 
 import numpy as np
@@ -10,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import pyflame as pf
-from op_registry import FLOAT_DTYPES, PF_DTYPE, TORCH_DTYPE, assert_matches, make_values, pf_to_numpy
+from op_registry import FLOAT_DTYPES, PF_DTYPE, TORCH_DTYPE, assert_matches, make_values, pf_to_numpy, pf_to_torch
 from opinfo_random import generator_state, philox4x32
 
 TOL = {"float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 2e-2), "float32": (1e-5, 1e-5), "float64": (1e-12, 1e-12)}
@@ -480,6 +481,145 @@ def test_group_norm_backward_paths(device, rng):
         got = pf.group_norm_backward(g, x, groups, w)
         want = _group_norm_backward_ref(tg, tx, groups, tw)
         _norm_backward_close(got, want, f"group_norm_backward {shape} G={groups} [{device}]")
+
+
+# ----------------------------------------------------------------- GPU kernel paths against the CPU
+
+
+def _gpu_or_skip():
+    if not pf.rocm_is_available():
+        pytest.skip(f"no usable GPU: {pf.rocm_unavailable_reason()}")
+
+
+def _both(rng, shape, dtype, low=-3.0, high=3.0, offset=0):
+    """The same random values on the CPU and on the GPU, each `offset` elements into its buffer (off 16 bytes)."""
+    n = int(np.prod(shape))
+    full = pf.tensor(make_values(rng, (offset + n,), "float64", low=low, high=high)).to("cpu").to(PF_DTYPE[dtype])
+    return full[offset:].reshape(shape), full.to("rocm")[offset:].reshape(shape)
+
+
+def _matches_cpu(got, want, dtype, what, scale=1.0):
+    """A GPU result against the CPU backend's."""
+    close(got, pf_to_torch(want), dtype, what, scale)
+
+
+def _grads_match_cpu(got, want, dtype, what):
+    """(grad_input, grad_weight, grad_bias) on the GPU against the CPU's; the last two are sums over thousands
+    of values."""
+    rtol, atol = TOL[dtype]
+    for i, (a, e) in enumerate(zip(got, want)):
+        e = pf_to_torch(e)
+        scale = max(1.0, float(e.double().abs().max()))
+        assert_matches(a, e, max(rtol, 1e-4), atol * scale, what=f"{what} output {i}")
+
+
+# (rows, len, offset): softmax's GPU paths (rocm/kernels/softmax.hip). Rows a warp holds take a team
+# of one lane up to a whole warp each (16-byte loads; single ones for lengths not a multiple of the
+# vector and for inputs off 16 bytes); rows up to 8192 a block each; longer rows are split into parts
+# over blocks when few (a second launch writes), a block each when many, their first and last few
+# elements taken one by one when a row starts off 16 bytes (odd lengths, offsets). The large shapes
+# are attention rows ((64 * 6 * 256) x 256, (B * T) x 384, 768) and a language model's logits.
+_SOFTMAX_PATHS = [(37, 3, 0), (100, 8, 0), (20, 33, 0), (64 * 6 * 256, 256, 0), (4096, 384, 0), (4096, 768, 0),
+                  (300, 384, 1), (50, 1000, 0), (40, 1024, 0), (30, 1025, 0), (20, 2048, 0), (9, 8192, 0),
+                  (7, 8193, 0), (128, 50257, 0), (3, 100000, 2), (600, 12288, 0), (5, 16384, 3)]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_softmax_gpu_paths(dtype, rng):
+    _gpu_or_skip()
+    for rows, n, offset in _SOFTMAX_PATHS:
+        if dtype != "float32" and rows * n > 1 << 24:
+            continue  # the large shapes once, in float32
+        x, xg = _both(rng, (rows, n), dtype, low=-8, high=8, offset=offset)
+        g, gg = _both(rng, (rows, n), dtype, offset=offset)
+        what = f"({rows}, {n}) offset {offset} ({dtype})"
+        for fn, back in ((pf.softmax, pf.softmax_backward), (pf.log_softmax, pf.log_softmax_backward)):
+            y = fn(x, -1)
+            _matches_cpu(fn(xg, -1), y, dtype, f"{fn.__name__} {what}")
+            _matches_cpu(back(gg, y.to("rocm"), -1), back(g, y, -1), dtype, f"{back.__name__} {what}", scale=2)
+
+
+@pytest.mark.parametrize("n", [384, 50257])
+def test_softmax_gpu_special_values(n, rng):
+    """-inf entries give 0 (log: -inf); a row of only -inf, a NaN or +inf give NaN rows, as on the CPU."""
+    _gpu_or_skip()
+    x, _ = _both(rng, (5, n), "float32")
+    x[0, ::3] = -math.inf
+    x[1] = -math.inf
+    x[2, 7] = math.nan
+    x[3, n - 2] = math.inf
+    x[4, 1:] = -math.inf  # one finite value
+    for fn in (pf.softmax, pf.log_softmax):
+        _matches_cpu(fn(x.to("rocm"), 1), fn(x, 1), "float32", f"{fn.__name__} (5, {n}) special values")
+
+
+def test_softmax_gpu_other_dim(rng):
+    _gpu_or_skip()
+    (x, xg), (g, gg) = _both(rng, (5, 384, 3), "float32"), _both(rng, (5, 384, 3), "float32")
+    y = pf.softmax(x, 1)
+    _matches_cpu(pf.softmax(xg, 1), y, "float32", "softmax over dim 1")
+    _matches_cpu(pf.softmax_backward(gg, y.to("rocm"), 1), pf.softmax_backward(g, y, 1), "float32",
+                 "softmax_backward over dim 1")
+
+
+# layer_norm and rms_norm rows (rocm/kernels/norm.hip): a team of lanes per row where a warp holds the
+# row (the transformer widths 192, 384, 768 with many rows), a block per row up to 8192, two reads
+# beyond. Weight and bias reach the kernels as the caller's float32 tensors (bias a view off 16 bytes:
+# copied for the vector reads), float16 ones widened, or float64.
+_ROW_NORM_PATHS = [(70, 3), (64, 8), (33, 100), (4096, 192), (4096, 384), (4096, 768), (257, 385), (40, 1024),
+                   (30, 2048), (9, 5000), (3, 9000)]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_row_norms_gpu_paths(dtype, rng):
+    _gpu_or_skip()
+    for (rows, m), pdt in zip(_ROW_NORM_PATHS, ["float32", "float16", "float64"] * len(_ROW_NORM_PATHS)):
+        (x, xg), (g, gg) = _both(rng, (rows, m), dtype), _both(rng, (rows, m), dtype)
+        w, wg = _both(rng, (m,), pdt, low=0.5, high=2)
+        b, bg = _both(rng, (m,), pdt, offset=1)
+        what = f"({rows}, {m}) ({dtype}, parameters {pdt})"
+        _matches_cpu(pf.layer_norm(xg, (m,), wg, bg), pf.layer_norm(x, (m,), w, b), dtype, f"layer_norm {what}",
+                     scale=2)
+        _matches_cpu(pf.rms_norm(xg, (m,), wg), pf.rms_norm(x, (m,), w), dtype, f"rms_norm {what}", scale=2)
+        for back in (pf.layer_norm_backward, pf.rms_norm_backward):
+            _matches_cpu(back(gg, xg, (m,), wg), back(g, x, (m,), w), dtype, f"{back.__name__} {what}", scale=5)
+    for shape, groups in (((128, 64, 8, 8), 32), ((4, 6, 5, 5), 3), ((2, 512, 16), 1)):
+        x, xg = _both(rng, shape, dtype)
+        (w, wg), (b, bg) = _both(rng, (shape[1],), "float32"), _both(rng, (shape[1],), "float32", offset=1)
+        _matches_cpu(pf.group_norm(xg, groups, wg, bg), pf.group_norm(x, groups, w, b), dtype,
+                     f"group_norm {shape} G={groups} ({dtype})", scale=2)
+
+
+# batch_norm's GPU paths: up to 32768 values per channel (small feature maps: 128x64x8x8,
+# 128x128x16x16, 64x512x7x7; runs of one value, of odd lengths) one launch with a block per channel,
+# forward and backward, training and eval; more (4x3x8200, 2x3x40000) the three launches. Running
+# statistics and affine parameters in float32 (the caller's tensors, the bias a view off 16 bytes),
+# float64 and float16.
+_BATCH_NORM_GPU_PATHS = [(128, 64, 8, 8), (128, 128, 16, 16), (64, 512, 7, 7), (70, 2), (3, 5, 3), (4, 3, 8200),
+                         (2, 3, 40000)]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_batch_norm_gpu_paths(dtype, rng):
+    _gpu_or_skip()
+    for shape, pdt in zip(_BATCH_NORM_GPU_PATHS, ["float32", "float64", "float16"] * len(_BATCH_NORM_GPU_PATHS)):
+        c = shape[1]
+        (x, xg), (g, gg) = _both(rng, shape, dtype, low=-2, high=4), _both(rng, shape, dtype)
+        (w, wg), (b, bg) = _both(rng, (c,), pdt, low=0.5, high=2), _both(rng, (c,), pdt, offset=1)
+        (rm, rmg), (rv, rvg) = _both(rng, (c,), pdt, low=-1, high=1), _both(rng, (c,), pdt, low=0.5, high=2)
+        what = f"batch_norm {shape} ({dtype}, statistics {pdt})"
+        for training in (True, False):
+            got = pf.batch_norm(xg, rmg, rvg, wg, bg, training=training, momentum=0.3)
+            want = pf.batch_norm(x, rm, rv, w, b, training=training, momentum=0.3)
+            _matches_cpu(got, want, dtype, f"{what} training={training}", scale=5)
+            _matches_cpu(rmg, rm, pdt, f"{what} running_mean", scale=5)
+            _matches_cpu(rvg, rv, pdt, f"{what} running_var", scale=5)
+            stats, gstats = ((None, None), (None, None)) if training else ((rm, rv), (rmg, rvg))
+            got = pf.batch_norm_backward(gg, xg, *gstats, wg, training=training)
+            want = pf.batch_norm_backward(g, x, *stats, w, training=training)
+            _grads_match_cpu(got, want, dtype, f"{what} backward training={training}")
+        _matches_cpu(pf.batch_norm(xg, None, None, training=True), pf.batch_norm(x, None, None, training=True),
+                     dtype, f"{what} without running statistics or affine parameters", scale=5)
 
 
 # ----------------------------------------------------------------- stability of the statistics

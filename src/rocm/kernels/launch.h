@@ -71,6 +71,27 @@ inline int warp_size(int device) { return device_attribute<hipDeviceAttributeWar
 // Compute units (multiprocessors) of `device`: persistent kernels size their grid by it.
 inline int compute_units(int device) { return device_attribute<hipDeviceAttributeMultiprocessorCount>(device, 64); }
 
+// A thread's walk over a grid of items `width` wide (in int range): its first
+// item t, then n further (n: the threads sharing the walk) on each step, with
+// no division per step.
+struct Walk {
+  int row, col, row_jump, col_jump, width;
+
+  PF_HOST_DEVICE Walk(int t, int n, int w) : row(t / w), col(t % w), row_jump(n / w), col_jump(n % w), width(w) {}
+  PF_HOST_DEVICE void step() {
+    row += row_jump;
+    col += col_jump;
+    if (col >= width) col -= width, ++row;
+  }
+};
+
+// Lanes per row for rows of `units` loads each: about two loads per lane, at most `warp` lanes (a power of two).
+inline int team_width(int64_t units, int warp) {
+  int w = 1;
+  while (w < warp && 2 * w < units) w *= 2;
+  return w;
+}
+
 inline unsigned grid_for(int64_t n) {
   int64_t blocks = (n + kThreads - 1) / kThreads;
   return static_cast<unsigned>(blocks < (int64_t{1} << 20) ? blocks : (int64_t{1} << 20));  // grid-stride beyond

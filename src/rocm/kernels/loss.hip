@@ -7,14 +7,11 @@
 // a kernel error (rocm/kernel_errors.h) and its element counts as ignored.
 //
 // cross_entropy is fused: in one pass over the logits each thread keeps a
-// running maximum and sum of exponentials (LogitSums) and, for label
+// running maximum and sum of exponentials (exp_sums.h) and, for label
 // smoothing only, sum w[c] x[c] and sum w[c]; the threads then merge them
 // into logsumexp, and logp[c] = x[c] - logsumexp is never stored, so the
-// logits are read once. Values are folded in a few at a time: their maximum
-// first, then one rescale of the running sum and one exp per value (not a
-// branch and a rescale per value). NaN logits make the sum NaN (the maximum
-// passes over them), as +inf does (exp(inf - inf)), as on the CPU; -inf adds
-// nothing (a row of only -inf has logsumexp -inf).
+// logits are read once (exp_sums.h: a few values at a time, one rescale;
+// NaN and +inf give NaN, as on the CPU; a row of only -inf has logsumexp -inf).
 //
 // With the classes contiguous (S == 1: cross_entropy_rows) the pass is bound
 // by memory: 16-byte loads, kUnroll in flight per thread. Rows need not start
@@ -37,7 +34,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <type_traits>
 
 #include "core/dispatch.h"
@@ -48,6 +44,7 @@
 #include "rocm/device_guard.h"
 #include "rocm/kernel_errors.h"
 #include "rocm/kernels/block_reduce.h"
+#include "rocm/kernels/exp_sums.h"
 #include "rocm/kernels/launch.h"
 
 namespace pyflame::backend::rocm {
@@ -76,47 +73,33 @@ struct NllProblem {
 // A thread's (then a warp's, a block's) sums of cross_entropy's pass over one
 // element's classes. No default member initializers: it lives in shared memory.
 template <class A> struct LogitSums {
-  static constexpr A kNone = -std::numeric_limits<A>::infinity();
-  A max, exp_sum;            // max over the non-NaN values; sum exp(x - max)
+  ExpSums<A> exps;           // running max and sum of exponentials (exp_sums.h)
   double weighted, weights;  // sum w[c] x[c], sum w[c] (label smoothing)
 
-  // N values at once: one rescale of the running sum to their new maximum.
-  // While the maximum is -inf the exponents are taken against 0, so that a
-  // -inf adds exp(-inf) = 0 instead of exp(-inf - -inf) = NaN.
-  template <int N> __device__ void add(const A (&x)[N]) {
-    A top = max;
-#pragma unroll
-    for (int j = 0; j < N; ++j) top = x[j] > top ? x[j] : top;
-    const A base = top == kNone ? A(0) : top;
-    A sum = exp_sum * math::exp(max - base);
-#pragma unroll
-    for (int j = 0; j < N; ++j) sum += math::exp(x[j] - base);
-    exp_sum = sum;
-    max = top;
-  }
+  static __device__ LogitSums none() { return {ExpSums<A>::none(), 0.0, 0.0}; }
+
+  template <int N> __device__ void add(const A (&x)[N]) { exps.add(x); }
 
   __device__ void smooth(A x, double w) {
     weighted += w * static_cast<double>(x);
     weights += w;
   }
 
-  // As add: a side whose maximum is -inf holds 0 (or NaN, which stays).
   __device__ void merge(const LogitSums& o) {
-    const A top = o.max > max ? o.max : max;
-    const A base = top == kNone ? A(0) : top;
-    exp_sum = exp_sum * math::exp(max - base) + o.exp_sum * math::exp(o.max - base);
-    max = top;
+    exps.merge(o.exps);
     weighted += o.weighted;
     weights += o.weights;
   }
 
-  __device__ double logsumexp() const { return static_cast<double>(max) + static_cast<double>(math::log(exp_sum)); }
+  __device__ double logsumexp() const {
+    return static_cast<double>(exps.max) + static_cast<double>(math::log(exps.sum));
+  }
 };
 
 // Every lane gets the warp's sums (the smoothing sums only when `smoothing`: uniform).
 template <class A> __device__ LogitSums<A> warp_merge(LogitSums<A> s, bool smoothing) {
   for (int mask = PF_WARP_SIZE / 2; mask > 0; mask >>= 1) {
-    LogitSums<A> o{shfl_xor(s.max, mask), shfl_xor(s.exp_sum, mask), 0.0, 0.0};
+    LogitSums<A> o{s.exps.shuffled(mask), 0.0, 0.0};
     if (smoothing) {
       o.weighted = shfl_xor(s.weighted, mask);
       o.weights = shfl_xor(s.weights, mask);
@@ -200,7 +183,7 @@ static __global__ void nll_elements(T* out, double* block_sums, acc_t<T>* lse_ou
     const T* row = logp + i * p.c * p.s + j;  // class q at row[q * s]
     double lse = 0, smooth = 0;  // smooth: -sum_c w[c] logp[c]
     if constexpr (kFromLogits) {
-      LogitSums<A> sums{LogitSums<A>::kNone, A(0), 0.0, 0.0};
+      LogitSums<A> sums = LogitSums<A>::none();
       for (int64_t q = lane; q < p.c; q += PF_WARP_SIZE) {
         const A x[1] = {static_cast<A>(row[q * p.s])};
         sums.add(x);
@@ -240,7 +223,7 @@ static __global__ void __launch_bounds__(kLossThreads, rows_min_blocks<T>(kSmoot
     // Classes [head, rest) in V-aligned vectors; the fewer than V before and after them one each.
     const int64_t to_aligned = (V - static_cast<int64_t>(reinterpret_cast<uintptr_t>(row) / sizeof(T) % V)) % V;
     const int64_t head = to_aligned < p.c ? to_aligned : p.c, nvec = (p.c - head) / V, rest = head + nvec * V;
-    LogitSums<A> sums{LogitSums<A>::kNone, A(0), 0.0, 0.0};
+    LogitSums<A> sums = LogitSums<A>::none();
     auto add_one = [&](int64_t q) {
       const A x[1] = {static_cast<A>(row[q])};
       sums.add(x);
@@ -259,7 +242,7 @@ static __global__ void __launch_bounds__(kLossThreads, rows_min_blocks<T>(kSmoot
       for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
         for (int j = 0; j < V; ++j)
-          x[u * V + j] = i + u * kGroup < nvec ? static_cast<A>(v[u].v[j]) : LogitSums<A>::kNone;
+          x[u * V + j] = i + u * kGroup < nvec ? static_cast<A>(v[u].v[j]) : ExpSums<A>::kNone;
       sums.add(x);
       if constexpr (kSmooth) {
 #pragma unroll

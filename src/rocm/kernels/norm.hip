@@ -1,15 +1,20 @@
 // GPU normalization with the CPU kernels' semantics (src/cpu/norm.cpp): the
 // op layer hands x as (rows, M) for layer_norm/rms_norm and as (N, C, S) for
-// group_norm/batch_norm, weight/bias/running statistics as float64 (C) or
-// undefined. Statistics are in the compute type: two passes over a row held
-// in registers, else Welford states (welford.h); normalizing is (x - mean) * scale + shift, centred first as on the CPU.
+// group_norm/batch_norm, weight/bias/running statistics as float32 or float64
+// (C) or undefined (ChannelParam reads either, so a model's float32
+// parameters cost no conversion per call). Statistics are in the compute
+// type: two passes over a row held in registers, else Welford states
+// (welford.h); normalizing is (x - mean) * scale + shift, centred first as on the CPU.
 //
 // layer_norm, rms_norm, and group_norm whose groups hold at most 8192
-// elements: one block per row (a group of a sample is a contiguous row of
-// (C / G) * S elements), the row held in registers, so x is read once and
-// written once; weight and bias, converted to the compute type, are read
-// per element (they stay in cache).
-// Longer rows are read twice. Their backward passes: one block per row too.
+// elements: the row held in registers, so x is read once and written once, by
+// a team of lanes per row where a warp can hold it (RowTeam: rows of a few
+// hundred elements fill a warp, several per block, and meet in shuffles
+// alone), else by a block per row (a group of a sample is a contiguous row of
+// (C / G) * S elements); weight and bias, converted to the compute type, are
+// read per element (they stay in cache). Longer rows are read twice. Their
+// backward passes: a team per row holding x and g where a warp can, else one
+// block per row.
 //
 // Longer groups and batch_norm: three launches. Statistics: blocks fold runs
 // of a statistic's elements (group_norm: the contiguous (C/G) * S values of
@@ -19,7 +24,9 @@
 // 1/std in double and, for batch_norm training, updates the running
 // statistics (unbiased variance, as PyTorch); normalize: one block per
 // (n, c) plane of S values (S small: one thread per element), each plane's
-// mean, scale and shift read once.
+// mean, scale and shift read once. batch_norm with at most kFusedChannel
+// values per channel (small feature maps) runs in one launch instead, a block
+// per channel (batch_norm_channels), forward and backward.
 //
 // batch_norm_backward and group_norm_backward: see their section below.
 
@@ -86,50 +93,53 @@ template <class A> struct RowAffine {
   }
 };
 
-// Rows of at most kNormThreads * kPer elements held in registers, so x is
-// read once; thread t holds elements t * V + k * kNormThreads * V + j
-// (V > 1: rows V-aligned, m % V == 0).
-template <class T, bool kRms, int kPer, int V>
-static __global__ void row_norm_cached(T* out, const T* in, RowAffine<acc_t<T>> affine, int64_t rows, int64_t m,
-                                       double eps) {
+// Rows of at most kVecs * V elements per team thread held in registers, so x
+// is read once, one row per team (kBlock: the block; else `width` lanes of a
+// warp, several rows per warp for short rows): thread `rank` holds vectors
+// rank + k * width (V > 1: rows V-aligned, m % V == 0).
+template <class T, bool kRms, int kVecs, int V, bool kBlock>
+static __global__ void __launch_bounds__(kNormThreads)
+    row_norm_cached(T* out, const T* in, RowAffine<acc_t<T>> affine, int64_t rows, int64_t m, double eps, int width) {
   using A = acc_t<T>;
-  constexpr int kVecs = kPer / V;
   const int64_t nvec = m / V;
   const kernels::SumReduce<A> sum_of;
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const Vec<T, V>* x = reinterpret_cast<const Vec<T, V>*>(in + row * m);
-    Vec<T, V>* y = reinterpret_cast<Vec<T, V>*>(out + row * m);
+  for (RowTeam<kBlock> team(width); team.first < rows; team.next()) {
+    const int64_t row = team.row();
+    const bool live_row = row < rows;
+    const Vec<T, V>* x = reinterpret_cast<const Vec<T, V>*>(in + (live_row ? row : 0) * m);
+    Vec<T, V>* y = reinterpret_cast<Vec<T, V>*>(out + (live_row ? row : 0) * m);
     A v[kVecs][V];
     A s = A(0);
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
-      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kNormThreads;
+      const int64_t i = team.rank + static_cast<int64_t>(k) * team.width;
+      const bool live = live_row && i < nvec;
       Vec<T, V> xv;
-      if (i < nvec) xv = x[i];
+      if (live) xv = x[i];
 #pragma unroll
       for (int j = 0; j < V; ++j) {
-        v[k][j] = i < nvec ? static_cast<A>(xv.v[j]) : A(0);
+        v[k][j] = live ? static_cast<A>(xv.v[j]) : A(0);
         s += v[k][j];
       }
     }
     // rms_norm: the mean square about 0; the others: the variance about the mean.
-    const A mean = kRms ? A(0) : block_all_reduce<kNormThreads>(s, sum_of) / static_cast<A>(m);
+    const A mean = kRms ? A(0) : team.template all_reduce<kNormThreads>(s, sum_of) / static_cast<A>(m);
     A q = A(0);
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
-      const bool live = threadIdx.x + static_cast<int64_t>(k) * kNormThreads < nvec;
+      const bool live = live_row && team.rank + static_cast<int64_t>(k) * team.width < nvec;
 #pragma unroll
       for (int j = 0; j < V; ++j) {
         v[k][j] -= mean;
         if (live) q += v[k][j] * v[k][j];
       }
     }
-    q = block_all_reduce<kNormThreads>(q, sum_of);
+    q = team.template all_reduce<kNormThreads>(q, sum_of);
     const A rstd = A(1) / math::sqrt(q / static_cast<A>(m) + static_cast<A>(eps));
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
-      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kNormThreads;
-      if (i >= nvec) break;
+      const int64_t i = team.rank + static_cast<int64_t>(k) * team.width;
+      if (!live_row || i >= nvec) break;
       Vec<A, V> w, b;
       affine.at(row, i * V, w, b);
       Vec<T, V> yv;
@@ -169,13 +179,15 @@ static __global__ void row_norm(T* out, const T* in, RowAffine<acc_t<T>> affine,
   }
 }
 
-template <class T, bool kRms, int V>
+template <class T, bool kRms, int V, bool kBlock>
 void launch_row_norm_cached(T* out, const T* in, const RowAffine<acc_t<T>>& affine, int64_t rows, int64_t m, double eps,
-                            unsigned grid, hipStream_t stream) {
-  const int64_t per = (m + kNormThreads - 1) / kNormThreads;
+                            int width, hipStream_t stream) {
+  const int64_t per = (m / V + width - 1) / width * V;  // elements per thread
+  const int64_t teams = kNormThreads / width;
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>((rows + teams - 1) / teams, int64_t{1} << 20));
   auto run = [&](auto per_tag) {
-    constexpr int kPer = std::max<int>(decltype(per_tag)::value, V);
-    row_norm_cached<T, kRms, kPer, V><<<grid, kNormThreads, 0, stream>>>(out, in, affine, rows, m, eps);
+    constexpr int kVecs = std::max<int>(decltype(per_tag)::value, V) / V;
+    row_norm_cached<T, kRms, kVecs, V, kBlock><<<grid, kNormThreads, 0, stream>>>(out, in, affine, rows, m, eps, width);
   };
   if (per <= 4) run(std::integral_constant<int, 4>());
   else if (per <= 16) run(std::integral_constant<int, 16>());
@@ -195,19 +207,32 @@ void launch_row_norm(const OpCall& call, const Tensor& x, int64_t rows, int64_t 
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
       using A = acc_t<T>;
-      const Tensor w = weight.defined() ? weight.to(dtype_of<A>()) : Tensor();
-      const Tensor b = bias.defined() ? bias.to(dtype_of<A>()) : Tensor();
+      // In the compute type, read a vector at a time: a view of the caller's (off 16 bytes, say) is copied.
+      auto for_vectors = [](const Tensor& t) {
+        if (!t.defined()) return Tensor();
+        Tensor c = t.to(dtype_of<A>());
+        return aligned(c.data_ptr(), sizeof(A) * kVec<T>) ? c : c.clone();
+      };
+      const Tensor w = for_vectors(weight), b = for_vectors(bias);
       const RowAffine<A> affine{w.defined() ? w.data<A>() : nullptr, b.defined() ? b.data<A>() : nullptr, groups,
                                 group_channels, plane};
       const T* in = x.data<T>();
       T* out = call.out().data<T>();
-      constexpr int V = kVec<T> < 8 ? kVec<T> : 8;  // 16-byte accesses
-      if (m > int64_t{kNormThreads} * kMaxCached)
+      constexpr int V = kVec<T>;  // 16-byte accesses
+      const bool vector = m % V == 0 && aligned(in, sizeof(T) * V) && aligned(out, sizeof(T) * V);
+      const int64_t nvec = vector ? m / V : m;
+      const int warp = warp_size(device);
+      if (m > int64_t{kNormThreads} * kMaxCached) {
         row_norm<T, kRms><<<grid, kNormThreads, 0, stream>>>(out, in, affine, rows, m, eps);
-      else if (V > 1 && m % V == 0 && aligned(in, sizeof(T) * V) && aligned(out, sizeof(T) * V))
-        launch_row_norm_cached<T, kRms, V>(out, in, affine, rows, m, eps, grid, stream);
-      else
-        launch_row_norm_cached<T, kRms, 1>(out, in, affine, rows, m, eps, grid, stream);
+      } else if ((nvec + warp - 1) / warp * (vector ? V : 1) <= kMaxCached) {  // a warp's lanes hold the row
+        const int width = team_width(nvec, warp);
+        if (vector) launch_row_norm_cached<T, kRms, V, false>(out, in, affine, rows, m, eps, width, stream);
+        else launch_row_norm_cached<T, kRms, 1, false>(out, in, affine, rows, m, eps, width, stream);
+      } else if (vector) {
+        launch_row_norm_cached<T, kRms, V, true>(out, in, affine, rows, m, eps, kNormThreads, stream);
+      } else {
+        launch_row_norm_cached<T, kRms, 1, true>(out, in, affine, rows, m, eps, kNormThreads, stream);
+      }
     }
   });
   check_launch(op_name(call.op), "shape " + detail::to_piece(call.out().shape()) + " as rows (" +
@@ -287,6 +312,75 @@ static __global__ void row_norm_backward(T* gx, const T* g, const T* x, const ac
   }
 }
 
+// The same for rows that a warp can hold: a team of `width` lanes per row
+// holds x and g in registers (thread `rank`: vectors rank + k * width; V > 1:
+// rows V-aligned, m % V == 0), so both are read once and the statistics take
+// two passes over registers.
+template <class T, bool kRms, int kVecs, int V>
+static __global__ void __launch_bounds__(kNormThreads)
+    row_norm_backward_cached(T* gx, const T* g, const T* x, const acc_t<T>* weight, int64_t rows, int64_t m,
+                             double eps, int width) {
+  using A = acc_t<T>;
+  const kernels::SumReduce<A> sum_of;
+  const int64_t nvec = m / V;
+  for (RowTeam<false> team(width); team.first < rows; team.next()) {
+    const int64_t row = team.row();
+    const bool live_row = row < rows;
+    const int64_t at = (live_row ? row : 0) * m;
+    const Vec<T, V>* xr = reinterpret_cast<const Vec<T, V>*>(x + at);
+    const Vec<T, V>* gr = reinterpret_cast<const Vec<T, V>*>(g + at);
+    A xv[kVecs][V], gh[kVecs][V];  // x, then x - mean; g w
+    A s = A(0);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int64_t i = team.rank + static_cast<int64_t>(k) * team.width;
+      const bool live = live_row && i < nvec;
+      Vec<T, V> a, b;
+      if (live) a = xr[i], b = gr[i];
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        xv[k][j] = live ? static_cast<A>(a.v[j]) : A(0);
+        gh[k][j] = live ? static_cast<A>(b.v[j]) * (weight ? weight[i * V + j] : A(1)) : A(0);
+        s += xv[k][j];
+      }
+    }
+    const A mean = kRms ? A(0) : team.template all_reduce<kNormThreads>(s, sum_of) / static_cast<A>(m);
+    A q = A(0);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const bool live = live_row && team.rank + static_cast<int64_t>(k) * team.width < nvec;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        xv[k][j] -= mean;
+        if (live) q += xv[k][j] * xv[k][j];
+      }
+    }
+    q = team.template all_reduce<kNormThreads>(q, sum_of);
+    const A rstd = A(1) / math::sqrt(q / static_cast<A>(m) + static_cast<A>(eps));
+    A sum_g = A(0), sum_gx = A(0);  // dead slots hold zeros
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        sum_g += gh[k][j];
+        sum_gx += gh[k][j] * xv[k][j];
+      }
+    if (!kRms) sum_g = team.template all_reduce<kNormThreads>(sum_g, sum_of);
+    sum_gx = team.template all_reduce<kNormThreads>(sum_gx, sum_of) * rstd;
+    const A mean_g = kRms ? A(0) : sum_g / static_cast<A>(m), mean_gx = sum_gx / static_cast<A>(m);
+    Vec<T, V>* out = reinterpret_cast<Vec<T, V>*>(gx + at);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const int64_t i = team.rank + static_cast<int64_t>(k) * team.width;
+      if (!live_row || i >= nvec) break;
+      Vec<T, V> r;
+#pragma unroll
+      for (int j = 0; j < V; ++j) r.v[j] = static_cast<T>(rstd * (gh[k][j] - mean_g - xv[k][j] * rstd * mean_gx));
+      out[i] = r;
+    }
+  }
+}
+
 // inputs: g (rows, M), x (rows, M), weight (M, float64) or undefined.
 template <bool kRms> void row_norm_backward_entry(OpCall& call) {
   const int device = call.out().device().index;
@@ -305,6 +399,31 @@ template <bool kRms> void row_norm_backward_entry(OpCall& call) {
       const A* wp = w.defined() ? w.data<A>() : nullptr;
       T* out = call.out().data<T>();
       const T *gp = g.data<T>(), *xp = x.data<T>();
+      // A warp's lanes hold the row's x and g (at most kMaxHeld values of each per lane): a team per row.
+      constexpr int kV = kVec<T>, kMaxHeld = sizeof(A) > 4 ? kMaxCached / 2 : kMaxCached;
+      const bool held_vector =
+          m % kV == 0 && aligned(out, sizeof(T) * kV) && aligned(gp, sizeof(T) * kV) && aligned(xp, sizeof(T) * kV);
+      const int64_t nvec = held_vector ? m / kV : m;
+      const int warp = warp_size(device);
+      if ((nvec + warp - 1) / warp * (held_vector ? kV : 1) <= kMaxHeld) {
+        const int width = team_width(nvec, warp);
+        const int64_t per = (nvec + width - 1) / width * (held_vector ? kV : 1), teams = kNormThreads / width;
+        const unsigned team_grid =
+            static_cast<unsigned>(std::min<int64_t>((rows + teams - 1) / teams, int64_t{1} << 20));
+        auto run = [&](auto v_tag, auto per_tag) {
+          constexpr int V = decltype(v_tag)::value, kVecs = std::max<int>(decltype(per_tag)::value, V) / V;
+          row_norm_backward_cached<T, kRms, kVecs, V><<<team_grid, kNormThreads, 0, stream>>>(out, gp, xp, wp, rows,
+                                                                                             m, eps, width);
+        };
+        auto with_per = [&](auto v_tag) {
+          if (per <= 4) run(v_tag, std::integral_constant<int, 4>());
+          else if (per <= kMaxHeld / 2) run(v_tag, std::integral_constant<int, kMaxHeld / 2>());
+          else run(v_tag, std::integral_constant<int, kMaxHeld>());
+        };
+        if (held_vector) with_per(std::integral_constant<int, kV>());
+        else with_per(std::integral_constant<int, 1>());
+        return;
+      }
       constexpr int V = kVec<T> < 4 ? kVec<T> : 4;
       if (m % V == 0 && aligned(out, sizeof(T) * V) && aligned(gp, sizeof(T) * V) && aligned(xp, sizeof(T) * V))
         row_norm_backward<T, kRms, V><<<grid, kNormThreads, 0, stream>>>(out, gp, xp, wp, rows, m, eps);
@@ -355,14 +474,51 @@ static __global__ void fold_stats(Welford<acc_t<T>>* partials, const T* in, Stat
   }
 }
 
-// What batch_norm's finish does besides the batch statistics.
+// A per-channel tensor as the op layer hands it (nn_ops.cpp): float32 or
+// float64, contiguous; or absent (null).
+struct ChannelParam {
+  const void* data;
+  bool f64;
+
+  __device__ double at(int64_t i, double absent) const {
+    if (!data) return absent;
+    return f64 ? static_cast<const double*>(data)[i] : static_cast<double>(static_cast<const float*>(data)[i]);
+  }
+};
+
+ChannelParam channel_param(const Tensor& t) {
+  return t.defined() ? ChannelParam{t.data_ptr(), t.dtype() == DType::Float64} : ChannelParam{nullptr, false};
+}
+
+// What batch_norm's statistics take besides the batch's values.
 struct RunningStats {
-  const double* mean;  // running statistics in (eval: used instead of the batch's)
-  const double* var;
+  ChannelParam mean;  // running statistics in (eval: used instead of the batch's)
+  ChannelParam var;
   double* new_mean;  // training with running statistics: their updates
   double* new_var;
   double momentum;
 };
+
+// The mean and 1 / sqrt(var + eps) of statistic `item`, from its merged state
+// `s` (training; `update`: also the running statistics' updates, with the
+// unbiased variance as PyTorch) or, with s null, from the running statistics.
+template <class A>
+__device__ void item_stats(const Welford<A>* s, int64_t item, double eps, const RunningStats& running, bool update,
+                           double& mean, double& rstd) {
+  if (!s) {
+    mean = running.mean.at(item, 0.0);
+    rstd = 1.0 / sqrt(running.var.at(item, 1.0) + eps);
+    return;
+  }
+  const double count = static_cast<double>(s->count), var = static_cast<double>(s->m2) / count;
+  mean = static_cast<double>(s->mean);
+  rstd = 1.0 / sqrt(var + eps);
+  if (update && running.new_mean) {
+    const double mu = running.momentum;
+    running.new_mean[item] = (1 - mu) * running.mean.at(item, 0.0) + mu * mean;
+    running.new_var[item] = (1 - mu) * running.var.at(item, 1.0) + mu * var * count / (count - 1);
+  }
+}
 
 // mean[item] and rstd[item] = 1 / sqrt(var + eps), from the item's split
 // states (training) or from the running statistics (eval: partials null).
@@ -371,21 +527,10 @@ static __global__ void finish_stats(double* mean, double* rstd, const Welford<A>
                                     int64_t splits, double eps, RunningStats running) {
   for (int64_t item = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; item < items;
        item += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    if (!partials) {
-      mean[item] = running.mean[item];
-      rstd[item] = 1.0 / sqrt(running.var[item] + eps);
-      continue;
-    }
     Welford<A> s{};
-    for (int64_t k = 0; k < splits; ++k) s.merge(partials[item * splits + k]);
-    const double count = static_cast<double>(s.count), var = static_cast<double>(s.m2) / count;
-    mean[item] = static_cast<double>(s.mean);
-    rstd[item] = 1.0 / sqrt(var + eps);
-    if (running.new_mean) {
-      const double mu = running.momentum;
-      running.new_mean[item] = (1 - mu) * running.mean[item] + mu * static_cast<double>(s.mean);
-      running.new_var[item] = (1 - mu) * running.var[item] + mu * var * count / (count - 1);
-    }
+    if (partials)
+      for (int64_t k = 0; k < splits; ++k) s.merge(partials[item * splits + k]);
+    item_stats<A>(partials ? &s : nullptr, item, eps, running, true, mean[item], rstd[item]);
   }
 }
 
@@ -393,8 +538,8 @@ static __global__ void finish_stats(double* mean, double* rstd, const Welford<A>
 struct PlaneParams {
   const double* mean;  // per statistic
   const double* rstd;
-  const double* weight;  // per channel, or null
-  const double* bias;
+  ChannelParam weight;  // per channel
+  ChannelParam bias;
   int64_t channels;
   int64_t groups;  // group_norm: statistic n * groups + c / (C / groups); 0: batch_norm, statistic c
 
@@ -402,8 +547,8 @@ struct PlaneParams {
     const int64_t c = plane % channels;
     const int64_t item = groups ? plane / channels * groups + c / (channels / groups) : c;
     mu = static_cast<A>(mean[item]);
-    scale = static_cast<A>(rstd[item] * (weight ? weight[c] : 1.0));
-    shift = static_cast<A>(bias ? bias[c] : 0.0);
+    scale = static_cast<A>(rstd[item] * weight.at(c, 1.0));
+    shift = static_cast<A>(bias.at(c, 0.0));
   }
 };
 
@@ -437,7 +582,83 @@ template <class T> static __global__ void normalize_elements(T* out, const T* in
   }
 }
 
-const double* data_or_null(const Tensor& t) { return t.defined() ? t.data<double>() : nullptr; }
+// batch_norm with few values per channel (n * s <= kFusedChannel), where the
+// three launches' fixed cost (and their scratch allocations) outweighs the
+// work: one block per channel folds its values into a Welford state
+// (training), then normalizes them, re-reading them from cache. Threads walk
+// the channel's n runs of s / V vectors (c * s apart), kChannelLoads loads
+// issued at a time. V > 1: s % V == 0 and in, out V-aligned.
+constexpr int kChannelThreads = 512;
+constexpr int kChannelLoads = 4;
+constexpr int64_t kFusedChannel = 32768;
+
+// Offset of the vector at Walk position (run, vector of the run) in a channel.
+__device__ __forceinline__ int64_t channel_offset(const Walk& w, int64_t run_stride, int v) {
+  return w.row * run_stride + static_cast<int64_t>(w.col) * v;
+}
+
+template <class T, int V>
+static __global__ void __launch_bounds__(kChannelThreads)
+    batch_norm_channels(T* out, const T* in, int64_t n, int64_t c, int64_t s, bool training, double eps,
+                        RunningStats running, ChannelParam weight, ChannelParam bias) {
+  using A = acc_t<T>;
+  const int runs = static_cast<int>(n), run_vecs = static_cast<int>(s / V);
+  const int64_t run_stride = c * s;
+  for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
+    const T* x = in + ch * s;
+    T* y = out + ch * s;
+    double mean, rstd;
+    if (training) {
+      Welford<A> st{};
+      for (Walk w(threadIdx.x, kChannelThreads, run_vecs); w.row < runs;) {
+        Vec<T, V> v[kChannelLoads];
+        bool got[kChannelLoads];
+#pragma unroll
+        for (int u = 0; u < kChannelLoads; ++u) {
+          got[u] = w.row < runs;
+          if (got[u]) v[u] = *reinterpret_cast<const Vec<T, V>*>(x + channel_offset(w, run_stride, V)), w.step();
+        }
+#pragma unroll
+        for (int u = 0; u < kChannelLoads; ++u)
+          if (got[u])
+#pragma unroll
+            for (int j = 0; j < V; ++j) st.push(static_cast<A>(v[u].v[j]));
+      }
+      st = block_all_merge<kChannelThreads>(st);
+      item_stats<A>(&st, ch, eps, running, threadIdx.x == 0, mean, rstd);
+    } else {
+      item_stats<A>(nullptr, ch, eps, running, false, mean, rstd);
+    }
+    const A mu = static_cast<A>(mean), scale = static_cast<A>(rstd * weight.at(ch, 1.0));
+    const A shift = static_cast<A>(bias.at(ch, 0.0));
+    for (Walk w(threadIdx.x, kChannelThreads, run_vecs); w.row < runs;) {
+      Vec<T, V> v[kChannelLoads];
+      int64_t at[kChannelLoads];
+      bool got[kChannelLoads];
+#pragma unroll
+      for (int u = 0; u < kChannelLoads; ++u) {
+        got[u] = w.row < runs;
+        if (got[u]) {
+          at[u] = channel_offset(w, run_stride, V);
+          v[u] = *reinterpret_cast<const Vec<T, V>*>(x + at[u]);
+          w.step();
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kChannelLoads; ++u)
+        if (got[u]) {
+#pragma unroll
+          for (int j = 0; j < V; ++j) v[u].v[j] = static_cast<T>((static_cast<A>(v[u].v[j]) - mu) * scale + shift);
+          *reinterpret_cast<Vec<T, V>*>(y + at[u]) = v[u];
+        }
+    }
+  }
+}
+
+std::string channels_what(const Tensor& x) {
+  return "(N, C, S) = (" + std::to_string(x.shape()[0]) + ", " + std::to_string(x.shape()[1]) + ", " +
+         std::to_string(x.shape()[2]) + ") (" + dtype_name(x.dtype()) + ")";
+}
 
 // Statistics per `layout` item (or from `running`), then the normalization of x (N, C, S).
 void channel_norm(OpCall& call, const StatLayout& layout, bool batch_stats, RunningStats running, const Tensor& weight,
@@ -480,7 +701,7 @@ void channel_norm(OpCall& call, const StatLayout& layout, bool batch_stats, Runn
       finish_stats<A><<<grid_for(layout.items), kThreads, 0, stream>>>(mean, rstd, states, layout.items, splits, eps,
                                                                        running);
       HIP_CHECK(hipGetLastError());
-      const PlaneParams params{mean, rstd, data_or_null(weight), data_or_null(bias), c, groups};
+      const PlaneParams params{mean, rstd, channel_param(weight), channel_param(bias), c, groups};
       const unsigned plane_grid = static_cast<unsigned>(std::min<int64_t>(n * c, int64_t{1} << 20));
       if (s >= kMinBlockPlane && vector && s % 4 == 0)
         normalize_planes<T, 4><<<plane_grid, kNormThreads, 0, stream>>>(out, in, n * c, s, params);
@@ -490,9 +711,7 @@ void channel_norm(OpCall& call, const StatLayout& layout, bool batch_stats, Runn
         normalize_elements<T><<<grid_for(n * c * s), kThreads, 0, stream>>>(out, in, n * c * s, s, params);
     }
   });
-  check_launch(op_name(call.op), "shape " + detail::to_piece(call.out().shape()) + " as (N, C, S) = (" +
-                                     std::to_string(n) + ", " + std::to_string(c) + ", " + std::to_string(s) + ") (" +
-                                     dtype_name(x.dtype()) + ")");
+  check_launch(op_name(call.op), "shape " + detail::to_piece(call.out().shape()) + " as " + channels_what(x));
 }
 
 // inputs: x (N, C, S), weight, bias; attrs num_groups.
@@ -517,10 +736,29 @@ void batch_norm_entry(OpCall& call) {
   if (x.numel() == 0) return;
   const NormAttrs& at = call.attr<NormAttrs>();
   const bool updates = call.outputs.size() > 1;
-  const RunningStats running{data_or_null(call.inputs[1]), data_or_null(call.inputs[2]),
+  const RunningStats running{channel_param(call.inputs[1]), channel_param(call.inputs[2]),
                              updates ? call.outputs[1].data<double>() : nullptr,
                              updates ? call.outputs[2].data<double>() : nullptr, at.momentum};
-  channel_norm(call, {c, s, n, s, c * s}, at.training, running, call.inputs[3], call.inputs[4], 0);
+  if (n * s > kFusedChannel)
+    return channel_norm(call, {c, s, n, s, c * s}, at.training, running, call.inputs[3], call.inputs[4], 0);
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(c, int64_t{1} << 20));
+  const hipStream_t stream = current_stream(x.device().index);
+  const ChannelParam weight = channel_param(call.inputs[3]), bias = channel_param(call.inputs[4]);
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      constexpr int V = kVec<T>;
+      const T* in = x.data<T>();
+      T* out = call.out().data<T>();
+      if (s % V == 0 && aligned(in, sizeof(T) * V) && aligned(out, sizeof(T) * V))
+        batch_norm_channels<T, V><<<grid, kChannelThreads, 0, stream>>>(out, in, n, c, s, at.training, at.eps, running,
+                                                                        weight, bias);
+      else
+        batch_norm_channels<T, 1><<<grid, kChannelThreads, 0, stream>>>(out, in, n, c, s, at.training, at.eps, running,
+                                                                        weight, bias);
+    }
+  });
+  check_launch(op_name(call.op), "shape " + detail::to_piece(call.out().shape()) + " as " + channels_what(x));
 }
 
 // ---- batch_norm_backward, group_norm_backward ---------------------------------
@@ -565,14 +803,14 @@ struct GradCoefs {
   double* mean;
   double* b;
   double* d;
-  const double* weight;  // per channel, or null
+  ChannelParam weight;  // per channel
   int64_t channels;
   int64_t groups;  // 0: batch_norm
 
   template <class A> __device__ void at(int64_t plane, A& scale, A& mu, A& bb, A& dd) const {
     const int64_t c = plane % channels;
     const int64_t item = groups ? plane / channels * groups + c / (channels / groups) : c;
-    scale = static_cast<A>(rstd[item] * (weight ? weight[c] : 1.0));
+    scale = static_cast<A>(rstd[item] * weight.at(c, 1.0));
     mu = static_cast<A>(mean[item]);
     bb = static_cast<A>(b[item]);
     dd = static_cast<A>(d[item]);
@@ -581,14 +819,41 @@ struct GradCoefs {
 
 // batch_norm in eval: the input's gradient w rstd g, rstd from the running variance.
 struct EvalScale {
-  const double* running_var;  // null: training
-  const double* weight;       // or null
+  ChannelParam running_var;  // absent: training
+  ChannelParam weight;
   double eps;
 
+  PF_HOST_DEVICE bool eval() const { return running_var.data != nullptr; }
   template <class A> __device__ A at(int64_t c) const {
-    return static_cast<A>((weight ? weight[c] : 1.0) / sqrt(running_var[c] + eps));
+    return static_cast<A>(weight.at(c, 1.0) / sqrt(running_var.at(c, 1.0) + eps));
   }
 };
+
+// A batch_norm channel's backward sums from its merged (x, g) state: sum(g)
+// and sum(g xhat), the bias's and the weight's gradients, and the input
+// gradient's coefficients in training, gx = scale g - b (x - mean) - d, that is
+//   w rstd (g - sum(g) / n - xhat sum(g xhat) / n).
+// Eval (running_var given): mean and rstd from the running statistics.
+struct ChannelGrad {
+  double mean, rstd, sum_g, sum_gxhat, scale, b, d;
+};
+
+template <class A>
+__device__ ChannelGrad channel_grad(const CoMoments<A>& s, int64_t ch, double eps, ChannelParam running_mean,
+                                    ChannelParam running_var, ChannelParam weight) {
+  ChannelGrad r;
+  const bool eval = running_var.data != nullptr;
+  const double n = static_cast<double>(s.count);
+  r.mean = eval ? running_mean.at(ch, 0.0) : static_cast<double>(s.mean_x);
+  r.rstd = 1.0 / sqrt((eval ? running_var.at(ch, 1.0) : static_cast<double>(s.m2) / n) + eps);
+  r.sum_g = n * static_cast<double>(s.mean_g);
+  // sum(g (x - mean)) about the batch mean (training) or the running one.
+  r.sum_gxhat = r.rstd * (static_cast<double>(s.co) + (static_cast<double>(s.mean_x) - r.mean) * r.sum_g);
+  r.scale = r.rstd * weight.at(ch, 1.0);
+  r.b = r.scale * r.rstd * r.sum_gxhat / n;
+  r.d = r.scale * r.sum_g / n;
+  return r;
+}
 
 // Block (item, split) folds the pairs (x, g) of values [split * chunk, ...)
 // of its item (StatLayout: runs of contiguous values) into CoMoments. Long
@@ -655,34 +920,100 @@ static __global__ void fold_grad_moments_per_thread(CoMoments<acc_t<T>>* partial
 }
 
 // Per channel of batch_norm: its splits' states merged (a fixed order) into
-// sum(g) and sum(g xhat), the bias's and the weight's gradients, and in
-// training the input gradient's coefficients,
-//   gx = w rstd (g - sum(g) / n - xhat sum(g xhat) / n).
-// Eval (running.running_var given): mean and rstd from the running statistics.
+// the channel's sums and coefficients (channel_grad).
 template <class A>
 static __global__ void finish_batch_norm_backward(A* grad_weight, A* grad_bias, GradCoefs coefs,
                                                   const CoMoments<A>* partials, int64_t splits, double eps,
-                                                  const double* running_mean, const double* running_var) {
+                                                  ChannelParam running_mean, ChannelParam running_var) {
   for (int64_t ch = blockIdx.x; ch < coefs.channels; ch += gridDim.x) {
     CoMoments<A> s{};
     for (int64_t k = threadIdx.x; k < splits; k += kNormThreads) s.merge(partials[ch * splits + k]);
     s = block_all_merge<kNormThreads>(s);
     if (threadIdx.x != 0) continue;
-    const double n = static_cast<double>(s.count);
-    const double mean = running_var ? running_mean[ch] : static_cast<double>(s.mean_x);
-    const double rstd = 1.0 / sqrt((running_var ? running_var[ch] : static_cast<double>(s.m2) / n) + eps);
-    const double sum_g = n * static_cast<double>(s.mean_g);
-    // sum(g (x - mean)) about the batch mean (training) or the running one.
-    const double sum_gxhat =
-        rstd * (static_cast<double>(s.co) + (static_cast<double>(s.mean_x) - mean) * sum_g);
-    grad_weight[ch] = static_cast<A>(sum_gxhat);
-    grad_bias[ch] = static_cast<A>(sum_g);
-    if (running_var) continue;
-    const double scale = rstd * (coefs.weight ? coefs.weight[ch] : 1.0);
-    coefs.rstd[ch] = rstd;
-    coefs.mean[ch] = mean;
-    coefs.b[ch] = scale * rstd * sum_gxhat / n;
-    coefs.d[ch] = scale * sum_g / n;
+    const ChannelGrad r = channel_grad(s, ch, eps, running_mean, running_var, coefs.weight);
+    grad_weight[ch] = static_cast<A>(r.sum_gxhat);
+    grad_bias[ch] = static_cast<A>(r.sum_g);
+    if (running_var.data) continue;
+    coefs.rstd[ch] = r.rstd;
+    coefs.mean[ch] = r.mean;
+    coefs.b[ch] = r.b;
+    coefs.d[ch] = r.d;
+  }
+}
+
+// batch_norm_backward with few values per channel (n * s <= kFusedChannel),
+// as batch_norm_channels: one block per channel folds (x, g) into CoMoments
+// (eval: writing gx = w rstd g on the way), finishes the channel's sums
+// (channel_grad) and, in training, writes gx, re-reading x and g from cache.
+template <class T, int V>
+static __global__ void __launch_bounds__(kChannelThreads)
+    batch_norm_backward_channels(T* gx, acc_t<T>* grad_weight, acc_t<T>* grad_bias, const T* g, const T* x, int64_t n,
+                                 int64_t c, int64_t s, double eps, ChannelParam running_mean, EvalScale eval) {
+  using A = acc_t<T>;
+  const int runs = static_cast<int>(n), run_vecs = static_cast<int>(s / V);
+  const int64_t run_stride = c * s;
+  for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
+    const int64_t first = ch * s;
+    const A eval_scale = eval.eval() ? eval.at<A>(ch) : A(0);
+    CoMoments<A> st{};
+    for (Walk w(threadIdx.x, kChannelThreads, run_vecs); w.row < runs;) {
+      Vec<T, V> xv[kChannelLoads], gv[kChannelLoads];
+      int64_t at[kChannelLoads];
+      bool got[kChannelLoads];
+#pragma unroll
+      for (int u = 0; u < kChannelLoads; ++u) {
+        got[u] = w.row < runs;
+        if (got[u]) {
+          at[u] = first + channel_offset(w, run_stride, V);
+          xv[u] = *reinterpret_cast<const Vec<T, V>*>(x + at[u]);
+          gv[u] = *reinterpret_cast<const Vec<T, V>*>(g + at[u]);
+          w.step();
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kChannelLoads; ++u) {
+        if (!got[u]) continue;
+        Vec<T, V> out;
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          st.push(static_cast<A>(xv[u].v[j]), static_cast<A>(gv[u].v[j]));
+          out.v[j] = static_cast<T>(eval_scale * static_cast<A>(gv[u].v[j]));
+        }
+        if (eval.eval()) *reinterpret_cast<Vec<T, V>*>(gx + at[u]) = out;
+      }
+    }
+    st = block_all_merge<kChannelThreads>(st);
+    const ChannelGrad r = channel_grad(st, ch, eps, running_mean, eval.running_var, eval.weight);
+    if (threadIdx.x == 0) {
+      grad_weight[ch] = static_cast<A>(r.sum_gxhat);
+      grad_bias[ch] = static_cast<A>(r.sum_g);
+    }
+    if (eval.eval()) continue;
+    const A scale = static_cast<A>(r.scale), mu = static_cast<A>(r.mean), b = static_cast<A>(r.b);
+    const A d = static_cast<A>(r.d);
+    for (Walk w(threadIdx.x, kChannelThreads, run_vecs); w.row < runs;) {
+      Vec<T, V> xv[kChannelLoads], gv[kChannelLoads];
+      int64_t at[kChannelLoads];
+      bool got[kChannelLoads];
+#pragma unroll
+      for (int u = 0; u < kChannelLoads; ++u) {
+        got[u] = w.row < runs;
+        if (got[u]) {
+          at[u] = first + channel_offset(w, run_stride, V);
+          xv[u] = *reinterpret_cast<const Vec<T, V>*>(x + at[u]);
+          gv[u] = *reinterpret_cast<const Vec<T, V>*>(g + at[u]);
+          w.step();
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kChannelLoads; ++u) {
+        if (!got[u]) continue;
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+          xv[u].v[j] = static_cast<T>(scale * static_cast<A>(gv[u].v[j]) - b * (static_cast<A>(xv[u].v[j]) - mu) - d);
+        *reinterpret_cast<Vec<T, V>*>(gx + at[u]) = xv[u];
+      }
+    }
   }
 }
 
@@ -711,7 +1042,7 @@ static __global__ void finish_group_norm_backward(A* plane_g, A* plane_gxhat, Gr
       const double sum_gxhat = rstd * (static_cast<double>(p.co) + (static_cast<double>(p.mean_x) - mean) * sum_g);
       plane_g[item * cg + k] = static_cast<A>(sum_g);
       plane_gxhat[item * cg + k] = static_cast<A>(sum_gxhat);
-      const double w = coefs.weight ? coefs.weight[item % coefs.groups * cg + k] : 1.0;
+      const double w = coefs.weight.at(item % coefs.groups * cg + k, 1.0);
       sum_wg += w * sum_g;
       sum_wgxhat += w * sum_gxhat;
     }
@@ -881,7 +1212,7 @@ static __global__ void sum_planes(A* grad_weight, A* grad_bias, const A* plane_g
 }
 
 // Folds (x, g) of each `l` item into CoMoments states, `splits` per item
-// (returned). With eval.running_var: batch_norm's eval gradient written into gx on the way.
+// (returned). In eval (eval.running_var given): batch_norm's eval gradient written into gx on the way.
 template <class T>
 Tensor fold_grad(const T* g, const T* x, T* gx, const StatLayout& l, const EvalScale& eval, int64_t& splits,
                  const Device& dev, hipStream_t stream) {
@@ -903,7 +1234,7 @@ Tensor fold_grad(const T* g, const T* x, T* gx, const StatLayout& l, const EvalS
   splits = std::max<int64_t>(1, (len + chunk - 1) / chunk);
   Tensor partials = Tensor::empty({l.items * splits * int64_t{sizeof(CoMoments<A>)}}, DType::UInt8, dev);
   auto* p = static_cast<CoMoments<A>*>(partials.data_ptr());
-  const bool eval_grad = eval.running_var != nullptr;
+  const bool eval_grad = eval.eval();
   auto run = [&](auto eval_tag) {
     constexpr bool kEval = decltype(eval_tag)::value;
     if (len <= kThreadItem) {
@@ -938,11 +1269,6 @@ void launch_apply_grad(T* gx, const T* g, const T* x, int64_t n, int64_t c, int6
     apply_grad_elements<T><<<grid_for(n * c * s), kThreads, 0, stream>>>(gx, g, x, n * c * s, s, coefs);
 }
 
-std::string channels_what(const Tensor& x) {
-  return "(N, C, S) = (" + std::to_string(x.shape()[0]) + ", " + std::to_string(x.shape()[1]) + ", " +
-         std::to_string(x.shape()[2]) + ") (" + dtype_name(x.dtype()) + ")";
-}
-
 // inputs: g, x (N, C, S), running_mean, running_var (eval), weight; outputs
 // gx, the weight's and the bias's gradients (C, compute type).
 void batch_norm_backward_entry(OpCall& call) {
@@ -958,14 +1284,28 @@ void batch_norm_backward_entry(OpCall& call) {
   }
   const NormAttrs& at = call.attr<NormAttrs>();
   const hipStream_t stream = current_stream(dev.index);
-  const double* weight = data_or_null(call.inputs[4]);
-  const EvalScale eval{at.training ? nullptr : call.inputs[3].data<double>(), weight, at.eps};
+  const ChannelParam weight = channel_param(call.inputs[4]);
+  // Training reads no running statistic (the op layer leaves them undefined).
+  const ChannelParam running_mean = channel_param(call.inputs[2]);
+  const EvalScale eval{channel_param(call.inputs[3]), weight, at.eps};
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
       using A = acc_t<T>;
       const T *gp = g.data<T>(), *xp = x.data<T>();
       T* gx = call.out().data<T>();
+      A *grad_weight = call.outputs[1].data<A>(), *grad_bias = call.outputs[2].data<A>();
+      if (n * s <= kFusedChannel) {
+        constexpr int V = kVec<T>;
+        const unsigned grid = static_cast<unsigned>(std::min<int64_t>(c, int64_t{1} << 20));
+        if (s % V == 0 && aligned(gp, sizeof(T) * V) && aligned(xp, sizeof(T) * V) && aligned(gx, sizeof(T) * V))
+          batch_norm_backward_channels<T, V><<<grid, kChannelThreads, 0, stream>>>(
+              gx, grad_weight, grad_bias, gp, xp, n, c, s, at.eps, running_mean, eval);
+        else
+          batch_norm_backward_channels<T, 1><<<grid, kChannelThreads, 0, stream>>>(
+              gx, grad_weight, grad_bias, gp, xp, n, c, s, at.eps, running_mean, eval);
+        return;
+      }
       int64_t splits;
       Tensor partials =
           fold_grad<T>(gp, xp, at.training ? nullptr : gx, {c, s, n, s, c * s}, eval, splits, dev, stream);
@@ -975,8 +1315,7 @@ void batch_norm_backward_entry(OpCall& call) {
       const unsigned channel_grid = static_cast<unsigned>(std::min<int64_t>(c, int64_t{1} << 16));
       const auto* states = static_cast<const CoMoments<A>*>(partials.data_ptr());
       finish_batch_norm_backward<A><<<channel_grid, kNormThreads, 0, stream>>>(
-          call.outputs[1].data<A>(), call.outputs[2].data<A>(), gc, states, splits, at.eps,
-          at.training ? nullptr : call.inputs[2].data<double>(), eval.running_var);
+          grad_weight, grad_bias, gc, states, splits, at.eps, running_mean, eval.running_var);
       if (at.training) {
         HIP_CHECK(hipGetLastError());
         launch_apply_grad<T>(gx, gp, xp, n, c, s, gc, stream);
@@ -1037,7 +1376,7 @@ void group_norm_backward_entry(OpCall& call) {
         Tensor partials = fold_grad<T>(gp, xp, nullptr, {n * c, s, 1, s, s}, EvalScale{}, splits, dev, stream);
         Tensor coefs = Tensor::empty({4, rows}, DType::Float64, dev);
         double* cp = coefs.data<double>();
-        const GradCoefs gc{cp, cp + rows, cp + 2 * rows, cp + 3 * rows, data_or_null(weight), c, groups};
+        const GradCoefs gc{cp, cp + rows, cp + 2 * rows, cp + 3 * rows, channel_param(weight), c, groups};
         finish_group_norm_backward<A><<<row_grid, kNormThreads, 0, stream>>>(
             plane_g, plane_gxhat, gc, static_cast<const CoMoments<A>*>(partials.data_ptr()), rows, splits, eps);
         HIP_CHECK(hipGetLastError());

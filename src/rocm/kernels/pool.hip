@@ -25,7 +25,9 @@
 // Sums run in the CPU's order (depth, row, column) and divide by the same
 // divisor, so results are the CPU's bit for bit. Output planes smaller than
 // a block and windows too large for a tile take a direct kernel, one output
-// per thread, as does adaptive_avg_pool2d, whose cells vary in size.
+// per thread, as do adaptive_avg_pool2d's small cells; its larger cells
+// (global pooling) are summed by a warp or a block each, in another order
+// than the CPU's (equal to rounding).
 //
 // Backward passes. Each input element's gradient is gathered, not scattered:
 // a thread finds the outputs whose windows hold its elements and sums their
@@ -41,7 +43,8 @@
 // Gathers are memory-bound: a thread keeps one strip of 16 bytes of a row and
 // walks rows (plane, depth, row) with no division per step, so the work on
 // columns (which outputs cover the strip) is done once per thread, and the
-// outputs covering a row take one division by the stride per dim.
+// outputs covering a row take one division by the stride per dim. Global
+// pooling's gradient is a fill of each plane, by a warp or a block per plane.
 //
 // Loops stride by blockDim and gridDim and blocks meet at __syncthreads, so
 // nothing depends on the warp size (wave64 and wave32 alike). Offsets into
@@ -54,9 +57,11 @@
 #include <type_traits>
 
 #include "core/dispatch.h"
+#include "kernels/functors.h"
 #include "pyflame/backend/rocm/hip_check.h"
 #include "pyflame/backend/rocm/stream.h"
 #include "rocm/device_guard.h"
+#include "rocm/kernels/block_reduce.h"
 #include "rocm/kernels/launch.h"
 #include "rocm/kernels/pool.h"
 
@@ -121,20 +126,6 @@ struct Tile {
   int64_t src, dst;  // the band's, moved to this slice (and its first valid depth tap)
   int64_t od;
   int kd_lo, kd_n;   // depth taps [kd_lo, kd_lo + kd_n) lie inside the input: slots [0, kd_n) are staged
-};
-
-// A thread's walk over a grid of items `width` wide: its first item, then
-// n (the block's threads) on each step, with no division per step.
-struct Walk {
-  int row, col, row_jump, col_jump, width;
-
-  __device__ __forceinline__ Walk(int t, int n, int w) : row(t / w), col(t % w), row_jump(n / w), col_jump(n % w),
-                                                         width(w) {}
-  __device__ __forceinline__ void step() {
-    row += row_jump;
-    col += col_jump;
-    if (col >= width) col -= width, ++row;
-  }
 };
 
 template <class T> using Vector = Vec<T, kVec<T>>;
@@ -423,7 +414,7 @@ static __global__ void direct_pool_kernel(O* out, const T* in, PoolGeometry g, i
 __device__ __forceinline__ int64_t adaptive_start(int64_t o, int64_t in, int64_t n) { return o * in / n; }
 __device__ __forceinline__ int64_t adaptive_end(int64_t o, int64_t in, int64_t n) { return ((o + 1) * in + n - 1) / n; }
 
-// Sums each cell column by column, each column down its rows: the CPU's order.
+// Small cells, one per thread: each cell column by column, each column down its rows (the CPU's order).
 template <class T>
 static __global__ void adaptive_avg_pool_kernel(T* out, const T* in, int64_t ih, int64_t iw, int64_t oh, int64_t ow,
                                                 int64_t n) {
@@ -441,6 +432,93 @@ static __global__ void adaptive_avg_pool_kernel(T* out, const T* in, int64_t ih,
       sum += column;
     }
     out[i] = static_cast<T>(sum / static_cast<A>((h1 - h0) * (w1 - w0)));
+  }
+}
+
+// Larger cells (global pooling above all: one cell per plane) are summed by a
+// team, a warp or a block (as reduce.hip's rows): one thread per cell would
+// read a whole plane serially, and neighbouring threads' loads would lie a
+// cell apart. A cell of whole rows (ow == 1) is one contiguous run, read in
+// 16-byte vectors where aligned with kCellLoads in flight per thread; other
+// cells are walked row by row, the team's threads on consecutive columns.
+constexpr int kCellThreads = 256;
+constexpr int kCellLoads = 4;
+// Cells up to this many elements take a thread each; up to kWarpCell (or when there are
+// enough cells to give every warp of the GPU a few), a warp each; larger ones a block.
+constexpr int64_t kThreadCell = 16;
+constexpr int64_t kWarpCell = 4096;
+constexpr int64_t kManyCells = 16384;
+
+// The sum of the elements [0, len) of a contiguous run that thread `rank` of
+// `n` reads (elements rank, rank + n, ... counted in V-element vectors; V > 1:
+// `src` is 16-byte aligned and len % V == 0).
+template <class T, int V> __device__ __forceinline__ acc_t<T> run_part(const T* src, int64_t len, int rank, int n) {
+  using A = acc_t<T>;
+  const Vec<T, V>* v = reinterpret_cast<const Vec<T, V>*>(src);
+  const int64_t nvec = len / V;
+  A acc[kCellLoads];
+#pragma unroll
+  for (int u = 0; u < kCellLoads; ++u) acc[u] = A(0);
+  int64_t i = rank;
+  for (; i + (kCellLoads - 1) * int64_t{n} < nvec; i += kCellLoads * int64_t{n}) {
+    Vec<T, V> x[kCellLoads];
+#pragma unroll
+    for (int u = 0; u < kCellLoads; ++u) x[u] = v[i + u * n];
+#pragma unroll
+    for (int u = 0; u < kCellLoads; ++u)
+#pragma unroll
+      for (int j = 0; j < V; ++j) acc[u] += static_cast<A>(x[u].v[j]);
+  }
+  for (; i < nvec; i += n) {
+    const Vec<T, V> x = v[i];
+#pragma unroll
+    for (int j = 0; j < V; ++j) acc[0] += static_cast<A>(x.v[j]);
+  }
+  for (int u = 1; u < kCellLoads; ++u) acc[0] += acc[u];
+  return acc[0];
+}
+
+// A cell of ih x iw planes pooled to oh x ow, each summed by a team
+// (kBlock: a block, else a warp); V > 1 only for cells of whole rows whose
+// runs are V-aligned (ow == 1, launch_adaptive_cells checks). Sizes below 2^31 per dim.
+template <class T, int V, bool kBlock>
+static __global__ void __launch_bounds__(kCellThreads)
+    adaptive_avg_pool_cells(T* out, const T* in, int64_t ih, int64_t iw, int64_t oh, int64_t ow, int64_t cells) {
+  using A = acc_t<T>;
+  for (RowTeam<kBlock> team(PF_WARP_SIZE); team.first < cells; team.next()) {
+    const int64_t i = team.row();  // teams are whole warps: i == team.first
+    const int64_t q = i % ow, r = i / ow % oh, plane = i / (ow * oh);
+    const int64_t h0 = adaptive_start(r, ih, oh), h1 = adaptive_end(r, ih, oh);
+    const int64_t w0 = adaptive_start(q, iw, ow), w1 = adaptive_end(q, iw, ow);
+    const T* src = in + (plane * ih + h0) * iw + w0;
+    A part = A(0);
+    if (w1 - w0 == iw) {
+      part = run_part<T, V>(src, (h1 - h0) * iw, team.rank, team.width);
+    } else {
+      for (Walk w(team.rank, team.width, static_cast<int>(w1 - w0)); w.row < h1 - h0; w.step())
+        part += static_cast<A>(src[w.row * iw + w.col]);
+    }
+    const A sum = team.template all_reduce<kCellThreads>(part, kernels::SumReduce<A>());
+    if (team.rank == 0) out[i] = static_cast<T>(sum / static_cast<A>((h1 - h0) * (w1 - w0)));
+  }
+}
+
+// The input gradient of global pooling (one cell per plane): every element of
+// plane p gets grad_out[p] / (its size), written by a team per plane as
+// adaptive_avg_pool_cells reads (V > 1: plane_size % V == 0, grad_in aligned).
+template <class T, int V, bool kBlock>
+static __global__ void __launch_bounds__(kCellThreads)
+    global_avg_pool_backward(T* grad_in, const T* grad_out, int64_t planes, int64_t plane_size) {
+  using A = acc_t<T>;
+  for (RowTeam<kBlock> team(PF_WARP_SIZE); team.first < planes; team.next()) {
+    const int64_t p = team.row();
+    // From +0, as the gather kernel and the CPU sum the shares: a -0 gradient gives +0.
+    const T share = static_cast<T>(A(0) + static_cast<A>(grad_out[p]) / static_cast<A>(plane_size));
+    Vec<T, V> pack;
+#pragma unroll
+    for (int j = 0; j < V; ++j) pack.v[j] = share;
+    Vec<T, V>* dst = reinterpret_cast<Vec<T, V>*>(grad_in + p * plane_size);
+    for (int64_t i = team.rank; i < plane_size / V; i += team.width) dst[i] = pack;
   }
 }
 
@@ -709,6 +787,46 @@ void launch_pool(O* out, const T* in, const PoolGeometry& g, int64_t planes, int
   }
 }
 
+// Who sums a cell of adaptive pooling (adaptive_avg_pool_cells), and writes a plane of global pooling's gradient.
+enum class CellTeam { thread, warp, block };
+
+CellTeam cell_team(int64_t cells, int64_t cell_size) {
+  if (cell_size <= kThreadCell) return CellTeam::thread;
+  return cells >= kManyCells || cell_size <= kWarpCell ? CellTeam::warp : CellTeam::block;
+}
+
+// The most elements of a cell along a dim of `in` pooled to `out` (cells overlap where out does not divide in).
+int64_t max_extent(int64_t in, int64_t out) { return in % out == 0 ? in / out : in / out + 2; }
+
+// Blocks of kCellThreads for `items` items, one per warp or (kBlock) per block.
+template <bool kBlock> unsigned team_blocks(int64_t items, int device) {
+  const int64_t per_block = kBlock ? 1 : kCellThreads / warp_size(device);
+  return static_cast<unsigned>(std::min<int64_t>((items + per_block - 1) / per_block, int64_t{1} << 20));
+}
+
+template <class T, bool kBlock>
+void launch_adaptive_cells(T* out, const T* in, int64_t ih, int64_t iw, int64_t oh, int64_t ow, int64_t cells,
+                           int device, hipStream_t stream) {
+  constexpr int V = kVec<T>;
+  const unsigned blocks = team_blocks<kBlock>(cells, device);
+  // Cells of whole rows: runs start on a multiple of the plane (one cell per plane) or of the row.
+  if (ow == 1 && (oh == 1 ? ih * iw : iw) % V == 0 && aligned(in, sizeof(Vec<T, V>)))
+    adaptive_avg_pool_cells<T, V, kBlock><<<blocks, kCellThreads, 0, stream>>>(out, in, ih, iw, oh, ow, cells);
+  else
+    adaptive_avg_pool_cells<T, 1, kBlock><<<blocks, kCellThreads, 0, stream>>>(out, in, ih, iw, oh, ow, cells);
+}
+
+template <class T, bool kBlock>
+void launch_global_backward(T* grad_in, const T* grad_out, int64_t planes, int64_t plane_size, int device,
+                            hipStream_t stream) {
+  constexpr int V = kVec<T>;
+  const unsigned blocks = team_blocks<kBlock>(planes, device);
+  if (plane_size % V == 0 && aligned(grad_in, sizeof(Vec<T, V>)))
+    global_avg_pool_backward<T, V, kBlock><<<blocks, kCellThreads, 0, stream>>>(grad_in, grad_out, planes, plane_size);
+  else
+    global_avg_pool_backward<T, 1, kBlock><<<blocks, kCellThreads, 0, stream>>>(grad_in, grad_out, planes, plane_size);
+}
+
 // The pooling's input and output shapes (a backward op's output and grad) and its window.
 std::string describe(const OpCall& call, const Shape& input, const Shape& output) {
   const PoolAttrs& a = call.attr<PoolAttrs>();
@@ -749,11 +867,23 @@ void adaptive_avg_pool2d_entry(OpCall& call) {
   Tensor& out = call.out();
   const int64_t n = out.numel();
   if (n == 0) return;
+  const int64_t ih = x.shape()[2], iw = x.shape()[3], oh = out.shape()[2], ow = out.shape()[3];
+  // The teams walk a cell's rows with int counters.
+  constexpr int64_t kIntLimit = int64_t{1} << 31;
+  const CellTeam team =
+      ih < kIntLimit && iw < kIntLimit ? cell_team(n, max_extent(ih, oh) * max_extent(iw, ow)) : CellTeam::thread;
+  const hipStream_t stream = current_stream(device);
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
-      adaptive_avg_pool_kernel<T><<<grid_for(n), kThreads, 0, current_stream(device)>>>(
-          out.data<T>(), x.data<T>(), x.shape()[2], x.shape()[3], out.shape()[2], out.shape()[3], n);
+      T* dst = out.data<T>();
+      const T* src = x.data<T>();
+      if (team == CellTeam::thread)
+        adaptive_avg_pool_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(dst, src, ih, iw, oh, ow, n);
+      else if (team == CellTeam::warp)
+        launch_adaptive_cells<T, false>(dst, src, ih, iw, oh, ow, n, device, stream);
+      else
+        launch_adaptive_cells<T, true>(dst, src, ih, iw, oh, ow, n, device, stream);
     }
   });
   check_launch(op_name(call.op), describe(call, x.shape(), out.shape()));
@@ -893,10 +1023,15 @@ void adaptive_avg_pool2d_backward_entry(OpCall& call) {
   const bool fits = ih * iw < kLimit && oh * ow < kLimit && (ih + 1) * (oh + 1) < kLimit &&
                     (iw + 1) * (ow + 1) < kLimit;
   const hipStream_t stream = current_stream(device);
+  const CellTeam team = oh == 1 && ow == 1 ? cell_team(planes, ih * iw) : CellTeam::thread;
   visit_dtype(grad.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
-      if (fits) {
+      if (team == CellTeam::warp) {
+        launch_global_backward<T, false>(out.data<T>(), grad.data<T>(), planes, ih * iw, device, stream);
+      } else if (team == CellTeam::block) {
+        launch_global_backward<T, true>(out.data<T>(), grad.data<T>(), planes, ih * iw, device, stream);
+      } else if (fits) {
         const Windows<AdaptiveDim<int32_t>> win{{{1, 1},
                                                   {static_cast<int32_t>(ih), static_cast<int32_t>(oh)},
                                                   {static_cast<int32_t>(iw), static_cast<int32_t>(ow)}},

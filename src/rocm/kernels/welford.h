@@ -6,7 +6,8 @@
 // sum(x^2) - n mean^2 would cancel. The count is an integer: a float count
 // stops counting at 2^24 elements. No member initializers (shared memory
 // holds states): start from Welford<A>{}, all zero. CoMoments does the same
-// for pairs (x, g), for the norms' backward passes.
+// for pairs (x, g), for the norms' backward passes. States merge across a
+// warp and a block with block_reduce.h's warp_all_merge and block_all_merge.
 
 #include <cstdint>
 
@@ -97,31 +98,5 @@ template <class A> struct CoMoments {
     return o;
   }
 };
-
-// Every lane gets the warp's merged state (S: Welford or CoMoments).
-template <class S> __device__ __forceinline__ S warp_all_merge(S s) {
-  for (int mask = PF_WARP_SIZE / 2; mask > 0; mask >>= 1) s.merge(s.shuffled(mask));
-  return s;
-}
-
-// Every thread of the block (kThreads threads) gets the block's merged state.
-// Contains __syncthreads: all threads must call it.
-template <int kThreads, class S> __device__ __forceinline__ S block_all_merge(S s) {
-  constexpr int kWarps = kThreads / PF_WARP_SIZE;
-  __shared__ S warp_states[kWarps];
-  __shared__ S result;
-  s = warp_all_merge(s);
-  if (threadIdx.x % PF_WARP_SIZE == 0) warp_states[threadIdx.x / PF_WARP_SIZE] = s;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    S r = warp_states[0];
-    for (int w = 1; w < kWarps; ++w) r.merge(warp_states[w]);
-    result = r;
-  }
-  __syncthreads();
-  const S r = result;
-  __syncthreads();  // the shared slots may be reused by the next call
-  return r;
-}
 
 }  // namespace pyflame::backend::rocm
