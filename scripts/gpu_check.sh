@@ -2,8 +2,8 @@
 # On the GPU machine (NVIDIA, through the device tool): build the ROCm backend's
 # NVIDIA flavour from a clean tree, run every C++ and Python test with the GPU,
 # the GPU C++ tests under compute-sanitizer (memcheck, racecheck), the demo and
-# the benchmarks. Logs go to $OUT (default ./gpu_check_out); summary.txt lists
-# each step's status.
+# the benchmarks (ops, training, whole models, model shapes). Logs go to $OUT
+# (default ./gpu_check_out); summary.txt lists each step's status.
 #
 # The machine cannot install packages: Python wheels it lacks (scipy-openblas32,
 # pytest) and doctest's header travel in .whl/ (see docs/rocm.md, "GPU checks").
@@ -56,6 +56,11 @@ step rocm_benchmark python3 benchmarks/rocm_benchmark.py --all --out "$OUT"
 cat "$LOGS/rocm_benchmark.log"
 step training_benchmark python3 benchmarks/training_benchmark.py --json "$OUT/training_benchmark.json"
 cat "$LOGS/training_benchmark.log"
+# Whole models and the shapes they run, next to PyTorch (issue 21; docs/perf.md).
+step models python3 benchmarks/models.py --json "$OUT/models.json"
+cat "$LOGS/models.log"
+step shapes python3 benchmarks/shapes.py --json "$OUT/shapes.json"
+sed -n '/== summary/,$p' "$LOGS/shapes.log"
 tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$LOGS"
 cat "$SUMMARY"
 ! grep -qv "rc=0" "$SUMMARY"

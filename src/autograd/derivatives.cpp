@@ -90,7 +90,7 @@ Grads d_minimum(const GradContext& c) { return d_extremum(c, OpType::lt); }
 
 Grads d_neg(const GradContext& c) { return {neg(c.grad())}; }
 Grads d_abs(const GradContext& c) { return {mul(c.grad(), sign(c.input(0)))}; }
-Grads d_relu(const GradContext& c) { return {where(gt(c.output(), Scalar(0.0)), c.grad(), zero_scalar())}; }
+Grads d_relu(const GradContext& c) { return {binary_op(OpType::relu_backward, c.grad(), c.output())}; }
 Grads d_zero(const GradContext& c) { return {zeros_like(c.grad())}; }  // floor, ceil, round, sign
 Grads d_hardtanh(const GradContext& c) {
   const auto& p = c.attr<ElementwiseAttrs>().params;
@@ -115,29 +115,14 @@ Grads d_sigmoid(const GradContext& c) {
   return {mul(c.grad(), mul(y, sub(Scalar(1.0), y)))};
 }
 Grads d_gelu(const GradContext& c) {
-  const Tensor& x = c.input(0);
-  if (c.attr<ElementwiseAttrs>().params[0].i) {  // tanh form: 0.5 x (1 + tanh(u)), u = k (x + 0.044715 x^3)
-    const double k = std::sqrt(2.0 / M_PI);
-    Tensor x2 = mul(x, x);
-    Tensor t = tanh(mul(mul(x, add(mul(x2, Scalar(0.044715)), Scalar(1.0))), k));
-    Tensor du = mul(add(mul(x2, Scalar(3 * 0.044715)), Scalar(1.0)), k);
-    Tensor d = add(mul(add(t, Scalar(1.0)), Scalar(0.5)), mul(mul(mul(x, sub(Scalar(1.0), mul(t, t))), du), 0.5));
-    return {mul(c.grad(), d)};
-  }
-  // Phi(x) + x phi(x)
-  Tensor cdf = mul(add(erf(mul(x, Scalar(M_SQRT1_2))), Scalar(1.0)), Scalar(0.5));
-  Tensor pdf = mul(exp(mul(mul(x, x), Scalar(-0.5))), Scalar(0.5 * M_2_SQRTPI * M_SQRT1_2));
-  return {mul(c.grad(), add(cdf, mul(x, pdf)))};
+  const bool tanh_form = c.attr<ElementwiseAttrs>().params[0].i;
+  return {binary_op(tanh_form ? OpType::gelu_tanh_backward : OpType::gelu_backward, c.grad(), c.input(0))};
 }
 Grads d_erf(const GradContext& c) {
   const Tensor& x = c.input(0);
   return {mul(c.grad(), mul(exp(neg(mul(x, x))), Scalar(M_2_SQRTPI)))};
 }
-Grads d_silu(const GradContext& c) {
-  const Tensor& x = c.input(0);
-  Tensor s = sigmoid(x);
-  return {mul(c.grad(), mul(s, add(mul(x, sub(Scalar(1.0), s)), Scalar(1.0))))};
-}
+Grads d_silu(const GradContext& c) { return {binary_op(OpType::silu_backward, c.grad(), c.input(0))}; }
 Grads d_reciprocal(const GradContext& c) {
   const Tensor& y = c.output();
   return {neg(mul(c.grad(), mul(y, y)))};

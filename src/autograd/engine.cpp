@@ -61,8 +61,8 @@ Tensor reduce_to(Tensor g, const TensorInfo& in) {
     g = reshape(g, in.shape);
   }
   if (g.dtype() != in.dtype) g = to(g, in.dtype);
-  if (g.device() != in.device) g = to(g, in.device).set_placed(in.placed);
-  return g;
+  if (g.device() != in.device) g = to(g, in.device);
+  return g.set_placed(in.placed);  // a placed tensor's gradient is placed (and ops on it run where it is)
 }
 
 Tensor add_grads(const Tensor& a, const Tensor& b) {
@@ -162,7 +162,11 @@ bool is_differentiable(ir::OpType op) {
     case ir::OpType::fill:
     case ir::OpType::nonzero:  // coordinates (its input is an integer count)
     case ir::OpType::searchsorted:  // integer positions
-    case ir::OpType::softmax_backward:  // no higher-order gradients (docs/autograd.md)
+    case ir::OpType::relu_backward:  // no higher-order gradients (docs/autograd.md)
+    case ir::OpType::gelu_backward:
+    case ir::OpType::gelu_tanh_backward:
+    case ir::OpType::silu_backward:
+    case ir::OpType::softmax_backward:
     case ir::OpType::log_softmax_backward:
     case ir::OpType::layer_norm_backward:
     case ir::OpType::rms_norm_backward:
@@ -217,6 +221,9 @@ class OpNode : public Node {
       stale_outputs[i] = saved_outputs_[i].staleness(node, i, "output");
     }
     GradContext ctx{saved, inputs_, outputs, grads, needs_, stale_inputs, stale_outputs};
+    // The derivative runs where the forward ran, also over the unplaced zeros and copies of
+    // gradients the engine makes there.
+    const DeviceScope forward_device(outputs_.empty() ? std::nullopt : std::optional<Device>(outputs_[0].device));
     std::vector<Tensor> result = derivative_->fn(ctx);
     PF_CHECK(result.size() == inputs_.size(), ValueError, name(), ": the derivative returned ", result.size(),
              " gradients for ", inputs_.size(), " inputs (a library bug)");
@@ -647,6 +654,7 @@ void Tensor::set_data(const Tensor& other) {
 
 Tensor Tensor::detach() const {
   Tensor t(storage_, shape_, strides_, offset_, dtype_);
+  t.wrapped_number_ = wrapped_number_;  // a Python number saved for backward stays one (no copy to the device)
   t.placed_ = placed_;
   return t;
 }

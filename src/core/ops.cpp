@@ -43,7 +43,8 @@ bool refuses_bool(ir::OpType op) {
     case ir::OpType::remainder:
     case ir::OpType::fmod:
     case ir::OpType::bitwise_left_shift:
-    case ir::OpType::bitwise_right_shift: return true;
+    case ir::OpType::bitwise_right_shift:
+    case ir::OpType::relu_backward: return true;
     default: return false;
   }
 }

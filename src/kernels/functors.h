@@ -273,6 +273,36 @@ template <class T> struct Xlogy {
   }
 };
 
+// ---- activations' gradients: g times the derivative at x in one pass (as compositions of
+// elementwise ops they took five to ten passes over the tensor).
+// relu's, from its output y (PyTorch's threshold_backward at 0): NaN outputs pass no gradient.
+template <class T> struct ReluBackward {
+  PF_HOST_DEVICE T operator()(T g, T y) const { return y > T(0) ? g : T(0); }
+};
+// d/dx x Phi(x) = Phi(x) + x phi(x).
+template <class T> struct GeluBackward {
+  PF_HOST_DEVICE T operator()(T g, T x) const {
+    const T cdf = T(0.5) * (T(1) + math::erf(x * T(0.7071067811865476)));
+    const T pdf = T(0.3989422804014327) * math::exp(T(-0.5) * x * x);  // 1 / sqrt(2 pi)
+    return g * (cdf + x * pdf);
+  }
+};
+// d/dx 0.5 x (1 + t), t = tanh(k (x + c x^3)): 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2).
+template <class T> struct GeluTanhBackward {
+  PF_HOST_DEVICE T operator()(T g, T x) const {
+    const T k = T(0.7978845608028654), c = T(0.044715);  // sqrt(2 / pi)
+    const T t = math::tanh(k * (x + c * x * x * x));
+    return g * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3) * c * x * x));
+  }
+};
+// d/dx x s(x) = s (1 + x (1 - s)), s the sigmoid.
+template <class T> struct SiluBackward {
+  PF_HOST_DEVICE T operator()(T g, T x) const {
+    const T s = T(1) / (T(1) + math::exp(-x));
+    return g * s * (T(1) + x * (T(1) - s));
+  }
+};
+
 // ---- rounded division and remainders (PyTorch's CPU formulas). Integer
 // division by zero cannot be computed: such functors name the inputs they
 // cannot take with invalid(), the backends report them as a kernel error

@@ -1,6 +1,6 @@
 """Registry entries of the integer-division, bitwise and remaining math
 elementwise ops (floor_divide, remainder, fmod, bitwise_*, shifts,
-nan_to_num, erfinv, logaddexp, copysign, xlogy)."""
+nan_to_num, erfinv, logaddexp, copysign, xlogy) and the activations' gradients."""
 
 import numpy as np
 import torch
@@ -42,6 +42,12 @@ def _float_binary(fn):
         return _binary(fn)(a, b)
 
     return ref
+
+
+def _same_tensors(a, b):
+    """aten's backward kernels take two tensors of one shape and dtype."""
+    dtype = torch.result_type(a, b)
+    return [t.contiguous() for t in torch.broadcast_tensors(a.to(dtype), b.to(dtype))]
 
 
 def _trunc_divide(a, b):
@@ -113,4 +119,18 @@ OP_INFOS = [
            _binary_samples(dict(low=-3, high=3, ilow=-2, ihigh=2), dict(low=0.1, high=6, ilow=1, ihigh=9),
                            scalars=(3, 2.5, True), scalar_first=(0, -1.5, True)),
            _float_binary(torch.xlogy), BINARY_CLASSES),
+    # activations' gradients (grad, x): the derivatives of relu (from its output), gelu and silu
+    OpInfo("relu_backward", "BINARY", NONBOOL_DTYPES, _binary_samples(_STD, scalars=(2,), scalar_first=(1.5,)),
+           _binary(lambda g, y: torch.ops.aten.threshold_backward(*_same_tensors(g, y), 0)), BINARY_CLASSES,
+           exact_float=True, method=False),
+    OpInfo("gelu_backward", "BINARY_FLOAT", ALL_DTYPES, _binary_samples(_STD, scalars=(2.5,), scalar_first=(1.5,)),
+           _float_binary(lambda g, x: torch.ops.aten.gelu_backward(*_same_tensors(g, x))), BINARY_CLASSES,
+           method=False),
+    OpInfo("gelu_tanh_backward", "BINARY_FLOAT", ALL_DTYPES,
+           _binary_samples(_STD, scalars=(2.5,), scalar_first=(1.5,)),
+           _float_binary(lambda g, x: torch.ops.aten.gelu_backward(*_same_tensors(g, x), approximate="tanh")),
+           BINARY_CLASSES, method=False),
+    OpInfo("silu_backward", "BINARY_FLOAT", ALL_DTYPES, _binary_samples(_STD, scalars=(2.5,), scalar_first=(1.5,)),
+           _float_binary(lambda g, x: torch.ops.aten.silu_backward(*_same_tensors(g, x))), BINARY_CLASSES,
+           method=False),
 ]
