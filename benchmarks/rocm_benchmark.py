@@ -18,7 +18,10 @@ rms_norm, group_norm, batch_norm), --loss (cross_entropy, nll_loss), --index
 against the DNN library, cuDNN or MIOpen, on the same inputs: max_pool2d
 3x3/2 and avg_pool2d 2x2 on 64x64x112x112, batch_norm training and eval on
 it, relu on 256M, softmax and log_softmax 16384x4096, row sum 16384x4096,
-all fp32; there the "pytorch" columns hold the library's figures).
+all fp32; there the "pytorch" columns hold the library's figures), --modelshapes
+(the worst cases of benchmarks/shapes.py: activations' and norms' forward +
+backward, short-row softmax, global pooling, small-map batch_norm, causal SDPA
+at the shapes GPT-2, nanoGPT, ViT-Tiny and ResNet-18 run).
 
 Each case runs PyFlame and PyTorch on fresh non-zero inputs, after warm-up
 runs, timed with device events over `iterations` calls (the median of
@@ -506,10 +509,62 @@ def dnn_cases(args):
                  4 * rows * cols, "TB/s")
 
 
+def _backward_pair(pf_fn, torch_fn, x, tx):
+    """Forward and backward of fn over x (its gradient cleared each call), both libraries."""
+    g, tg = _randn(tuple(x.shape))
+    x.requires_grad_(True)
+    if HAVE_TORCH:
+        tx.requires_grad_(True)
+
+    def ours():
+        x.grad = None
+        pf_fn(x).backward(g)
+
+    def theirs():
+        tx.grad = None
+        torch_fn(tx).backward(tg)
+
+    return ours, theirs
+
+
+def model_shape_cases(args):
+    # The worst cases of benchmarks/shapes.py (docs/perf.md, issue 21), kept measured here.
+    F = torch.nn.functional if HAVE_TORCH else None
+    fwd_bwd = [
+        ("gelu tanh fwd+bwd 8x1024x3072 (GPT-2 mlp)", (8, 1024, 3072),
+         lambda a: pf.nn.functional.gelu(a, approximate="tanh"), lambda a: F.gelu(a, approximate="tanh")),
+        ("silu fwd+bwd 64x256x1536 (nanoGPT mlp)", (64, 256, 1536), pf.nn.functional.silu, lambda a: F.silu(a)),
+        ("relu fwd+bwd 64x64x112x112 (ResNet stem)", (64, 64, 112, 112), pf.relu, lambda a: F.relu(a)),
+        ("layer_norm fwd+bwd 8x1024x768 (GPT-2)", (8, 1024, 768),
+         lambda a: pf.layer_norm(a, (768,)), lambda a: F.layer_norm(a, (768,))),
+        ("log_softmax fwd+bwd 8192x50257 (GPT-2 head)", (8192, 50257),
+         lambda a: pf.log_softmax(a, -1), lambda a: F.log_softmax(a, -1)),
+    ]
+    for name, shape, ours, theirs in fwd_bwd:
+        x, tx = _randn(shape)
+        yield Result("modelshapes", name, *side_by_side(*_backward_pair(ours, theirs, x, tx), args))
+    forward = [
+        ("softmax 64x3x197x197 (ViT-Tiny attention)", [(64, 3, 197, 197)], lambda a: pf.softmax(a, -1),
+         lambda a: torch.softmax(a, -1)),
+        ("adaptive_avg_pool2d 64x512x7x7 -> 1", [(64, 512, 7, 7)], lambda a: pf.adaptive_avg_pool2d(a, 1),
+         lambda a: F.adaptive_avg_pool2d(a, 1)),
+        ("batch_norm train 64x128x28x28 (ResNet-18)", [(64, 128, 28, 28)],
+         lambda a: pf.batch_norm(a, None, None, training=True), lambda a: F.batch_norm(a, None, None, training=True)),
+        ("sdpa causal 8x12x1024x64 (GPT-2)", [(8, 12, 1024, 64)] * 3,
+         lambda q, k, v: pf.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)),
+    ]
+    for name, shapes, ours, theirs in forward:
+        pairs = [_randn(s) for s in shapes]
+        xs, txs = [p[0] for p in pairs], [p[1] for p in pairs]
+        yield Result("modelshapes", name, *side_by_side(lambda: ours(*xs), lambda: theirs(*txs), args))
+
+
 SECTIONS = {"runtime": runtime_cases, "elementwise": elementwise_cases, "matmul": matmul_cases,
-            "linear": linear_cases, "conv": conv_cases, "smallconv": small_conv_cases, "pool": pool_cases, "softmax": softmax_cases, "reduce": reduce_cases,
-            "scan": scan_cases, "norm": norm_cases, "loss": loss_cases, "index": index_cases,
-            "dropout": dropout_cases, "dnn": dnn_cases}
+            "linear": linear_cases, "conv": conv_cases, "smallconv": small_conv_cases, "pool": pool_cases,
+            "softmax": softmax_cases, "reduce": reduce_cases, "scan": scan_cases, "norm": norm_cases,
+            "loss": loss_cases, "index": index_cases, "dropout": dropout_cases, "dnn": dnn_cases,
+            "modelshapes": model_shape_cases}
 
 
 def _fmt(v, spec):

@@ -317,6 +317,9 @@ Tensor from_capsule(nb::handle capsule, nb::handle owner) {
                                                     device, deleter);
   guard.release();
   Tensor t(storage, shape, strides, 0, dtype);
+  // GPU memory stays on the GPU it came from: placed there, as torch.from_dlpack's result (host
+  // memory is unplaced, as from_numpy's).
+  t.set_placed(!device.is_cpu());
   // PyFlame has no read-only tensors: memory the producer marks so is copied.
   return flags & kFlagReadOnly ? pyflame::clone(t) : t;
 }

@@ -654,7 +654,6 @@ void Tensor::set_data(const Tensor& other) {
 
 Tensor Tensor::detach() const {
   Tensor t(storage_, shape_, strides_, offset_, dtype_);
-  t.wrapped_number_ = wrapped_number_;  // a Python number saved for backward stays one (no copy to the device)
   t.placed_ = placed_;
   return t;
 }

@@ -106,6 +106,8 @@ std::vector<Scalar> canonical_params(ir::OpType op, const std::vector<Scalar>& g
   return out;
 }
 
+bool is_cpu_scalar(const Tensor& t) { return t.dim() == 0 && t.device().is_cpu(); }
+
 // An elementwise operand: converted to `compute`, broadcast to `shape` (when
 // it differs); a Python number stays on the host, kernels take it by value,
 // unless numbers are all the op has (`numbers_stay`: false).
@@ -139,6 +141,14 @@ Inferred infer_elementwise(OpCall& call) {
   for (const Tensor& t : call.inputs) any_tensor = any_tensor || !t.is_wrapped_number();
   Inferred inf{current_device(), {}, {{shape, out_dtype}}, {}};
   for (const Tensor& t : call.inputs) inf.inputs.push_back(operand_plan(t, compute, shape, any_tensor));
+  // A 0-d CPU tensor beside a tensor of a GPU op is read on the host and handed over by value
+  // as a number is (PyTorch's CPU scalars): no copy to the device, no wait.
+  if (call.inputs.size() == 2 && !inf.device.is_cpu())
+    for (size_t i = 0; i < 2; ++i) {
+      const Tensor &t = call.inputs[i], &other = call.inputs[1 - i];
+      inf.inputs[i].host_scalar = inf.inputs[i].host_scalar || (is_cpu_scalar(t) && !other.is_wrapped_number() &&
+                                                                 !is_cpu_scalar(other));
+    }
   return inf;
 }
 

@@ -30,6 +30,13 @@ def _device_or_skip(device):
     pf.set_device(device)
 
 
+def _synchronize(device):
+    """Both libraries' queued work done: each writes on its own stream."""
+    if device == "rocm":
+        pf.synchronize()
+        torch.cuda.synchronize()
+
+
 def _torch_device(device):
     """torch's device for a pf device, or skip when this torch cannot reach it."""
     if device == "cpu":
@@ -75,8 +82,10 @@ def test_torch_from_dlpack_of_pf_shares_memory(device, pf_dtype, torch_dtype, rn
     assert y.dtype == torch_dtype and y.shape == (3, 4) and str(y.device) == tdev
     assert torch.equal(y.cpu(), src)
     y[1, 2] = _one(torch_dtype)  # a write through torch is seen by pyflame
+    _synchronize(device)  # two libraries' streams: ordered by waiting, as between any two
     assert _to_torch_cpu(x)[1, 2].item() == _one(torch_dtype)
     x[0, 0] = 0  # and the other way
+    _synchronize(device)
     assert y[0, 0].item() == 0
 
 
@@ -88,9 +97,12 @@ def test_pf_from_dlpack_of_torch_shares_memory(device, pf_dtype, torch_dtype, rn
     x = pf.from_dlpack(src)
     assert x.dtype == pf_dtype and x.shape == (4, 5) and str(x.device).split(":")[0] == device
     assert torch.equal(_to_torch_cpu(x), src.cpu())
+    assert x.is_placed == (device == "rocm")  # GPU memory stays where the producer put it
     x[2, 3] = _one(torch_dtype)
+    _synchronize(device)
     assert src[2, 3].item() == _one(torch_dtype)
     src[0, 1] = 0
+    _synchronize(device)
     assert _to_torch_cpu(x)[0, 1].item() == 0
 
 

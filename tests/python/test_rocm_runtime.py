@@ -221,6 +221,10 @@ def test_memory_manager():
     mm = rocm.get_memory_manager()
     free, total = mm.get_memory_info()
     assert 0 < free <= total
+    mm.clear_pool()
+    # What stays cached: free parts of segments that hold live blocks (a BLAS workspace, earlier
+    # tests' tensors in this process), which no clear can give back.
+    held = mm.get_stats()["cached_bytes"]
     p = mm.allocate(1 << 20)
     mm.deallocate(p)
     mm.reset_stats()
@@ -231,7 +235,7 @@ def test_memory_manager():
     mm.deallocate(p)
     assert mm.get_stats()["total_deallocations"] == 1
     mm.clear_pool()
-    assert mm.get_stats()["cached_bytes"] == 0
+    assert mm.get_stats()["cached_bytes"] == held
 
 
 def test_out_of_memory_is_a_clear_error_and_nothing_breaks():

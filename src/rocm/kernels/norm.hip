@@ -1285,9 +1285,9 @@ void batch_norm_backward_entry(OpCall& call) {
   const NormAttrs& at = call.attr<NormAttrs>();
   const hipStream_t stream = current_stream(dev.index);
   const ChannelParam weight = channel_param(call.inputs[4]);
-  // Training reads no running statistic (the op layer leaves them undefined).
-  const ChannelParam running_mean = channel_param(call.inputs[2]);
-  const EvalScale eval{channel_param(call.inputs[3]), weight, at.eps};
+  // Training reads no running statistic, whatever the caller passed.
+  const ChannelParam running_mean = channel_param(at.training ? Tensor() : call.inputs[2]);
+  const EvalScale eval{channel_param(at.training ? Tensor() : call.inputs[3]), weight, at.eps};
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
