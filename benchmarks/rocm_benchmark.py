@@ -137,6 +137,26 @@ def _randn(shape, dtype="float32"):
     return base.to(getattr(pf, dtype)), th
 
 
+def _backward_pair(pf_fn, torch_fn, inputs, grad):
+    """Forward and backward of fn over `inputs` ((PyFlame, PyTorch) pairs, their gradients cleared
+    each call) with the output's gradient `grad` (a pair), for both libraries."""
+    ours_in, theirs_in = [p for p, _ in inputs], [t for _, t in inputs]
+    for t in ours_in + (theirs_in if HAVE_TORCH else []):
+        t.requires_grad_(True)
+
+    def ours():
+        for t in ours_in:
+            t.grad = None
+        pf_fn(*ours_in).backward(grad[0])
+
+    def theirs():
+        for t in theirs_in:
+            t.grad = None
+        torch_fn(*theirs_in).backward(grad[1])
+
+    return ours, theirs
+
+
 # ---------------------------------------------------------------- sections
 
 def runtime_cases(args):
@@ -279,20 +299,8 @@ def linear_cases(args):
                          lambda: F.linear(tx, tw, tb), args), 2.0 * m * n * k, "TFLOP/s")
     # Forward and backward (input, weight and bias gradients) of one GPT-2 projection.
     m, k, n = 8 * 1024, 768, 3072
-    (x, tx), (w, tw), (b, tb), (g, tg) = _randn((m, k)), _randn((n, k)), _randn((n,)), _randn((m, n))
-    for t in (x, w, b):
-        t.requires_grad_(True)
-    for t in (tx, tw, tb) if HAVE_TORCH else ():
-        t.requires_grad_(True)
-
-    def ours():
-        x.grad = w.grad = b.grad = None
-        pf.linear(x, w, b).backward(g)
-
-    def theirs():
-        tx.grad = tw.grad = tb.grad = None
-        F.linear(tx, tw, tb).backward(tg)
-
+    ours, theirs = _backward_pair(pf.linear, lambda *a: F.linear(*a), [_randn((m, k)), _randn((n, k)), _randn((n,))],
+                                  _randn((m, n)))
     yield Result("linear", f"linear fwd+bwd {m}x{k}->{n} fp32", *side_by_side(ours, theirs, args), 6.0 * m * n * k,
                  "TFLOP/s")
 
@@ -315,20 +323,8 @@ def small_conv_cases(args):
         name = f"conv2d {ws[2]}x{ws[3]} {'x'.join(map(str, xs))}->{ws[0]}"
         yield Result("smallconv", name, *side_by_side(lambda: pf.conv2d(x, w, b, padding=pad),
                      lambda: F.conv2d(tx, tw, tb, padding=pad), args), flops, "TFLOP/s")
-        (g, tg) = _randn((xs[0], ws[0], xs[2], xs[3]))
-        for t in (x, w, b):
-            t.requires_grad_(True)
-        for t in (tx, tw, tb) if HAVE_TORCH else ():
-            t.requires_grad_(True)
-
-        def ours():
-            x.grad = w.grad = b.grad = None
-            pf.conv2d(x, w, b, padding=pad).backward(g)
-
-        def theirs():
-            tx.grad = tw.grad = tb.grad = None
-            F.conv2d(tx, tw, tb, padding=pad).backward(tg)
-
+        ours, theirs = _backward_pair(lambda *a: pf.conv2d(*a, padding=pad), lambda *a: F.conv2d(*a, padding=pad),
+                                      [(x, tx), (w, tw), (b, tb)], _randn((xs[0], ws[0], xs[2], xs[3])))
         yield Result("smallconv", name + " fwd+bwd", *side_by_side(ours, theirs, args), 3 * flops, "TFLOP/s")
 
 
@@ -509,24 +505,6 @@ def dnn_cases(args):
                  4 * rows * cols, "TB/s")
 
 
-def _backward_pair(pf_fn, torch_fn, x, tx):
-    """Forward and backward of fn over x (its gradient cleared each call), both libraries."""
-    g, tg = _randn(tuple(x.shape))
-    x.requires_grad_(True)
-    if HAVE_TORCH:
-        tx.requires_grad_(True)
-
-    def ours():
-        x.grad = None
-        pf_fn(x).backward(g)
-
-    def theirs():
-        tx.grad = None
-        torch_fn(tx).backward(tg)
-
-    return ours, theirs
-
-
 def model_shape_cases(args):
     # The worst cases of benchmarks/shapes.py (docs/perf.md, issue 21), kept measured here.
     F = torch.nn.functional if HAVE_TORCH else None
@@ -541,8 +519,8 @@ def model_shape_cases(args):
          lambda a: pf.log_softmax(a, -1), lambda a: F.log_softmax(a, -1)),
     ]
     for name, shape, ours, theirs in fwd_bwd:
-        x, tx = _randn(shape)
-        yield Result("modelshapes", name, *side_by_side(*_backward_pair(ours, theirs, x, tx), args))
+        yield Result("modelshapes", name, *side_by_side(*_backward_pair(ours, theirs, [_randn(shape)], _randn(shape)),
+                                                        args))
     forward = [
         ("softmax 64x3x197x197 (ViT-Tiny attention)", [(64, 3, 197, 197)], lambda a: pf.softmax(a, -1),
          lambda a: torch.softmax(a, -1)),
