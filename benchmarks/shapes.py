@@ -694,6 +694,15 @@ def time_blocks(fns, syncs, iters, repeat):
     return [statistics.median(t) for t in times]
 
 
+def _guarded(row, who, fn):
+    """fn()'s result, or None with the row marked ERROR (who: 'torch: ' when PyTorch failed)."""
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001 - reported in the row, the run goes on
+        row.update(check="ERROR", error=f"{who}{type(e).__name__}: {e}")
+        return None
+
+
 def run_case(family, op, mode, m, args, syncs):
     row = dict(family=family, case=op.name, shape=op.shape, mode=mode, vendor=op.vendor[mode], torch_us=None,
                pyflame_us=None, ratio=None, check="", err=None, error=None)
@@ -701,24 +710,21 @@ def run_case(family, op, mode, m, args, syncs):
         p.requires_grad_(mode == "bwd")
         t.requires_grad_(mode == "bwd")
         p.grad = t.grad = None
-    try:
-        pf_call, torch_call, grad_out = calls(op, mode, m)
-    except Exception as e:  # PyTorch itself cannot run this case
-        row.update(check="ERROR", error=f"torch: {type(e).__name__}: {e}")
+    made = _guarded(row, "torch: ", lambda: calls(op, mode, m))  # PyTorch itself may not run a case
+    if made is None:
         return row
+    pf_call, torch_call, grad_out = made
+
     # the check: one call of each, outputs and input gradients compared
-    try:
-        t_out = torch_call()
-        t_grads = [None if t.grad is None else numpy_of(t.grad) for _, t in op.leaves]
-    except Exception as e:
-        row.update(check="ERROR", error=f"torch: {type(e).__name__}: {e}")
+    def called(call, side):
+        out = call()
+        return out, [None if leaf[side].grad is None else numpy_of(leaf[side].grad) for leaf in op.leaves]
+
+    theirs = _guarded(row, "torch: ", lambda: called(torch_call, 1))
+    ours = theirs and _guarded(row, "", lambda: called(pf_call, 0))
+    if ours is None:
         return row
-    try:
-        pf_out = pf_call()
-        pf_grads = [None if p.grad is None else numpy_of(p.grad) for p, _ in op.leaves]
-    except Exception as e:
-        row.update(check="ERROR", error=f"{type(e).__name__}: {e}")
-        return row
+    (t_out, t_grads), (pf_out, pf_grads) = theirs, ours
     tol = TOLERANCE[m.dtype]
     try:
         err, what = (op.check or default_check(tol))(mode, pf_out, pf_grads, t_out, t_grads, grad_out)

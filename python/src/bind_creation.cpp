@@ -134,9 +134,7 @@ void bind_creation(nb::module_& m) {
     });
   }, "x"_a, "fill_value"_a, "dtype"_a = nb::none(), "device"_a = nb::none());
   m.def("_to_device", [](const Tensor& t, nb::handle device) {
-    const Target target = as_target(device);
-    Tensor r = pyflame::to(t, target.device.value_or(pyflame::current_device()));
-    return r.set_placed(target.placed);
+    return on(device, [&] { return pyflame::to(t, pyflame::current_device()); });
   }, "t"_a, "device"_a.none(), "t on a factory's target device (see as_target): pf.tensor's last step.");
   m.def("_arange", [](nb::handle start, nb::handle end, nb::handle step, nb::handle dtype, nb::handle device) {
     return on(device, [&] {
