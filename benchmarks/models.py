@@ -3,7 +3,7 @@
     python benchmarks/models.py [--device cpu|rocm] [--models nanogpt-char,resnet18-32,...]
                                 [--dtypes fp32,bf16] [--modes train,infer] [--steps 30]
                                 [--block 3] [--warmup 3] [--check-steps 3] [--pause 0.5]
-                                [--small] [--json out.json]
+                                [--small] [--json out.json] [--profile 3]
 
 Each model is written once, as a PyTorch user writes it, as a function of the library
 module (`gpt(lib, ...)` builds `lib.nn.Module`s and calls `lib.nn.functional`), and built
@@ -53,6 +53,12 @@ the eval-mode loss of the forward pass is compared. 'agree' or 'DISAGREE' is pri
 the losses. A case where PyFlame (or PyTorch) raises prints the error and goes on; the JSON
 records it. On 'rocm' PyTorch runs on its CUDA device (the same GPU); both keep their
 default TF32 settings (matmuls full float32, convolutions TF32).
+
+--profile N (GPU): after timing, N steps of each library under torch.profiler (GPU: CUPTI sees both
+libraries' kernels, one process), printing per library the wall time per step, the GPU's busy
+time per step (the sum of its kernels' and copies' times), kernels per step, and the top kernels
+by time: a wall time well above the busy time is host overhead (launches, Python), a busy time
+above PyTorch's is slower or more kernels.
 
 Output: one line per case (model, dtype, mode) as it finishes, then the summary table and
 the geometric mean of the ratios. --json writes every row (throughputs, step times, losses,
@@ -500,6 +506,34 @@ def time_steps(sides, mode, steps, warmup, block, pause, errors):
     return medians
 
 
+def profile_steps(sides, mode, steps, top=12):
+    """Prints where each side's step time goes (see --profile)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for name, s in sides.items():
+        fn = s.train_step if mode == "train" else s.infer_step
+        s.model.train(mode == "train")
+        fn()
+        s.sync()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                fn()
+            s.sync()
+            wall = (time.perf_counter() - t0) / steps
+        kernels = {}
+        for e in prof.events():
+            if e.device_type == torch.autograd.DeviceType.CUDA:
+                total, count = kernels.get(e.name, (0.0, 0))
+                kernels[e.name] = (total + e.device_time, count + 1)
+        busy = sum(t for t, _ in kernels.values()) / steps
+        n = sum(c for _, c in kernels.values()) / steps
+        print(f"    profile {name}: {wall * 1e3:.2f} ms/step wall, {busy / 1e3:.2f} ms GPU busy, {n:.0f} kernels/step")
+        for k, (t, c) in sorted(kernels.items(), key=lambda kv: -kv[1][0])[:top]:
+            print(f"      {t / steps / 1e3:8.3f} ms {c / steps:6.1f}x  {k[:110]}")
+    sys.stdout.flush()
+
+
 def free_memory():
     gc.collect()
     if torch.cuda.is_available():
@@ -541,6 +575,8 @@ def run_case(name, spec, dtype, mode, args, device, tdev):
             row[f"{lib}_throughput"] = items / s
         if len(secs) == 2:
             row["ratio"] = secs["torch"] / secs["pyflame"]
+        if args.profile and device != "cpu":
+            profile_steps(sides, mode, args.profile)
     if errors:
         row["errors"] = errors
     row["wall_s"] = time.perf_counter() - start
@@ -602,6 +638,8 @@ def main():
                     "(default 0.5 on the CPU, --small 0.02; 0 on the GPU)")
     ap.add_argument("--small", action="store_true", help="tiny configs of every model (a smoke run)")
     ap.add_argument("--json")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="GPU: after timing, profile N steps of each library and print where the time goes")
     args = ap.parse_args()
     small = args.small
     args.steps = args.steps or (6 if small else 30)

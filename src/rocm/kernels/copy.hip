@@ -2,6 +2,8 @@
 // backend's kernels for the core's internal copy and fill ops, which every
 // device transfer, .contiguous(), .to(dtype) and factory relies on.
 
+#include <algorithm>
+
 #include "core/dispatch.h"
 #include "kernels/convert.h"
 #include "pyflame/backend/rocm/hip_check.h"
@@ -23,6 +25,31 @@ static __global__ void copy_kernel(char* out, const char* in, Offsets<2> offsets
   }
 }
 
+// Contiguous operands of two dtypes (autocast's casts): V elements per access.
+template <int V, class O, class I> static __global__ void convert_contiguous(O* out, const I* in, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t nvec = n / V;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < nvec; i += stride) {
+    const Vec<I, V> x = reinterpret_cast<const Vec<I, V>*>(in)[i];
+    Vec<O, V> r;
+    for (int k = 0; k < V; ++k) r.v[k] = kernels::convert<O>(x.v[k]);
+    reinterpret_cast<Vec<O, V>*>(out)[i] = r;
+  }
+  for (int64_t i = nvec * V + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride)
+    out[i] = kernels::convert<O>(in[i]);
+}
+
+template <int V, class T> static __global__ void fill_contiguous(T* out, T value, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t nvec = n / V;
+  Vec<T, V> r;
+  for (int k = 0; k < V; ++k) r.v[k] = value;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < nvec; i += stride)
+    reinterpret_cast<Vec<T, V>*>(out)[i] = r;
+  for (int64_t i = nvec * V + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride)
+    out[i] = value;
+}
+
 template <class T> static __global__ void fill_kernel(char* out, T value, Offsets<1> offsets, int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -38,13 +65,23 @@ void launch_copy(Tensor& out, const Tensor& src, hipStream_t stream) {
     HIP_CHECK(hipMemcpyAsync(out.data_ptr(), src.data_ptr(), out.nbytes(), hipMemcpyDeviceToDevice, stream));
     return;
   }
-  Offsets<2> offsets = make_offsets<2>({&out, &src}, "copy");
+  const bool contiguous = out.is_contiguous() && src.is_contiguous();
+  Offsets<2> offsets = contiguous ? Offsets<2>{} : make_offsets<2>({&out, &src}, "copy");
   visit_dtype(out.dtype(), [&](auto otag) {
     using O = typename decltype(otag)::type;
     visit_dtype(src.dtype(), [&](auto itag) {
       using I = typename decltype(itag)::type;
-      copy_kernel<O, I><<<grid_for(n), kThreads, 0, stream>>>(static_cast<char*>(out.data_ptr()),
-                                                                static_cast<const char*>(src.data_ptr()), offsets, n);
+      // The wider of the two types sets the access width: 16 bytes a load or a store.
+      constexpr int V = std::min(kVec<O>, kVec<I>);
+      O* o = static_cast<O*>(out.data_ptr());
+      const I* in = static_cast<const I*>(src.data_ptr());
+      if (contiguous && aligned(o, sizeof(O) * V) && aligned(in, sizeof(I) * V))
+        convert_contiguous<V><<<grid_for((n + V - 1) / V), kThreads, 0, stream>>>(o, in, n);
+      else if (contiguous)
+        convert_contiguous<1><<<grid_for(n), kThreads, 0, stream>>>(o, in, n);
+      else
+        copy_kernel<O, I><<<grid_for(n), kThreads, 0, stream>>>(static_cast<char*>(out.data_ptr()),
+                                                                  static_cast<const char*>(src.data_ptr()), offsets, n);
     });
   });
   check_launch("copy", "shapes " + detail::to_piece(out.shape()) + " (" + dtype_name(src.dtype()) + " -> " +
@@ -53,11 +90,19 @@ void launch_copy(Tensor& out, const Tensor& src, hipStream_t stream) {
 
 void launch_fill(Tensor& out, const Scalar& value, hipStream_t stream) {
   const int64_t n = out.numel();
-  Offsets<1> offsets = make_offsets<1>({&out}, "fill");
+  const bool contiguous = out.is_contiguous();
+  Offsets<1> offsets = contiguous ? Offsets<1>{} : make_offsets<1>({&out}, "fill");
   visit_dtype(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    fill_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<char*>(out.data_ptr()), kernels::scalar_as<T>(value),
-                                                          offsets, n);
+    constexpr int V = kVec<T>;
+    T* o = static_cast<T*>(out.data_ptr());
+    if (contiguous && aligned(o, sizeof(T) * V))
+      fill_contiguous<V><<<grid_for((n + V - 1) / V), kThreads, 0, stream>>>(o, kernels::scalar_as<T>(value), n);
+    else if (contiguous)
+      fill_contiguous<1><<<grid_for(n), kThreads, 0, stream>>>(o, kernels::scalar_as<T>(value), n);
+    else
+      fill_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<char*>(out.data_ptr()),
+                                                            kernels::scalar_as<T>(value), offsets, n);
   });
   check_launch("fill", "shape " + detail::to_piece(out.shape()) + " (" + dtype_name(out.dtype()) + ")");
 }

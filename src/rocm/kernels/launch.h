@@ -25,18 +25,34 @@ template <class T> constexpr int kVec = sizeof(T) >= 16 ? 1 : static_cast<int>(1
 inline bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 // A coalesced layout passed to the kernel by value.
+// Dims run innermost first. The outermost takes no division (what is left of
+// the index is its coordinate), and layouts of fewer than 2^32 elements divide in 32 bits: a 64-bit division
+// is a long software sequence on GPUs and dominated broadcast kernels.
 template <int N> struct Offsets {
   int ndim;
+  bool narrow;  // fewer than 2^32 elements
   int64_t sizes[kMaxDims];
   int64_t strides[kMaxDims][N];  // bytes
 
   PF_HOST_DEVICE void at(int64_t linear, int64_t (&off)[N]) const {
     for (int k = 0; k < N; ++k) off[k] = 0;
-    for (int d = 0; d < ndim; ++d) {
-      int64_t idx = linear % sizes[d];
-      linear /= sizes[d];
-      for (int k = 0; k < N; ++k) off[k] += idx * strides[d][k];
+    if (ndim == 0) return;
+    if (narrow) {
+      uint32_t rest = static_cast<uint32_t>(linear);
+      for (int d = 0; d < ndim - 1; ++d) {
+        const uint32_t size = static_cast<uint32_t>(sizes[d]), next = rest / size;
+        for (int k = 0; k < N; ++k) off[k] += static_cast<int64_t>(rest - next * size) * strides[d][k];
+        rest = next;
+      }
+      linear = rest;
+    } else {
+      for (int d = 0; d < ndim - 1; ++d) {
+        const int64_t next = linear / sizes[d];
+        for (int k = 0; k < N; ++k) off[k] += (linear - next * sizes[d]) * strides[d][k];
+        linear = next;
+      }
     }
+    for (int k = 0; k < N; ++k) off[k] += linear * strides[ndim - 1][k];
   }
 };
 
@@ -46,10 +62,13 @@ template <int N> inline Offsets<N> make_offsets(const std::array<const Tensor*, 
            " non-mergeable dimensions are not supported on the GPU (shape ", ops[0]->shape(), ")");
   Offsets<N> o{};
   o.ndim = static_cast<int>(l.sizes.size());
+  uint64_t numel = 1;
   for (int d = 0; d < o.ndim; ++d) {
     o.sizes[d] = l.sizes[d];
+    numel *= static_cast<uint64_t>(l.sizes[d]);
     for (int k = 0; k < N; ++k) o.strides[d][k] = l.strides[d][k];
   }
+  o.narrow = numel <= UINT32_MAX;
   return o;
 }
 
