@@ -14,6 +14,13 @@
 #include "pyflame/ops.h"
 
 namespace pyflame::autograd {
+
+Tensor view_region(const OpCall& call, const Tensor& base) {
+  const ViewAttrs& a = call.attr<ViewAttrs>();
+  return call.op == ir::OpType::select ? select(base, a.dims[0], a.positions[0])
+                                       : slice(base, a.dims[0], a.positions[0], a.positions[1], a.positions[2]);
+}
+
 namespace {
 
 using Grads = std::vector<Tensor>;
@@ -425,11 +432,8 @@ Grads d_transpose(const GradContext& c) {
 }
 // select and slice: the gradient lands in the viewed elements of zeros.
 Grads d_select_slice(const GradContext& c) {
-  const ViewAttrs& a = c.attr<ViewAttrs>();
   Tensor z = zeros_like_shape(c.input_shape(0), c.grad());
-  Tensor region = c.call.op == OpType::select
-                      ? select(z, a.dims[0], a.positions[0])
-                      : slice(z, a.dims[0], a.positions[0], a.positions[1], a.positions[2]);
+  Tensor region = view_region(c.call, z);
   copy_(region, c.grad());
   return {z};
 }

@@ -52,6 +52,10 @@ struct GradContext {
 
 using DerivativeFn = std::vector<Tensor> (*)(const GradContext& ctx);
 
+// The region of `base` that a recorded select or slice `call` viewed: where
+// its gradient goes in the gradient of its input.
+Tensor view_region(const OpCall& call, const Tensor& base);
+
 // What a derivative reads besides the gradients.
 enum Saves : uint8_t { kSavesNothing = 0, kSavesInputs = 1, kSavesOutputs = 2, kSavesBoth = 3 };
 

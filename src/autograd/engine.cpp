@@ -65,6 +65,14 @@ Tensor reduce_to(Tensor g, const TensorInfo& in) {
   return g.set_placed(in.placed);  // a placed tensor's gradient is placed (and ops on it run where it is)
 }
 
+// Whether `sum` may take another gradient of that layout in place: dense,
+// alike, and its memory held by no one else (a user's tensor, a saved value,
+// a gradient delivered to two inputs).
+bool summable_in_place(const Tensor& sum, const Shape& shape, DType dtype, const Device& device) {
+  return sum.defined() && sum.storage().use_count() == 1 && sum.is_contiguous() && sum.shape() == shape &&
+         sum.dtype() == dtype && sum.device() == device;
+}
+
 Tensor add_grads(const Tensor& a, const Tensor& b) {
   if (!a.defined()) return b;
   if (!b.defined()) return a;
@@ -491,11 +499,38 @@ std::vector<Tensor> run_graph(const std::vector<Edge>& roots, const std::vector<
       for (const Edge& e : n->next_edges)
         if (e.node) ++pending[e.node.get()];
 
+  // Gradients arriving for one input are summed in its buffer: in place when
+  // no one else holds the buffer's memory (a derivative's fresh result), which
+  // saves a tensor and a pass per extra consumer of a forward value.
   std::unordered_map<Node*, std::vector<Tensor>, NodeHash> buffers;
-  auto deliver = [&](const Edge& e, const Tensor& g) {
+  auto slot_of = [&](const Edge& e) -> Tensor& {
     std::vector<Tensor>& buf = buffers[e.node.get()];
     if (buf.empty()) buf.resize(e.node->num_slots());
-    buf[e.input_nr] = add_grads(buf[e.input_nr], g);
+    return buf[e.input_nr];
+  };
+  auto deliver = [&](const Edge& e, const Tensor& g) {
+    Tensor& slot = slot_of(e);
+    if (g.defined() && summable_in_place(slot, g.shape(), g.dtype(), g.device())) binary_op_(ir::OpType::add, slot, g);
+    else slot = add_grads(slot, g);
+  };
+  // A select or slice adds its gradient into its region of the input's buffer,
+  // made once: the views of one tensor (an RNN's time steps, the chunks of a
+  // projection) then cost one buffer, not one tensor of zeros each, which made
+  // a recurrent layer's backward quadratic in the sequence length.
+  auto add_view_grad = [&](Node* n, const Tensor& g) {
+    auto* view = dynamic_cast<OpNode*>(n);
+    if (!view || (view->call_.op != ir::OpType::select && view->call_.op != ir::OpType::slice) || !g.defined() ||
+        !view->needs_[0] || !n->next_edges[0].node)
+      return false;
+    const TensorInfo& in = view->inputs_[0];
+    if (g.dtype() != in.dtype || g.device() != in.device) return false;
+    const DeviceScope forward_device(in.device);
+    Tensor& slot = slot_of(n->next_edges[0]);
+    if (!slot.defined()) slot = zeros_of(in);
+    else if (!summable_in_place(slot, in.shape, in.dtype, in.device)) return false;
+    Tensor region = view_region(view->call_, slot);
+    binary_op_(ir::OpType::add, region, g);
+    return true;
   };
   std::unordered_map<Node*, std::shared_ptr<Node>, NodeHash> owners;  // keeps nodes alive while they wait
   std::vector<Node*> ready;
@@ -523,7 +558,8 @@ std::vector<Tensor> run_graph(const std::vector<Edge>& roots, const std::vector<
         if (auto meta = weak.lock(); meta && grads[slot].defined())
           meta->grad = meta->grad.defined() ? add(meta->grad, grads[slot]) : clone(grads[slot]);
     if (!runs.count(n)) continue;
-    std::vector<Tensor> out = n->apply(std::move(grads));
+    std::vector<Tensor> out;
+    if (grads.size() != 1 || !add_view_grad(n, grads[0])) out = n->apply(std::move(grads));
     for (size_t i = 0; i < n->next_edges.size(); ++i) {
       const Edge& e = n->next_edges[i];
       if (!e.node) continue;

@@ -179,6 +179,37 @@ def test_gradients_accumulate_and_reduce_broadcasts(device, rng):
     assert x.grad.shape == (3, 1) and y.grad.shape == (4,)
 
 
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_gradients_of_many_views_of_one_tensor(device, rng):
+    """The engine sums the gradients of selects and slices into one buffer of their input, and
+    later gradients into a buffer in place: the result must match PyTorch wherever else the
+    tensor and its gradients are used (a direct use, a retained gradient, a captured one)."""
+    _use_device(device, "add")
+    x, tx = _pair(rng, 6, 5)
+    w, tw = _pair(rng, 5)
+
+    def f(lib, x, w):
+        h = x * 1.5  # an intermediate with three kinds of consumers
+        steps = [h[t] * w for t in range(h.shape[0])]  # selects: one per row, as an RNN's time steps
+        parts = h.chunk(2, -1)
+        loss = sum(s.sum() for s in steps) + (parts[0] ** 2).sum() + (parts[1] * 3).sum()
+        loss = loss + h[1:5:2, 1:4].sum() + (h * h).sum()  # strided slices and a direct use
+        return h, loss
+
+    h, loss = f(pf, x, w)
+    th, tloss = f(torch, tx, tw)
+    h.retain_grad()
+    th.retain_grad()
+    loss.backward()
+    tloss.backward()
+    _close(x.grad, tx.grad)
+    _close(w.grad, tw.grad)
+    _close(h.grad, th.grad)
+    gx, = pf.autograd.grad(f(pf, x, w)[1], [x])
+    tgx, = torch.autograd.grad(f(torch, tx, tw)[1], [tx])
+    _close(gx, tgx)
+
+
 def test_leaf_and_graph_attributes(rng):
     x, _ = _pair(rng, 3)
     y = x.exp()
