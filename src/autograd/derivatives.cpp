@@ -11,6 +11,7 @@
 #include "autograd/derivatives.h"
 #include "core/dispatch.h"
 #include "pyflame/error.h"
+#include "pyflame/nn_ops.h"
 #include "pyflame/ops.h"
 
 namespace pyflame::autograd {
@@ -722,16 +723,13 @@ Grads d_adaptive_avg_pool(const GradContext& c) { return {adaptive_avg_pool2d_ba
 // ---------------------------------------------------------------- normalization
 
 // The input's gradient from the fused kernels (layer_norm_backward,
-// rms_norm_backward); the weight's and bias's, when wanted, from xhat summed
-// over the rows by the engine.
+// rms_norm_backward); the weight's and bias's, when wanted, from xhat (the
+// forward kernel without weight and bias: one pass, where the statistics'
+// composition took seven) summed over the rows by the engine.
 Tensor normalized_rows(const GradContext& c, bool rms) {
   const NormAttrs& a = c.attr<NormAttrs>();
   Tensor x = widen(c.input(0));
-  std::vector<int64_t> dims;
-  for (int64_t d = x.dim() - static_cast<int64_t>(a.normalized_shape.size()); d < x.dim(); ++d) dims.push_back(d);
-  if (rms) return mul(x, rsqrt(add(mean(mul(x, x), dims, true), Scalar(a.eps))));
-  Tensor centered = sub(x, mean(x, dims, true));
-  return mul(centered, rsqrt(add(mean(mul(centered, centered), dims, true), Scalar(a.eps))));
+  return rms ? rms_norm(x, a.normalized_shape, Tensor(), a.eps) : layer_norm(x, a.normalized_shape, Tensor(), Tensor(), a.eps);
 }
 
 Grads d_row_norm(const GradContext& c) {
