@@ -8,9 +8,14 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
+#include <exception>
+#include <initializer_list>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/dispatch.h"
@@ -33,8 +38,9 @@ constexpr size_t kMaxSearchWorkspace = size_t{1} << 30;
 
 std::string library_version() {
 #if defined(PYFLAME_HIP_NVIDIA)
-  // cuDNN reports one number, MIOpen three.
-  return "cudnn-" + std::to_string(cudnnGetVersion());
+  // cuDNN reports one number, MIOpen three. "+graph": the choices of the graph
+  // API's search, which entries written before it (legacy algorithms) never match.
+  return "cudnn-" + std::to_string(cudnnGetVersion()) + "+graph";
 #else
   size_t major = 0, minor = 0, patch = 0;
   MIOPEN_CHECK(miopenGetVersion(&major, &minor, &patch));
@@ -92,6 +98,28 @@ class Scratch {
   void* ptr_ = nullptr;
 };
 
+// A library descriptor owned by a scope: destroyed when it ends, also when a
+// later step throws. out() receives it from the (checked) create call.
+template <class D, auto destroy> class Descriptor {
+ public:
+  Descriptor() = default;
+  ~Descriptor() {
+    if (d_) (void)destroy(d_);
+  }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  Descriptor(Descriptor&& other) noexcept : d_(std::exchange(other.d_, nullptr)) {}
+  Descriptor& operator=(Descriptor&& other) noexcept {
+    std::swap(d_, other.d_);
+    return *this;
+  }
+  D* out() { return &d_; }
+  operator D() const { return d_; }
+
+ private:
+  D d_ = nullptr;
+};
+
 }  // namespace
 
 void throw_dnn_error(miopenStatus_t status, const char* call, const char* file, int line) {
@@ -138,6 +166,53 @@ void check_conv_ranks(ConvDirection direction, const std::vector<int64_t>& xs, c
            join(p.dilation), "]");
 }
 
+#if defined(PYFLAME_HIP_NVIDIA)
+
+// ---- cuDNN's graph (backend) API for the convolutions, on NVIDIA.
+//
+// The legacy API's algorithm enum does not reach the kernels cuDNN's graph API
+// runs for the same NCHW problems (PyTorch's path, through cudnn-frontend).
+// H200, cuDNN 9.19: conv2d 3x3 of 128x256x8x8 float32 (TF32) took 44 us there, 122 us by the best legacy algorithm.
+//
+// A problem's operation graph holds its one convolution operation on x, w and
+// y as the API gives them (packed NCHW or NCDHW: the engines transpose as they
+// need) and declared 16-byte aligned. The search (search_graph) takes the
+// engine configurations of cuDNN's heuristics, mode INSTANT (FALLBACK where
+// INSTANT has none usable), in their order; drops those that lose precision,
+// as PyTorch does (engines that down-convert their inputs, and tensor-core
+// engines for float32 when TF32 is off); and finalizes each into an execution
+// plan, keeping plans whose workspace fits kMaxSearchWorkspace: the first, or
+// with exhaustive search the fastest of the first kTimedCandidates, timed as
+// the legacy search times its candidates. The plan stays on the problem, so a
+// call costs a variant pack and cudnnBackendExecute. The tuning cache records
+// the configuration's place in the heuristics' list and its engine, from which
+// a problem made later (another instance, device or process) makes the same
+// plan without timing. A problem the graph API does not support (a status of
+// the NOT_SUPPORTED kind, or no usable plan) runs the legacy API as before, as
+// do operands off the plans' alignment (views at an offset), with the legacy
+// heuristics' algorithm (PyTorch makes a plan per alignment instead).
+
+using BackendDescriptor = Descriptor<cudnnBackendDescriptor_t, cudnnBackendDestroyDescriptor>;
+
+// An engine configuration finalized into an execution plan, and the
+// tuning-cache entry naming it.
+struct CudnnPlan {
+  BackendDescriptor config, plan;
+  MIOpenTuningCache::Entry entry;
+};
+
+// A problem's operation graph and the plan chosen for it. Every descriptor the
+// graph and plan were made of lives as long as they do (cudnn-frontend keeps
+// them so too): the API does not document whether they refer to one another.
+struct CudnnConv {
+  BackendDescriptor x, w, y, conv, op, graph;
+  std::optional<CudnnPlan> plan;
+  // cuDNN's legacy ranking, for operands off the plan's alignment (made on first need).
+  std::vector<MIOpenTuningCache::Entry> unaligned;
+};
+
+#endif
+
 }  // namespace
 
 // The descriptors of one convolution in one direction, its tuning-cache key
@@ -154,6 +229,11 @@ struct ConvProblem {
   miopenTensorDescriptor_t x = nullptr, y = nullptr;
   dnnWeightDescriptor_t w = nullptr;
   miopenConvolutionDescriptor_t conv = nullptr;
+#if defined(PYFLAME_HIP_NVIDIA)
+  // The graph API's descriptors and plan, made by ROCmDNN::choose on first
+  // need: a cache beside the descriptors above, hence mutable.
+  mutable std::unique_ptr<CudnnConv> graph;
+#endif
 
   ConvProblem(ConvDirection dir, int device, DType dt, const std::vector<int64_t>& xs, const std::vector<int64_t>& ws,
               const std::vector<int64_t>& ys, const ConvParams& p, bool allow_tf32)
@@ -362,6 +442,18 @@ struct SearchBuffers {
     synchronize();
   }
 
+  // The operands by direction, as run_convolution takes them.
+  struct Operands {
+    const void* first;
+    const void* second;
+    void* output;
+  };
+  Operands operands(ConvDirection direction) const {
+    const bool forward = direction == ConvDirection::forward, data = direction == ConvDirection::backward_data;
+    return {data ? y.get() : x.get(), forward || data ? w.get() : y.get(),
+            forward ? y.get() : data ? x.get() : w.get()};
+  }
+
   Scratch x, w, y, workspace;
   size_t workspace_bytes;
 };
@@ -488,23 +580,18 @@ std::vector<MIOpenTuningCache::Entry> usable(const ConvProblem& p, const Perf* p
 constexpr size_t kTimedCandidates = 3;
 constexpr int kTimedRuns = 5;
 
-MIOpenTuningCache::Entry fastest(miopenHandle_t handle, hipStream_t stream, const ConvProblem& p,
-                                 const SearchBuffers& b, const std::vector<MIOpenTuningCache::Entry>& candidates) {
-  if (candidates.size() < 2) return candidates.empty() ? MIOpenTuningCache::Entry{-1, 0, 0} : candidates[0];
-  const bool forward = p.direction == ConvDirection::forward, data = p.direction == ConvDirection::backward_data;
-  const void* first = data ? b.y.get() : b.x.get();
-  const void* second = forward || data ? b.w.get() : b.y.get();
-  void* output = forward ? b.y.get() : data ? b.x.get() : b.w.get();
+// The fastest of `count` candidates: run(i) launches candidate i on `stream`.
+template <class Run>
+size_t fastest_of(hipStream_t stream, size_t count, const Run& run) {
   hipEvent_t start, stop;
   HIP_CHECK(hipEventCreateWithFlags(&start, hipEventDefault));
   HIP_CHECK(hipEventCreateWithFlags(&stop, hipEventDefault));
-  MIOpenTuningCache::Entry best = candidates[0];
+  size_t best = 0;
   float best_ms = std::numeric_limits<float>::infinity();
-  for (const MIOpenTuningCache::Entry& c : candidates) {
-    run_convolution(handle, p, c, first, second, output, b.workspace.get(), b.workspace_bytes);
+  for (size_t c = 0; c < count; ++c) {
+    run(c);
     HIP_CHECK(hipEventRecord(start, stream));
-    for (int i = 0; i < kTimedRuns; ++i)
-      run_convolution(handle, p, c, first, second, output, b.workspace.get(), b.workspace_bytes);
+    for (int i = 0; i < kTimedRuns; ++i) run(c);
     HIP_CHECK(hipEventRecord(stop, stream));
     HIP_CHECK(hipEventSynchronize(stop));
     float ms = 0;
@@ -514,6 +601,25 @@ MIOpenTuningCache::Entry fastest(miopenHandle_t handle, hipStream_t stream, cons
   HIP_CHECK(hipEventDestroy(start));
   HIP_CHECK(hipEventDestroy(stop));
   return best;
+}
+
+MIOpenTuningCache::Entry fastest(miopenHandle_t handle, hipStream_t stream, const ConvProblem& p,
+                                 const SearchBuffers& b, const std::vector<MIOpenTuningCache::Entry>& candidates) {
+  if (candidates.size() < 2) return candidates.empty() ? MIOpenTuningCache::Entry{-1, 0, 0} : candidates[0];
+  const SearchBuffers::Operands o = b.operands(p.direction);
+  return candidates[fastest_of(stream, candidates.size(), [&](size_t c) {
+    run_convolution(handle, p, candidates[c], o.first, o.second, o.output, b.workspace.get(), b.workspace_bytes);
+  })];
+}
+
+// cuDNN's heuristic ranking of its legacy algorithms for `p`: the first `limit` usable.
+template <ConvDirection direction>
+std::vector<MIOpenTuningCache::Entry> rank_cudnn(miopenHandle_t handle, const ConvProblem& p, size_t limit) {
+  using Search = CudnnSearch<direction>;
+  typename Search::Perf perf[Search::kAlgorithms];
+  int returned = 0;
+  Search::rank(handle, p, perf, &returned);
+  return usable(p, perf, returned, limit);
 }
 
 // The algorithm of cuDNN's search for `p` (algo -1: none usable).
@@ -547,9 +653,339 @@ MIOpenTuningCache::Entry search_cudnn(miopenHandle_t handle, int device, hipStre
     Search::find(handle, p, buffers, perf, &returned);
     return fastest(handle, stream, p, buffers, usable(p, perf, returned, kTimedCandidates));
   }
-  Search::rank(handle, p, perf, &returned);
-  const std::vector<MIOpenTuningCache::Entry> ranked = usable(p, perf, returned, 1);
+  const std::vector<MIOpenTuningCache::Entry> ranked = rank_cudnn<direction>(handle, p, 1);
   return ranked.empty() ? MIOpenTuningCache::Entry{-1, 0, 0} : ranked[0];
+}
+
+// ---- The graph API's search and runs (the design is above CudnnConv).
+
+// Thrown where the graph API does not support a problem; the search then takes the legacy API.
+struct GraphUnsupported : std::exception {};
+
+// A graph API call for problem `p`: a status of the NOT_SUPPORTED kind throws
+// GraphUnsupported, any other failure as DNN_CHECK_FOR.
+void check_graph(const ConvProblem& p, cudnnStatus_t status, const char* call, const char* file, int line) {
+  if (CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED) throw GraphUnsupported();
+  p.check(status, call, file, line);
+}
+
+#define GRAPH_CHECK_FOR(p, call) check_graph((p), (call), #call, __FILE__, __LINE__)
+
+// The uids of the operands, in the graph and the variant pack.
+constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y';
+// The operands' alignment the plans are made for: the caching allocator's
+// blocks have more, and engines reading 16-byte vectors need it.
+constexpr int64_t kPlanAlignment = 16;
+
+// Sets a descriptor-valued attribute (the API takes an array of them).
+cudnnStatus_t set_descriptor(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+                             cudnnBackendDescriptor_t value) {
+  return cudnnBackendSetAttribute(d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &value);
+}
+
+// A packed tensor of `shape` and the problem's dtype.
+void make_tensor(const ConvProblem& p, BackendDescriptor& t, int64_t uid, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size() - 1; d > 0; --d) strides[d - 1] = strides[d] * shape[d];
+  const cudnnDataType_t type = dnn_type(p.dtype);
+  const int64_t dims = static_cast<int64_t>(shape.size()), alignment = kPlanAlignment;
+  GRAPH_CHECK_FOR(p, cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, t.out()));
+  GRAPH_CHECK_FOR(p, cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type));
+  GRAPH_CHECK_FOR(p, cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, dims, shape.data()));
+  GRAPH_CHECK_FOR(p, cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, dims, strides.data()));
+  GRAPH_CHECK_FOR(p, cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
+  GRAPH_CHECK_FOR(p, cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment));
+  GRAPH_CHECK_FOR(p, cudnnBackendFinalize(t));
+}
+
+// The graph API's names of one direction's operation and of its operands.
+struct ConvOperation {
+  cudnnBackendDescriptorType_t type;
+  cudnnBackendAttributeName_t alpha, beta, conv, x, w, y;
+};
+
+ConvOperation conv_operation(ConvDirection direction) {
+  if (direction == ConvDirection::forward)
+    return {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y};
+  if (direction == ConvDirection::backward_data)
+    return {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY};
+  return {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY};
+}
+
+// The operation graph of `p`: its tensors, convolution and operation of the
+// problem's direction. Shapes are the forward convolution's in every direction.
+std::unique_ptr<CudnnConv> make_graph(miopenHandle_t handle, const ConvProblem& p) {
+  auto g = std::make_unique<CudnnConv>();
+  make_tensor(p, g->x, kUidX, p.x_shape);
+  make_tensor(p, g->w, kUidW, p.w_shape);
+  make_tensor(p, g->y, kUidY, p.y_shape);
+
+  // Half types accumulate in float32 (as the legacy descriptor and PyTorch), float64 in float64.
+  const cudnnDataType_t compute = p.dtype == DType::Float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  const int64_t spatial = static_cast<int64_t>(p.params.padding.size());
+  auto int64s = [](const std::vector<int>& v) { return std::vector<int64_t>(v.begin(), v.end()); };
+  const std::vector<int64_t> padding = int64s(p.params.padding), stride = int64s(p.params.stride),
+                             dilation = int64s(p.params.dilation);
+  GRAPH_CHECK_FOR(p, cudnnBackendCreateDescriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, g->conv.out()));
+  GRAPH_CHECK_FOR(p, cudnnBackendSetAttribute(g->conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1,
+                                              &compute));
+  GRAPH_CHECK_FOR(p, cudnnBackendSetAttribute(g->conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE,
+                                              1, &mode));
+  GRAPH_CHECK_FOR(p, cudnnBackendSetAttribute(g->conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1,
+                                              &spatial));
+  GRAPH_CHECK_FOR(p, cudnnBackendSetAttribute(g->conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64,
+                                              spatial, padding.data()));
+  GRAPH_CHECK_FOR(p, cudnnBackendSetAttribute(g->conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64,
+                                              spatial, padding.data()));
+  GRAPH_CHECK_FOR(p, cudnnBackendSetAttribute(g->conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64,
+                                              spatial, stride.data()));
+  GRAPH_CHECK_FOR(p, cudnnBackendSetAttribute(g->conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, spatial,
+                                              dilation.data()));
+  GRAPH_CHECK_FOR(p, cudnnBackendFinalize(g->conv));
+
+  // Groups need no attribute: the API reads them off x's and w's channels.
+  const ConvOperation a = conv_operation(p.direction);
+  const float one32 = 1.0f, zero32 = 0.0f;
+  const double one64 = 1.0, zero64 = 0.0;
+  const bool f64 = p.dtype == DType::Float64;
+  const cudnnBackendAttributeType_t scale = f64 ? CUDNN_TYPE_DOUBLE : CUDNN_TYPE_FLOAT;
+  const void* alpha = f64 ? static_cast<const void*>(&one64) : &one32;
+  const void* beta = f64 ? static_cast<const void*>(&zero64) : &zero32;
+  GRAPH_CHECK_FOR(p, cudnnBackendCreateDescriptor(a.type, g->op.out()));
+  GRAPH_CHECK_FOR(p, cudnnBackendSetAttribute(g->op, a.alpha, scale, 1, alpha));
+  GRAPH_CHECK_FOR(p, cudnnBackendSetAttribute(g->op, a.beta, scale, 1, beta));
+  GRAPH_CHECK_FOR(p, set_descriptor(g->op, a.conv, g->conv));
+  GRAPH_CHECK_FOR(p, set_descriptor(g->op, a.x, g->x));
+  GRAPH_CHECK_FOR(p, set_descriptor(g->op, a.w, g->w));
+  GRAPH_CHECK_FOR(p, set_descriptor(g->op, a.y, g->y));
+  GRAPH_CHECK_FOR(p, cudnnBackendFinalize(g->op));
+
+  GRAPH_CHECK_FOR(p, cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, g->graph.out()));
+  GRAPH_CHECK_FOR(p, set_descriptor(g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, g->op));
+  GRAPH_CHECK_FOR(p, cudnnBackendSetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
+                                              &handle));
+  GRAPH_CHECK_FOR(p, cudnnBackendFinalize(g->graph));
+  return g;
+}
+
+// The engine configurations cuDNN's heuristics of `mode` propose for the graph, most promising first.
+std::vector<BackendDescriptor> engine_configs(const ConvProblem& p, cudnnBackendHeurMode_t mode) {
+  BackendDescriptor heuristics;
+  GRAPH_CHECK_FOR(p, cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, heuristics.out()));
+  GRAPH_CHECK_FOR(p, set_descriptor(heuristics, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, p.graph->graph));
+  GRAPH_CHECK_FOR(p, cudnnBackendSetAttribute(heuristics, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode));
+  GRAPH_CHECK_FOR(p, cudnnBackendFinalize(heuristics));
+  int64_t count = 0;
+  GRAPH_CHECK_FOR(p, cudnnBackendGetAttribute(heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
+  std::vector<BackendDescriptor> configs(static_cast<size_t>(count));
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (BackendDescriptor& c : configs) {
+    GRAPH_CHECK_FOR(p, cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, c.out()));
+    raw.push_back(c);
+  }
+  if (count > 0)
+    GRAPH_CHECK_FOR(p, cudnnBackendGetAttribute(heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count, raw.data()));
+  configs.resize(static_cast<size_t>(count));
+  return configs;
+}
+
+// A configuration's engine: its global index, and whether its numerics keep the
+// problem's precision (PyTorch's filter, less its determinism setting, which
+// PyFlame does not have).
+struct EngineInfo {
+  int64_t index;
+  bool keeps_precision;
+};
+
+EngineInfo engine_info(const ConvProblem& p, cudnnBackendDescriptor_t config) {
+  BackendDescriptor engine;
+  GRAPH_CHECK_FOR(p, cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, engine.out()));
+  cudnnBackendDescriptor_t raw = engine;
+  int64_t count = 0;
+  GRAPH_CHECK_FOR(p, cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                              &count, &raw));
+  EngineInfo info{-1, true};
+  GRAPH_CHECK_FOR(p, cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &count,
+                                              &info.index));
+  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+  GRAPH_CHECK_FOR(p, cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                              CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &count, notes));
+  for (int64_t i = 0; i < std::min<int64_t>(count, CUDNN_NUMERICAL_NOTE_TYPE_COUNT); ++i) {
+    // Down-converting engines compute float32 (and wider) inputs in a half type;
+    // tensor-core engines compute float32 as TF32.
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
+        (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE && p.dtype == DType::Float32 && !p.tf32))
+      info.keeps_precision = false;
+  }
+  return info;
+}
+
+// The plan of configuration `config` (at `place` in the heuristics' list, of
+// engine `engine`); none where it does not finalize (the heuristics propose
+// configurations that turn out not to support the problem) or needs more
+// workspace than kMaxSearchWorkspace.
+std::optional<CudnnPlan> make_plan(miopenHandle_t handle, const ConvProblem& p, BackendDescriptor config, int place,
+                                   int64_t engine) {
+  CudnnPlan c{std::move(config), {}, {place, 0, 0, static_cast<int>(engine)}};
+  GRAPH_CHECK_FOR(p, cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, c.plan.out()));
+  GRAPH_CHECK_FOR(p, cudnnBackendSetAttribute(c.plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle));
+  GRAPH_CHECK_FOR(p, set_descriptor(c.plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, c.config));
+  if (cudnnBackendFinalize(c.plan) != CUDNN_STATUS_SUCCESS) return std::nullopt;
+  int64_t workspace = 0, count = 0;
+  GRAPH_CHECK_FOR(p, cudnnBackendGetAttribute(c.plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+                                              &count, &workspace));
+  if (workspace < 0 || static_cast<uint64_t>(workspace) > kMaxSearchWorkspace) return std::nullopt;
+  c.entry.workspace = static_cast<size_t>(workspace);
+  return c;
+}
+
+// The heuristics' modes, in the order their configurations are taken: FALLBACK
+// (functional engines of no promised speed) only where INSTANT has none usable.
+constexpr cudnnBackendHeurMode_t kHeuristicModes[] = {CUDNN_HEUR_MODE_INSTANT, CUDNN_HEUR_MODE_FALLBACK};
+
+// Runs a plan of `p` on the operands by direction (as run_convolution).
+void execute_plan(miopenHandle_t handle, const ConvProblem& p, cudnnBackendDescriptor_t plan, const void* first,
+                  const void* second, void* output, void* workspace) {
+  const bool forward = p.direction == ConvDirection::forward, data = p.direction == ConvDirection::backward_data;
+  void* in1 = const_cast<void*>(first);
+  void* in2 = const_cast<void*>(second);
+  // x, w and y, in the order of the uids below.
+  void* pointers[] = {data ? output : in1, forward || data ? in2 : output, forward ? output : data ? in1 : in2};
+  const int64_t uids[] = {kUidX, kUidW, kUidY};
+  BackendDescriptor pack;
+  DNN_CHECK_FOR(p, cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, pack.out()));
+  DNN_CHECK_FOR(p, cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids));
+  DNN_CHECK_FOR(p, cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3,
+                                            pointers));
+  DNN_CHECK_FOR(p, cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
+                                            &workspace));
+  DNN_CHECK_FOR(p, cudnnBackendFinalize(pack));
+  DNN_CHECK_FOR(p, cudnnBackendExecute(handle, plan, pack));
+}
+
+// The plan of cuDNN's graph API for `p`, kept on the problem, and its entry
+// (engine -1: none usable, or the graph API does not support the problem).
+MIOpenTuningCache::Entry search_graph(miopenHandle_t handle, int device, hipStream_t stream, const ConvProblem& p,
+                                      bool exhaustive) {
+  try {
+    if (!p.graph) p.graph = make_graph(handle, p);
+    const size_t wanted = exhaustive ? kTimedCandidates : 1;
+    std::vector<CudnnPlan> plans;
+    int first = 0;  // the place of the mode's first configuration in the heuristics' list
+    for (cudnnBackendHeurMode_t mode : kHeuristicModes) {
+      std::vector<BackendDescriptor> configs = engine_configs(p, mode);
+      for (size_t i = 0; i < configs.size() && plans.size() < wanted; ++i) {
+        const EngineInfo engine = engine_info(p, configs[i]);
+        if (!engine.keeps_precision) continue;
+        std::optional<CudnnPlan> plan = make_plan(handle, p, std::move(configs[i]), first + static_cast<int>(i),
+                                                  engine.index);
+        if (plan) plans.push_back(std::move(*plan));
+      }
+      if (!plans.empty()) break;
+      first += static_cast<int>(configs.size());
+    }
+    if (plans.empty()) return {-1, 0, 0};
+    size_t best = 0;
+    if (plans.size() > 1) {
+      size_t workspace_bytes = 0;
+      for (const CudnnPlan& c : plans) workspace_bytes = std::max(workspace_bytes, c.entry.workspace);
+      SearchBuffers b(device, stream, p, workspace_bytes);
+      const SearchBuffers::Operands o = b.operands(p.direction);
+      best = fastest_of(stream, plans.size(), [&](size_t c) {
+        execute_plan(handle, p, plans[c].plan, o.first, o.second, o.output, b.workspace.get());
+      });
+    }
+    p.graph->plan = std::move(plans[best]);
+    return p.graph->plan->entry;
+  } catch (const GraphUnsupported&) {
+    return {-1, 0, 0};
+  }
+}
+
+// Whether two graph entries name the same plan.
+bool same_plan(const MIOpenTuningCache::Entry& a, const MIOpenTuningCache::Entry& b) {
+  return a.algo == b.algo && a.engine == b.engine && a.workspace == b.workspace;
+}
+
+// Whether `p` holds the plan of tuning-cache entry `e`.
+bool has_plan(const ConvProblem& p, const MIOpenTuningCache::Entry& e) {
+  return p.graph && p.graph->plan && same_plan(p.graph->plan->entry, e);
+}
+
+// Makes the plan of a graph entry of the tuning cache again, for a problem that
+// has none (the entry was read from a cache file, or chosen by another instance
+// or before a new search): false where the heuristics' list no longer holds the
+// entry's engine at its place, or its plan no longer finalizes with its workspace.
+bool remake_plan(miopenHandle_t handle, const ConvProblem& p, const MIOpenTuningCache::Entry& e) {
+  try {
+    if (!p.graph) p.graph = make_graph(handle, p);
+    int first = 0;
+    for (cudnnBackendHeurMode_t mode : kHeuristicModes) {
+      std::vector<BackendDescriptor> configs = engine_configs(p, mode);
+      const size_t i = static_cast<size_t>(e.algo - first);
+      if (e.algo >= first && i < configs.size()) {
+        const EngineInfo engine = engine_info(p, configs[i]);
+        if (engine.index != e.engine || !engine.keeps_precision) return false;
+        std::optional<CudnnPlan> plan = make_plan(handle, p, std::move(configs[i]), e.algo, engine.index);
+        if (!plan || !same_plan(plan->entry, e)) return false;
+        p.graph->plan = std::move(*plan);
+        return true;
+      }
+      first += static_cast<int>(configs.size());
+    }
+    return false;
+  } catch (const GraphUnsupported&) {
+    return false;
+  }
+}
+
+// Whether operands fit the plans' alignment (a view at an offset may not).
+bool plan_aligned(std::initializer_list<const void*> pointers) {
+  for (const void* q : pointers)
+    if (reinterpret_cast<uintptr_t>(q) % kPlanAlignment != 0) return false;
+  return true;
+}
+
+// The legacy algorithm for operands off the alignment of `p`'s plan: the first
+// of cuDNN's heuristic ranking that needs at most `workspace_limit` bytes.
+MIOpenTuningCache::Entry unaligned_choice(miopenHandle_t handle, const ConvProblem& p, size_t workspace_limit) {
+  std::vector<MIOpenTuningCache::Entry>& ranked = p.graph->unaligned;
+  const size_t all = std::numeric_limits<size_t>::max();
+  if (ranked.empty()) {
+    switch (p.direction) {
+      case ConvDirection::forward: ranked = rank_cudnn<ConvDirection::forward>(handle, p, all); break;
+      case ConvDirection::backward_data: ranked = rank_cudnn<ConvDirection::backward_data>(handle, p, all); break;
+      case ConvDirection::backward_weights:
+        ranked = rank_cudnn<ConvDirection::backward_weights>(handle, p, all);
+        break;
+    }
+  }
+  for (const MIOpenTuningCache::Entry& e : ranked)
+    if (e.workspace <= workspace_limit) return e;
+  throw NotSupportedError(p.describe() + ": operands not " + std::to_string(kPlanAlignment) +
+                          "-byte aligned run cuDNN's legacy API, which has no algorithm for them within a workspace "
+                          "of " + std::to_string(workspace_limit) + " bytes");
 }
 
 #endif
@@ -574,23 +1010,32 @@ void ROCmDNN::set_stream(hipStream_t stream) {
 
 MIOpenTuningCache::Entry ROCmDNN::choose(const ConvProblem& p) {
   MIOpenTuningCache& cache = get_tuning_cache();
-  if (auto hit = cache.lookup(p.key)) return *hit;
+  std::optional<MIOpenTuningCache::Entry> hit = cache.lookup(p.key);
+#if defined(PYFLAME_HIP_NVIDIA)
+  // A graph choice runs the problem's own plan, made again where the problem
+  // has none for it; an entry whose plan cannot be made again is searched anew.
+  if (hit && hit->engine >= 0 && !has_plan(p, *hit) && !remake_plan(handle_, p, *hit)) hit.reset();
+#endif
+  if (hit) return *hit;
   const bool exhaustive = cache.exhaustive_search();
 #if defined(PYFLAME_HIP_NVIDIA)
-  // The searches differ: cuDNN times every algorithm (Find) or ranks them by
-  // heuristics (Get), with calls of its own per direction; MIOpen's Find does
-  // both, by its exhaustive flag.
-  MIOpenTuningCache::Entry choice;
-  switch (p.direction) {
-    case ConvDirection::forward:
-      choice = search_cudnn<ConvDirection::forward>(handle_, device_, stream_, p, exhaustive);
-      break;
-    case ConvDirection::backward_data:
-      choice = search_cudnn<ConvDirection::backward_data>(handle_, device_, stream_, p, exhaustive);
-      break;
-    case ConvDirection::backward_weights:
-      choice = search_cudnn<ConvDirection::backward_weights>(handle_, device_, stream_, p, exhaustive);
-      break;
+  // cuDNN's graph API first (see CudnnConv), its legacy API where the graph
+  // gives no plan. The legacy searches differ from MIOpen's: cuDNN times every
+  // algorithm (Find) or ranks them by heuristics (Get), with calls of its own
+  // per direction; MIOpen's Find does both, by its exhaustive flag.
+  MIOpenTuningCache::Entry choice = search_graph(handle_, device_, stream_, p, exhaustive);
+  if (choice.engine < 0) {
+    switch (p.direction) {
+      case ConvDirection::forward:
+        choice = search_cudnn<ConvDirection::forward>(handle_, device_, stream_, p, exhaustive);
+        break;
+      case ConvDirection::backward_data:
+        choice = search_cudnn<ConvDirection::backward_data>(handle_, device_, stream_, p, exhaustive);
+        break;
+      case ConvDirection::backward_weights:
+        choice = search_cudnn<ConvDirection::backward_weights>(handle_, device_, stream_, p, exhaustive);
+        break;
+    }
   }
 #else
   size_t workspace_bytes = 0;
@@ -647,7 +1092,30 @@ void ROCmDNN::run(const ConvProblem& p, const MIOpenTuningCache::Entry& choice, 
            choice.workspace, " bytes, got ", workspace_size, " (ask ",
            p.direction == ConvDirection::forward ? "conv_forward_workspace_size" : "conv_backward_data_workspace_size",
            ")");
+#if defined(PYFLAME_HIP_NVIDIA)
+  if (choice.engine >= 0) {
+    if (plan_aligned({first, second, output, workspace}))
+      execute_plan(handle_, p, p.graph->plan->plan, first, second, output, workspace);
+    else
+      run_convolution(handle_, p, unaligned_choice(handle_, p, workspace_size), first, second, output, workspace,
+                      workspace_size);
+    return;
+  }
+#endif
   run_convolution(handle_, p, choice, first, second, output, workspace, workspace_size);
+}
+
+void ROCmDNN::run(const ConvProblem& p, const MIOpenTuningCache::Entry& choice, const void* first,
+                  const void* second, void* output) {
+  size_t bytes = choice.workspace;
+#if defined(PYFLAME_HIP_NVIDIA)
+  // Operands off the plan's alignment run a legacy algorithm, which may need
+  // more (the scratch workspace itself is aligned).
+  if (choice.engine >= 0 && !plan_aligned({first, second, output}))
+    bytes = std::max(bytes, unaligned_choice(handle_, p, std::numeric_limits<size_t>::max()).workspace);
+#endif
+  Scratch workspace(device_, stream_, bytes);
+  run(p, choice, first, second, output, workspace.get(), bytes);
 }
 
 void ROCmDNN::conv_forward(DType dtype, const std::vector<int64_t>& input_shape, const void* input,
@@ -664,9 +1132,7 @@ void ROCmDNN::conv_forward(DType dtype, const std::vector<int64_t>& input_shape,
                            const std::vector<int64_t>& output_shape, void* output, const ConvParams& params) {
   DeviceGuard guard(device_);
   const ConvProblem& p = problem(ConvDirection::forward, dtype, input_shape, weight_shape, output_shape, params);
-  const MIOpenTuningCache::Entry choice = choose(p);
-  Scratch workspace(device_, stream_, choice.workspace);
-  run(p, choice, input, weight, output, workspace.get(), choice.workspace);
+  run(p, choose(p), input, weight, output);
 }
 
 namespace {
@@ -719,9 +1185,7 @@ void ROCmDNN::conv_backward_data(DType dtype, const std::vector<int64_t>& grad_o
   DeviceGuard guard(device_);
   const ConvProblem& p =
       problem(ConvDirection::backward_data, dtype, grad_input_shape, weight_shape, grad_output_shape, params);
-  const MIOpenTuningCache::Entry choice = choose(p);
-  Scratch workspace(device_, stream_, choice.workspace);
-  run(p, choice, grad_output, weight, grad_input, workspace.get(), choice.workspace);
+  run(p, choose(p), grad_output, weight, grad_input);
 }
 
 size_t ROCmDNN::conv_backward_data_workspace_size(DType dtype, const std::vector<int64_t>& grad_output_shape,
@@ -741,9 +1205,7 @@ void ROCmDNN::conv_backward_weights(DType dtype, const std::vector<int64_t>& inp
   DeviceGuard guard(device_);
   const ConvProblem& p =
       problem(ConvDirection::backward_weights, dtype, input_shape, grad_weight_shape, grad_output_shape, params);
-  const MIOpenTuningCache::Entry choice = choose(p);
-  Scratch workspace(device_, stream_, choice.workspace);
-  run(p, choice, input, grad_output, grad_weight, workspace.get(), choice.workspace);
+  run(p, choose(p), input, grad_output, grad_weight);
 }
 
 // ---- The spec's other entry points: one library call each, on descriptors
@@ -762,23 +1224,6 @@ struct DnnCall {
   void check(miopenStatus_t status, const char* call, const char* file, int line) const {
     if (status != miopenStatusSuccess) throw_dnn_error(status, (what + ": " + call).c_str(), file, line);
   }
-};
-
-// A library descriptor owned by a scope: destroyed when it ends, also when a
-// later step throws. out() receives it from the (checked) create call.
-template <class D, auto destroy> class Descriptor {
- public:
-  Descriptor() = default;
-  ~Descriptor() {
-    if (d_) (void)destroy(d_);
-  }
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  D* out() { return &d_; }
-  operator D() const { return d_; }
-
- private:
-  D d_ = nullptr;
 };
 
 using DnnTensor = Descriptor<miopenTensorDescriptor_t, miopenDestroyTensorDescriptor>;

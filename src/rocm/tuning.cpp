@@ -1,7 +1,8 @@
 // MIOpenTuningCache (see pyflame/backend/rocm/tuning.h). The cache file is
 // plain text, one choice per line: key TAB algorithm TAB workspace TAB math
-// type. It is rewritten whole through a temporary file and a rename, so a
-// crash never leaves half a file; unreadable lines are skipped.
+// type, then TAB engine for a choice of cuDNN's graph API only (dnn.cpp).
+// It is rewritten whole through a temporary file and a rename, so a crash
+// never leaves half a file; unreadable lines are skipped.
 
 #include "pyflame/backend/rocm/tuning.h"
 
@@ -90,7 +91,7 @@ void MIOpenTuningCache::load_locked() {
     Entry e{};
     unsigned long long workspace = 0;
     if (tab != std::string::npos &&
-        std::sscanf(line.c_str() + tab + 1, "%d\t%llu\t%d", &e.algo, &workspace, &e.math_type) == 3) {
+        std::sscanf(line.c_str() + tab + 1, "%d\t%llu\t%d\t%d", &e.algo, &workspace, &e.math_type, &e.engine) >= 3) {
       e.workspace = static_cast<size_t>(workspace);
       entries_[line.substr(0, tab)] = e;
     }
@@ -105,9 +106,12 @@ void MIOpenTuningCache::save_locked() const {
     File out(std::fopen(tmp.c_str(), "w"));
     PF_CHECK(out != nullptr, ValueError, "MIOpenTuningCache: cannot write the cache file '", config_.cache_file, "'");
     bool ok = true;
-    for (const auto& [key, e] : entries_)
-      ok = ok && std::fprintf(out.get(), "%s\t%d\t%llu\t%d\n", key.c_str(), e.algo,
+    for (const auto& [key, e] : entries_) {
+      ok = ok && std::fprintf(out.get(), "%s\t%d\t%llu\t%d", key.c_str(), e.algo,
                               static_cast<unsigned long long>(e.workspace), e.math_type) > 0;
+      if (e.engine >= 0) ok = ok && std::fprintf(out.get(), "\t%d", e.engine) > 0;
+      ok = ok && std::fputc('\n', out.get()) != EOF;
+    }
     ok = std::fflush(out.get()) == 0 && ok;
     PF_CHECK(ok, ValueError, "MIOpenTuningCache: writing '", tmp, "' failed");
   }

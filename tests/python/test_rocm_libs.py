@@ -1,6 +1,8 @@
 """The GPU's library-backed ops beyond the op registry: matmul's TF32 switch and
 batch layouts through ROCmBLAS. Every op x dtype x shape class runs in test_ops.py."""
 
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -72,6 +74,23 @@ def test_conv2d_tuning_cache_searches_once_and_persists(on_gpu, rng, tmp_path):
         arch = pf.rocm_get_device_info(0)["architecture"]
         lines = path.read_text().splitlines()
         assert len(lines) == 1 and f"|{arch}|" in lines[0] and "|x3x5x17x13|" in lines[0]
+        if pf.rocm_get_device_info(0)["platform"] == "nvidia":
+            # key, place in the heuristics' list, workspace, math type, engine: cuDNN's graph API chose
+            assert len(lines[0].split("\t")) == 5, lines[0]
+        # Another thread has its own DNN instance, which makes the plan again from the file's entry.
+        cache.clear()
+        cache.set_cache_file(str(path))
+        third = []
+
+        def convolve():
+            pf.set_device("rocm")  # the current device is per thread
+            third.append(pf.conv2d(x, w, padding=1).numpy())
+
+        worker = threading.Thread(target=convolve)
+        worker.start()
+        worker.join()
+        assert cache.get_stats() == {"hits": 1, "misses": 0, "entries": 1}
+        np.testing.assert_allclose(third[0], first, rtol=1e-6, atol=1e-6)
     finally:
         cache.set_cache_file("")
         cache.clear()

@@ -231,3 +231,24 @@ def test_convolution_tf32_switch_reaches_kept_problems(on_gpu, rng):
     finally:
         rocm.set_conv_allow_tf32(False)
     assert full < 1e-4 and tf32 < 1e-2 and rel_err() < 1e-4
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_convolutions_of_views_off_the_plan_alignment_match_cpu(on_gpu, rng, dtype):
+    """Input and weight one element into their buffers: contiguous views whose pointers
+    miss the 16 bytes cuDNN's graph plans are made for (NVIDIA then runs a legacy
+    algorithm), forward and both gradients, against the CPU on the same views."""
+    xs, ws = (3, 5, 17, 13), (7, 5, 3, 3)
+    xv, wv = _values(rng, (1 + 3 * 5 * 17 * 13,)), _values(rng, (1 + 7 * 5 * 3 * 3,))
+    gv = _values(rng, (3, 7, 17, 13))
+    tol = {"float32": 1e-4, "float16": 4e-3}[dtype]
+    results = {}
+    for device in ("cpu", "rocm"):
+        bx, bw = (getattr(Pair(v, dtype), "gpu" if device == "rocm" else "cpu").requires_grad_(True) for v in (xv, wv))
+        x, w = bx[1:].reshape(list(xs)), bw[1:].reshape(list(ws))
+        y = pf.conv2d(x, w, padding=1)
+        y.backward(pf.tensor(gv, device=device).to(getattr(pf, dtype)))
+        t = pf.conv_transpose2d(y.detach(), w.detach(), padding=1)
+        results[device] = (y, t, bx.grad, bw.grad)
+    for name, got, want in zip(("y", "conv_transpose2d", "x.grad", "w.grad"), results["rocm"], results["cpu"]):
+        _close(got, want, tol, f"{name} of views at an offset, {dtype}")

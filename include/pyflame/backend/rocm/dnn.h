@@ -6,8 +6,11 @@
 // cuDNN is used through its descriptor API (kept in cuDNN 9 beside the graph
 // API) because it maps one to one onto MIOpen's: descriptors, a find or
 // heuristic step choosing an algorithm, a workspace query and the call. The
-// chosen algorithm per problem and direction lives in the MIOpenTuningCache
-// (tuning.h); the problem's descriptors are made on its first call and kept by
+// convolutions on NVIDIA try cuDNN's graph API first (execution plans of its
+// heuristics' engine configurations, which reach kernels the descriptor API's
+// algorithms do not) and fall back on the descriptor API (dnn.cpp). The
+// choice per problem and direction lives in the MIOpenTuningCache (tuning.h);
+// the problem's descriptors (and plan) are made on its first call and kept by
 // the instance, so a call looks both up and runs.
 //
 // Provided now: N-D convolution (2-D and 3-D) forward — pf.conv2d, conv1d and
@@ -98,8 +101,8 @@ class PF_API ROCmDNN {
                     const std::vector<int64_t>& weight_shape, const void* weight,
                     const std::vector<int64_t>& output_shape, void* output, const ConvParams& params);
 
-  // The workspace the chosen algorithm needs. The first call for a problem
-  // chooses the algorithm (a timed search runs on scratch buffers).
+  // The workspace the chosen algorithm (or cuDNN graph plan) needs. The first
+  // call for a problem chooses it (a timed search runs on scratch buffers).
   size_t conv_forward_workspace_size(DType dtype, const std::vector<int64_t>& input_shape,
                                      const std::vector<int64_t>& weight_shape,
                                      const std::vector<int64_t>& output_shape, const ConvParams& params);
@@ -210,6 +213,9 @@ class PF_API ROCmDNN {
   // backward data (dy, w) -> dx, backward weights (x, dy) -> dw.
   void run(const ConvProblem& p, const MIOpenTuningCache::Entry& choice, const void* first, const void* second,
            void* output, void* workspace, size_t workspace_size);
+  // The same, with the workspace from the caching allocator.
+  void run(const ConvProblem& p, const MIOpenTuningCache::Entry& choice, const void* first, const void* second,
+           void* output);
 
   struct Problems;  // the problems made so far, by shapes, parameters, dtype and direction
 

@@ -38,6 +38,10 @@ class PF_API MIOpenTuningCache {
     int algo;
     size_t workspace;
     int math_type = 0;  // cuDNN: the math type the algorithm was chosen with (MIOpen: 0)
+    // cuDNN's graph API: the chosen engine's global index, algo being then the engine
+    // configuration's place in the heuristics' list (dnn.cpp); -1: an algorithm of the
+    // legacy API (MIOpen: always -1).
+    int engine = -1;
   };
 
   MIOpenTuningCache();  // default Config (C++ cannot default a nested struct's argument in-class)
