@@ -15,6 +15,9 @@ mkdir -p "$LOGS"
 SUMMARY="$OUT/summary.txt"
 : > "$SUMMARY"
 export PYTHONUNBUFFERED=1
+# The benchmarks record the commit measured; the GPU machine's copy of the tree may carry a stale
+# .git, so the commit written next to the carried wheel (.whl/commit) wins where there is one.
+if [ -z "${PYFLAME_COMMIT:-}" ] && [ -f .whl/commit ]; then export PYFLAME_COMMIT=$(cat .whl/commit); fi
 
 step() {  # step NAME COMMAND...: run, log to $OUT/NAME.log, record the status
   local name=$1
