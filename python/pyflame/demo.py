@@ -28,11 +28,12 @@ def best_device():
     return "rocm" if pf.rocm_is_available() else "cpu"
 
 
-def evaluate(model, loader):
+def evaluate(model, loader, device):
     model.eval()
     correct = total = 0
     with pf.no_grad():
         for x, y in loader:
+            x, y = x.to(device), y.to(device)
             correct += int((model(x).argmax(dim=1) == y).sum().item())
             total += y.shape[0]
     model.train()
@@ -91,7 +92,7 @@ def main(argv=None):
             count += y.shape[0]
         scheduler.step()
         losses.append(total / count)
-        accuracies.append(evaluate(model, test_loader))
+        accuracies.append(evaluate(model, test_loader, device))
         tqdm.write(f"epoch {epoch + 1:2d}: loss {losses[-1]:.4f}, test accuracy {100 * accuracies[-1]:.1f}%")
     pf.synchronize()
     seconds = time.perf_counter() - start

@@ -99,10 +99,15 @@ def test_checkpoint_mid_training_continues_identically(tmp_path, rng, name, kwar
     assert sched2.get_last_lr() == want_lr and opt2.param_groups[0]["lr"] == want_lr[0]
 
 
-def test_demo_trains_the_digits_cnn(tmp_path):
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_demo_trains_the_digits_cnn(device, tmp_path):
+    """The README's demo, on each device: its data stays on the CPU and each batch is moved with
+    .to(device), as PyTorch scripts do (the test batches too, or the model's device raises)."""
+    if device == "rocm" and not pf.rocm_is_available():
+        pytest.skip(f"no usable GPU: {pf.rocm_unavailable_reason()}")
     from pyflame import demo
 
-    accuracy = demo.main(["--epochs", "4", "--device", "cpu", "--plot", str(tmp_path / "curves.png")])
+    accuracy = demo.main(["--epochs", "4", "--device", device, "--plot", str(tmp_path / "curves.png")])
     assert accuracy >= 0.95
     assert (tmp_path / "curves.png").stat().st_size > 10_000
 
