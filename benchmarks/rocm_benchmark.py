@@ -524,6 +524,11 @@ def model_shape_cases(args):
     forward = [
         ("softmax 64x3x197x197 (ViT-Tiny attention)", [(64, 3, 197, 197)], lambda a: pf.softmax(a, -1),
          lambda a: torch.softmax(a, -1)),
+        ("softmax 8x12x1024x1024 (GPT-2 attention)", [(8, 12, 1024, 1024)], lambda a: pf.softmax(a, -1),
+         lambda a: torch.softmax(a, -1)),
+        ("softmax 8192x768", [(8192, 768)], lambda a: pf.softmax(a, -1), lambda a: torch.softmax(a, -1)),
+        ("conv2d 3x3 128x256x8x8 -> 256 (cuDNN's graph API)", [(128, 256, 8, 8), (256, 256, 3, 3)],
+         lambda x, w: pf.conv2d(x, w, padding=1), lambda x, w: F.conv2d(x, w, padding=1)),
         ("adaptive_avg_pool2d 64x512x7x7 -> 1", [(64, 512, 7, 7)], lambda a: pf.adaptive_avg_pool2d(a, 1),
          lambda a: F.adaptive_avg_pool2d(a, 1)),
         ("batch_norm train 64x128x28x28 (ResNet-18)", [(64, 128, 28, 28)],
