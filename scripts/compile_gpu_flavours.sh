@@ -60,8 +60,11 @@ if [ ! -f $rocblas/usr/include/rocblas/rocblas.h ]; then
 fi
 c++ -D__HIP_PLATFORM_AMD__=1 -Isrc -Iinclude -I$rocblas/usr/include -std=c++20 -O2 -fPIC -Wall -Wextra \
   -Wno-unused-parameter -Werror -c src/rocm/blas.cpp -o build/ci-amd/blas_rocblas.o
-# The convolutions through im2col + rocBLAS (what runs without MIOpen), for both wave sizes.
-HIP_PLATFORM=amd clang++-15 -x hip --offload-arch=gfx90a --offload-arch=gfx1030 --rocm-path=/usr \
-  --hip-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode -DPYFLAME_WITH_BLAS=1 -Isrc -Iinclude \
-  -I$rocblas/usr/include -std=c++20 -O2 -fPIC -c src/rocm/kernels/conv.hip -o build/ci-amd/conv_rocblas.o
+# The kernels that call rocBLAS: the convolutions through im2col (what runs without MIOpen) and
+# the LSTM recurrence, for both wave sizes.
+for kernel in conv rnn; do
+  HIP_PLATFORM=amd clang++-15 -x hip --offload-arch=gfx90a --offload-arch=gfx1030 --rocm-path=/usr \
+    --hip-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode -DPYFLAME_WITH_BLAS=1 -Isrc -Iinclude \
+    -I$rocblas/usr/include -std=c++20 -O2 -fPIC -c src/rocm/kernels/$kernel.hip -o build/ci-amd/${kernel}_rocblas.o
+done
 echo "both GPU flavours compiled"

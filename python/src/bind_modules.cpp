@@ -1,6 +1,7 @@
 // Python binding of the nn-modules area's ops (pyflame.nn's layers call them).
 
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/tuple.h>
 
 #include "bindings.h"
 #include "pyflame/modules_ops.h"
@@ -11,6 +12,17 @@ void bind_modules(nb::module_& m, nb::class_<Tensor>& /*tensor*/) {
   m.def("linear", [](const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
     return pyflame::linear(input, weight, bias);
   }, "input"_a, "weight"_a, "bias"_a = nb::none(), "y = input @ weight.T + bias (torch.nn.functional.linear).");
+  m.def("lstm_sequence", [](const Tensor& input_gates, const Tensor& h0, const Tensor& c0, const Tensor& weight_hh,
+                            const std::optional<Tensor>& bias_hh, bool reverse) {
+    return pyflame::lstm_sequence(input_gates, h0, c0, weight_hh, bias_hh.value_or(Tensor()), reverse);
+  }, "input_gates"_a, "h0"_a, "c0"_a, "weight_hh"_a, "bias_hh"_a = nb::none(), "reverse"_a = false,
+     "One LSTM layer's recurrence over a sequence (nn.LSTM's): input_gates (T, N, 4H) = x W_ih^T + b_ih, h0 and "
+     "c0 (N, H), weight_hh (4H, H), bias_hh (4H) -> (output (T, N, H), cell_states (T, N, H)): the h and c of "
+     "every step. reverse runs the steps from the last to the first.");
+  m.def("lstm_sequence_backward", &pyflame::lstm_sequence_backward, "grad_output"_a, "grad_cell_states"_a, "gates"_a,
+        "cell_states"_a, "c0"_a, "weight_hh"_a, "reverse"_a = false,
+        "lstm_sequence's gradients of input_gates, h0 and c0 from those of output and cell_states, the forward's "
+        "activated gates (T, N, 4H) and cell_states, and c0 and weight_hh.");
 }
 
 }  // namespace pyflame::python

@@ -20,6 +20,7 @@ Policy policy(ir::OpType op) {
     case OpType::matmul:
     case OpType::batch_matmul:
     case OpType::linear:
+    case OpType::lstm_sequence:
     case OpType::conv2d:
     case OpType::conv3d:
     case OpType::conv_transpose2d: return Policy::Lower;

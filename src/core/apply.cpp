@@ -107,6 +107,7 @@ PF_ATTRS_NAME(AdamAttrs)
 PF_ATTRS_NAME(SgdAttrs)
 PF_ATTRS_NAME(RmspropAttrs)
 PF_ATTRS_NAME(SortAttrs)
+PF_ATTRS_NAME(RnnAttrs)
 #undef PF_ATTRS_NAME
 
 std::string describe_input(const Tensor& t) {

@@ -4,6 +4,9 @@
 // the output less than matmul + add; the GPU: the BLAS library adds the bias
 // in the GEMM's epilogue where it can, src/rocm/blas.cpp); on any other device
 // the composite matmul + add runs, so nn.Linear runs wherever those two do.
+// lstm_sequence, the recurrence of nn.LSTM: one op for the whole sequence, so
+// a step costs a GEMM and a cell kernel, not a dozen ops and their autograd
+// nodes (a Python loop of them was host-bound at 0.12x PyTorch's cuDNN RNN).
 
 #include "pyflame/modules_ops.h"
 
@@ -55,13 +58,85 @@ std::vector<Tensor> linear_composite(const OpCall& call) {
   return {bias.defined() ? add(y, bias) : y};
 }
 
+// An lstm_sequence argument of shape `expected` in the input gates' dtype.
+void check_lstm_arg(const Tensor& t, const Shape& expected, const char* what, const Tensor& input_gates,
+                    ir::OpType op) {
+  PF_CHECK(t.dtype() == input_gates.dtype(), TypeError, op_name(op), ": ", what, " has dtype ", t.dtype(),
+           " but the input gates have ", input_gates.dtype(), " (all tensors must have one dtype)");
+  PF_CHECK(t.shape() == expected, ValueError, op_name(op), ": ", what, " must have shape ", expected, ", got ",
+           t.shape(), " (input gates of shape ", input_gates.shape(), ")");
+}
+
+// (T, N, 4H) -> H, after checking the input gates.
+int64_t lstm_hidden_size(const Tensor& gates, ir::OpType op, const char* what) {
+  PF_CHECK(is_floating(gates.dtype()), TypeError, op_name(op), ": needs floating-point tensors, got ", what, " of ",
+           gates.dtype(), " (convert with .to(float32))");
+  PF_CHECK(gates.dim() == 3 && gates.size(2) % 4 == 0, ValueError, op_name(op), ": ", what,
+           " must be (T, N, 4 * hidden_size), got shape ", gates.shape());
+  return gates.size(2) / 4;
+}
+
+Inferred infer_lstm_sequence(OpCall& call) {
+  const ir::OpType op = ir::OpType::lstm_sequence;
+  const Tensor& gates = call.inputs[0];
+  const int64_t h = lstm_hidden_size(gates, op, "input_gates");
+  const int64_t t = gates.size(0), n = gates.size(1);
+  check_lstm_arg(call.inputs[1], {n, h}, "h0", gates, op);
+  check_lstm_arg(call.inputs[2], {n, h}, "c0", gates, op);
+  check_lstm_arg(call.inputs[3], {4 * h, h}, "weight_hh", gates, op);
+  if (call.inputs[4].defined()) check_lstm_arg(call.inputs[4], {4 * h}, "bias_hh", gates, op);
+  InputPlan packed;
+  packed.contiguous = true;
+  return {current_device(),
+          {packed, packed, packed, packed, packed},
+          {{{t, n, h}, gates.dtype()}, {{t, n, h}, gates.dtype()}, {gates.shape(), gates.dtype()}},
+          {}};
+}
+
+Inferred infer_lstm_sequence_backward(OpCall& call) {
+  const ir::OpType op = ir::OpType::lstm_sequence_backward;
+  const Tensor& gates = call.inputs[2];
+  const int64_t h = lstm_hidden_size(gates, op, "gates");
+  const int64_t t = gates.size(0), n = gates.size(1);
+  check_lstm_arg(call.inputs[0], {t, n, h}, "grad_output", gates, op);
+  check_lstm_arg(call.inputs[1], {t, n, h}, "grad_cell_states", gates, op);
+  check_lstm_arg(call.inputs[3], {t, n, h}, "cell_states", gates, op);
+  check_lstm_arg(call.inputs[4], {n, h}, "c0", gates, op);
+  check_lstm_arg(call.inputs[5], {4 * h, h}, "weight_hh", gates, op);
+  InputPlan packed;
+  packed.contiguous = true;
+  return {current_device(),
+          {packed, packed, packed, packed, packed, packed},
+          {{gates.shape(), gates.dtype()}, {{n, h}, gates.dtype()}, {{n, h}, gates.dtype()}},
+          {}};
+}
+
 PF_REGISTER_INFER(linear, &infer_linear);
 PF_REGISTER_COMPOSITE(linear, &linear_composite);
+PF_REGISTER_INFER(lstm_sequence, &infer_lstm_sequence);
+PF_REGISTER_INFER(lstm_sequence_backward, &infer_lstm_sequence_backward);
 
 }  // namespace
 
 Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
   return apply_one(ir::OpType::linear, {input, weight, bias.value_or(Tensor())}, NoAttrs{});
+}
+
+std::tuple<Tensor, Tensor> lstm_sequence(const Tensor& input_gates, const Tensor& h0, const Tensor& c0,
+                                         const Tensor& weight_hh, const Tensor& bias_hh, bool reverse) {
+  std::vector<Tensor> r =
+      apply({ir::OpType::lstm_sequence, {input_gates, h0, c0, weight_hh, bias_hh}, RnnAttrs{reverse}, {}});
+  return {r[0], r[1]};
+}
+
+std::tuple<Tensor, Tensor, Tensor> lstm_sequence_backward(const Tensor& grad_output, const Tensor& grad_cell_states,
+                                                          const Tensor& gates, const Tensor& cell_states,
+                                                          const Tensor& c0, const Tensor& weight_hh, bool reverse) {
+  std::vector<Tensor> r = apply({ir::OpType::lstm_sequence_backward,
+                                 {grad_output, grad_cell_states, gates, cell_states, c0, weight_hh},
+                                 RnnAttrs{reverse},
+                                 {}});
+  return {r[0], r[1], r[2]};
 }
 
 }  // namespace pyflame

@@ -1,8 +1,10 @@
-"""OpInfos of the nn-modules area: linear."""
+"""OpInfos of the nn-modules area: linear, lstm_sequence and its backward."""
 
+import numpy as np
+import torch
 import torch.nn.functional as F
 
-from op_registry import FLOAT_DTYPES, OpInfo, Sample, _x
+from op_registry import FLOAT_DTYPES, Arg, OpInfo, Sample, _x
 
 
 def _linear_samples(rng, dtype, cls):
@@ -31,8 +33,87 @@ def _linear_samples(rng, dtype, cls):
     return []
 
 
+def _lstm_samples(rng, dtype, cls):
+    """(input_gates (T, N, 4H), h0, c0, weight_hh, bias_hh), reverse."""
+    def s(t, n, h, bias=True, lay=("contig",) * 5, **kw):
+        args = (_x(rng, (t, n, 4 * h), dtype, dict(low=-2, high=2), lay[0]),
+                _x(rng, (n, h), dtype, dict(low=-1, high=1), lay[1]), _x(rng, (n, h), dtype, dict(low=-2, high=2), lay[2]),
+                _x(rng, (4 * h, h), dtype, dict(low=-0.6, high=0.6), lay[3]))
+        return Sample(args + ((_x(rng, (4 * h,), dtype, dict(low=-0.5, high=0.5), lay[4]),) if bias else ()), kw)
+
+    if cls == "plain":
+        return [s(3, 2, 4), s(4, 3, 5, reverse=True), s(3, 2, 3, bias=False), s(5, 2, 8, reverse=True)]
+    if cls == "noncontig":
+        return [s(3, 2, 4, lay=("T", "strided", "T", "T", "strided")), s(2, 3, 3, lay=("strided",) * 5, reverse=True)]
+    if cls == "empty":
+        return [s(0, 2, 3), s(3, 0, 2)]
+    if cls == "size1":
+        return [s(1, 1, 1), s(1, 2, 3, reverse=True)]
+    return []
+
+
+def _lstm_ref(input_gates, h0, c0, weight_hh, bias_hh=None, reverse=False, gates=False):
+    """The recurrence in float64, step by step as torch's nn.LSTM writes it; results in the inputs' dtype."""
+    dtype = input_gates.dtype
+    x, h, c, w = (t.double() for t in (input_gates, h0, c0, weight_hh))
+    b = 0 if bias_hh is None else bias_hh.double()
+    steps = x.shape[0]
+    out, cells, acts = [None] * steps, [None] * steps, [None] * steps
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        i, f, g, o = (x[t] + h @ w.T + b).chunk(4, -1)
+        i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+        c = f * c + i * g
+        h = o * c.tanh()
+        out[t], cells[t], acts[t] = h, c, torch.cat([i, f, g, o], -1)
+    empty = x.new_zeros(x.shape[:2] + (x.shape[2] // 4,))
+    r = (torch.stack(out) if steps else empty, torch.stack(cells) if steps else empty)
+    if gates:
+        r += (torch.stack(acts) if steps else x.new_zeros(x.shape),)
+    return tuple(v.to(dtype) for v in r)
+
+
+def _lstm_backward_samples(rng, dtype, cls):
+    """Gradients and a consistent forward (gates and cell_states from running the reference)."""
+    out = []
+    for s in _lstm_samples(rng, dtype, cls):
+        t = [torch.from_numpy(np.array(a.values)).double() if isinstance(a, Arg) else a for a in s.args]
+        _, cells, gates = _lstm_ref(*t, **s.kwargs, gates=True)
+        c0, w = s.args[2], s.args[3]
+        grad = [_x(rng, cells.shape, dtype, dict(low=-1, high=1), s.args[1].layout) for _ in range(2)]
+        out.append(Sample((*grad, Arg(gates.numpy()), Arg(cells.numpy(), s.args[0].layout), c0, w), s.kwargs))
+    return out
+
+
+def _lstm_backward_ref(grad_output, grad_cell_states, gates, cell_states, c0, weight_hh, reverse=False):
+    """autograd through the reference forward, on input gates that reproduce the given gates: the
+    pre-activations (the gates' inverse) less each step's recurrent part, from h0 = 0."""
+    dtype = gates.dtype
+    a, cells, w = gates.double(), cell_states.double(), weight_hh.double()
+    steps, n, h4 = a.shape
+    if steps == 0 or n == 0:  # nothing flows: zeros
+        return torch.zeros_like(gates), torch.zeros_like(c0), torch.zeros_like(c0)
+    i, f, g, o = a.chunk(4, -1)
+    logit = lambda p: torch.log(p / (1 - p))  # noqa: E731
+    pre = torch.cat([logit(i), logit(f), torch.atanh(g), logit(o)], -1)
+    hs = o * cells.tanh()  # each step's h
+    h_before = torch.zeros(steps, n, h4 // 4, dtype=torch.float64)  # the h each step read
+    if steps > 1:
+        h_before = torch.cat([hs[1:], h_before[:1]]) if reverse else torch.cat([h_before[:1], hs[:-1]])
+    x = (pre - h_before @ w.T).requires_grad_(True)
+    h0 = torch.zeros(n, h4 // 4, dtype=torch.float64, requires_grad=True)
+    c0 = c0.double().requires_grad_(True)
+    out, cs = _lstm_ref(x, h0, c0, w, None, reverse)
+    torch.autograd.backward([out, cs], [grad_output.double(), grad_cell_states.double()])
+    return tuple(v.grad.to(dtype) for v in (x, h0, c0))
+
+
 OP_INFOS = [
     OpInfo("linear", "CUSTOM", FLOAT_DTYPES, _linear_samples, F.linear,
            ("plain", "broadcast", "noncontig", "empty", "size1"),
            tol={"float16": (1e-3, 2e-3), "bfloat16": (1.6e-2, 2e-2)}, method=False),
+    OpInfo("lstm_sequence", "CUSTOM", FLOAT_DTYPES, _lstm_samples, _lstm_ref, ("plain", "noncontig", "empty", "size1"),
+           tol={"float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2), "float32": (1e-5, 1e-5)}, method=False),
+    OpInfo("lstm_sequence_backward", "CUSTOM", FLOAT_DTYPES, _lstm_backward_samples, _lstm_backward_ref,
+           ("plain", "noncontig", "empty", "size1"),
+           tol={"float16": (1e-2, 1e-2), "bfloat16": (6e-2, 6e-2), "float32": (1e-4, 1e-4)}, method=False),
 ]

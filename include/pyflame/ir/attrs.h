@@ -163,6 +163,14 @@ struct RandomAttrs {
   }
 };
 
+// Recurrent sequences (lstm_sequence): reverse runs the steps from the last
+// time step to the first (a bidirectional layer's second direction).
+struct RnnAttrs {
+  bool reverse = false;
+  bool operator==(const RnnAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("reverse", reverse); }
+};
+
 struct LossAttrs {
   int64_t ignore_index = -100;
   Reduction reduction = Reduction::Mean;
@@ -225,7 +233,7 @@ struct RmspropAttrs {
 
 using OpAttrs = std::variant<NoAttrs, ElementwiseAttrs, ClampAttrs, ReduceAttrs, IndexAttrs, SearchAttrs, DimAttrs,
                              ViewAttrs, ConvAttrs, PoolAttrs, NormAttrs, RandomAttrs, LossAttrs, CopyAttrs, FillAttrs,
-                             AdamAttrs, SgdAttrs, RmspropAttrs, SortAttrs>;
+                             AdamAttrs, SgdAttrs, RmspropAttrs, SortAttrs, RnnAttrs>;
 
 PF_API size_t hash_attrs(const OpAttrs& attrs);
 // "stride=[1, 1], padding=[0, 0], ..." (empty for NoAttrs).

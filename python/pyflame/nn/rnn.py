@@ -1,10 +1,12 @@
 """Recurrent layers: RNN, LSTM, GRU (multi-layer, bidirectional, batch_first, dropout between layers, LSTM's
-proj_size) and the cells RNNCell, LSTMCell, GRUCell, as compositions of linear and the pointwise ops.
+proj_size) and the cells RNNCell, LSTMCell, GRUCell.
 
 Parameters have PyTorch's names, shapes, order and initialisation (every weight and bias drawn from
 U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))), so state dicts move between the two. Gates are stacked
 in PyTorch's order: (i, f, g, o) for LSTM, (r, z, n) for GRU. Each layer projects the whole input
-sequence at once and then runs one step per time step; autograd differentiates through the steps.
+sequence at once (one GEMM), then runs the recurrence: LSTM's (without proj_size) as one op,
+lstm_sequence, that runs a GEMM and a fused cell kernel per step and has its own backward; the
+others, one step of linear and pointwise ops per time step, autograd differentiating through them.
 """
 
 import math
@@ -143,28 +145,32 @@ class RNNBase(Module):
             input = input.transpose(0, 1)
         return input, batched
 
-    def _run(self, x, states, step):
+    def _run(self, x, states):
         """Runs every layer and direction over x (L, N, features). `states` holds one state tuple per
-        (layer, direction); `step(gi, state, params)` gives the next state, whose [0] is the output."""
+        (layer, direction), whose [0] is the output."""
         d = 2 if self.bidirectional else 1
         finals = []
         for layer in range(self.num_layers):
             outs = []
             for direction in range(d):
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_params(layer, direction)
-                gi = F.linear(x, w_ih, b_ih)
-                state = states[layer * d + direction]
-                seq = [None] * x.shape[0]
-                times = range(x.shape[0] - 1, -1, -1) if direction == 1 else range(x.shape[0])
-                for t in times:
-                    state = step(gi[t], state, (w_hh, b_hh, w_hr))
-                    seq[t] = state[0]
+                out, state = self._layer(F.linear(x, w_ih, b_ih), states[layer * d + direction], (w_hh, b_hh, w_hr),
+                                         direction == 1)
                 finals.append(state)
-                outs.append(_C.stack(seq) if seq else gi[:, :, :0])
+                outs.append(out)
             x = outs[0] if d == 1 else _C.cat(outs, -1)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
         return x, finals
+
+    def _layer(self, gi, state, params, reverse):
+        """One layer and direction over the projected input gi (L, N, gates): (its outputs, the final
+        state), one `_step` per time step."""
+        seq = [None] * gi.shape[0]
+        for t in (range(gi.shape[0] - 1, -1, -1) if reverse else range(gi.shape[0])):
+            state = self._step(gi[t], state, params)
+            seq[t] = state[0]
+        return (_C.stack(seq) if seq else gi[:, :, :0]), state
 
     def _finish(self, out, batched):
         if not batched:
@@ -206,7 +212,7 @@ class _SingleStateRNN(RNNBase):
                 raise _C.InvalidArgumentError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D "
                                               "tensor")
             self._check_hidden(hx, expected, "hidden")
-        out, finals = self._run(x, [(hx[i],) for i in range(expected[0])], self._step)
+        out, finals = self._run(x, [(hx[i],) for i in range(expected[0])])
         h_n = _C.stack([s[0] for s in finals])
         return self._finish(out, batched), (h_n if batched else h_n.squeeze(1))
 
@@ -253,6 +259,15 @@ class LSTM(RNNBase):
     def _step(self, gi, state, params):
         return _lstm_step(gi, state[0], state[1], params[0], params[1], params[2])
 
+    def _layer(self, gi, state, params, reverse):
+        # The recurrence as one op (a GEMM and a fused cell kernel per step); projections step in Python.
+        w_hh, b_hh, w_hr = params
+        if w_hr is not None or gi.shape[0] == 0:
+            return super()._layer(gi, state, params, reverse)
+        out, cells = _C.lstm_sequence(gi, state[0], state[1], w_hh, b_hh, reverse)
+        last = 0 if reverse else -1
+        return out, (out[last], cells[last])
+
     def forward(self, input, hx=None):
         x, batched = self._prepare(input, hx)
         batch = x.shape[1]
@@ -273,7 +288,7 @@ class LSTM(RNNBase):
                 h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
             self._check_hidden(h0, h_shape, "hidden[0]")
             self._check_hidden(c0, c_shape, "hidden[1]")
-        out, finals = self._run(x, [(h0[i], c0[i]) for i in range(h_shape[0])], self._step)
+        out, finals = self._run(x, [(h0[i], c0[i]) for i in range(h_shape[0])])
         h_n = _C.stack([s[0] for s in finals])
         c_n = _C.stack([s[1] for s in finals])
         if not batched:
@@ -367,5 +382,6 @@ class LSTMCell(RNNCellBase):
         x, batched = self._prepare(input, None if hx is None else hx[0])
         h0 = self._state(x, None if hx is None else hx[0], self.hidden_size)
         c0 = self._state(x, None if hx is None else hx[1], self.hidden_size)
-        h, c = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h0, c0, self.weight_hh, self.bias_hh, None)
-        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
+        gi = F.linear(x, self.weight_ih, self.bias_ih).unsqueeze(0)
+        h, c = _C.lstm_sequence(gi, h0, c0, self.weight_hh, self.bias_hh)
+        return (h[0], c[0]) if batched else (h[0, 0], c[0, 0])
