@@ -67,8 +67,15 @@ std::vector<int64_t> all_dims_but(int64_t ndim, int64_t keep) {
 // ---------------------------------------------------------------- elementwise
 
 Grads d_add(const GradContext& c) { return {c.grad(), c.grad()}; }
-Grads d_sub(const GradContext& c) { return {c.grad(), neg(c.grad())}; }
-Grads d_mul(const GradContext& c) { return {mul(c.grad(), c.input(1)), mul(c.grad(), c.input(0))}; }
+// A formula computes only the gradients its inputs want: a Python number's
+// (x * 0.125) would be a full pass over the gradient, then a sum, for nothing.
+Grads d_sub(const GradContext& c) { return {c.grad(), c.needs[1] ? neg(c.grad()) : Tensor()}; }
+Grads d_mul(const GradContext& c) {
+  Grads r(2);
+  if (c.needs[0]) r[0] = mul(c.grad(), c.input(1));
+  if (c.needs[1]) r[1] = mul(c.grad(), c.input(0));
+  return r;
+}
 Grads d_div(const GradContext& c) {
   const Tensor &a = c.input(0), &b = c.input(1);
   Grads r(2);
@@ -90,8 +97,10 @@ Grads d_pow(const GradContext& c) {
 Grads d_extremum(const GradContext& c, OpType wins) {
   const Tensor &a = c.input(0), &b = c.input(1), &g = c.grad();
   Tensor tie = mul(as_dtype_of(eq(a, b), g), Scalar(0.5));
-  Tensor a_wins = as_dtype_of(binary_op(wins, a, b), g), b_wins = as_dtype_of(binary_op(wins, b, a), g);
-  return {mul(g, add(a_wins, tie)), mul(g, add(b_wins, tie))};
+  Grads r(2);
+  if (c.needs[0]) r[0] = mul(g, add(as_dtype_of(binary_op(wins, a, b), g), tie));
+  if (c.needs[1]) r[1] = mul(g, add(as_dtype_of(binary_op(wins, b, a), g), tie));
+  return r;
 }
 Grads d_maximum(const GradContext& c) { return d_extremum(c, OpType::gt); }
 Grads d_minimum(const GradContext& c) { return d_extremum(c, OpType::lt); }
@@ -283,7 +292,10 @@ Grads d_softplus(const GradContext& c) {
 
 Grads d_where(const GradContext& c) {
   const Tensor &cond = c.input(0), &g = c.grad();
-  return {Tensor(), where(cond, g, zero_scalar()), where(cond, zero_scalar(), g)};
+  Grads r(3);
+  if (c.needs[1]) r[1] = where(cond, g, zero_scalar());
+  if (c.needs[2]) r[2] = where(cond, zero_scalar(), g);
+  return r;
 }
 Grads d_clamp(const GradContext& c) {
   const ClampAttrs& a = c.attr<ClampAttrs>();

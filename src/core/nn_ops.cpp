@@ -649,7 +649,10 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   if (attn_mask.defined())
     PF_CHECK(attn_mask.dtype() == DType::Bool || is_floating(attn_mask.dtype()), TypeError, name,
              ": attn_mask must be a bool or floating-point tensor, got ", attn_mask.dtype());
-  DType dt = compute_dtype(query.dtype());
+  // float16/bfloat16 scores and probabilities on the GPU, as PyTorch's math path there (the GEMMs
+  // accumulate in float32, softmax computes in float32): half float32's memory traffic over the
+  // (L, S) scores. The CPU computes in float32 (its BLAS has no float16/bfloat16 products).
+  const DType dt = scope.device().is_cpu() ? compute_dtype(query.dtype()) : query.dtype();
   Tensor q = to(query, dt), k = to(key, dt), v = to(value, dt);
   if (enable_gqa) {
     // Grouped-query attention: each key/value head serves Hq / Hk query heads.

@@ -317,6 +317,33 @@ def test_sdpa_masks(dtype, rng):
     assert np.all(pf_to_numpy(got)[:, :, 2] == 0)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_sdpa_placed_with_gradients(device, dtype, rng):
+    """Inputs moved with .to(device), as PyTorch code does: on the GPU float16/bfloat16 attention computes
+    its scores in that dtype (PyTorch's math path there); outputs and gradients against torch."""
+    _device_or_skip(device)
+    pf.set_device("cpu")
+    bool_mask = rng.random((6, 7)) < 0.7
+    bool_mask[:, 0] = True
+    for kwargs, tkwargs in (({}, {}), (dict(is_causal=True), dict(is_causal=True)),
+                            (dict(attn_mask=pf.tensor(bool_mask).to(device)),
+                             dict(attn_mask=torch.from_numpy(bool_mask)))):
+        # Scores of a few units: float16/bfloat16 scores are then rounded by well under a percent.
+        (q, tq), (k, tk), (v, tv) = (pair(rng, s, dtype, low=-1, high=1) for s in ((2, 3, 6, 8), (2, 3, 7, 8),
+                                                                                 (2, 3, 7, 8)))
+        q, k, v = (t.to(device).requires_grad_(True) for t in (q, k, v))
+        tq, tk, tv = (t.requires_grad_(True) for t in (tq, tk, tv))
+        out = pf.scaled_dot_product_attention(q, k, v, **kwargs)
+        want = F.scaled_dot_product_attention(tq, tk, tv, **tkwargs)
+        assert out.device.type == device and out.dtype == q.dtype
+        close(out, want, dtype, f"sdpa {kwargs} [{device}]", scale=2)
+        g = make_values(rng, (2, 3, 6, 8), dtype, low=-1, high=1)
+        out.backward(pf.tensor(g).to(PF_DTYPE[dtype]).to(device))
+        want.backward(torch.from_numpy(np.array(g)).to(TORCH_DTYPE[dtype]))
+        for name, a, b in (("q", q, tq), ("k", k, tk), ("v", v, tv)):
+            close(a.grad, b.grad, dtype, f"sdpa d{name} {kwargs} [{device}]", scale=4)
+
+
 def test_sdpa_grouped_query_attention(rng):
     (q, k, v), (tq, tk, tv) = sdpa_inputs(rng, "float32", (2, 6, 4, 8), (2, 2, 5, 8), (2, 2, 5, 8))
     close(pf.scaled_dot_product_attention(q, k, v, enable_gqa=True),

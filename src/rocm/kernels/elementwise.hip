@@ -2,8 +2,9 @@
 // instantiated for every elementwise op of the op table with the same
 // PF_HOST_DEVICE functor the CPU uses. Contiguous operands take a vectorised
 // path (16-byte loads and stores when every pointer is 16-byte aligned);
-// broadcast and strided operands walk their coalesced layout with 64-bit
-// offsets. A Python number operand stays on the host and is passed by value. Grid-stride loops make the launch independent of the warp size,
+// broadcast and strided operands walk their coalesced layout (V elements at
+// a time where each operand is contiguous or repeated along the innermost dim:
+// a mask or a bias broadcast over the outer dims). A Python number operand stays on the host and is passed by value. Grid-stride loops make the launch independent of the warp size,
 // so the same code is right for wave64 and wave32.
 
 #include "core/dispatch.h"
@@ -87,12 +88,35 @@ static __global__ void binary_strided(char* out, const char* a, const char* b, O
   }
 }
 
+// A broadcast walk V elements at a time (walks_in_groups holds): one offset
+// computation and one vector access per operand and group.
+template <int V, class O, class T, class F>
+static __global__ void binary_grouped(char* out, const char* a, const char* b, Offsets<3> offsets, int64_t groups,
+                                      F f) {
+  using A = acc_t<T>;
+  const bool a_repeats = offsets.strides[0][1] == 0, b_repeats = offsets.strides[0][2] == 0;
+  for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < groups;
+       g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t off[3];
+    offsets.at(g * V, off);
+    const Vec<T, V> x = load_group<T, V>(a, off[1], a_repeats), y = load_group<T, V>(b, off[2], b_repeats);
+    Vec<O, V> r;
+#pragma unroll
+    for (int k = 0; k < V; ++k) r.v[k] = static_cast<O>(f(static_cast<A>(x.v[k]), static_cast<A>(y.v[k])));
+    *reinterpret_cast<Vec<O, V>*>(out + off[0]) = r;
+  }
+}
+
 // A branch taken from the host (a Python number) is passed by value: its pointer is never read.
 template <class T> struct WhereBranch {
   const char* data;
   T value;
   bool on_host;
   PF_HOST_DEVICE T at(int64_t off) const { return on_host ? value : *reinterpret_cast<const T*>(data + off); }
+  template <int V> PF_HOST_DEVICE Vec<T, V> group(int64_t off, bool repeats) const {
+    return load_group<T, V>(on_host ? reinterpret_cast<const char*>(&value) : data, on_host ? 0 : off,
+                            on_host || repeats);
+  }
 };
 
 template <class T>
@@ -103,6 +127,24 @@ static __global__ void where_strided(char* out, const char* cond, WhereBranch<T>
     int64_t off[4];
     offsets.at(i, off);
     *reinterpret_cast<T*>(out + off[0]) = *reinterpret_cast<const bool*>(cond + off[1]) ? a.at(off[2]) : b.at(off[3]);
+  }
+}
+
+template <class T, int V>
+static __global__ void where_grouped(char* out, const char* cond, WhereBranch<T> a, WhereBranch<T> b,
+                                     Offsets<4> offsets, int64_t groups) {
+  const bool cond_repeats = offsets.strides[0][1] == 0;
+  const bool a_repeats = offsets.strides[0][2] == 0, b_repeats = offsets.strides[0][3] == 0;
+  for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < groups;
+       g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t off[4];
+    offsets.at(g * V, off);
+    const Vec<bool, V> c = load_group<bool, V>(cond, off[1], cond_repeats);
+    const Vec<T, V> x = a.template group<V>(off[2], a_repeats), y = b.template group<V>(off[3], b_repeats);
+    Vec<T, V> r;
+#pragma unroll
+    for (int k = 0; k < V; ++k) r.v[k] = c.v[k] ? x.v[k] : y.v[k];
+    *reinterpret_cast<Vec<T, V>*>(out + off[0]) = r;
   }
 }
 
@@ -211,9 +253,13 @@ template <template <class> class F, DTypeSet kSet, bool kCompare> void binary_en
           else
             binary_contiguous<1><<<grid_for(n), kThreads, 0, stream>>>(o, x, y, n, f);
         } else {
-          binary_strided<O, T><<<grid_for(n), kThreads, 0, stream>>>(
-              static_cast<char*>(out.data_ptr()), static_cast<const char*>(a.data_ptr()),
-              static_cast<const char*>(b.data_ptr()), make_offsets<3>({&out, &a, &b}, op_name(call.op)), n, f);
+          const Offsets<3> offsets = make_offsets<3>({&out, &a, &b}, op_name(call.op));
+          char* o = static_cast<char*>(out.data_ptr());
+          const char *x = static_cast<const char*>(a.data_ptr()), *y = static_cast<const char*>(b.data_ptr());
+          if (V > 1 && walks_in_groups<3>(offsets, V, {o, x, y}, {sizeof(O), sizeof(T), sizeof(T)}))
+            binary_grouped<V, O, T><<<grid_for(n / V), kThreads, 0, stream>>>(o, x, y, offsets, n / V, f);
+          else
+            binary_strided<O, T><<<grid_for(n), kThreads, 0, stream>>>(o, x, y, offsets, n, f);
         }
       });
     } else {
@@ -234,9 +280,16 @@ void where_entry(OpCall& call) {
       const bool on_host = t.device().is_cpu();
       return WhereBranch<T>{static_cast<const char*>(t.data_ptr()), on_host ? *t.data<T>() : T(), on_host};
     };
-    where_strided<T><<<grid_for(n), kThreads, 0, current_stream(device)>>>(
-        static_cast<char*>(call.out().data_ptr()), static_cast<const char*>(call.inputs[0].data_ptr()),
-        branch(call.inputs[1]), branch(call.inputs[2]), offsets, n);
+    constexpr int V = kVec<T>;
+    char* out = static_cast<char*>(call.out().data_ptr());
+    const char* cond = static_cast<const char*>(call.inputs[0].data_ptr());
+    const WhereBranch<T> a = branch(call.inputs[1]), b = branch(call.inputs[2]);
+    const hipStream_t stream = current_stream(device);
+    if (V > 1 && walks_in_groups<4>(offsets, V, {out, cond, a.on_host ? nullptr : a.data, b.on_host ? nullptr : b.data},
+                                    {sizeof(T), 1, sizeof(T), sizeof(T)}))
+      where_grouped<T, V><<<grid_for(n / V), kThreads, 0, stream>>>(out, cond, a, b, offsets, n / V);
+    else
+      where_strided<T><<<grid_for(n), kThreads, 0, stream>>>(out, cond, a, b, offsets, n);
   });
   check_launch("where", describe(call));
 }

@@ -116,6 +116,40 @@ template <int N> inline Offsets<N> make_offsets(const std::array<const Tensor*, 
   return o;
 }
 
+// Whether a strided walk may go V elements at a time (the `*_grouped`
+// kernels): V divides the innermost coalesced dim, along which every operand
+// is contiguous or broadcast (stride 0), and a contiguous operand's groups all
+// start V-aligned. Operands with a null pointer (a Python number) are skipped.
+// A mask or a bias broadcast over the outer dims then moves in 16-byte
+// accesses with one index computation per V elements.
+template <int N>
+bool walks_in_groups(const Offsets<N>& o, int v, const std::array<const void*, N>& data,
+                     const std::array<int64_t, N>& itemsize) {
+  if (o.ndim == 0 || o.sizes[0] % v != 0) return false;
+  for (int k = 0; k < N; ++k) {
+    const int64_t inner = o.strides[0][k], group = itemsize[k] * v;
+    if (!data[k] || inner == 0) continue;
+    if (inner != itemsize[k] || !aligned(data[k], group)) return false;
+    for (int d = 1; d < o.ndim; ++d)
+      if (o.strides[d][k] % group != 0) return false;
+  }
+  return true;
+}
+
+// V elements of an operand at byte offset `off` of `base`: one vector load
+// where it is contiguous along the group, its one value repeated where broadcast.
+template <class T, int V> PF_HOST_DEVICE Vec<T, V> load_group(const char* base, int64_t off, bool broadcast) {
+  Vec<T, V> r;
+  if (broadcast) {
+    const T x = *reinterpret_cast<const T*>(base + off);
+#pragma unroll
+    for (int k = 0; k < V; ++k) r.v[k] = x;
+  } else {
+    r = *reinterpret_cast<const Vec<T, V>*>(base + off);
+  }
+  return r;
+}
+
 // A device attribute, read once per device (launchers ask on every call).
 template <auto kAttribute> int device_attribute(int device, int fallback) {
   static std::atomic<int> cache[kMaxDevices] = {};
