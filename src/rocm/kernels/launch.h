@@ -142,7 +142,6 @@ template <class T, int V> PF_HOST_DEVICE Vec<T, V> load_group(const char* base, 
   Vec<T, V> r;
   if (broadcast) {
     const T x = *reinterpret_cast<const T*>(base + off);
-#pragma unroll
     for (int k = 0; k < V; ++k) r.v[k] = x;
   } else {
     r = *reinterpret_cast<const Vec<T, V>*>(base + off);
