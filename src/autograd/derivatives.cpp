@@ -434,11 +434,11 @@ Grads d_linear(const GradContext& c) {
 // read (h0, then the previous step's output).
 Grads d_lstm_sequence(const GradContext& c) {
   const bool reverse = c.attr<RnnAttrs>().reverse;
-  const Tensor &output = c.output(0), &h0 = c.input(1);
   auto [g_gates, g_h0, g_c0] =
       lstm_sequence_backward(c.grad(0), c.grad(1), c.output(2), c.output(1), c.input(2), c.input(3), reverse);
   Grads r{g_gates, g_h0, g_c0, {}, {}};
   if (c.needs[3]) {
+    const Tensor &output = c.output(0), &h0 = c.input(1);
     const int64_t t = output.size(0), h = h0.size(1);
     Tensor read = t == 0 ? output
                   : reverse ? cat({slice(output, 0, 1, t), unsqueeze(h0, 0)})
