@@ -19,15 +19,7 @@ namespace {
 
 using kernels::LstmCell;
 using kernels::LstmCellGrad;
-
-// The sizes of one call: T steps, a batch of N, H units.
-struct LstmDims {
-  int64_t steps, batch, hidden;
-  bool reverse;
-  // The time index of the s-th step run, and of the step before it (-1: the initial state).
-  int64_t time(int64_t s) const { return reverse ? steps - 1 - s : s; }
-  int64_t before(int64_t s) const { return s == 0 ? -1 : time(s - 1); }
-};
+using kernels::LstmDims;
 
 template <class T>
 void lstm_forward(const LstmDims& d, const T* input_gates, const T* h0, const T* c0, const T* weight_hh,

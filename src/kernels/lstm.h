@@ -8,10 +8,22 @@
 // j, H + j, 2H + j, 3H + j of its row of z (i, f, g, o: PyTorch's order) and
 // the unit's c and h, so a step is one pass over N x H independent elements.
 
+#include <cstdint>
+
 #include "kernels/math.h"
 #include "pyflame/macros.h"
 
 namespace pyflame::kernels {
+
+// The sizes of one lstm_sequence call (T steps, a batch of N, H units) and
+// the order of its steps: step s runs time index time(s) and reads the state
+// of time index before(s) (-1: the initial state).
+struct LstmDims {
+  int64_t steps, batch, hidden;
+  bool reverse;
+  int64_t time(int64_t s) const { return reverse ? steps - 1 - s : s; }
+  int64_t before(int64_t s) const { return s == 0 ? -1 : time(s - 1); }
+};
 
 template <class A> PF_HOST_DEVICE A lstm_sigmoid(A x) { return A(1) / (A(1) + math::exp(-x)); }
 

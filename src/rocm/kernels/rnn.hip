@@ -31,6 +31,7 @@ namespace {
 
 using kernels::LstmCell;
 using kernels::LstmCellGrad;
+using kernels::LstmDims;
 
 // One step: `gates` (N, 4H) holds h_prev W_hh^T on entry. Pointers are the step's slices.
 template <class T>
@@ -76,14 +77,6 @@ static __global__ void lstm_cell_backward(T* grad_gates, T* grad_c, const T* gra
     grad_c[e] = static_cast<T>(g.c_prev);
   }
 }
-
-// The sizes of one call and the order of its steps.
-struct LstmDims {
-  int64_t steps, batch, hidden;
-  bool reverse;
-  int64_t time(int64_t s) const { return reverse ? steps - 1 - s : s; }
-  int64_t before(int64_t s) const { return s == 0 ? -1 : time(s - 1); }  // -1: the initial state
-};
 
 LstmDims lstm_dims(const OpCall& call, const Tensor& gates) {
   const LstmDims d{gates.size(0), gates.size(1), gates.size(2) / 4, call.attr<RnnAttrs>().reverse};
