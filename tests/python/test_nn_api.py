@@ -18,7 +18,7 @@ import torch
 import pyflame as pf
 import pyflame.nn as nn
 import pyflame.nn.functional as F
-from op_registry import make_values, pf_to_numpy
+from op_registry import PF_DTYPE, TORCH_DTYPE, assert_matches, make_values, pf_to_numpy
 
 tnn = torch.nn
 TF = torch.nn.functional
@@ -735,6 +735,40 @@ def test_recurrent_layers(name, config, device, rng):
     tmod.zero_grad()
     xu = values(rng, L, I)
     compare_module(pmod, tmod, [xu], rng=rng, what="unbatched")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_lstm_moved_to_device(device, dtype, rng):
+    """nn.LSTM and LSTMCell as PyTorch code writes them: module and data moved with .to(device), the
+    current device left at 'cpu'; outputs stay on the device and match torch, with gradients."""
+    pf.set_device("cpu")
+    pmod, tmod = pair(nn.LSTM, tnn.LSTM, 4, 6, rng=rng, num_layers=2, bidirectional=True)
+    pd, td = PF_DTYPE[dtype], TORCH_DTYPE[dtype]
+    pmod.to(device).to(pd)
+    tmod.to(td)
+    x = values(rng, 5, 3, 4, low=-1, high=1, dtype=dtype)
+    px = pf.tensor(x).to(pd).to(device).requires_grad_(True)
+    tx = torch.from_numpy(np.array(x)).to(td).requires_grad_(True)
+    py, (ph, pc) = pmod(px)
+    ty, (th, tc) = tmod(tx)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else dict(rtol=3e-2, atol=3e-2)
+    for name, a, b in (("output", py, ty), ("h_n", ph, th), ("c_n", pc, tc)):
+        assert a.device.type == device and a.dtype == pd, name
+        assert_matches(a, b, what=f"LSTM {name} [{device} {dtype}]", **tol)
+    g = values(rng, *ty.shape, low=-1, high=1, dtype=dtype)
+    (py * pf.tensor(g).to(pd).to(device)).sum().add(pc.sum()).backward()
+    (ty * torch.from_numpy(np.array(g)).to(td)).sum().add(tc.sum()).backward()
+    assert_matches(px.grad, tx.grad, what=f"LSTM input grad [{device} {dtype}]", **tol)
+    for (k, p), t in zip(pmod.named_parameters(), tmod.parameters()):
+        assert p.grad.device.type == device
+        assert_matches(p.grad, t.grad, what=f"LSTM {k}.grad [{device} {dtype}]", **tol)
+    pcell, tcell = pair(nn.LSTMCell, tnn.LSTMCell, 4, 6, rng=rng)
+    pcell.to(device)
+    xc = values(rng, 3, 4, low=-1, high=1)
+    (ph1, pc1), (th1, tc1) = pcell(pf.tensor(xc).to(device)), tcell(torch.from_numpy(np.array(xc)))
+    assert ph1.device.type == device
+    assert_matches(ph1, th1, rtol=1e-5, atol=1e-5, what=f"LSTMCell h [{device}]")
+    assert_matches(pc1, tc1, rtol=1e-5, atol=1e-5, what=f"LSTMCell c [{device}]")
 
 
 def test_recurrent_init_and_errors(device):
