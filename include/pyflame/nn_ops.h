@@ -108,4 +108,16 @@ PF_API Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& ke
                                            bool is_causal = false, std::optional<double> scale = std::nullopt,
                                            bool enable_gqa = false);
 
+// ---- fused attention (the table op scaled_dot_product_attention runs where it can): query
+// (N, H, L, E), key and value (N, Hk, S, E), H a multiple of Hk; float16/bfloat16, E a multiple
+// of 8 up to 256. Returns the output and each query's logsumexp of its scaled scores (float32,
+// (N, H, L)), what the backward reads instead of the (L, S) probabilities.
+PF_API std::tuple<Tensor, Tensor> flash_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                  bool is_causal = false, std::optional<double> scale = std::nullopt);
+PF_API std::tuple<Tensor, Tensor, Tensor> flash_attention_backward(const Tensor& grad_output, const Tensor& query,
+                                                                   const Tensor& key, const Tensor& value,
+                                                                   const Tensor& output, const Tensor& logsumexp,
+                                                                   bool is_causal = false,
+                                                                   std::optional<double> scale = std::nullopt);
+
 }  // namespace pyflame

@@ -214,6 +214,13 @@ void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor) {
       },
       "query"_a, "key"_a, "value"_a, "attn_mask"_a = nb::none(), "dropout_p"_a = 0.0, "is_causal"_a = false,
       nb::kw_only(), "scale"_a = nb::none(), "enable_gqa"_a = false);
+  m.def("flash_attention", &pyflame::flash_attention, "query"_a, "key"_a, "value"_a, "is_causal"_a = false,
+        nb::kw_only(), "scale"_a = nb::none(),
+        "Fused attention of (N, H, L, E) query and (N, Hk, S, E) key and value (float16/bfloat16): "
+        "(output, logsumexp). What scaled_dot_product_attention runs where it can.");
+  m.def("flash_attention_backward", &pyflame::flash_attention_backward, "grad_output"_a, "query"_a, "key"_a,
+        "value"_a, "output"_a, "logsumexp"_a, "is_causal"_a = false, nb::kw_only(), "scale"_a = nb::none(),
+        "flash_attention's gradients of query, key and value.");
 }
 
 }  // namespace pyflame::python

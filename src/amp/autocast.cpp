@@ -21,6 +21,7 @@ Policy policy(ir::OpType op) {
     case OpType::batch_matmul:
     case OpType::linear:
     case OpType::lstm_sequence:
+    case OpType::flash_attention:
     case OpType::conv2d:
     case OpType::conv3d:
     case OpType::conv_transpose2d: return Policy::Lower;

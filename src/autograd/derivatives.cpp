@@ -428,6 +428,15 @@ Grads d_linear(const GradContext& c) {
   return r;
 }
 
+// flash_attention's backward recomputes the probabilities block by block from
+// the saved logsumexp, as the forward made them: no (L, S) matrix in memory.
+Grads d_flash_attention(const GradContext& c) {
+  const AttentionAttrs& a = c.attr<AttentionAttrs>();
+  auto [gq, gk, gv] = flash_attention_backward(c.grad(0), c.input(0), c.input(1), c.input(2), c.output(0),
+                                               c.output(1), a.is_causal, a.scale);
+  return {gq, gk, gv};
+}
+
 // The recurrence's backward (lstm_sequence_backward) runs step by step; what
 // is not sequential is two GEMMs over the whole sequence, as cuDNN's RNN does:
 // weight_hh's gradient pairs each step's gate gradients with the h that step
@@ -943,6 +952,7 @@ PF_REGISTER_DERIVATIVE(softmax, &d_softmax, kSavesOutputs);
 PF_REGISTER_DERIVATIVE(log_softmax, &d_softmax, kSavesOutputs);
 PF_REGISTER_DERIVATIVE(linear, &d_linear, kSavesInputs);
 PF_REGISTER_DERIVATIVE(lstm_sequence, &d_lstm_sequence, kSavesBoth);
+PF_REGISTER_DERIVATIVE(flash_attention, &d_flash_attention, kSavesBoth);
 
 PF_REGISTER_DERIVATIVE(view, &d_reshape_back, kSavesNothing);
 PF_REGISTER_DERIVATIVE(reshape, &d_reshape_back, kSavesNothing);

@@ -182,6 +182,7 @@ bool is_differentiable(ir::OpType op) {
     case ir::OpType::group_norm_backward:
     case ir::OpType::cross_entropy_backward:
     case ir::OpType::lstm_sequence_backward:
+    case ir::OpType::flash_attention_backward:
     case ir::OpType::max_pool2d_backward:
     case ir::OpType::max_pool3d_backward:
     case ir::OpType::avg_pool2d_backward:

@@ -108,6 +108,7 @@ PF_ATTRS_NAME(SgdAttrs)
 PF_ATTRS_NAME(RmspropAttrs)
 PF_ATTRS_NAME(SortAttrs)
 PF_ATTRS_NAME(RnnAttrs)
+PF_ATTRS_NAME(AttentionAttrs)
 #undef PF_ATTRS_NAME
 
 std::string describe_input(const Tensor& t) {

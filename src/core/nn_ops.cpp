@@ -29,6 +29,7 @@
 
 #include "core/dispatch.h"
 #include "core/op_utils.h"
+#include "pyflame/amp.h"
 #include "pyflame/autograd.h"
 #include "pyflame/error.h"
 #include "pyflame/generator.h"
@@ -311,6 +312,68 @@ Inferred infer_cross_entropy_backward(OpCall& call) {
           {}};
 }
 
+// flash_attention's operands: query (N, H, L, E), key and value (N, Hk, S, E)
+// of one 16-bit float dtype, H a multiple of Hk (grouped-query attention).
+void check_attention_operands(const Tensor& q, const Tensor& k, const Tensor& v, ir::OpType op) {
+  const char* name = op_name(op);
+  PF_CHECK(q.dtype() == DType::Float16 || q.dtype() == DType::BFloat16, TypeError, name,
+           ": needs float16 or bfloat16 tensors, got ", q.dtype(),
+           " (scaled_dot_product_attention takes every float dtype)");
+  PF_CHECK(k.dtype() == q.dtype() && v.dtype() == q.dtype(), TypeError, name,
+           ": query, key and value must have one dtype, got ", q.dtype(), ", ", k.dtype(), " and ", v.dtype());
+  PF_CHECK(q.dim() == 4 && k.dim() == 4 && k.shape() == v.shape() && k.size(0) == q.size(0) &&
+               k.size(3) == q.size(3),
+           ValueError, name, ": query must be (N, H, L, E), key and value (N, Hk, S, E), got shapes ", q.shape(), ", ",
+           k.shape(), " and ", v.shape());
+  const int64_t e = q.size(3);
+  PF_CHECK(e > 0 && e <= 256 && e % 8 == 0, ValueError, name, ": the head dim E must be a multiple of 8 up to 256, got ",
+           e);
+  PF_CHECK(k.size(1) > 0 && q.size(1) % k.size(1) == 0, ValueError, name, ": query heads (", q.size(1),
+           ") must be a multiple of key/value heads (", k.size(1), ")");
+  PF_CHECK(k.size(2) > 0 || q.numel() == 0, ValueError, name, ": needs at least one key (got key of shape ",
+           k.shape(), ")");
+}
+
+// The GPU kernels read rows with contiguous columns 8 elements (16 bytes) at a
+// time: other layouts (a transposed view, strides not a multiple of 8) are copied.
+InputPlan attention_plan(const Tensor& t) {
+  bool fits = t.strides().back() == 1 && t.offset() % 8 == 0;
+  for (int64_t d = 0; d + 1 < t.dim(); ++d) fits = fits && (t.strides()[d] % 8 == 0 || t.size(d) == 1);
+  InputPlan p;
+  p.contiguous = !fits;
+  return p;
+}
+
+Inferred infer_flash_attention(OpCall& call) {
+  const Tensor &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2];
+  check_attention_operands(q, k, v, call.op);
+  return {current_device(),
+          {attention_plan(q), attention_plan(k), attention_plan(v)},
+          {{q.shape(), q.dtype()}, {{q.size(0), q.size(1), q.size(2)}, DType::Float32}},
+          {}};
+}
+
+Inferred infer_flash_attention_backward(OpCall& call) {
+  const Tensor &grad = call.inputs[0], &q = call.inputs[1], &k = call.inputs[2], &v = call.inputs[3];
+  const Tensor &out = call.inputs[4], &lse = call.inputs[5];
+  check_attention_operands(q, k, v, call.op);
+  PF_CHECK(grad.shape() == q.shape() && out.shape() == q.shape() && grad.dtype() == q.dtype() &&
+               out.dtype() == q.dtype(),
+           ValueError, op_name(call.op), ": grad_output and output must have the query's shape ", q.shape(),
+           " and dtype ", q.dtype(), ", got ", grad.dtype(), grad.shape(), " and ", out.dtype(), out.shape());
+  const Shape rows{q.size(0), q.size(1), q.size(2)};
+  PF_CHECK(lse.dtype() == DType::Float32 && lse.shape() == rows, ValueError, op_name(call.op),
+           ": logsumexp must be float32 of shape (N, H, L) = ", rows, ", got ", lse.dtype(), lse.shape());
+  InputPlan packed;
+  packed.contiguous = true;
+  return {current_device(),
+          {attention_plan(grad), attention_plan(q), attention_plan(k), attention_plan(v), attention_plan(out), packed},
+          {{q.shape(), q.dtype()}, {k.shape(), k.dtype()}, {v.shape(), v.dtype()}},
+          {}};
+}
+
+PF_REGISTER_INFER(flash_attention, &infer_flash_attention);
+PF_REGISTER_INFER(flash_attention_backward, &infer_flash_attention_backward);
 PF_REGISTER_INFER(cross_entropy_backward, &infer_cross_entropy_backward);
 PF_REGISTER_INFER(softmax_backward, &infer_softmax_backward);
 PF_REGISTER_INFER(log_softmax_backward, &infer_softmax_backward);
@@ -626,6 +689,51 @@ Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& redu
 
 // ---------------------------------------------------------------- attention
 
+namespace {
+
+AttentionAttrs attention_attrs(const Tensor& query, bool is_causal, std::optional<double> scale) {
+  return {is_causal, scale.value_or(1.0 / std::sqrt(static_cast<double>(query.size(-1))))};
+}
+
+// Whether flash_attention computes this call of scaled_dot_product_attention
+// on `device` in `dtype` (autocast's, where it lowers): no mask but the causal
+// one, no dropout, (N, H, L, E) or (N, L, E) operands of one batch, one head
+// dim that the kernels take. The CPU keeps the composite, whose GEMMs are faster there.
+bool flash_attention_serves(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
+                            double dropout_p, bool enable_gqa, Device device, DType dtype) {
+  if (device.is_cpu() || !find_kernel(ir::OpType::flash_attention, device.type)) return false;
+  if (dtype != DType::Float16 && dtype != DType::BFloat16) return false;
+  if (attn_mask.defined() || dropout_p > 0) return false;
+  if (q.dim() != k.dim() || q.dim() != v.dim() || (q.dim() != 3 && q.dim() != 4) || k.shape() != v.shape())
+    return false;
+  if (q.size(0) != k.size(0) || q.size(0) == 0 || q.size(-2) == 0 || k.size(-2) == 0) return false;
+  const int64_t e = q.size(-1);
+  if (k.size(-1) != e || e % 8 != 0 || e > 256) return false;
+  if (q.dim() == 4 && q.size(1) != k.size(1) && !(enable_gqa && k.size(1) > 0 && q.size(1) % k.size(1) == 0))
+    return false;
+  return true;
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> flash_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                           bool is_causal, std::optional<double> scale) {
+  std::vector<Tensor> r =
+      apply({ir::OpType::flash_attention, {query, key, value}, attention_attrs(query, is_causal, scale), {}});
+  return {r[0], r[1]};
+}
+
+std::tuple<Tensor, Tensor, Tensor> flash_attention_backward(const Tensor& grad_output, const Tensor& query,
+                                                            const Tensor& key, const Tensor& value,
+                                                            const Tensor& output, const Tensor& logsumexp,
+                                                            bool is_causal, std::optional<double> scale) {
+  std::vector<Tensor> r = apply({ir::OpType::flash_attention_backward,
+                                 {grad_output, query, key, value, output, logsumexp},
+                                 attention_attrs(query, is_causal, scale),
+                                 {}});
+  return {r[0], r[1], r[2]};
+}
+
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale, bool enable_gqa) {
@@ -649,10 +757,21 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   if (attn_mask.defined())
     PF_CHECK(attn_mask.dtype() == DType::Bool || is_floating(attn_mask.dtype()), TypeError, name,
              ": attn_mask must be a bool or floating-point tensor, got ", attn_mask.dtype());
+  // Autocast runs attention in its lower dtype: PyTorch lists scaled_dot_product_attention there.
+  const std::optional<DType> autocast = amp::autocast_dtype(scope.device().type);
+  const DType in_dtype = autocast && query.dtype() == DType::Float32 ? *autocast : query.dtype();
+  if (flash_attention_serves(query, key, value, attn_mask, dropout_p, enable_gqa, scope.device(), in_dtype)) {
+    // As PyTorch's flash and cuDNN attention: no (L, S) scores in memory, forward or backward.
+    const bool batched_heads = query.dim() == 4;
+    Tensor q = batched_heads ? query : unsqueeze(query, 1), k = batched_heads ? key : unsqueeze(key, 1),
+           v = batched_heads ? value : unsqueeze(value, 1);
+    Tensor out = std::get<0>(flash_attention(q, k, v, is_causal, scale));
+    return batched_heads ? out : squeeze(out, {1});
+  }
   // float16/bfloat16 scores and probabilities on the GPU, as PyTorch's math path there (the GEMMs
   // accumulate in float32, softmax computes in float32): half float32's memory traffic over the
   // (L, S) scores. The CPU computes in float32 (its BLAS has no float16/bfloat16 products).
-  const DType dt = scope.device().is_cpu() ? compute_dtype(query.dtype()) : query.dtype();
+  const DType dt = scope.device().is_cpu() ? compute_dtype(in_dtype) : in_dtype;
   Tensor q = to(query, dt), k = to(key, dt), v = to(value, dt);
   if (enable_gqa) {
     // Grouped-query attention: each key/value head serves Hq / Hk query heads.
@@ -707,7 +826,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     attn = where(eq(max(scores, {-1}, true), neg_inf), zero, attn);
   }
   if (dropout_p > 0) attn = dropout(attn, dropout_p, true);
-  return to(matmul(attn, v), query.dtype());
+  return to(matmul(attn, v), in_dtype);
 }
 
 }  // namespace pyflame

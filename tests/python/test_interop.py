@@ -223,6 +223,8 @@ def test_dlpack_cupy(device, rng):
     x = pf.from_dlpack(a)
     assert x.data_ptr() == a.data.ptr
     x.mul_(2)
+    # PyFlame's stream is non-blocking: CuPy's null stream does not wait for it (as with any two streams).
+    pf.synchronize()
     np.testing.assert_allclose(cp.asnumpy(a), v * 2)
     b = cp.from_dlpack(pf.tensor(v, device=device))
     np.testing.assert_array_equal(cp.asnumpy(b), v)

@@ -344,6 +344,35 @@ def test_sdpa_placed_with_gradients(device, dtype, rng):
             close(a.grad, b.grad, dtype, f"sdpa d{name} {kwargs} [{device}]", scale=4)
 
 
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_sdpa_as_models_call_it(device, rng):
+    """Heads split from (B, T, C) by views, causal, grouped key/value heads, float32 weights under bfloat16
+    autocast (bfloat16 out, as PyTorch's), over several 64-row GPU blocks: what flash_attention serves on the
+    GPU. Output and input gradient against float64 torch."""
+    _device_or_skip(device)
+    pf.set_device("cpu")
+    b, t, h, hk, e = 2, 150, 4, 2, 64
+    x = rng.uniform(-1, 1, (b, t, (h + 2 * hk) * e)).astype(np.float32)
+    grad = rng.uniform(-1, 1, (b, h, t, e)).astype(np.float32)
+
+    def attend(xx, scaled_dot_product_attention):
+        q = xx[..., :h * e].view(b, t, h, e).transpose(1, 2)
+        k = xx[..., h * e:(h + hk) * e].view(b, t, hk, e).transpose(1, 2)
+        v = xx[..., (h + hk) * e:].view(b, t, hk, e).transpose(1, 2)
+        return scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+    px = pf.tensor(x).to(device).requires_grad_(True)
+    with pf.autocast(device, dtype=pf.bfloat16):
+        out = attend(px, pf.scaled_dot_product_attention)
+    assert out.dtype == pf.bfloat16 and out.device.type == device
+    out.backward(pf.tensor(grad).to(device, pf.bfloat16))
+    tx = torch.from_numpy(x).double().requires_grad_(True)
+    want = attend(tx, F.scaled_dot_product_attention)
+    want.backward(torch.from_numpy(grad).double())
+    close(out, want.to(torch.bfloat16), "bfloat16", f"sdpa as models call it [{device}]", scale=2)
+    close(px.grad, tx.grad.float(), "bfloat16", f"its input gradient [{device}]", scale=4)
+
+
 def test_sdpa_grouped_query_attention(rng):
     (q, k, v), (tq, tk, tv) = sdpa_inputs(rng, "float32", (2, 6, 4, 8), (2, 2, 5, 8), (2, 2, 5, 8))
     close(pf.scaled_dot_product_attention(q, k, v, enable_gqa=True),

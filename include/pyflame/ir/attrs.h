@@ -171,6 +171,15 @@ struct RnnAttrs {
   template <class V> void fields(V&& v) const { v("reverse", reverse); }
 };
 
+// Fused attention (flash_attention): is_causal lets query i see keys 0..i;
+// scale multiplies the scores (1/sqrt(head_dim) when the caller gave none).
+struct AttentionAttrs {
+  bool is_causal = false;
+  double scale = 1;
+  bool operator==(const AttentionAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("is_causal", is_causal), v("scale", scale); }
+};
+
 struct LossAttrs {
   int64_t ignore_index = -100;
   Reduction reduction = Reduction::Mean;
@@ -233,7 +242,8 @@ struct RmspropAttrs {
 
 using OpAttrs = std::variant<NoAttrs, ElementwiseAttrs, ClampAttrs, ReduceAttrs, IndexAttrs, SearchAttrs, DimAttrs,
                              ViewAttrs, ConvAttrs, PoolAttrs, NormAttrs, RandomAttrs, LossAttrs, CopyAttrs, FillAttrs,
-                             AdamAttrs, SgdAttrs, RmspropAttrs, SortAttrs, RnnAttrs>;
+                             AdamAttrs, SgdAttrs, RmspropAttrs, SortAttrs, RnnAttrs,
+                             AttentionAttrs>;
 
 PF_API size_t hash_attrs(const OpAttrs& attrs);
 // "stride=[1, 1], padding=[0, 0], ..." (empty for NoAttrs).

@@ -1,0 +1,384 @@
+// GPU flash_attention and its backward (nn_ops.h has the op): attention
+// without the (L, S) scores in memory, as FlashAttention-2 (Dao, 2023). A
+// block of 4 warps takes 64 query rows, 16 per warp; the keys and values pass
+// through shared memory a tile at a time, and each warp keeps its rows'
+// running maximum, sum and output in registers (online softmax), multiplying
+// on the matrix units through tile.h. The backward runs two kernels that
+// recompute the probabilities from the forward's logsumexp: one per query
+// block for grad_query (it also writes delta = rowsum(grad_output * output)),
+// one per key block for grad_key and grad_value, looping over the query heads
+// that share the keys (GQA), so no gradient needs atomics.
+//
+// Head dims up to 256 in three instantiations (64, 128, 256; smaller dims
+// read zeros past their end); 256 takes tiles of 32 so two tiles and the
+// warps' probabilities stay within 48 KiB of shared memory on every vendor.
+
+#include <climits>
+
+#include "core/dispatch.h"
+#include "pyflame/backend/rocm/hip_check.h"
+#include "pyflame/backend/rocm/stream.h"
+#include "pyflame/backend/rocm/tile.h"
+#include "rocm/device_guard.h"
+#include "rocm/kernels/launch.h"
+
+namespace pyflame::backend::rocm {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kBlockRows = 16 * kWarps;  // query rows (forward, dq) or keys (dk, dv) per block
+// Keys (forward, dq) or queries (dk, dv) per shared tile: two tiles (and the portable tile
+// path's scratch) fit in 48 KiB.
+template <int D> constexpr int kTile = D > 128 ? 32 : 64;
+constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+// Shared tiles are declared as 16-bit words and used as T: clang's HIP allows no
+// __shared__ variable of a type with a constructor (Half, BFloat16).
+
+// Element strides of a (batch, head, row, column) tensor; columns are contiguous.
+struct HeadStrides {
+  int64_t batch, head, row;
+};
+
+struct AttentionDims {
+  int64_t batch, heads, kv_heads, q_len, kv_len;
+  int head_dim;      // the kernels' D is head_dim rounded up; the rest reads as zeros
+  float scale;       // of the scores
+  bool causal;       // query i sees keys 0 .. i
+};
+
+// rows x D of src into a tile of leading dimension ld, 8 elements (16 bytes)
+// at a time; zeros past `valid` rows and `cols` columns. The op's plan makes
+// strides and offsets multiples of 8.
+template <class T, int D>
+__device__ void load_tile(T* tile, int ld, int rows, const T* src, int64_t stride, int64_t valid, int cols) {
+  using Chunk = Vec<T, 8>;
+  for (int e = threadIdx.x; e < rows * D / 8; e += blockDim.x) {
+    const int r = e / (D / 8), c = 8 * (e % (D / 8));
+    Chunk v{};
+    if (r < valid && c < cols) v = *reinterpret_cast<const Chunk*>(src + r * stride + c);
+    *reinterpret_cast<Chunk*>(tile + r * ld + c) = v;
+  }
+}
+
+// Whether keys kb .. kb + keys - 1 need masking for the queries from row0 on:
+// past the last key, or right of the causal diagonal.
+__device__ __forceinline__ bool tile_masked(const AttentionDims& d, int64_t row0, int64_t kb, int keys) {
+  return kb + keys > d.kv_len || (d.causal && kb + keys - 1 > row0);
+}
+
+// Key `col` of a tile masked for query `row` of the strip, relative to the tile:
+// `keys` valid keys, the diagonal at col - row = diag.
+__device__ __forceinline__ bool is_masked(int col, int row, int keys, int diag, bool causal) {
+  return col >= keys || (causal && col - row > diag);
+}
+
+// Block b of a launch over (batch, head, tile) with the tiles of most work first
+// (causal attention: the last query blocks see the most keys).
+struct BlockCoord {
+  int64_t batch, head, tile;
+  __device__ BlockCoord(int64_t tiles, int64_t heads, bool last_first) {
+    const int64_t b = blockIdx.x, planes = gridDim.x / tiles, t = b / planes, plane = b % planes;
+    tile = last_first ? tiles - 1 - t : t;
+    batch = plane / heads, head = plane % heads;
+  }
+};
+
+template <class T, int D>
+static __global__ void flash_attention_forward(const T* q, const T* k, const T* v, T* out, float* lse,
+                                               AttentionDims d, HeadStrides sq, HeadStrides sk, HeadStrides sv) {
+  constexpr int kKeys = kTile<D>, ldk = D + 8, ldp = kKeys + 8;
+  __shared__ uint16_t tiles[2 * kKeys * ldk + kWarps * tile::kScratchRows * ldp] __attribute__((aligned(16)));
+  T *ks = reinterpret_cast<T*>(tiles), *vs = ks + kKeys * ldk, *scratch = vs + kKeys * ldk;
+  const int warp = threadIdx.x / PF_WARP_SIZE;
+  const BlockCoord at((d.q_len + kBlockRows - 1) / kBlockRows, d.heads, d.causal);
+  const int64_t kv_head = at.head / (d.heads / d.kv_heads);
+  const int64_t block_row = at.tile * kBlockRows, row0 = block_row + 16 * warp;
+  const T* kp = k + at.batch * sk.batch + kv_head * sk.head;
+  const T* vp = v + at.batch * sv.batch + kv_head * sv.head;
+  tile::ARows<T, D> qa;
+  qa.load(q + at.batch * sq.batch + at.head * sq.head + row0 * sq.row, sq.row, d.q_len - row0, d.head_dim);
+  T* pw = scratch + warp * tile::kScratchRows * ldp;
+  const float scale_log2 = d.scale * kLog2e;
+  float m[tile::kRowSlots], l[tile::kRowSlots];
+#pragma unroll
+  for (int r = 0; r < tile::kRowSlots; ++r) m[r] = -INFINITY, l[r] = 0;
+  tile::Acc<D> o;
+  const int64_t kv_end = d.causal ? min(d.kv_len, block_row + kBlockRows) : d.kv_len;
+  for (int64_t kb = 0; kb < kv_end; kb += kKeys) {
+    __syncthreads();  // the previous tile's readers are done
+    load_tile<T, D>(ks, ldk, kKeys, kp + kb * sk.row, sk.row, d.kv_len - kb, d.head_dim);
+    load_tile<T, D>(vs, ldk, kKeys, vp + kb * sv.row, sv.row, d.kv_len - kb, d.head_dim);
+    __syncthreads();
+    tile::Acc<kKeys> s;
+    tile::mma_abt(s, qa, ks, ldk);
+    const bool masked = tile_masked(d, block_row, kb, kKeys);
+    const int keys = static_cast<int>(min(static_cast<int64_t>(kKeys), d.kv_len - kb)), diag = static_cast<int>(row0 - kb);
+    float top[tile::kRowSlots];
+#pragma unroll
+    for (int r = 0; r < tile::kRowSlots; ++r) top[r] = m[r];
+#pragma unroll
+    for (int i = 0; i < tile::kAccPerLane<kKeys>; ++i) {
+      float x = s.v[i] * scale_log2;
+      if (masked && is_masked(tile::acc_col(i), tile::acc_row(i), keys, diag, d.causal)) x = -INFINITY;
+      s.v[i] = x;
+      top[tile::acc_slot(i)] = fmaxf(top[tile::acc_slot(i)], x);
+    }
+    float alpha[tile::kRowSlots], sum[tile::kRowSlots];
+#pragma unroll
+    for (int r = 0; r < tile::kRowSlots; ++r) {
+      top[r] = tile::row_reduce(top[r], [](float a, float b) { return fmaxf(a, b); });
+      // A row with no key yet keeps m = -inf and its (zero) sums.
+      alpha[r] = top[r] == -INFINITY ? 1.0f : exp2f(m[r] - top[r]);
+      m[r] = top[r], sum[r] = 0;
+    }
+#pragma unroll
+    for (int i = 0; i < tile::kAccPerLane<kKeys>; ++i) {
+      const int r = tile::acc_slot(i);
+      const float p = s.v[i] == -INFINITY ? 0.0f : exp2f(s.v[i] - m[r]);
+      s.v[i] = p;
+      sum[r] += p;
+    }
+#pragma unroll
+    for (int r = 0; r < tile::kRowSlots; ++r)
+      l[r] = l[r] * alpha[r] + tile::row_reduce(sum[r], [](float a, float b) { return a + b; });
+#pragma unroll
+    for (int i = 0; i < tile::kAccPerLane<D>; ++i) o.v[i] *= alpha[tile::acc_slot(i)];
+    tile::ARows<T, kKeys> pa;
+    pa.from_acc(s, pw, ldp);
+    tile::scratch_barrier();
+    tile::mma_ab(o, pa, vs, ldk);
+  }
+  const int64_t plane = at.batch * d.heads + at.head;
+#pragma unroll
+  for (int i = 0; i < tile::kAccPerLane<D>; ++i) {
+    const int64_t row = row0 + tile::acc_row(i);
+    const int col = tile::acc_col(i);
+    if (row < d.q_len && col < d.head_dim)
+      out[(plane * d.q_len + row) * d.head_dim + col] = T(o.v[i] / l[tile::acc_slot(i)]);
+  }
+  if (tile::lane_id() % tile::kRowLanes == 0) {
+#pragma unroll
+    for (int r = 0; r < tile::kRowSlots; ++r) {
+      const int64_t row = row0 + tile::slot_row(r);
+      if (row < d.q_len) lse[plane * d.q_len + row] = (m[r] + log2f(l[r])) * kLn2;
+    }
+  }
+}
+
+// grad_query, and delta = rowsum(grad_output * output) for the dk/dv kernel.
+template <class T, int D>
+static __global__ void flash_attention_backward_dq(const T* q, const T* k, const T* v, const T* out,
+                                                   const T* grad_out, const float* lse, float* delta, T* grad_q,
+                                                   AttentionDims d, HeadStrides sq, HeadStrides sk, HeadStrides sv,
+                                                   HeadStrides so, HeadStrides sg) {
+  constexpr int kKeys = kTile<D>, ldk = D + 8, ldp = kKeys + 8;
+  __shared__ uint16_t tiles[2 * kKeys * ldk + kWarps * tile::kScratchRows * ldp] __attribute__((aligned(16)));
+  T *ks = reinterpret_cast<T*>(tiles), *vs = ks + kKeys * ldk, *scratch = vs + kKeys * ldk;
+  __shared__ float delta_s[kBlockRows];
+  const int warp = threadIdx.x / PF_WARP_SIZE, lane = tile::lane_id();
+  const BlockCoord at((d.q_len + kBlockRows - 1) / kBlockRows, d.heads, d.causal);
+  const int64_t kv_head = at.head / (d.heads / d.kv_heads), plane = at.batch * d.heads + at.head;
+  const int64_t block_row = at.tile * kBlockRows, row0 = block_row + 16 * warp;
+  const T* op = out + at.batch * so.batch + at.head * so.head;
+  const T* gp = grad_out + at.batch * sg.batch + at.head * sg.head;
+  for (int r = 0; r < 16; ++r) {
+    const int64_t row = row0 + r;
+    float acc = 0;
+    if (row < d.q_len)
+      for (int c = lane; c < d.head_dim; c += PF_WARP_SIZE)
+        acc += static_cast<float>(gp[row * sg.row + c]) * static_cast<float>(op[row * so.row + c]);
+    for (int mask = 1; mask < PF_WARP_SIZE; mask <<= 1) acc += PF_SHFL_XOR(acc, mask);
+    if (lane == 0) {
+      delta_s[16 * warp + r] = acc;
+      if (row < d.q_len) delta[plane * d.q_len + row] = acc;
+    }
+  }
+  __syncthreads();
+  const float scale_log2 = d.scale * kLog2e;
+  float lse2[tile::kRowSlots], dl[tile::kRowSlots];
+#pragma unroll
+  for (int r = 0; r < tile::kRowSlots; ++r) {
+    const int64_t row = row0 + tile::slot_row(r);
+    lse2[r] = row < d.q_len ? lse[plane * d.q_len + row] * kLog2e : 0.0f;
+    dl[r] = delta_s[16 * warp + tile::slot_row(r)];
+  }
+  const T* kp = k + at.batch * sk.batch + kv_head * sk.head;
+  const T* vp = v + at.batch * sv.batch + kv_head * sv.head;
+  tile::ARows<T, D> qa, ga;
+  qa.load(q + at.batch * sq.batch + at.head * sq.head + row0 * sq.row, sq.row, d.q_len - row0, d.head_dim);
+  ga.load(gp + row0 * sg.row, sg.row, d.q_len - row0, d.head_dim);
+  T* pw = scratch + warp * tile::kScratchRows * ldp;
+  tile::Acc<D> dq;
+  const int64_t kv_end = d.causal ? min(d.kv_len, block_row + kBlockRows) : d.kv_len;
+  for (int64_t kb = 0; kb < kv_end; kb += kKeys) {
+    __syncthreads();
+    load_tile<T, D>(ks, ldk, kKeys, kp + kb * sk.row, sk.row, d.kv_len - kb, d.head_dim);
+    load_tile<T, D>(vs, ldk, kKeys, vp + kb * sv.row, sv.row, d.kv_len - kb, d.head_dim);
+    __syncthreads();
+    tile::Acc<kKeys> s, dp;
+    tile::mma_abt(s, qa, ks, ldk);
+    tile::mma_abt(dp, ga, vs, ldk);
+    const bool masked = tile_masked(d, block_row, kb, kKeys);
+    const int keys = static_cast<int>(min(static_cast<int64_t>(kKeys), d.kv_len - kb)), diag = static_cast<int>(row0 - kb);
+#pragma unroll
+    for (int i = 0; i < tile::kAccPerLane<kKeys>; ++i) {
+      const int r = tile::acc_slot(i);
+      const bool off = masked && is_masked(tile::acc_col(i), tile::acc_row(i), keys, diag, d.causal);
+      const float p = off ? 0.0f : exp2f(s.v[i] * scale_log2 - lse2[r]);
+      s.v[i] = p * (dp.v[i] - dl[r]);
+    }
+    tile::ARows<T, kKeys> dsa;
+    dsa.from_acc(s, pw, ldp);
+    tile::scratch_barrier();
+    tile::mma_ab(dq, dsa, ks, ldk);
+  }
+#pragma unroll
+  for (int i = 0; i < tile::kAccPerLane<D>; ++i) {
+    const int64_t row = row0 + tile::acc_row(i);
+    const int col = tile::acc_col(i);
+    if (row < d.q_len && col < d.head_dim)
+      grad_q[(plane * d.q_len + row) * d.head_dim + col] = T(dq.v[i] * d.scale);
+  }
+}
+
+// grad_key and grad_value of a block of keys, summed over the query heads that share them (GQA).
+template <class T, int D>
+static __global__ void flash_attention_backward_dkdv(const T* q, const T* k, const T* v, const T* grad_out,
+                                                     const float* lse, const float* delta, T* grad_k, T* grad_v,
+                                                     AttentionDims d, HeadStrides sq, HeadStrides sk,
+                                                     HeadStrides sv, HeadStrides sg) {
+  constexpr int kQueries = kTile<D>, ldq = D + 8, ldp = kQueries + 8;
+  __shared__ uint16_t tiles[2 * kQueries * ldq + kWarps * tile::kScratchRows * ldp] __attribute__((aligned(16)));
+  T *qs = reinterpret_cast<T*>(tiles), *gs = qs + kQueries * ldq, *scratch = gs + kQueries * ldq;
+  __shared__ float lse_s[kQueries], delta_s[kQueries];
+  const int warp = threadIdx.x / PF_WARP_SIZE;
+  const BlockCoord at((d.kv_len + kBlockRows - 1) / kBlockRows, d.kv_heads, false);
+  const int64_t group = d.heads / d.kv_heads, block_key = at.tile * kBlockRows, key0 = block_key + 16 * warp;
+  tile::ARows<T, D> ka, va;
+  ka.load(k + at.batch * sk.batch + at.head * sk.head + key0 * sk.row, sk.row, d.kv_len - key0, d.head_dim);
+  va.load(v + at.batch * sv.batch + at.head * sv.head + key0 * sv.row, sv.row, d.kv_len - key0, d.head_dim);
+  T* pw = scratch + warp * tile::kScratchRows * ldp;
+  const float scale_log2 = d.scale * kLog2e;
+  tile::Acc<D> dk, dv;
+  for (int64_t head = at.head * group; head < (at.head + 1) * group; ++head) {
+    const int64_t plane = at.batch * d.heads + head;
+    const T* qp = q + at.batch * sq.batch + head * sq.head;
+    const T* gp = grad_out + at.batch * sg.batch + head * sg.head;
+    for (int64_t qb = d.causal ? block_key : 0; qb < d.q_len; qb += kQueries) {
+      __syncthreads();
+      load_tile<T, D>(qs, ldq, kQueries, qp + qb * sq.row, sq.row, d.q_len - qb, d.head_dim);
+      load_tile<T, D>(gs, ldq, kQueries, gp + qb * sg.row, sg.row, d.q_len - qb, d.head_dim);
+      for (int r = threadIdx.x; r < kQueries; r += blockDim.x) {
+        const bool valid = qb + r < d.q_len;
+        lse_s[r] = valid ? lse[plane * d.q_len + qb + r] * kLog2e : INFINITY;  // p = 0 past the queries
+        delta_s[r] = valid ? delta[plane * d.q_len + qb + r] : 0.0f;
+      }
+      __syncthreads();
+      tile::Acc<kQueries> st, dpt;  // S^T and dP^T: keys x queries
+      tile::mma_abt(st, ka, qs, ldq);
+      tile::mma_abt(dpt, va, gs, ldq);
+      // Key k is masked for query j where k > j: the diagonal of the transposed strip.
+      const bool masked = d.causal && block_key + kBlockRows - 1 > qb;
+      const int diag = static_cast<int>(qb - key0);
+#pragma unroll
+      for (int i = 0; i < tile::kAccPerLane<kQueries>; ++i) {
+        const bool off = masked && tile::acc_row(i) - tile::acc_col(i) > diag;
+        st.v[i] = off ? 0.0f : exp2f(st.v[i] * scale_log2 - lse_s[tile::acc_col(i)]);
+      }
+      tile::ARows<T, kQueries> pa;
+      pa.from_acc(st, pw, ldp);
+      tile::scratch_barrier();
+      tile::mma_ab(dv, pa, gs, ldq);
+#pragma unroll
+      for (int i = 0; i < tile::kAccPerLane<kQueries>; ++i) st.v[i] *= dpt.v[i] - delta_s[tile::acc_col(i)];
+      tile::scratch_barrier();  // every lane has read P before dS replaces it
+      pa.from_acc(st, pw, ldp);
+      tile::scratch_barrier();
+      tile::mma_ab(dk, pa, qs, ldq);
+    }
+  }
+  const int64_t plane = at.batch * d.kv_heads + at.head;
+#pragma unroll
+  for (int i = 0; i < tile::kAccPerLane<D>; ++i) {
+    const int64_t key = key0 + tile::acc_row(i);
+    const int col = tile::acc_col(i);
+    if (key < d.kv_len && col < d.head_dim) {
+      const int64_t e = (plane * d.kv_len + key) * d.head_dim + col;
+      grad_k[e] = T(dk.v[i] * d.scale);
+      grad_v[e] = T(dv.v[i]);
+    }
+  }
+}
+
+HeadStrides head_strides(const Tensor& t) { return {t.strides()[0], t.strides()[1], t.strides()[2]}; }
+
+AttentionDims attention_dims(const OpCall& call, const Tensor& q, const Tensor& k) {
+  const AttentionAttrs& a = call.attr<AttentionAttrs>();
+  return {q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), static_cast<int>(q.size(3)),
+          static_cast<float>(a.scale), a.is_causal};
+}
+
+std::string describe(const OpCall& call, const AttentionDims& d, const char* kernel) {
+  return detail::cat("query ", call.inputs[call.op == ir::OpType::flash_attention ? 0 : 1].shape(), ", key ",
+                     call.inputs[call.op == ir::OpType::flash_attention ? 1 : 2].shape(), " (",
+                     dtype_name(call.out().dtype()), d.causal ? ", causal), " : "), ", kernel);
+}
+
+// Blocks over (batch, heads, row blocks) in one grid dimension.
+unsigned blocks(const AttentionDims& d, int64_t heads, int64_t rows, const OpCall& call) {
+  const int64_t n = d.batch * heads * ((rows + kBlockRows - 1) / kBlockRows);
+  PF_CHECK(n <= INT_MAX, NotSupportedError, op_name(call.op), ": ", n, " blocks exceed the grid limit of 2^31-1");
+  return static_cast<unsigned>(n);
+}
+
+template <class T, int D> void attention_forward(OpCall& call, const AttentionDims& d, int threads, hipStream_t s) {
+  const Tensor &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2];
+  flash_attention_forward<T, D><<<blocks(d, d.heads, d.q_len, call), threads, 0, s>>>(
+      q.data<T>(), k.data<T>(), v.data<T>(), call.outputs[0].data<T>(), call.outputs[1].data<float>(), d,
+      head_strides(q), head_strides(k), head_strides(v));
+  check_launch(op_name(call.op), [&] { return describe(call, d, "flash_attention_forward"); });
+}
+
+template <class T, int D> void attention_backward(OpCall& call, const AttentionDims& d, int threads, hipStream_t s) {
+  const Tensor &g = call.inputs[0], &q = call.inputs[1], &k = call.inputs[2], &v = call.inputs[3];
+  const Tensor &o = call.inputs[4], &lse = call.inputs[5];
+  Tensor delta = Tensor::empty(lse.shape(), DType::Float32, lse.device());
+  // No queries (L = 0): nothing reaches the keys, whose gradients the second kernel writes as zeros.
+  if (d.q_len > 0) {
+  flash_attention_backward_dq<T, D><<<blocks(d, d.heads, d.q_len, call), threads, 0, s>>>(
+      q.data<T>(), k.data<T>(), v.data<T>(), o.data<T>(), g.data<T>(), lse.data<float>(), delta.data<float>(),
+      call.outputs[0].data<T>(), d, head_strides(q), head_strides(k), head_strides(v), head_strides(o),
+      head_strides(g));
+  check_launch(op_name(call.op), [&] { return describe(call, d, "flash_attention_backward_dq"); });
+  }
+  flash_attention_backward_dkdv<T, D><<<blocks(d, d.kv_heads, d.kv_len, call), threads, 0, s>>>(
+      q.data<T>(), k.data<T>(), v.data<T>(), g.data<T>(), lse.data<float>(), delta.data<float>(),
+      call.outputs[1].data<T>(), call.outputs[2].data<T>(), d, head_strides(q), head_strides(k), head_strides(v),
+      head_strides(g));
+  check_launch(op_name(call.op), [&] { return describe(call, d, "flash_attention_backward_dkdv"); });
+}
+
+template <bool kBackward> void attention_entry(OpCall& call) {
+  const Device device = call.out().device();
+  DeviceGuard guard(device.index);
+  const AttentionDims d = attention_dims(call, call.inputs[kBackward ? 1 : 0], call.inputs[kBackward ? 2 : 1]);
+  const int threads = kWarps * warp_size(device.index);
+  const hipStream_t stream = current_stream(device.index);
+  auto run = [&]<class T, int D>() {
+    if constexpr (kBackward) attention_backward<T, D>(call, d, threads, stream);
+    else attention_forward<T, D>(call, d, threads, stream);
+  };
+  auto for_dim = [&]<class T>() {
+    if (d.head_dim <= 64) run.template operator()<T, 64>();
+    else if (d.head_dim <= 128) run.template operator()<T, 128>();
+    else run.template operator()<T, 256>();
+  };
+  if (call.out().dtype() == DType::BFloat16) for_dim.template operator()<BFloat16>();
+  else for_dim.template operator()<Half>();
+}
+
+PF_REGISTER_KERNEL(flash_attention, ROCm, &attention_entry<false>);
+PF_REGISTER_KERNEL(flash_attention_backward, ROCm, &attention_entry<true>);
+
+}  // namespace
+}  // namespace pyflame::backend::rocm

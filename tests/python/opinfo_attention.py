@@ -1,0 +1,80 @@
+"""OpInfos of fused attention: flash_attention and its backward, against attention written out in float64."""
+
+import math
+
+import numpy as np
+import torch
+
+from op_registry import Arg, OpInfo, Sample, _x
+
+ATTENTION_DTYPES = ("float16", "bfloat16")
+ATTENTION_CLASSES = ("plain", "noncontig", "empty", "size1")
+# The GPU rounds the probabilities to the input dtype before multiplying by the values (as
+# FlashAttention does); the result is rounded once more.
+ATTENTION_TOL = {"float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2)}
+
+
+def _attention64(q, k, v, is_causal=False, scale=None):
+    """(output, logsumexp) in float64; key/value heads repeated for grouped-query attention."""
+    rep = q.shape[1] // k.shape[1] if k.shape[1] else 1
+    k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
+    s = q @ k.transpose(-1, -2) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    if is_causal:
+        s = s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool).tril(), -math.inf)
+    return torch.softmax(s, -1) @ v, torch.logsumexp(s, -1)
+
+
+def _attention_ref(q, k, v, is_causal=False, scale=None):
+    out, lse = _attention64(q.double(), k.double(), v.double(), is_causal, scale)
+    return out.to(q.dtype), lse.float()
+
+
+def _shapes(cls):
+    """((N, H, L, E), (N, Hk, S, E), kwargs, layouts) per sample."""
+    c = ("contig",) * 3
+    if cls == "plain":
+        return [((2, 2, 5, 8), (2, 2, 7, 8), {}, c), ((1, 4, 9, 16), (1, 2, 9, 16), dict(is_causal=True), c),
+                ((2, 1, 3, 8), (2, 1, 6, 8), dict(scale=0.3), c),
+                ((1, 2, 70, 16), (1, 1, 70, 16), dict(is_causal=True), c)]  # past one 64-row GPU block
+    if cls == "noncontig":
+        return [((1, 2, 6, 8), (1, 2, 5, 8), {}, ("T", "strided", "contig")),
+                ((2, 2, 4, 16), (2, 1, 4, 16), dict(is_causal=True), ("strided", "T", "T"))]
+    if cls == "empty":
+        return [((0, 2, 3, 8), (0, 2, 4, 8), {}, c), ((1, 2, 0, 8), (1, 2, 4, 8), dict(is_causal=True), c)]
+    if cls == "size1":
+        return [((1, 1, 1, 8), (1, 1, 1, 8), dict(is_causal=True), c), ((1, 1, 1, 8), (1, 1, 3, 8), {}, c)]
+    return []
+
+
+def _attention_samples(rng, dtype, cls):
+    dom = dict(low=-1, high=1)
+    return [Sample((_x(rng, qs, dtype, dom, lay[0]), _x(rng, ks, dtype, dom, lay[1]), _x(rng, ks, dtype, dom, lay[2])),
+                   kw) for qs, ks, kw, lay in _shapes(cls)]
+
+
+def _attention_backward_samples(rng, dtype, cls):
+    """(grad_output, query, key, value, output, logsumexp): output and logsumexp as the forward makes them."""
+    dom = dict(low=-1, high=1)
+    samples = []
+    for qs, ks, kw, lay in _shapes(cls):
+        q, k, v = (_x(rng, s, dtype, dom, layout) for s, layout in zip((qs, ks, ks), lay))
+        out, lse = _attention_ref(*(torch.from_numpy(a.values).to(getattr(torch, dtype)) for a in (q, k, v)), **kw)
+        samples.append(Sample((_x(rng, qs, dtype, dom, lay[0]), q, k, v, Arg(out.float().numpy()),
+                               Arg(lse.numpy().astype(np.float32), dtype="float32")), kw))
+    return samples
+
+
+def _attention_backward_ref(grad, q, k, v, out, lse, is_causal=False, scale=None):
+    q64, k64, v64 = (t.double().requires_grad_(True) for t in (q, k, v))
+    o, _ = _attention64(q64, k64, v64, is_causal, scale)
+    grads = torch.autograd.grad(o, (q64, k64, v64), grad.double(), allow_unused=True)
+    return tuple((torch.zeros_like(t) if g is None else g).to(q.dtype) for g, t in zip(grads, (q64, k64, v64)))
+
+
+OP_INFOS = [
+    OpInfo("flash_attention", "CUSTOM", ATTENTION_DTYPES, _attention_samples, _attention_ref, ATTENTION_CLASSES,
+           tol=ATTENTION_TOL, method=False),
+    OpInfo("flash_attention_backward", "CUSTOM", ATTENTION_DTYPES, _attention_backward_samples,
+           _attention_backward_ref, ATTENTION_CLASSES, tol={"float16": (8e-3, 8e-3), "bfloat16": (6e-2, 6e-2)},
+           method=False),
+]
