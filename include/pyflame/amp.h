@@ -20,9 +20,6 @@ namespace amp {
 // The autocast dtype for a device type in this thread, or none when autocast is off there.
 PF_API std::optional<DType> autocast_dtype(DeviceType device);
 PF_API void set_autocast(DeviceType device, std::optional<DType> dtype);
-// Casts `call`'s inputs as the region's policy says (apply's hook, when
-// core/thread_state.h says autocast is on somewhere).
-void autocast_inputs(OpCall& call);
 
 }  // namespace amp
 }  // namespace pyflame

@@ -1,7 +1,8 @@
 #pragma once
 // Reverse-mode automatic differentiation.
 //
-// Recording: apply() (src/core/apply.cpp) records a call when grad mode is on
+// Recording: apply() (src/core/apply.cpp), through the hooks the engine registers
+// (ApplyHooks in src/core/dispatch.h), records a call when grad mode is on
 // and one of its inputs requires grad. The record is a Node: the op, its
 // attributes, the inputs and outputs its derivative reads, each saved
 // detached (the graph never owns the tensors that own it, so there are no

@@ -73,11 +73,11 @@ struct DerivativeRegistrar {
 #define PF_REGISTER_DERIVATIVE(op, fn, saves) \
   static ::pyflame::autograd::DerivativeRegistrar pf_derivative_##op(::pyflame::ir::OpType::op, fn, saves)
 
-// apply()'s hooks, in grad mode. should_record is the per-op cost of autograd
-// when nothing requires grad: a look at each input. A Recording
-// is made before the call executes (edges, saved inputs, in-place checks) and
-// finished with its outputs (saved outputs, the results' grad_fn); apply runs
-// the call in between with grad mode off.
+// apply()'s hooks in grad mode (ApplyHooks, registered by engine.cpp).
+// should_record is the per-op cost of autograd when nothing requires grad: a
+// look at each input. A Recording is made before the call executes (edges,
+// saved inputs, in-place checks) and finished with its outputs (saved
+// outputs, the results' grad_fn); the call runs in between with grad mode off.
 bool should_record(const OpCall& call);
 // Links a view to the tensor it views when that tensor has autograd state
 // (it requires grad, or an in-place op or a composition gave it some), so that

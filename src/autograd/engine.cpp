@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "autograd/derivatives.h"
+#include "core/dispatch.h"
 #include "core/thread_state.h"
 #include "pyflame/autograd.h"
 #include "pyflame/error.h"
@@ -156,46 +157,7 @@ const Derivative* find_derivative(ir::OpType op) {
   return d.fn ? &d : nullptr;
 }
 bool has_derivative(ir::OpType op) { return find_derivative(op) != nullptr; }
-bool is_differentiable(ir::OpType op) {
-  switch (op_family(op)) {
-    case OpFamily::UNARY_BOOL:
-    case OpFamily::UNARY_INT:
-    case OpFamily::BINARY_INT:
-    case OpFamily::COMPARE:
-    case OpFamily::ARG_REDUCE:
-    case OpFamily::RANDOM: return false;
-    default: break;
-  }
-  switch (op) {
-    case ir::OpType::fill:
-    case ir::OpType::nonzero:  // coordinates (its input is an integer count)
-    case ir::OpType::searchsorted:  // integer positions
-    case ir::OpType::relu_backward:  // no higher-order gradients (docs/autograd.md)
-    case ir::OpType::gelu_backward:
-    case ir::OpType::gelu_tanh_backward:
-    case ir::OpType::silu_backward:
-    case ir::OpType::softmax_backward:
-    case ir::OpType::log_softmax_backward:
-    case ir::OpType::layer_norm_backward:
-    case ir::OpType::rms_norm_backward:
-    case ir::OpType::batch_norm_backward:
-    case ir::OpType::group_norm_backward:
-    case ir::OpType::cross_entropy_backward:
-    case ir::OpType::lstm_sequence_backward:
-    case ir::OpType::flash_attention_backward:
-    case ir::OpType::max_pool2d_backward:
-    case ir::OpType::max_pool3d_backward:
-    case ir::OpType::avg_pool2d_backward:
-    case ir::OpType::avg_pool3d_backward:
-    case ir::OpType::adaptive_avg_pool2d_backward:
-    case ir::OpType::conv_weight_backward:
-    case ir::OpType::adam_step:
-    case ir::OpType::sgd_step:
-    case ir::OpType::rmsprop_step: return false;
-    default: break;
-  }
-  return true;
-}
+bool is_differentiable(ir::OpType op) { return op_grad(op) == OpGrad::grad; }
 
 // ---------------------------------------------------------------- recorded calls
 
@@ -448,6 +410,28 @@ void Recording::finish(std::vector<Tensor>& outputs) {
     if (is_view) link_view(call_.inputs[0], out);
   }
 }
+
+namespace {
+
+// apply()'s autograd hook for a call it records.
+std::vector<Tensor> record(OpCall& call, ApplyHooks::RunFn run, void* ctx) {
+  Recording recording(call);
+  std::vector<Tensor> outputs;
+  {
+    GradModeGuard off(false);
+    outputs = run(ctx);
+  }
+  recording.finish(outputs);
+  return outputs;
+}
+
+const bool registered = [] {
+  ApplyHooks& hooks = apply_hooks();
+  hooks.should_record = &should_record, hooks.record = &record, hooks.link_view = &link_view;
+  return true;
+}();
+
+}  // namespace
 
 // ---------------------------------------------------------------- the backward pass
 

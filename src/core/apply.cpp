@@ -8,13 +8,12 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <iterator>
 
-#include "autograd/derivatives.h"
 #include "core/backend.h"
 #include "core/dispatch.h"
 #include "core/op_utils.h"
 #include "core/thread_state.h"
-#include "pyflame/amp.h"
 #include "pyflame/error.h"
 
 namespace pyflame {
@@ -85,31 +84,10 @@ struct AttrPrinter {
   }
 };
 
-template <class A> constexpr const char* name_of();
-#define PF_ATTRS_NAME(A) \
-  template <> constexpr const char* name_of<A>() { return #A; }
-PF_ATTRS_NAME(NoAttrs)
-PF_ATTRS_NAME(ElementwiseAttrs)
-PF_ATTRS_NAME(ClampAttrs)
-PF_ATTRS_NAME(ReduceAttrs)
-PF_ATTRS_NAME(IndexAttrs)
-PF_ATTRS_NAME(SearchAttrs)
-PF_ATTRS_NAME(DimAttrs)
-PF_ATTRS_NAME(ViewAttrs)
-PF_ATTRS_NAME(ConvAttrs)
-PF_ATTRS_NAME(PoolAttrs)
-PF_ATTRS_NAME(NormAttrs)
-PF_ATTRS_NAME(RandomAttrs)
-PF_ATTRS_NAME(LossAttrs)
-PF_ATTRS_NAME(CopyAttrs)
-PF_ATTRS_NAME(FillAttrs)
-PF_ATTRS_NAME(AdamAttrs)
-PF_ATTRS_NAME(SgdAttrs)
-PF_ATTRS_NAME(RmspropAttrs)
-PF_ATTRS_NAME(SortAttrs)
-PF_ATTRS_NAME(RnnAttrs)
-PF_ATTRS_NAME(AttentionAttrs)
+#define PF_ATTRS_NAME(A) , #A
+constexpr const char* kAttrsNames[] = {"NoAttrs" PF_FOR_EACH_ATTRS(PF_ATTRS_NAME)};
 #undef PF_ATTRS_NAME
+static_assert(std::size(kAttrsNames) == std::variant_size_v<OpAttrs>);
 
 std::string describe_input(const Tensor& t) {
   if (!t.defined()) return "-";
@@ -325,7 +303,7 @@ std::string attrs_to_string(const OpAttrs& attrs) {
 }
 
 const char* attrs_name(const OpAttrs& attrs) {
-  return std::visit([](const auto& a) { return name_of<std::decay_t<decltype(a)>>(); }, attrs);
+  return kAttrsNames[attrs.index()];
 }
 
 bool OpCall::operator==(const OpCall& o) const {
@@ -365,6 +343,11 @@ std::string OpCall::to_string() const {
   return s + ")";
 }
 
+ApplyHooks& apply_hooks() {
+  static ApplyHooks hooks;
+  return hooks;
+}
+
 std::vector<Tensor> apply(OpCall call) {
   InferFn infer = find_infer(call.op);
   PF_CHECK(infer, NotSupportedError, op_name(call.op), ": the op has no infer function (a library bug)");
@@ -374,7 +357,8 @@ std::vector<Tensor> apply(OpCall call) {
   const bool copy = op_family(call.op) == OpFamily::COPY;  // reads its source wherever it lives
   const PlacementScope placement(op_name(call.op), call.inputs.data(), copy ? 0 : call.inputs.size(),
                                  call.outputs.empty() ? std::nullopt : std::optional<Device>(call.outputs[0].device()));
-  if (mode.autocast_active) amp::autocast_inputs(call);
+  const ApplyHooks& hooks = apply_hooks();
+  if (mode.autocast_active) hooks.autocast_inputs(call);
   Inferred inf = infer(call);
   const bool in_place = !call.outputs.empty();
   auto run = [&]() {
@@ -386,21 +370,13 @@ std::vector<Tensor> apply(OpCall call) {
     return outputs;
   };
   if (!mode.grad_enabled) return run();
-  if (autograd::should_record(call)) {
-    autograd::Recording recording(call);
-    std::vector<Tensor> outputs;
-    {
-      autograd::GradModeGuard off(false);
-      outputs = run();
-    }
-    recording.finish(outputs);
-    return outputs;
-  }
+  if (hooks.should_record(call))
+    return hooks.record(call, [](void* ctx) { return (*static_cast<decltype(run)*>(ctx))(); }, &run);
   if (in_place || call.inputs.empty() || !call.inputs[0].autograd_meta() || op_family(call.op) != OpFamily::VIEW)
     return run();
   const Tensor input = call.inputs[0];
   std::vector<Tensor> outputs = run();
-  for (Tensor& o : outputs) autograd::link_view(input, o);
+  for (Tensor& o : outputs) hooks.link_view(input, o);
   return outputs;
 }
 

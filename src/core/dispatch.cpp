@@ -10,6 +10,8 @@ struct OpEntry {
   const char* name;
   OpFamily family;
   size_t attrs_index;  // the table's attrs struct, as an index into OpAttrs
+  OpGrad grad;
+  OpAutocast autocast;
 };
 
 template <class A> constexpr size_t attrs_index_of() {
@@ -22,7 +24,8 @@ template <class A> constexpr size_t attrs_index_of() {
 }
 
 constexpr OpEntry kOps[] = {
-#define PF_OP(name, family, functor, attrs) {#name, OpFamily::family, attrs_index_of<attrs>()},
+#define PF_OP(name, family, functor, attrs, grad, autocast) \
+  {#name, OpFamily::family, attrs_index_of<attrs>(), OpGrad::grad, OpAutocast::autocast},
 #include "pyflame/ops.def"
 #undef PF_OP
 };
@@ -46,6 +49,8 @@ Registry& registry() {
 
 const char* op_name(ir::OpType op) { return kOps[static_cast<int>(op)].name; }
 OpFamily op_family(ir::OpType op) { return kOps[static_cast<int>(op)].family; }
+OpGrad op_grad(ir::OpType op) { return kOps[static_cast<int>(op)].grad; }
+OpAutocast op_autocast(ir::OpType op) { return kOps[static_cast<int>(op)].autocast; }
 const char* family_name(OpFamily f) { return kFamilyNames[static_cast<int>(f)]; }
 size_t table_attrs_index(ir::OpType op) { return kOps[static_cast<int>(op)].attrs_index; }
 ir::OpType op_from_name(const std::string& name) {

@@ -74,6 +74,23 @@ size_t table_attrs_index(ir::OpType op);
 // when every output is empty.
 PF_API void run_kernel(OpCall& call, Device device);
 
+// What other modules do to every call apply() makes: autocast converts its
+// inputs, autograd records it. Each module registers its hooks at load time
+// (src/amp/autocast.cpp, src/autograd/engine.cpp), so the core includes
+// neither; a graph tracer or a profiler hooks in the same way.
+struct ApplyHooks {
+  using RunFn = std::vector<Tensor> (*)(void* ctx);
+  // While autocast is on: converts the call's floating inputs.
+  void (*autocast_inputs)(OpCall& call) = nullptr;
+  // In grad mode: whether the call is recorded. If so, record makes the call's
+  // node, runs run(ctx) with grad mode off and finishes the node with the outputs.
+  bool (*should_record)(const OpCall& call) = nullptr;
+  std::vector<Tensor> (*record)(OpCall& call, RunFn run, void* ctx) = nullptr;
+  // In grad mode, for a view apply did not record: links it to the tensor it views.
+  void (*link_view)(const Tensor& input, Tensor& view) = nullptr;
+};
+PF_API ApplyHooks& apply_hooks();
+
 struct KernelRegistrar {
   KernelRegistrar(ir::OpType op, DeviceType device, KernelFn fn) { register_kernel(op, device, fn); }
 };

@@ -240,10 +240,14 @@ struct RmspropAttrs {
   }
 };
 
-using OpAttrs = std::variant<NoAttrs, ElementwiseAttrs, ClampAttrs, ReduceAttrs, IndexAttrs, SearchAttrs, DimAttrs,
-                             ViewAttrs, ConvAttrs, PoolAttrs, NormAttrs, RandomAttrs, LossAttrs, CopyAttrs, FillAttrs,
-                             AdamAttrs, SgdAttrs, RmspropAttrs, SortAttrs, RnnAttrs,
-                             AttentionAttrs>;
+// Every attribute struct after NoAttrs, once: OpAttrs and attrs_name() come from this list.
+#define PF_FOR_EACH_ATTRS(X)                                                                                   \
+  X(ElementwiseAttrs) X(ClampAttrs) X(ReduceAttrs) X(IndexAttrs) X(SearchAttrs) X(DimAttrs) X(ViewAttrs)        \
+  X(ConvAttrs) X(PoolAttrs) X(NormAttrs) X(RandomAttrs) X(LossAttrs) X(CopyAttrs) X(FillAttrs) X(AdamAttrs)     \
+  X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(RnnAttrs) X(AttentionAttrs)
+#define PF_ATTRS_ALTERNATIVE(A) , A
+using OpAttrs = std::variant<NoAttrs PF_FOR_EACH_ATTRS(PF_ATTRS_ALTERNATIVE)>;
+#undef PF_ATTRS_ALTERNATIVE
 
 PF_API size_t hash_attrs(const OpAttrs& attrs);
 // "stride=[1, 1], padding=[0, 0], ..." (empty for NoAttrs).

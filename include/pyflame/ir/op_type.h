@@ -13,9 +13,14 @@ enum class OpFamily : int8_t {
   REDUCE, ARG_REDUCE, MATMUL, SOFTMAX, VIEW, RANDOM, COPY, CUSTOM,
 };
 
+// The op table's grad column: whether autograd records the op.
+enum class OpGrad : int8_t { grad, nograd };
+// The op table's autocast column: what autocast does with floating inputs.
+enum class OpAutocast : int8_t { keep, lower, fp32 };
+
 namespace ir {
 enum class OpType : int16_t {
-#define PF_OP(name, family, functor, attrs) name,
+#define PF_OP(name, family, functor, attrs, grad, autocast) name,
 #include "pyflame/ops.def"
 #undef PF_OP
   kCount
@@ -26,6 +31,8 @@ constexpr int kNumOps = static_cast<int>(ir::OpType::kCount);
 
 PF_API const char* op_name(ir::OpType op);
 PF_API OpFamily op_family(ir::OpType op);
+PF_API OpGrad op_grad(ir::OpType op);
+PF_API OpAutocast op_autocast(ir::OpType op);
 PF_API const char* family_name(OpFamily f);
 // ValueError for unknown names.
 PF_API ir::OpType op_from_name(const std::string& name);
