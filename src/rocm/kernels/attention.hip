@@ -345,11 +345,11 @@ template <class T, int D> void attention_backward(OpCall& call, const AttentionD
   Tensor delta = Tensor::empty(lse.shape(), DType::Float32, lse.device());
   // No queries (L = 0): nothing reaches the keys, whose gradients the second kernel writes as zeros.
   if (d.q_len > 0) {
-  flash_attention_backward_dq<T, D><<<blocks(d, d.heads, d.q_len, call), threads, 0, s>>>(
-      q.data<T>(), k.data<T>(), v.data<T>(), o.data<T>(), g.data<T>(), lse.data<float>(), delta.data<float>(),
-      call.outputs[0].data<T>(), d, head_strides(q), head_strides(k), head_strides(v), head_strides(o),
-      head_strides(g));
-  check_launch(op_name(call.op), [&] { return describe(call, d, "flash_attention_backward_dq"); });
+    flash_attention_backward_dq<T, D><<<blocks(d, d.heads, d.q_len, call), threads, 0, s>>>(
+        q.data<T>(), k.data<T>(), v.data<T>(), o.data<T>(), g.data<T>(), lse.data<float>(), delta.data<float>(),
+        call.outputs[0].data<T>(), d, head_strides(q), head_strides(k), head_strides(v), head_strides(o),
+        head_strides(g));
+    check_launch(op_name(call.op), [&] { return describe(call, d, "flash_attention_backward_dq"); });
   }
   flash_attention_backward_dkdv<T, D><<<blocks(d, d.kv_heads, d.kv_len, call), threads, 0, s>>>(
       q.data<T>(), k.data<T>(), v.data<T>(), g.data<T>(), lse.data<float>(), delta.data<float>(),
