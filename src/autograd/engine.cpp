@@ -570,7 +570,7 @@ Tensor root_grad(const Tensor& t, const Tensor& g) {
   if (g.defined()) {
     PF_CHECK(g.shape() == t.shape(), ValueError, "backward: the gradient has shape ", g.shape(),
              " but the tensor has shape ", t.shape());
-    return g;
+    return g.dtype() == t.dtype() ? g : to(g, t.dtype());  // as PyTorch, a gradient of any dtype
   }
   PF_CHECK(t.numel() == 1, AutogradError, "backward: grad can be implicitly created only for scalar outputs; the "
            "tensor has shape ", t.shape(), ", so pass gradient= (a tensor of that shape)");

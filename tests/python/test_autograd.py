@@ -158,6 +158,20 @@ def test_derivative_matches_finite_differences(name, cls, rng):
         pytest.skip(f"{name}: no sample with a differentiable input")
 
 
+def test_backward_converts_the_gradient_to_the_tensors_dtype(rng):
+    """As torch: a gradient of another dtype is converted (a bfloat16 result, a float64 gradient; an int one)."""
+    v = rng.uniform(-1, 1, (3, 4)).astype(np.float32)
+    g = rng.uniform(-1, 1, (3, 4))
+    x = pf.tensor(v, requires_grad=True)
+    (x * 3).to(pf.bfloat16).backward(pf.tensor(g))
+    tx = torch.tensor(v, requires_grad=True)
+    (tx * 3).to(torch.bfloat16).backward(torch.tensor(g))
+    np.testing.assert_array_equal(pf_to_numpy(x.grad), tx.grad.numpy())
+    x = pf.tensor(v, requires_grad=True)
+    x.sum().backward(pf.tensor(2))
+    np.testing.assert_array_equal(pf_to_numpy(x.grad), np.full((3, 4), 2, np.float32))
+
+
 # ----------------------------------------------------------------- the engine, as PyTorch
 
 
