@@ -7,7 +7,7 @@
 // cache size whatever the image. The transposed convolution is the adjoint:
 // a GEMM with the transposed weights makes the columns, which are added back
 // onto the output (col2im). The weight gradient multiplies the output
-// gradient by the forward's columns. 2-D runs as 3-D with depth 1 (cpu/window.h).
+// gradient by the forward's columns. 2-D runs as 3-D with depth 1 (kernels/window.h).
 //
 // Threads: one OpenMP region per call splits independent tasks (image x
 // block of output positions; for the transpose, image x group x block of
@@ -25,11 +25,15 @@
 #include "core/dispatch.h"
 #include "cpu/blas.h"
 #include "cpu/loops.h"
-#include "cpu/window.h"
+#include "kernels/window.h"
 #include "pyflame/error.h"
 
 namespace pyflame::cpu {
 namespace {
+
+using kernels::make_window;
+using kernels::valid_range;
+using kernels::Window;
 
 // Column buffer per thread, in elements: 1 MiB of floats, about a core's L2.
 constexpr int64_t kColumnBudget = int64_t{1} << 18;

@@ -1,5 +1,5 @@
 // CPU pooling of contiguous (N, C, spatial...) tensors: max and average over
-// sliding windows (2-D and 3-D; 2-D runs as 3-D with depth 1, cpu/window.h)
+// sliding windows (2-D and 3-D; 2-D runs as 3-D with depth 1, kernels/window.h)
 // and adaptive average pooling. Work splits across threads by (n, c) plane.
 // The sliding-window kernels build one output row at a time: each kernel tap
 // sweeps its input row across the whole output row (acc[o] = max(acc[o],
@@ -20,10 +20,14 @@
 
 #include "core/dispatch.h"
 #include "cpu/loops.h"
-#include "cpu/window.h"
+#include "kernels/window.h"
 
 namespace pyflame::cpu {
 namespace {
+
+using kernels::make_window;
+using kernels::valid_range;
+using kernels::Window;
 
 // The divisor's part from one dim of an average window at output position o:
 // the window clipped to the padded input (count_include_pad) or to the input.

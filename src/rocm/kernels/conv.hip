@@ -39,7 +39,7 @@
 #include <climits>
 #include <type_traits>
 
-#include "cpu/window.h"
+#include "kernels/window.h"
 #include "pyflame/backend/rocm/hip_check.h"
 #include "pyflame/backend/rocm/math_mode.h"
 #include "pyflame/backend/rocm/stream.h"
@@ -52,7 +52,7 @@
 namespace pyflame::backend::rocm {
 namespace {
 
-using cpu::Window;
+using kernels::Window;
 
 // Elements of one chunk's column matrices: 64 MiB of float32.
 constexpr int64_t kColumnBudget = int64_t{1} << 24;
@@ -350,7 +350,7 @@ void conv_gemm_entry(OpCall& call) {
   if (group_in == 0) {
     out.fill_(Scalar(0.0));  // no input channels: empty sums
   } else {
-    const Window w = cpu::make_window(x.shape(), out.shape(), kernel_size(weight), call.attr<ConvAttrs>());
+    const Window w = kernels::make_window(x.shape(), out.shape(), kernel_size(weight), call.attr<ConvAttrs>());
     const int64_t taps = w.kernel_volume(), plane = w.out_plane(), rows = channels * taps;
     // A 1x1 kernel with stride 1 and no padding reads the input as its own column matrix.
     const bool direct = taps == 1 && w.in_plane() == plane && w.p[0] == 0 && w.p[1] == 0 && w.p[2] == 0;
@@ -386,7 +386,7 @@ void conv_transpose_gemm_entry(OpCall& call) {
   if (group_in == 0) {
     out.fill_(Scalar(0.0));  // no input channels: empty sums
   } else {
-    const Window w = cpu::make_window(out.shape(), x.shape(), kernel_size(weight), call.attr<ConvAttrs>());
+    const Window w = kernels::make_window(out.shape(), x.shape(), kernel_size(weight), call.attr<ConvAttrs>());
     const int64_t taps = w.kernel_volume(), plane = w.out_plane(), rows = channels * taps;
     const int64_t chunk = images_per_chunk(images, rows * plane);
     Tensor col = Tensor::empty({chunk, rows, plane}, x.dtype(), x.device());
@@ -419,7 +419,7 @@ void conv_weight_backward_gemm_entry(OpCall& call) {
   const int64_t groups = call.attr<ConvAttrs>().groups, images = x.shape()[0];
   const int64_t channels = x.shape()[1], out_channels = dy.shape()[1];
   const int64_t group_in = channels / groups, group_out = out_channels / groups;
-  const Window w = cpu::make_window(x.shape(), dy.shape(), kernel_size(out), call.attr<ConvAttrs>());
+  const Window w = kernels::make_window(x.shape(), dy.shape(), kernel_size(out), call.attr<ConvAttrs>());
   const int64_t taps = w.kernel_volume(), plane = w.out_plane(), rows = channels * taps;
   const int64_t chunk = images_per_chunk(images, rows * plane);
   Tensor col = Tensor::empty({rows, chunk * plane}, x.dtype(), x.device());

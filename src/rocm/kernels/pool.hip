@@ -751,7 +751,7 @@ bool plan_tiles(const PoolGeometry& g, int64_t planes, int64_t size, TilePlan& t
   return true;
 }
 
-// Output-sized spatial dims padded to three, as on the CPU (cpu/window.h).
+// Output-sized spatial dims padded to three, as on the CPU (kernels/window.h).
 PoolGeometry make_geometry(const Shape& in, const Shape& out, const PoolAttrs& a) {
   PoolGeometry g;
   const int64_t nd = static_cast<int64_t>(a.kernel_size.size()), lead = 3 - nd;

@@ -1,5 +1,6 @@
 #pragma once
-// Sliding-window geometry shared by the CPU convolution and pooling kernels.
+// Sliding-window geometry shared by the convolution and pooling kernels (the
+// CPU's, and the GPU's im2col convolutions).
 // Spatial dims are padded to three (depth, height, width) with leading 1s, so
 // 2-D work runs as 3-D with a depth of 1 and one loop nest serves both.
 
@@ -10,7 +11,7 @@
 
 #include "core/dispatch.h"
 
-namespace pyflame::cpu {
+namespace pyflame::kernels {
 
 struct Window {
   // Per (depth, height, width): input and output sizes, kernel size, stride, padding, dilation.
@@ -48,4 +49,4 @@ inline std::pair<int64_t, int64_t> valid_range(int64_t offset, int64_t s, int64_
   return {lo, std::max(lo, hi)};
 }
 
-}  // namespace pyflame::cpu
+}  // namespace pyflame::kernels
