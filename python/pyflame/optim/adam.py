@@ -1,7 +1,7 @@
 """Adam and AdamW (decoupled weight decay), as torch.optim.Adam and torch.optim.AdamW."""
 
 from .. import _C
-from .optimizer import Optimizer, _check_nonnegative, _check_unsupported, _fused_batches, _no_grad_step, _zero_step
+from .optimizer import Optimizer, _check_nonnegative, _check_unsupported, _fused_batches, _no_grad_step
 
 __all__ = ["Adam", "AdamW"]
 
@@ -44,16 +44,8 @@ class Adam(Optimizer):
             amsgrad = group["amsgrad"]
             decoupled = group["decoupled_weight_decay"]
             maximize = group["maximize"]
-            params = [p for p in group["params"] if p.grad is not None]
-            for p in params:
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _zero_step()
-                    state["exp_avg"] = _C._full_like(p, 0)
-                    state["exp_avg_sq"] = _C._full_like(p, 0)
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = _C._full_like(p, 0)
-                state["step"].add_(1)
+            buffers = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
+            params = self._params_with_grad(group, lambda p: {b: _C._full_like(p, 0) for b in buffers})
             # the bias corrections depend on each parameter's step count
             for (_, _, step), batch in _fused_batches(params, lambda p: self.state[p]["step"].item()):
                 states = [self.state[p] for p in batch]

@@ -192,6 +192,19 @@ class Optimizer:
         """Performs one optimization step; `closure` re-evaluates the model and returns the loss."""
         raise NotImplementedError
 
+    def _params_with_grad(self, group, new_state=None):
+        """The group's parameters that have a gradient. For the optimizers that count steps, new_state(p)
+        gives the buffers of a parameter's state, made on its first step; every step is counted."""
+        params = [p for p in group["params"] if p.grad is not None]
+        if new_state is not None:
+            for p in params:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _zero_step()
+                    state.update(new_state(p))
+                state["step"].add_(1)
+        return params
+
     # ------------------------------------------------------------ state dicts
 
     def state_dict(self):

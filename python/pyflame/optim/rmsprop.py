@@ -1,7 +1,7 @@
 """RMSprop, as torch.optim.RMSprop."""
 
 from .. import _C
-from .optimizer import Optimizer, _check_nonnegative, _check_unsupported, _fused_batches, _no_grad_step, _zero_step
+from .optimizer import Optimizer, _check_nonnegative, _check_unsupported, _fused_batches, _no_grad_step
 
 __all__ = ["RMSprop"]
 
@@ -36,17 +36,8 @@ class RMSprop(Optimizer):
             weight_decay = group["weight_decay"]
             momentum = group["momentum"]
             centered = group["centered"]
-            params = [p for p in group["params"] if p.grad is not None]
-            for p in params:
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _zero_step()
-                    state["square_avg"] = _C._full_like(p, 0)
-                    if momentum > 0:
-                        state["momentum_buffer"] = _C._full_like(p, 0)
-                    if centered:
-                        state["grad_avg"] = _C._full_like(p, 0)
-                state["step"].add_(1)
+            buffers = ("square_avg",) + ("momentum_buffer",) * (momentum > 0) + ("grad_avg",) * centered
+            params = self._params_with_grad(group, lambda p: {b: _C._full_like(p, 0) for b in buffers})
             for _, batch in _fused_batches(params):
                 states = [self.state[p] for p in batch]
                 _C.rmsprop_step_(batch, [p.grad for p in batch], [s["square_avg"] for s in states],

@@ -40,7 +40,7 @@ class SGD(Optimizer):
             dampening = group["dampening"]
             weight_decay = group["weight_decay"]
             nesterov = group["nesterov"]
-            params = [p for p in group["params"] if p.grad is not None]
+            params = self._params_with_grad(group)
             if momentum == 0:
                 for _, batch in _fused_batches(params):
                     _C.sgd_step_(batch, [p.grad for p in batch], lr=lr, weight_decay=weight_decay,
