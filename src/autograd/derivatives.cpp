@@ -132,7 +132,7 @@ Grads d_sigmoid(const GradContext& c) {
   return {mul(c.grad(), mul(y, sub(Scalar(1.0), y)))};
 }
 Grads d_gelu(const GradContext& c) {
-  const bool tanh_form = c.attr<ElementwiseAttrs>().params[0].i;
+  const bool tanh_form = c.attr<ElementwiseAttrs>().param<ParamName::gelu_approximate_tanh>().i;
   return {binary_op(tanh_form ? OpType::gelu_tanh_backward : OpType::gelu_backward, c.grad(), c.input(0))};
 }
 Grads d_erf(const GradContext& c) {
@@ -277,17 +277,17 @@ Grads d_erfinv(const GradContext& c) {
 // The replaced values are constants.
 Grads d_nan_to_num(const GradContext& c) { return {where(isfinite(c.input(0)), c.grad(), zero_scalar())}; }
 Grads d_leaky_relu(const GradContext& c) {
-  const double slope = c.attr<ElementwiseAttrs>().params[0].f;
+  const double slope = c.attr<ElementwiseAttrs>().param<ParamName::leaky_relu_negative_slope>().f;
   return {where(gt(c.input(0), Scalar(0.0)), c.grad(), mul(c.grad(), Scalar(slope)))};
 }
 Grads d_elu(const GradContext& c) {
-  const double alpha = c.attr<ElementwiseAttrs>().params[0].f;
+  const double alpha = c.attr<ElementwiseAttrs>().param<ParamName::elu_alpha>().f;
   return {where(gt(c.input(0), Scalar(0.0)), c.grad(), mul(c.grad(), add(c.output(), Scalar(alpha))))};
 }
 Grads d_softplus(const GradContext& c) {
-  const auto& p = c.attr<ElementwiseAttrs>().params;
-  Tensor z = mul(c.input(0), p[0]);
-  return {where(gt(z, p[1]), c.grad(), mul(c.grad(), sigmoid(z)))};
+  const ElementwiseAttrs& a = c.attr<ElementwiseAttrs>();
+  Tensor z = mul(c.input(0), a.param<ParamName::softplus_beta>());
+  return {where(gt(z, a.param<ParamName::softplus_threshold>()), c.grad(), mul(c.grad(), sigmoid(z)))};
 }
 
 Grads d_where(const GradContext& c) {

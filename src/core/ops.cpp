@@ -62,14 +62,15 @@ void check_elementwise_dtype(ir::OpType op, DType compute) {
 }
 
 // Constraints of particular ops between their parameters and the input's dtype.
-void check_params(ir::OpType op, const std::vector<Scalar>& p, DType dtype) {
+void check_params(ir::OpType op, const ElementwiseAttrs& a, DType dtype) {
   if (op == ir::OpType::hardtanh) {
-    PF_CHECK(p[0].f <= p[1].f, ValueError, "hardtanh: min_val (", p[0].f, ") cannot be greater than max_val (",
-             p[1].f, ")");
-    PF_CHECK(dtype != DType::UInt8 || (p[0].f >= 0 && p[1].f >= 0), ValueError,
-             "hardtanh: negative limits (min_val ", p[0].f, ", max_val ", p[1].f, ") for a uint8 tensor");
+    const double lo = a.param<ParamName::hardtanh_min_val>().f, hi = a.param<ParamName::hardtanh_max_val>().f;
+    PF_CHECK(lo <= hi, ValueError, "hardtanh: min_val (", lo, ") cannot be greater than max_val (", hi, ")");
+    PF_CHECK(dtype != DType::UInt8 || (lo >= 0 && hi >= 0), ValueError, "hardtanh: negative limits (min_val ", lo,
+             ", max_val ", hi, ") for a uint8 tensor");
   } else if (op == ir::OpType::round) {
-    PF_CHECK(p[0].i == 0 || is_floating(dtype), TypeError, "round: decimals=", p[0].i,
+    const int64_t decimals = a.param<ParamName::round_decimals>().i;
+    PF_CHECK(decimals == 0 || is_floating(dtype), TypeError, "round: decimals=", decimals,
              " needs a floating-point input, got ", dtype);
   }
 }
@@ -90,20 +91,22 @@ std::vector<Scalar> canonical_params(ir::OpType op, const std::vector<Scalar>& g
   std::vector<OpParam> params = op_params(op);
   PF_CHECK(given.size() <= params.size(), TypeError, op_name(op), ": takes ", params.size(),
            " parameter(s), got ", given.size());
-  std::vector<Scalar> out;
+  ElementwiseAttrs out;
   for (size_t i = 0; i < params.size(); ++i) {
     Scalar v = i < given.size() ? given[i] : params[i].default_value;
     bool integer = params[i].default_value.kind == Scalar::Kind::Int;
     PF_CHECK(!integer || v.kind != Scalar::Kind::Float, TypeError, op_name(op), ": ", params[i].name,
              " must be an integer, got ", v.f);
-    out.push_back(v);
+    out.params.push_back(v);
   }
   if (op == ir::OpType::nan_to_num && is_floating(dtype)) {  // posinf/neginf None (NaN): the largest finite values
-    if (std::isnan(out[1].f)) out[1] = Scalar(finite_max(dtype));
-    if (std::isnan(out[2].f)) out[2] = Scalar(-finite_max(dtype));
+    Scalar& posinf = out.params[param_index(ParamName::nan_to_num_posinf)];
+    Scalar& neginf = out.params[param_index(ParamName::nan_to_num_neginf)];
+    if (std::isnan(posinf.f)) posinf = Scalar(finite_max(dtype));
+    if (std::isnan(neginf.f)) neginf = Scalar(-finite_max(dtype));
   }
   check_params(op, out, dtype);
-  return out;
+  return out.params;
 }
 
 bool is_cpu_scalar(const Tensor& t) { return t.dim() == 0 && t.device().is_cpu(); }

@@ -94,7 +94,7 @@ template <class T> struct Silu {
 template <class T> struct Gelu {
   T tanh_approx = T(0);  // 1 for the tanh form; a T (not a bool) so the loop vectorises
   Gelu() = default;
-  explicit Gelu(const ElementwiseAttrs& a) : tanh_approx(a.params[0].i ? T(1) : T(0)) {}
+  explicit Gelu(const ElementwiseAttrs& a) : tanh_approx(a.param<ParamName::gelu_approximate_tanh>().i ? T(1) : T(0)) {}
   PF_HOST_DEVICE T operator()(T x) const {
 #if PF_DEVICE_PASS
     // On the GPU the flag is uniform across the warp: branch, computing one form.
@@ -143,7 +143,9 @@ template <class T> struct Clamp {
 // hardtanh(x, min_val, max_val): a clamp whose bounds are parameters (the op
 // layer has checked min_val <= max_val).
 template <class T> struct Hardtanh : Clamp<T> {
-  explicit Hardtanh(const ElementwiseAttrs& a) : Clamp<T>(scalar_param<T>(a.params[0]), scalar_param<T>(a.params[1])) {}
+  explicit Hardtanh(const ElementwiseAttrs& a)
+      : Clamp<T>(scalar_param<T>(a.param<ParamName::hardtanh_min_val>()),
+                 scalar_param<T>(a.param<ParamName::hardtanh_max_val>())) {}
 };
 
 // Rounding. Integers are already whole (the op layer refuses decimals for them).
@@ -165,7 +167,7 @@ template <class T> struct Round {
   T ten_pow = T(1);
   T negative = T(0);  // a T (not a bool) so the CPU loop vectorises
   explicit Round(const ElementwiseAttrs& a) {
-    int64_t d = a.params[0].i;
+    int64_t d = a.param<ParamName::round_decimals>().i;
     negative = d < 0 ? T(1) : T(0);
     ten_pow = static_cast<T>(std::pow(10.0, static_cast<double>(d < 0 ? -d : d)));
   }
@@ -417,7 +419,9 @@ template <class T> struct RightShift {
 template <class T> struct NanToNum {
   T nan, posinf, neginf;
   explicit NanToNum(const ElementwiseAttrs& a)
-      : nan(scalar_param<T>(a.params[0])), posinf(scalar_param<T>(a.params[1])), neginf(scalar_param<T>(a.params[2])) {}
+      : nan(scalar_param<T>(a.param<ParamName::nan_to_num_nan>())),
+        posinf(scalar_param<T>(a.param<ParamName::nan_to_num_posinf>())),
+        neginf(scalar_param<T>(a.param<ParamName::nan_to_num_neginf>())) {}
   PF_HOST_DEVICE T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) {
       if (math::isnan(x)) return nan;
@@ -432,18 +436,21 @@ template <class T> struct NanToNum {
 // Activations with parameters (op_params.def).
 template <class T> struct LeakyRelu {
   T negative_slope;
-  explicit LeakyRelu(const ElementwiseAttrs& a) : negative_slope(scalar_param<T>(a.params[0])) {}
+  explicit LeakyRelu(const ElementwiseAttrs& a)
+      : negative_slope(scalar_param<T>(a.param<ParamName::leaky_relu_negative_slope>())) {}
   PF_HOST_DEVICE T operator()(T x) const { return x > T(0) ? x : x * negative_slope; }
 };
 template <class T> struct Elu {
   T alpha;
-  explicit Elu(const ElementwiseAttrs& a) : alpha(scalar_param<T>(a.params[0])) {}
+  explicit Elu(const ElementwiseAttrs& a) : alpha(scalar_param<T>(a.param<ParamName::elu_alpha>())) {}
   PF_HOST_DEVICE T operator()(T x) const { return x > T(0) ? x : alpha * math::expm1(x); }
 };
 // log(1 + exp(beta x)) / beta, linear where beta x > threshold (as PyTorch).
 template <class T> struct Softplus {
   T beta, threshold;
-  explicit Softplus(const ElementwiseAttrs& a) : beta(scalar_param<T>(a.params[0])), threshold(scalar_param<T>(a.params[1])) {}
+  explicit Softplus(const ElementwiseAttrs& a)
+      : beta(scalar_param<T>(a.param<ParamName::softplus_beta>())),
+        threshold(scalar_param<T>(a.param<ParamName::softplus_threshold>())) {}
   PF_HOST_DEVICE T operator()(T x) const {
     T bx = x * beta;
     return bx > threshold ? x : math::log1p(math::exp(bx)) / beta;

@@ -29,9 +29,42 @@ struct NoAttrs {
   template <class V> void fields(V&&) const {}
 };
 
-// Elementwise ops: their parameters (op_params.def) in table order, defaults filled in.
+// Elementwise ops' parameters by name: ParamName::<op>_<parameter> for each
+// line of op_params.def (ParamName::hardtanh_min_val).
+enum class ParamName : int16_t {
+#define PF_OP_PARAM(op, name, default_) op##_##name,
+#include "pyflame/op_params.def"
+#undef PF_OP_PARAM
+};
+
+namespace detail {
+constexpr const char* kParamOps[] = {
+#define PF_OP_PARAM(op, name, default_) #op,
+#include "pyflame/op_params.def"
+#undef PF_OP_PARAM
+};
+constexpr bool same_op(const char* a, const char* b) {
+  while (*a && *a == *b) ++a, ++b;
+  return *a == *b;
+}
+}  // namespace detail
+
+// Where a parameter stands among its op's (op_params.def's order).
+constexpr size_t param_index(ParamName p) {
+  size_t n = 0;
+  for (size_t j = 0; j < static_cast<size_t>(p); ++j)
+    n += detail::same_op(detail::kParamOps[j], detail::kParamOps[static_cast<size_t>(p)]);
+  return n;
+}
+
+// Elementwise ops: their parameters (op_params.def) in table order, defaults
+// filled in; read by name, param<ParamName::elu_alpha>().
 struct ElementwiseAttrs {
   std::vector<Scalar> params;
+  template <ParamName P> const Scalar& param() const {
+    constexpr size_t i = param_index(P);
+    return params[i];
+  }
   bool operator==(const ElementwiseAttrs&) const = default;
   template <class V> void fields(V&& v) const { v("params", params); }
 };
