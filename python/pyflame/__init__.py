@@ -112,7 +112,8 @@ from ._creation import (  # noqa: E402,F401
 from ._C import cat, chunk, embedding, masked_fill, one_hot, split, stack, tril, triu  # noqa: E402,F401  (shape_ops.h)
 from ._device import device, device_info  # noqa: E402,F401
 from . import autograd  # noqa: E402,F401
-from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402,F401
+from .autograd import (  # noqa: E402,F401
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled)
 from . import amp  # noqa: E402,F401
 from . import utils  # noqa: E402,F401  (pf.utils.data, pf.utils.checkpoint)
 from . import datasets  # noqa: E402,F401

@@ -534,5 +534,23 @@ del _name, _fn
 __all__ = [
     "addcmul", "addcdiv", "positive", "isclose", "allclose", "equal", "index_add", "index_copy", "index_fill",
     "index_put", "index_put_", "masked_select", "take", "aminmax", "diff", "normal", "bernoulli", "multinomial",
-    "logical_xor", "bincount", "histc", "kron", "cross", "cdist",
+    "logical_xor", "bincount", "histc", "kron", "cross", "cdist", "can_cast", "get_num_threads", "set_num_threads",
 ]
+
+
+def can_cast(from_, to):
+    """Whether PyTorch's type promotion allows casting from_ to `to` (torch.can_cast): not from a float to an
+    integer or bool type, nor from an integer type to bool."""
+    if from_.is_floating_point:
+        return to.is_floating_point
+    return not (from_ != _C.dtype.bool and to == _C.dtype.bool)
+
+
+def get_num_threads():
+    """The threads the CPU kernels use (torch.get_num_threads; pf.cpu_threads)."""
+    return _C.cpu_threads()
+
+
+def set_num_threads(n):
+    """Sets the threads the CPU kernels use (torch.set_num_threads; pf.set_cpu_threads)."""
+    _C.set_cpu_threads(int(n))

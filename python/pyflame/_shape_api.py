@@ -18,10 +18,11 @@ from ._creation import _float_dtype, empty, full, ones, rand, randn, tensor, zer
 
 __all__ = [
     "Size", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadcast_tensors", "broadcast_to",
-    "cartesian_prod", "clone", "column_stack", "diag", "diag_embed", "diagonal", "dstack", "finfo", "flatten", "flip",
-    "fliplr", "flipud", "hstack", "iinfo", "is_complex", "is_floating_point", "is_nonzero", "is_tensor", "meshgrid",
-    "moveaxis", "movedim", "narrow", "numel", "repeat_interleave", "roll", "rot90", "row_stack", "squeeze",
-    "swapaxes", "swapdims", "t", "take_along_dim", "tile", "trace", "unbind", "unflatten", "vstack",
+    "cartesian_prod", "clone", "column_stack", "concat", "concatenate", "diag", "diag_embed", "diagonal", "dstack",
+    "finfo", "flatten", "flip", "fliplr", "flipud", "hstack", "iinfo", "is_complex", "is_floating_point", "is_nonzero",
+    "is_tensor", "meshgrid", "moveaxis", "movedim", "narrow", "numel", "ravel", "repeat_interleave", "roll", "rot90",
+    "row_stack", "squeeze", "swapaxes", "swapdims", "t", "take_along_dim", "tensor_split", "tile", "trace", "unbind",
+    "unflatten", "vstack",
 ]
 
 # Names also bound in this module.
@@ -140,6 +141,37 @@ def unbind(input, dim=0):
     """The slices of input along dim, as a tuple of views."""
     d = _wrap(dim, input.dim())
     return tuple(_C.select(input, d, i) for i in range(input.shape[d]))
+
+
+def ravel(input):
+    """The elements in row-major order, 1-D: a view where the layout allows, else a copy (torch.ravel)."""
+    return input.reshape(-1)
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    """Views of input along dim, as torch.tensor_split: n sections (an int, or a 0-d integer tensor) whose sizes
+    differ by at most one, the first ones longer; or the pieces between indices (a sequence, or a 1-D integer
+    tensor), each cut as input[i:j] would be."""
+    d = _wrap(dim, input.dim())
+    size = input.shape[d]
+    if isinstance(indices_or_sections, _C.Tensor):
+        if indices_or_sections.dtype.is_floating_point or indices_or_sections.dim() > 1:
+            raise _C.InvalidArgumentError("tensor_split(): indices_or_sections must be an integer tensor with 0 or 1 "
+                                          f"dims, got {indices_or_sections.dtype} of {indices_or_sections.dim()} dims")
+        indices_or_sections = (indices_or_sections.item() if indices_or_sections.dim() == 0
+                               else indices_or_sections.tolist())
+    if isinstance(indices_or_sections, numbers.Integral):
+        n = int(indices_or_sections)
+        if n <= 0:
+            raise _C.InvalidArgumentError(f"number of sections must be larger than 0, got {n}")
+        q, r = divmod(size, n)
+        bounds = [0]
+        for i in range(n):
+            bounds.append(bounds[-1] + q + (i < r))
+    else:
+        bounds = [0, *(int(i) for i in indices_or_sections), None]
+    lead = (_slice(None),) * d
+    return tuple(input[lead + (_slice(a, b),)] for a, b in zip(bounds, bounds[1:]))
 
 
 def unflatten(input, dim, sizes):
@@ -707,7 +739,7 @@ _C.Tensor.shape = property(lambda self: Size(_cpp_shape(self, _C.Tensor)), doc="
 
 for _name, _fn in {
     "size": _size,
-    "t": t, "narrow": narrow, "unbind": unbind, "unflatten": unflatten, "movedim": movedim, "moveaxis": movedim,
+    "t": t, "narrow": narrow, "unbind": unbind, "ravel": ravel, "tensor_split": tensor_split, "unflatten": unflatten, "movedim": movedim, "moveaxis": movedim,
     "swapaxes": swapaxes, "swapdims": swapaxes, "squeeze": squeeze, "flip": flip, "fliplr": fliplr,
     "flipud": flipud, "roll": roll, "repeat": repeat, "tile": lambda self, *dims: tile(self, _int_args(dims, "dims")),
     "repeat_interleave": repeat_interleave, "rot90": rot90, "take_along_dim": take_along_dim,
@@ -738,6 +770,7 @@ for _name, _fn in {
 del _name, _fn
 
 flatten = _C.flatten
+concat = concatenate = _C.cat
 moveaxis = movedim
 swapdims = swapaxes
 row_stack = vstack

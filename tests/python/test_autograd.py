@@ -267,6 +267,29 @@ def test_grad_mode_context_and_decorator(rng):
     pf.set_grad_enabled(True)
 
 
+def test_bare_decorators_and_inference_mode(rng):
+    """@pf.no_grad and @pf.enable_grad without parentheses, and inference_mode, as torch's (which PyFlame runs as
+    no_grad: it has no inference tensors)."""
+    x, tx = _pair(rng, 3)
+
+    def twice(t):
+        return t * 2
+
+    for lib, t in ((pf, x), (torch, tx)):
+        assert not lib.no_grad(twice)(t).requires_grad
+        assert not lib.inference_mode(twice)(t).requires_grad
+        with lib.no_grad():
+            assert lib.enable_grad(twice)(t).requires_grad
+        with lib.inference_mode():
+            assert lib.is_inference_mode_enabled() and not lib.is_grad_enabled()
+            with lib.inference_mode(False):
+                assert not lib.is_inference_mode_enabled()
+            assert lib.is_inference_mode_enabled()
+        assert not lib.is_inference_mode_enabled() and lib.is_grad_enabled()
+        with lib.inference_mode(mode=False):
+            assert (t * 2).requires_grad
+
+
 def test_errors_as_pytorch(rng):
     x, _ = _pair(rng, 3)
     with pytest.raises(RuntimeError, match="scalar outputs"):

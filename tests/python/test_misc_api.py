@@ -543,3 +543,19 @@ def test_counting_and_products(device, rng):
     close(m.where(m > 0, pf.tensor(0.0)), tm.where(tm > 0, torch.tensor(0.0)), "Tensor.where")
     close(pf.special.expit(m), torch.special.expit(tm), "special.expit")
     close(pf.special.logit(pf.sigmoid(m)), torch.special.logit(torch.sigmoid(tm)), "special.logit")
+
+
+def test_can_cast_and_thread_count():
+    """pf.can_cast against torch's over every dtype pair; get/set_num_threads are the CPU kernels' thread count."""
+    names = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
+    for a in names:
+        for b in names:
+            assert pf.can_cast(getattr(pf, a), getattr(pf, b)) == torch.can_cast(getattr(torch, a), getattr(torch, b)), \
+                (a, b)
+    n = pf.get_num_threads()
+    assert n == pf.cpu_threads() >= 1
+    pf.set_num_threads(1)
+    try:
+        assert pf.get_num_threads() == 1
+    finally:
+        pf.set_num_threads(n)

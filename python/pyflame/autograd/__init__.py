@@ -7,12 +7,13 @@ leaves' `.grad`, `grad()` returns them instead.
 
 from .. import _C
 from .function import Function, FunctionCtx
-from .grad_mode import enable_grad, no_grad, set_grad_enabled
+from .grad_mode import enable_grad, inference_mode, is_inference_mode_enabled, no_grad, set_grad_enabled
 
 is_grad_enabled = _C.is_grad_enabled
 Node = _C.Node
 
-__all__ = ["backward", "grad", "Function", "FunctionCtx", "enable_grad", "no_grad", "set_grad_enabled", "is_grad_enabled", "Node"]
+__all__ = ["backward", "grad", "Function", "FunctionCtx", "enable_grad", "no_grad", "set_grad_enabled", "is_grad_enabled",
+           "inference_mode", "is_inference_mode_enabled", "Node"]
 
 
 def _as_list(tensors):
