@@ -193,6 +193,18 @@ def test_dlpack_capsules_versioned_and_legacy(rng):
     gc.collect()
 
 
+def test_utils_dlpack_round_trips_with_torch(rng):
+    """pf.utils.dlpack as torch.utils.dlpack: capsules both ways, sharing memory."""
+    import torch.utils.dlpack
+
+    t = torch.from_numpy(rng.standard_normal(4))
+    x = pf.utils.dlpack.from_dlpack(torch.utils.dlpack.to_dlpack(t))
+    y = torch.utils.dlpack.from_dlpack(pf.utils.dlpack.to_dlpack(x))
+    assert x.data_ptr() == t.data_ptr() == y.data_ptr()
+    y[1] = 2.5
+    assert x[1].item() == 2.5 and t[1].item() == 2.5
+
+
 def test_dlpack_jax(rng):
     """JAX arrays both ways, sharing memory (JAX's CPU backend; skipped where JAX is not installed)."""
     jax = pytest.importorskip("jax")

@@ -1,4 +1,4 @@
-"""Utilities mirroring torch.utils: pyflame.utils.data (datasets, samplers, DataLoader) and
-pyflame.utils.checkpoint (gradient checkpointing)."""
+"""Utilities mirroring torch.utils: pyflame.utils.data (datasets, samplers, DataLoader),
+pyflame.utils.checkpoint (gradient checkpointing) and pyflame.utils.dlpack (DLPack capsules)."""
 
-from . import checkpoint, data  # noqa: F401
+from . import checkpoint, data, dlpack  # noqa: F401
