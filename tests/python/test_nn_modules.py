@@ -887,3 +887,36 @@ def test_seed_running_neural_networks_example():
         t_logits = _torch_copy(model)(torch.from_numpy(x.numpy().copy()))
         expected = torch.nn.functional.cross_entropy(t_logits, torch.from_numpy(targets.numpy().copy()))
     check_output(loss, expected, 1e-5, 1e-6)
+
+
+def test_forward_hooks_as_torch(rng):
+    """Forward pre-hooks and hooks (plain, with_kwargs, prepend, a replaced input and output, remove) give the
+    same calls and results as torch's on the same Linear."""
+    w = rng.uniform(-1, 1, (3, 4)).astype(np.float32)
+    x = rng.uniform(-1, 1, (2, 4)).astype(np.float32)
+
+    def run(lib, nnmod):
+        layer = nnmod.Linear(4, 3, bias=False)
+        with lib.no_grad():
+            layer.weight.copy_(lib.tensor(w))
+        calls = []
+        handles = [
+            layer.register_forward_pre_hook(lambda m, args: calls.append("pre") or (args[0] * 2,)),
+            layer.register_forward_pre_hook(lambda m, args: calls.append("pre-first"), prepend=True),
+            layer.register_forward_pre_hook(lambda m, args, kwargs: calls.append("pre-kw") or ((args[0] + 1,), kwargs),
+                                            with_kwargs=True),
+            layer.register_forward_hook(lambda m, args, out: calls.append("post") or out * 3),
+            layer.register_forward_hook(lambda m, args, kwargs, out: calls.append(f"post-kw {len(kwargs)}"),
+                                        with_kwargs=True),
+        ]
+        first = layer(lib.tensor(x))
+        handles[0].remove()
+        with handles[3]:
+            pass  # leaving the block removes the hook
+        second = layer(lib.tensor(x))
+        return calls, first.detach().numpy(), second.detach().numpy()
+
+    got, want = run(pf, nn), run(torch, torch.nn)
+    assert got[0] == want[0]
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-6, atol=1e-6)

@@ -16,6 +16,27 @@ from .parameter import Parameter
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
+class RemovableHandle:
+    """What register_forward_hook and register_forward_pre_hook return: remove() takes the hook away (also on
+    leaving a `with` block), as torch.utils.hooks.RemovableHandle."""
+
+    _next_id = 0
+
+    def __init__(self, hooks):
+        self._hooks = hooks
+        self.id = RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
 def _addindent(s, num_spaces):
     lines = s.split("\n")
     if len(lines) == 1:
@@ -66,12 +87,58 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        # Hooks by handle id: (hook, with_kwargs).
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        state = self.__dict__  # (a module unpickled from before hooks existed has no hook dicts)
+        if not (state.get("_forward_pre_hooks") or state.get("_forward_hooks")):
+            return self.forward(*args, **kwargs)
+        for hook, with_kwargs in list(self._forward_pre_hooks.values()):
+            if with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                           f"but got {result}.")
+                    args, kwargs = result
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        output = self.forward(*args, **kwargs)
+        for hook, with_kwargs in list(self._forward_hooks.values()):
+            result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
+
+    # ------------------------------------------------------------ hooks
+
+    def _add_hook(self, name, hook, prepend, with_kwargs):
+        hooks = self.__dict__.setdefault(name, OrderedDict())
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = (hook, with_kwargs)
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args) before forward; it may return new args (a tuple, or one value). With with_kwargs,
+        hook(module, args, kwargs) returning None or (args, kwargs). Returns a handle whose remove() drops it."""
+        return self._add_hook("_forward_pre_hooks", hook, prepend, with_kwargs)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """hook(module, args, output) after forward (hook(module, args, kwargs, output) with with_kwargs); it may
+        return a new output. Returns a handle whose remove() drops it. always_call (running the hook when forward
+        raises) is not supported."""
+        if always_call:
+            raise _C.NotSupportedError("register_forward_hook(always_call=True) is not supported (docs/nn.md)")
+        return self._add_hook("_forward_hooks", hook, prepend, with_kwargs)
 
     # ------------------------------------------------------------ registration
 
