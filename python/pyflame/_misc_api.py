@@ -272,6 +272,48 @@ def aminmax(input, *, dim=None, keepdim=False):
     return AminmaxResult(amin(input, dim, keepdim), amax(input, dim, keepdim))
 
 
+CummaxResult = namedtuple("cummax", ["values", "indices"])
+CumminResult = namedtuple("cummin", ["values", "indices"])
+
+
+def _cumulative_extreme(input, dim, larger, name):
+    """(values, indices) of the running maximum (or minimum) along dim, as torch's: a tie or a NaN moves the
+    index to the later element, a NaN stays the extreme. The indices come from a scan of log2(n) steps over
+    (value, index) pairs, each a where over shifted halves; the values are input gathered at them, so
+    autograd sends each gradient to the element that was the extreme, as torch does."""
+    result = CummaxResult if larger else CumminResult
+    if input.dim() == 0:
+        _wrap_dim(dim, 0, name)
+        return result(input.clone(), full((), 0, dtype=_C.dtype.int64, device=input.device))
+    d = _wrap_dim(dim, input.dim(), name)
+    n = input.shape[d]
+    values = input.detach()
+    where_shape = [1] * input.dim()
+    where_shape[d] = n
+    indices = arange(n, device=input.device).view(where_shape).expand(input.shape).contiguous()
+    step = 1
+    while step < n:
+        early_v, late_v = values.narrow(d, 0, n - step), values.narrow(d, step, n - step)
+        early_i, late_i = indices.narrow(d, 0, n - step), indices.narrow(d, step, n - step)
+        better = (early_v > late_v) if larger else (early_v < late_v)
+        if values.dtype.is_floating_point:
+            better = better | (early_v.isnan() & ~late_v.isnan())
+        values = _C.cat([values.narrow(d, 0, step), _C.where(better, early_v, late_v)], d)
+        indices = _C.cat([indices.narrow(d, 0, step), _C.where(better, early_i, late_i)], d)
+        step *= 2
+    return result(input.gather(d, indices), indices)
+
+
+def cummax(input, dim):
+    """The running maximum along dim and where it was, as torch.cummax's named tuple (values, indices)."""
+    return _cumulative_extreme(input, dim, True, "cummax")
+
+
+def cummin(input, dim):
+    """The running minimum along dim and where it was, as torch.cummin's named tuple (values, indices)."""
+    return _cumulative_extreme(input, dim, False, "cummin")
+
+
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """The n-th forward difference along dim, after joining prepend and append there, as torch.diff
     (bool tensors give logical xor)."""
@@ -526,7 +568,7 @@ for _name, _fn in (
     ("diff", diff), ("positive", positive), ("__pos__", positive), ("bernoulli", bernoulli),
     ("bernoulli_", _bernoulli_), ("exponential_", _exponential_), ("multinomial", multinomial),
     ("logical_xor", logical_xor), ("where", _where_method), ("bincount", bincount), ("histc", histc),
-    ("kron", kron), ("cross", cross),
+    ("kron", kron), ("cross", cross), ("cummax", cummax), ("cummin", cummin),
 ):
     setattr(_C.Tensor, _name, _fn)
 del _name, _fn
@@ -535,6 +577,7 @@ __all__ = [
     "addcmul", "addcdiv", "positive", "isclose", "allclose", "equal", "index_add", "index_copy", "index_fill",
     "index_put", "index_put_", "masked_select", "take", "aminmax", "diff", "normal", "bernoulli", "multinomial",
     "logical_xor", "bincount", "histc", "kron", "cross", "cdist", "can_cast", "get_num_threads", "set_num_threads",
+    "cummax", "cummin",
 ]
 
 

@@ -559,3 +559,32 @@ def test_can_cast_and_thread_count():
         assert pf.get_num_threads() == 1
     finally:
         pf.set_num_threads(n)
+
+
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+def test_cummax_cummin_as_torch(name, device, rng):
+    """Values, indices (ties and NaN move the index to the later element, as torch) and the input's gradient
+    against torch, over floats with repeats and NaN, integers, an empty dim, a dim of 1 and a 0-d tensor."""
+    cases = [((9,), 0, "float32"), ((3, 70), 1, "float32"), ((5, 4, 3), 0, "float64"), ((4, 6), -1, "int64"),
+             ((2, 0, 3), 1, "float32"), ((3, 1), 1, "float32"), ((), 0, "float32")]
+    for shape, dim, dtype in cases:
+        v = rng.integers(-3, 4, size=shape).astype(dtype)  # repeats: ties
+        if dtype.startswith("float") and v.size > 5:
+            v.reshape(-1)[[1, 4]] = np.nan
+        x = pf.tensor(v, device=device)
+        tx = torch.from_numpy(np.array(v))
+        if dtype.startswith("float"):
+            x.requires_grad_(True)
+            tx.requires_grad_(True)
+        got, want = getattr(pf, name)(x, dim), getattr(torch, name)(tx, dim)
+        what = f"{name}{shape} dim {dim} {dtype}"
+        np.testing.assert_array_equal(pf_to_numpy(got.values), want.values.detach().numpy(), err_msg=what)
+        np.testing.assert_array_equal(pf_to_numpy(got.indices), want.indices.numpy(), err_msg=what)
+        assert got.indices.dtype == pf.int64 and got.values.device == x.device
+        if dtype.startswith("float") and v.size:
+            g = rng.uniform(-1, 1, size=shape)
+            got.values.backward(pf.tensor(g, dtype=x.dtype, device=device))
+            want.values.backward(torch.from_numpy(g).to(tx.dtype))
+            np.testing.assert_allclose(pf_to_numpy(x.grad), tx.grad.numpy(), err_msg=what)
+    method = getattr(pf.tensor([[1.0, 3.0, 2.0]], device=device), name)(1)
+    assert pf_to_numpy(method.indices).tolist() == getattr(torch.tensor([[1.0, 3.0, 2.0]]), name)(1).indices.tolist()
