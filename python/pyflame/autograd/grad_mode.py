@@ -21,10 +21,16 @@ class _GradMode:
         _C._set_grad_enabled(self._previous)
         return False
 
+    def _arguments(self):
+        """What a new instance of the mode, one per decorated call, is made with."""
+        return ()
+
     def __call__(self, fn):
+        mode, arguments = self.__class__, self._arguments()
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with self.__class__():
+            with mode(*arguments):
                 return fn(*args, **kwargs)
 
         return wrapper
@@ -84,15 +90,8 @@ class inference_mode(_GradMode):
         _inference.enabled = self._previous_inference
         return super().__exit__(*exc)
 
-    def __call__(self, fn):
-        inference = self._inference
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with inference_mode(inference):
-                return fn(*args, **kwargs)
-
-        return wrapper
+    def _arguments(self):
+        return (self._inference,)
 
 
 class set_grad_enabled(_GradMode):
@@ -106,13 +105,9 @@ class set_grad_enabled(_GradMode):
     def __enter__(self):
         pass
 
+    def _arguments(self):
+        return (self._mode,)
+
     def __call__(self, fn):
         _C._set_grad_enabled(self._previous)  # as a decorator it applies per call, not now
-        mode = self._mode
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with set_grad_enabled(mode):
-                return fn(*args, **kwargs)
-
-        return wrapper
+        return super().__call__(fn)
