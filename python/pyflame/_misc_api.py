@@ -559,6 +559,24 @@ def _index_put_method(self, indices, values, accumulate=False):
     return index_put(self, indices, values, accumulate)
 
 
+def can_cast(from_, to):
+    """Whether PyTorch's type promotion allows casting from_ to `to` (torch.can_cast): not from a float to an
+    integer or bool type, nor from an integer type to bool."""
+    if from_.is_floating_point:
+        return to.is_floating_point
+    return not (from_ != _C.dtype.bool and to == _C.dtype.bool)
+
+
+def get_num_threads():
+    """The threads the CPU kernels use (torch.get_num_threads; pf.cpu_threads)."""
+    return _C.cpu_threads()
+
+
+def set_num_threads(n):
+    """Sets the threads the CPU kernels use (torch.set_num_threads; pf.set_cpu_threads)."""
+    _C.set_cpu_threads(int(n))
+
+
 for _name, _fn in (
     ("addcmul", addcmul), ("addcdiv", addcdiv), ("addcmul_", addcmul_), ("addcdiv_", addcdiv_),
     ("isclose", isclose), ("allclose", allclose), ("equal", equal),
@@ -580,20 +598,3 @@ __all__ = [
     "cummax", "cummin",
 ]
 
-
-def can_cast(from_, to):
-    """Whether PyTorch's type promotion allows casting from_ to `to` (torch.can_cast): not from a float to an
-    integer or bool type, nor from an integer type to bool."""
-    if from_.is_floating_point:
-        return to.is_floating_point
-    return not (from_ != _C.dtype.bool and to == _C.dtype.bool)
-
-
-def get_num_threads():
-    """The threads the CPU kernels use (torch.get_num_threads; pf.cpu_threads)."""
-    return _C.cpu_threads()
-
-
-def set_num_threads(n):
-    """Sets the threads the CPU kernels use (torch.set_num_threads; pf.set_cpu_threads)."""
-    _C.set_cpu_threads(int(n))

@@ -739,7 +739,8 @@ _C.Tensor.shape = property(lambda self: Size(_cpp_shape(self, _C.Tensor)), doc="
 
 for _name, _fn in {
     "size": _size,
-    "t": t, "narrow": narrow, "unbind": unbind, "ravel": ravel, "tensor_split": tensor_split, "unflatten": unflatten, "movedim": movedim, "moveaxis": movedim,
+    "t": t, "narrow": narrow, "unbind": unbind, "ravel": ravel, "tensor_split": tensor_split,
+    "unflatten": unflatten, "movedim": movedim, "moveaxis": movedim,
     "swapaxes": swapaxes, "swapdims": swapaxes, "squeeze": squeeze, "flip": flip, "fliplr": fliplr,
     "flipud": flipud, "roll": roll, "repeat": repeat, "tile": lambda self, *dims: tile(self, _int_args(dims, "dims")),
     "repeat_interleave": repeat_interleave, "rot90": rot90, "take_along_dim": take_along_dim,
