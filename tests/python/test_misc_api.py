@@ -585,6 +585,7 @@ def test_cummax_cummin_as_torch(name, device, rng):
             g = rng.uniform(-1, 1, size=shape)
             got.values.backward(pf.tensor(g, dtype=x.dtype, device=device))
             want.values.backward(torch.from_numpy(g).to(tx.dtype))
-            np.testing.assert_allclose(pf_to_numpy(x.grad), tx.grad.numpy(), err_msg=what)
+            # Gradients of one position summed in another order (GPU scatter_add): float rounding.
+            np.testing.assert_allclose(pf_to_numpy(x.grad), tx.grad.numpy(), rtol=1e-6, atol=1e-7, err_msg=what)
     method = getattr(pf.tensor([[1.0, 3.0, 2.0]], device=device), name)(1)
     assert pf_to_numpy(method.indices).tolist() == getattr(torch.tensor([[1.0, 3.0, 2.0]]), name)(1).indices.tolist()

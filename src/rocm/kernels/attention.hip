@@ -1,13 +1,18 @@
 // GPU flash_attention and its backward (nn_ops.h has the op): attention
 // without the (L, S) scores in memory, as FlashAttention-2 (Dao, 2023). A
-// block of 4 warps takes 64 query rows, 16 per warp; the keys and values pass
-// through shared memory a tile at a time, and each warp keeps its rows'
-// running maximum, sum and output in registers (online softmax), multiplying
-// on the matrix units through tile.h. The backward runs two kernels that
-// recompute the probabilities from the forward's logsumexp: one per query
-// block for grad_query (it also writes delta = rowsum(grad_output * output)),
-// one per key block for grad_key and grad_value, looping over the query heads
-// that share the keys (GQA), so no gradient needs atomics.
+// block of 4 warps takes 64 query rows (128 in the forward for head dims up to
+// 64: two 16-row strips per warp, so each key fragment read from shared
+// memory feeds two products); the keys and values pass through shared memory
+// a tile at a time, and each warp keeps its rows' running maximum, sum and
+// output in registers (online softmax), multiplying on the matrix units
+// through tile.h. Each kernel's two shared tiles are used one after the
+// other, so the copy of the next one into the first overlaps the products
+// with the second (tile::copy16 is asynchronous where the GPU allows). The
+// backward runs two kernels that recompute the probabilities from the
+// forward's logsumexp: one per query block for grad_query (it also writes
+// delta = rowsum(grad_output * output)), one per key block for grad_key and
+// grad_value, looping over the query heads that share the keys (GQA), so no
+// gradient needs atomics.
 //
 // Head dims up to 256 in three instantiations (64, 128, 256; smaller dims
 // read zeros past their end); 256 takes tiles of 32 so two tiles and the
@@ -26,7 +31,10 @@ namespace pyflame::backend::rocm {
 namespace {
 
 constexpr int kWarps = 4;
-constexpr int kBlockRows = 16 * kWarps;  // query rows (forward, dq) or keys (dk, dv) per block
+constexpr int kBlockRows = 16 * kWarps;  // query rows (dq) or keys (dk, dv) per block of the backward
+// 16-row strips per warp in the forward: two where the registers allow (H100: 248 of 255 at D = 64).
+template <int D> constexpr int kForwardStrips = D <= 64 ? 2 : 1;
+template <int D> constexpr int kForwardRows = 16 * kForwardStrips<D> * kWarps;
 // Keys (forward, dq) or queries (dk, dv) per shared tile: two tiles (and the portable tile
 // path's scratch) fit in 48 KiB.
 template <int D> constexpr int kTile = D > 128 ? 32 : 64;
@@ -47,17 +55,17 @@ struct AttentionDims {
 };
 
 // rows x D of src into a tile of leading dimension ld, 8 elements (16 bytes)
-// at a time; zeros past `valid` rows and `cols` columns. The op's plan makes
-// strides and offsets multiples of 8.
+// at a time, as one group of copies that may still be in flight on return
+// (tile::wait_copies); zeros past `valid` rows and `cols` columns. The op's
+// plan makes strides and offsets multiples of 8.
 template <class T, int D>
 __device__ void load_tile(T* tile, int ld, int rows, const T* src, int64_t stride, int64_t valid, int cols) {
-  using Chunk = Vec<T, 8>;
   for (int e = threadIdx.x; e < rows * D / 8; e += blockDim.x) {
     const int r = e / (D / 8), c = 8 * (e % (D / 8));
-    Chunk v{};
-    if (r < valid && c < cols) v = *reinterpret_cast<const Chunk*>(src + r * stride + c);
-    *reinterpret_cast<Chunk*>(tile + r * ld + c) = v;
+    const bool in = r < valid && c < cols;
+    tile::copy16(tile + r * ld + c, in ? src + r * stride + c : src, in);
   }
+  tile::commit_copies();
 }
 
 // Whether keys kb .. kb + keys - 1 need masking for the queries from row0 on:
@@ -86,81 +94,105 @@ struct BlockCoord {
 template <class T, int D>
 static __global__ void flash_attention_forward(const T* q, const T* k, const T* v, T* out, float* lse,
                                                AttentionDims d, HeadStrides sq, HeadStrides sk, HeadStrides sv) {
-  constexpr int kKeys = kTile<D>, ldk = D + 8, ldp = kKeys + 8;
-  __shared__ uint16_t tiles[2 * kKeys * ldk + kWarps * tile::kScratchRows * ldp] __attribute__((aligned(16)));
+  constexpr int M = kForwardStrips<D>, kRows = kForwardRows<D>, kKeys = kTile<D>, ldk = D + 8, ldp = kKeys + 8;
+  __shared__ uint16_t tiles[2 * kKeys * ldk + kWarps * M * tile::kScratchRows * ldp] __attribute__((aligned(16)));
   T *ks = reinterpret_cast<T*>(tiles), *vs = ks + kKeys * ldk, *scratch = vs + kKeys * ldk;
   const int warp = threadIdx.x / PF_WARP_SIZE;
-  const BlockCoord at((d.q_len + kBlockRows - 1) / kBlockRows, d.heads, d.causal);
+  const BlockCoord at((d.q_len + kRows - 1) / kRows, d.heads, d.causal);
   const int64_t kv_head = at.head / (d.heads / d.kv_heads);
-  const int64_t block_row = at.tile * kBlockRows, row0 = block_row + 16 * warp;
+  const int64_t block_row = at.tile * kRows, row0 = block_row + 16 * M * warp;
   const T* kp = k + at.batch * sk.batch + kv_head * sk.head;
   const T* vp = v + at.batch * sv.batch + kv_head * sv.head;
-  tile::ARows<T, D> qa;
-  qa.load(q + at.batch * sq.batch + at.head * sq.head + row0 * sq.row, sq.row, d.q_len - row0, d.head_dim);
-  T* pw = scratch + warp * tile::kScratchRows * ldp;
+  tile::ARows<T, D> qa[M];
+#pragma unroll
+  for (int t = 0; t < M; ++t)
+    qa[t].load(q + at.batch * sq.batch + at.head * sq.head + (row0 + 16 * t) * sq.row, sq.row,
+               d.q_len - row0 - 16 * t, d.head_dim);
   const float scale_log2 = d.scale * kLog2e;
-  float m[tile::kRowSlots], l[tile::kRowSlots];
+  float m[M][tile::kRowSlots], l[M][tile::kRowSlots];
 #pragma unroll
-  for (int r = 0; r < tile::kRowSlots; ++r) m[r] = -INFINITY, l[r] = 0;
-  tile::Acc<D> o;
-  const int64_t kv_end = d.causal ? min(d.kv_len, block_row + kBlockRows) : d.kv_len;
+  for (int t = 0; t < M; ++t)
+#pragma unroll
+    for (int r = 0; r < tile::kRowSlots; ++r) m[t][r] = -INFINITY, l[t][r] = 0;
+  tile::Acc<D> o[M];
+  const int64_t kv_end = d.causal ? min(d.kv_len, block_row + kRows) : d.kv_len;
+  // K of tile j + 1 and V of tile j are copied while the warps multiply by the other one.
+  if (kv_end > 0) load_tile<T, D>(ks, ldk, kKeys, kp, sk.row, d.kv_len, d.head_dim);
   for (int64_t kb = 0; kb < kv_end; kb += kKeys) {
-    __syncthreads();  // the previous tile's readers are done
-    load_tile<T, D>(ks, ldk, kKeys, kp + kb * sk.row, sk.row, d.kv_len - kb, d.head_dim);
     load_tile<T, D>(vs, ldk, kKeys, vp + kb * sv.row, sv.row, d.kv_len - kb, d.head_dim);
+    tile::wait_copies<1>();  // K has landed, V may be in flight
     __syncthreads();
-    tile::Acc<kKeys> s;
-    tile::mma_abt(s, qa, ks, ldk);
-    const bool masked = tile_masked(d, block_row, kb, kKeys);
-    const int keys = static_cast<int>(min(static_cast<int64_t>(kKeys), d.kv_len - kb)), diag = static_cast<int>(row0 - kb);
-    float top[tile::kRowSlots];
+    // A warp whose rows all precede the tile's first key has nothing to add (causal).
+    const bool sees = !d.causal || kb <= row0 + 16 * M - 1;
+    tile::Acc<kKeys> s[M];
+    if (sees) tile::mma_abt(s, qa, ks, ldk);
+    __syncthreads();  // every warp has read K
+    const bool more = kb + kKeys < kv_end;
+    if (more) load_tile<T, D>(ks, ldk, kKeys, kp + (kb + kKeys) * sk.row, sk.row, d.kv_len - kb - kKeys, d.head_dim);
+    tile::ARows<T, kKeys> pa[M];
+    if (sees) {
+      const bool masked = tile_masked(d, block_row, kb, kKeys);
+      const int keys = static_cast<int>(min(static_cast<int64_t>(kKeys), d.kv_len - kb));
 #pragma unroll
-    for (int r = 0; r < tile::kRowSlots; ++r) top[r] = m[r];
+      for (int t = 0; t < M; ++t) {
+        const int diag = static_cast<int>(row0 + 16 * t - kb);
+        float top[tile::kRowSlots];
 #pragma unroll
-    for (int i = 0; i < tile::kAccPerLane<kKeys>; ++i) {
-      float x = s.v[i] * scale_log2;
-      if (masked && is_masked(tile::acc_col(i), tile::acc_row(i), keys, diag, d.causal)) x = -INFINITY;
-      s.v[i] = x;
-      top[tile::acc_slot(i)] = fmaxf(top[tile::acc_slot(i)], x);
+        for (int r = 0; r < tile::kRowSlots; ++r) top[r] = m[t][r];
+#pragma unroll
+        for (int i = 0; i < tile::kAccPerLane<kKeys>; ++i) {
+          float x = s[t].v[i] * scale_log2;
+          if (masked && is_masked(tile::acc_col(i), tile::acc_row(i), keys, diag, d.causal)) x = -INFINITY;
+          s[t].v[i] = x;
+          top[tile::acc_slot(i)] = fmaxf(top[tile::acc_slot(i)], x);
+        }
+        float alpha[tile::kRowSlots], sum[tile::kRowSlots];
+#pragma unroll
+        for (int r = 0; r < tile::kRowSlots; ++r) {
+          top[r] = tile::row_reduce(top[r], [](float a, float b) { return fmaxf(a, b); });
+          // A row with no key yet keeps m = -inf and its (zero) sums.
+          alpha[r] = top[r] == -INFINITY ? 1.0f : exp2f(m[t][r] - top[r]);
+          m[t][r] = top[r], sum[r] = 0;
+        }
+#pragma unroll
+        for (int i = 0; i < tile::kAccPerLane<kKeys>; ++i) {
+          const int r = tile::acc_slot(i);
+          const float p = s[t].v[i] == -INFINITY ? 0.0f : exp2f(s[t].v[i] - m[t][r]);
+          s[t].v[i] = p;
+          sum[r] += p;
+        }
+#pragma unroll
+        for (int r = 0; r < tile::kRowSlots; ++r)
+          l[t][r] = l[t][r] * alpha[r] + tile::row_reduce(sum[r], [](float a, float b) { return a + b; });
+#pragma unroll
+        for (int i = 0; i < tile::kAccPerLane<D>; ++i) o[t].v[i] *= alpha[tile::acc_slot(i)];
+        pa[t].from_acc(s[t], scratch + (warp * M + t) * tile::kScratchRows * ldp, ldp);
+      }
     }
-    float alpha[tile::kRowSlots], sum[tile::kRowSlots];
-#pragma unroll
-    for (int r = 0; r < tile::kRowSlots; ++r) {
-      top[r] = tile::row_reduce(top[r], [](float a, float b) { return fmaxf(a, b); });
-      // A row with no key yet keeps m = -inf and its (zero) sums.
-      alpha[r] = top[r] == -INFINITY ? 1.0f : exp2f(m[r] - top[r]);
-      m[r] = top[r], sum[r] = 0;
-    }
-#pragma unroll
-    for (int i = 0; i < tile::kAccPerLane<kKeys>; ++i) {
-      const int r = tile::acc_slot(i);
-      const float p = s.v[i] == -INFINITY ? 0.0f : exp2f(s.v[i] - m[r]);
-      s.v[i] = p;
-      sum[r] += p;
-    }
-#pragma unroll
-    for (int r = 0; r < tile::kRowSlots; ++r)
-      l[r] = l[r] * alpha[r] + tile::row_reduce(sum[r], [](float a, float b) { return a + b; });
-#pragma unroll
-    for (int i = 0; i < tile::kAccPerLane<D>; ++i) o.v[i] *= alpha[tile::acc_slot(i)];
-    tile::ARows<T, kKeys> pa;
-    pa.from_acc(s, pw, ldp);
     tile::scratch_barrier();
-    tile::mma_ab(o, pa, vs, ldk);
+    if (more) tile::wait_copies<1>();  // V has landed, the next K may be in flight
+    else tile::wait_copies<0>();
+    __syncthreads();
+    if (sees) tile::mma_ab(o, pa, vs, ldk);
+    __syncthreads();  // every warp has read V
   }
   const int64_t plane = at.batch * d.heads + at.head;
 #pragma unroll
-  for (int i = 0; i < tile::kAccPerLane<D>; ++i) {
-    const int64_t row = row0 + tile::acc_row(i);
-    const int col = tile::acc_col(i);
-    if (row < d.q_len && col < d.head_dim)
-      out[(plane * d.q_len + row) * d.head_dim + col] = T(o.v[i] / l[tile::acc_slot(i)]);
-  }
-  if (tile::lane_id() % tile::kRowLanes == 0) {
+  for (int t = 0; t < M; ++t) {
+    const int64_t strip = row0 + 16 * t;
 #pragma unroll
-    for (int r = 0; r < tile::kRowSlots; ++r) {
-      const int64_t row = row0 + tile::slot_row(r);
-      if (row < d.q_len) lse[plane * d.q_len + row] = (m[r] + log2f(l[r])) * kLn2;
+    for (int i = 0; i < tile::kAccPerLane<D>; ++i) {
+      const int64_t row = strip + tile::acc_row(i);
+      const int col = tile::acc_col(i);
+      if (row < d.q_len && col < d.head_dim)
+        out[(plane * d.q_len + row) * d.head_dim + col] = T(o[t].v[i] / l[t][tile::acc_slot(i)]);
+    }
+    if (tile::lane_id() % tile::kRowLanes == 0) {
+#pragma unroll
+      for (int r = 0; r < tile::kRowSlots; ++r) {
+        const int64_t row = strip + tile::slot_row(r);
+        if (row < d.q_len) lse[plane * d.q_len + row] = (m[t][r] + log2f(l[t][r])) * kLn2;
+      }
     }
   }
 }
@@ -175,22 +207,37 @@ static __global__ void flash_attention_backward_dq(const T* q, const T* k, const
   __shared__ uint16_t tiles[2 * kKeys * ldk + kWarps * tile::kScratchRows * ldp] __attribute__((aligned(16)));
   T *ks = reinterpret_cast<T*>(tiles), *vs = ks + kKeys * ldk, *scratch = vs + kKeys * ldk;
   __shared__ float delta_s[kBlockRows];
-  const int warp = threadIdx.x / PF_WARP_SIZE, lane = tile::lane_id();
+  const int warp = threadIdx.x / PF_WARP_SIZE;
   const BlockCoord at((d.q_len + kBlockRows - 1) / kBlockRows, d.heads, d.causal);
   const int64_t kv_head = at.head / (d.heads / d.kv_heads), plane = at.batch * d.heads + at.head;
   const int64_t block_row = at.tile * kBlockRows, row0 = block_row + 16 * warp;
   const T* op = out + at.batch * so.batch + at.head * so.head;
   const T* gp = grad_out + at.batch * sg.batch + at.head * sg.head;
-  for (int r = 0; r < 16; ++r) {
-    const int64_t row = row0 + r;
+  // delta of the block's rows: every thread's loads first (one memory latency,
+  // not one per row), then the D / 8 lanes of a row sum by shuffles.
+  constexpr int kChunks = D / 8, kPerThread = kBlockRows * kChunks / (kWarps * PF_WARP_SIZE);
+  static_assert(kChunks <= PF_WARP_SIZE && kPerThread * kWarps * PF_WARP_SIZE == kBlockRows * kChunks);
+  Vec<T, 8> gv[kPerThread], ov[kPerThread];
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int e = threadIdx.x + i * kWarps * PF_WARP_SIZE, c = 8 * (e % kChunks);
+    const int64_t row = block_row + e / kChunks;
+    gv[i] = ov[i] = {};
+    if (row < d.q_len && c < d.head_dim) {
+      gv[i] = *reinterpret_cast<const Vec<T, 8>*>(gp + row * sg.row + c);
+      ov[i] = *reinterpret_cast<const Vec<T, 8>*>(op + row * so.row + c);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int e = threadIdx.x + i * kWarps * PF_WARP_SIZE, r = e / kChunks;
     float acc = 0;
-    if (row < d.q_len)
-      for (int c = lane; c < d.head_dim; c += PF_WARP_SIZE)
-        acc += static_cast<float>(gp[row * sg.row + c]) * static_cast<float>(op[row * so.row + c]);
-    for (int mask = 1; mask < PF_WARP_SIZE; mask <<= 1) acc += PF_SHFL_XOR(acc, mask);
-    if (lane == 0) {
-      delta_s[16 * warp + r] = acc;
-      if (row < d.q_len) delta[plane * d.q_len + row] = acc;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc += static_cast<float>(gv[i].v[j]) * static_cast<float>(ov[i].v[j]);
+    for (int mask = 1; mask < kChunks; mask <<= 1) acc += PF_SHFL_XOR(acc, mask);
+    if (e % kChunks == 0) {
+      delta_s[r] = acc;
+      if (block_row + r < d.q_len) delta[plane * d.q_len + block_row + r] = acc;
     }
   }
   __syncthreads();
@@ -210,14 +257,21 @@ static __global__ void flash_attention_backward_dq(const T* q, const T* k, const
   T* pw = scratch + warp * tile::kScratchRows * ldp;
   tile::Acc<D> dq;
   const int64_t kv_end = d.causal ? min(d.kv_len, block_row + kBlockRows) : d.kv_len;
+  // V is needed first and K last: each is copied while the warps multiply by the other.
+  if (kv_end > 0) {
+    load_tile<T, D>(vs, ldk, kKeys, vp, sv.row, d.kv_len, d.head_dim);
+    load_tile<T, D>(ks, ldk, kKeys, kp, sk.row, d.kv_len, d.head_dim);
+  }
   for (int64_t kb = 0; kb < kv_end; kb += kKeys) {
-    __syncthreads();
-    load_tile<T, D>(ks, ldk, kKeys, kp + kb * sk.row, sk.row, d.kv_len - kb, d.head_dim);
-    load_tile<T, D>(vs, ldk, kKeys, vp + kb * sv.row, sv.row, d.kv_len - kb, d.head_dim);
+    const bool more = kb + kKeys < kv_end;
+    tile::wait_copies<1>();  // V has landed
     __syncthreads();
     tile::Acc<kKeys> s, dp;
-    tile::mma_abt(s, qa, ks, ldk);
     tile::mma_abt(dp, ga, vs, ldk);
+    tile::wait_copies<0>();  // K has landed
+    __syncthreads();         // and every warp has read V
+    if (more) load_tile<T, D>(vs, ldk, kKeys, vp + (kb + kKeys) * sv.row, sv.row, d.kv_len - kb - kKeys, d.head_dim);
+    tile::mma_abt(s, qa, ks, ldk);
     const bool masked = tile_masked(d, block_row, kb, kKeys);
     const int keys = static_cast<int>(min(static_cast<int64_t>(kKeys), d.kv_len - kb)), diag = static_cast<int>(row0 - kb);
 #pragma unroll
@@ -231,6 +285,8 @@ static __global__ void flash_attention_backward_dq(const T* q, const T* k, const
     dsa.from_acc(s, pw, ldp);
     tile::scratch_barrier();
     tile::mma_ab(dq, dsa, ks, ldk);
+    __syncthreads();  // every warp has read K
+    if (more) load_tile<T, D>(ks, ldk, kKeys, kp + (kb + kKeys) * sk.row, sk.row, d.kv_len - kb - kKeys, d.head_dim);
   }
 #pragma unroll
   for (int i = 0; i < tile::kAccPerLane<D>; ++i) {
@@ -260,30 +316,46 @@ static __global__ void flash_attention_backward_dkdv(const T* q, const T* k, con
   T* pw = scratch + warp * tile::kScratchRows * ldp;
   const float scale_log2 = d.scale * kLog2e;
   tile::Acc<D> dk, dv;
-  for (int64_t head = at.head * group; head < (at.head + 1) * group; ++head) {
-    const int64_t plane = at.batch * d.heads + head;
-    const T* qp = q + at.batch * sq.batch + head * sq.head;
-    const T* gp = grad_out + at.batch * sg.batch + head * sg.head;
-    for (int64_t qb = d.causal ? block_key : 0; qb < d.q_len; qb += kQueries) {
-      __syncthreads();
-      load_tile<T, D>(qs, ldq, kQueries, qp + qb * sq.row, sq.row, d.q_len - qb, d.head_dim);
-      load_tile<T, D>(gs, ldq, kQueries, gp + qb * sg.row, sg.row, d.q_len - qb, d.head_dim);
-      for (int r = threadIdx.x; r < kQueries; r += blockDim.x) {
-        const bool valid = qb + r < d.q_len;
-        lse_s[r] = valid ? lse[plane * d.q_len + qb + r] * kLog2e : INFINITY;  // p = 0 past the queries
-        delta_s[r] = valid ? delta[plane * d.q_len + qb + r] : 0.0f;
-      }
+  // The query tiles of every head that shares these keys, one after another.
+  // dO is needed first and Q last: each is copied while the warps multiply by
+  // the other; the tile's logsumexp and delta are stored once its dS is made.
+  const int64_t first = d.causal ? block_key : 0, head_end = (at.head + 1) * group;
+  auto load_rows = [&](float* dst, const float* src, int64_t plane, int64_t qb, float past_end) {
+    for (int r = threadIdx.x; r < kQueries; r += blockDim.x)
+      dst[r] = qb + r < d.q_len ? src[plane * d.q_len + qb + r] : past_end;
+  };
+  auto load_g = [&](int64_t head, int64_t qb) {
+    load_tile<T, D>(gs, ldq, kQueries, grad_out + at.batch * sg.batch + head * sg.head + qb * sg.row, sg.row,
+                    d.q_len - qb, d.head_dim);
+  };
+  auto load_q = [&](int64_t head, int64_t qb) {
+    load_tile<T, D>(qs, ldq, kQueries, q + at.batch * sq.batch + head * sq.head + qb * sq.row, sq.row,
+                    d.q_len - qb, d.head_dim);
+  };
+  if (first < d.q_len) {
+    load_g(at.head * group, first), load_q(at.head * group, first);
+    load_rows(lse_s, lse, at.batch * d.heads + at.head * group, first, INFINITY);  // p = 0 past the queries
+    load_rows(delta_s, delta, at.batch * d.heads + at.head * group, first, 0.0f);
+  }
+  for (int64_t head = at.head * group; head < head_end; ++head) {
+    for (int64_t qb = first; qb < d.q_len; qb += kQueries) {
+      int64_t next_head = head, next_qb = qb + kQueries;
+      if (next_qb >= d.q_len) ++next_head, next_qb = first;
+      const bool more = next_head < head_end;
+      tile::wait_copies<1>();  // dO has landed
       __syncthreads();
       tile::Acc<kQueries> st, dpt;  // S^T and dP^T: keys x queries
-      tile::mma_abt(st, ka, qs, ldq);
       tile::mma_abt(dpt, va, gs, ldq);
+      tile::wait_copies<0>();  // Q has landed
+      __syncthreads();
+      tile::mma_abt(st, ka, qs, ldq);
       // Key k is masked for query j where k > j: the diagonal of the transposed strip.
       const bool masked = d.causal && block_key + kBlockRows - 1 > qb;
       const int diag = static_cast<int>(qb - key0);
 #pragma unroll
       for (int i = 0; i < tile::kAccPerLane<kQueries>; ++i) {
         const bool off = masked && tile::acc_row(i) - tile::acc_col(i) > diag;
-        st.v[i] = off ? 0.0f : exp2f(st.v[i] * scale_log2 - lse_s[tile::acc_col(i)]);
+        st.v[i] = off ? 0.0f : exp2f(st.v[i] * scale_log2 - lse_s[tile::acc_col(i)] * kLog2e);
       }
       tile::ARows<T, kQueries> pa;
       pa.from_acc(st, pw, ldp);
@@ -293,8 +365,15 @@ static __global__ void flash_attention_backward_dkdv(const T* q, const T* k, con
       for (int i = 0; i < tile::kAccPerLane<kQueries>; ++i) st.v[i] *= dpt.v[i] - delta_s[tile::acc_col(i)];
       tile::scratch_barrier();  // every lane has read P before dS replaces it
       pa.from_acc(st, pw, ldp);
-      tile::scratch_barrier();
+      __syncthreads();  // every warp has read dO, the logsumexp and delta
+      if (more) {
+        load_g(next_head, next_qb);
+        load_rows(lse_s, lse, at.batch * d.heads + next_head, next_qb, INFINITY);
+        load_rows(delta_s, delta, at.batch * d.heads + next_head, next_qb, 0.0f);
+      }
       tile::mma_ab(dk, pa, qs, ldq);
+      __syncthreads();  // every warp has read Q
+      if (more) load_q(next_head, next_qb);
     }
   }
   const int64_t plane = at.batch * d.kv_heads + at.head;
@@ -325,15 +404,15 @@ std::string describe(const OpCall& call, const AttentionDims& d, const char* ker
 }
 
 // Blocks over (batch, heads, row blocks) in one grid dimension.
-unsigned blocks(const AttentionDims& d, int64_t heads, int64_t rows, const OpCall& call) {
-  const int64_t n = d.batch * heads * ((rows + kBlockRows - 1) / kBlockRows);
+unsigned blocks(const AttentionDims& d, int64_t heads, int64_t rows, int block_rows, const OpCall& call) {
+  const int64_t n = d.batch * heads * ((rows + block_rows - 1) / block_rows);
   PF_CHECK(n <= INT_MAX, NotSupportedError, op_name(call.op), ": ", n, " blocks exceed the grid limit of 2^31-1");
   return static_cast<unsigned>(n);
 }
 
 template <class T, int D> void attention_forward(OpCall& call, const AttentionDims& d, int threads, hipStream_t s) {
   const Tensor &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2];
-  flash_attention_forward<T, D><<<blocks(d, d.heads, d.q_len, call), threads, 0, s>>>(
+  flash_attention_forward<T, D><<<blocks(d, d.heads, d.q_len, kForwardRows<D>, call), threads, 0, s>>>(
       q.data<T>(), k.data<T>(), v.data<T>(), call.outputs[0].data<T>(), call.outputs[1].data<float>(), d,
       head_strides(q), head_strides(k), head_strides(v));
   check_launch(op_name(call.op), [&] { return describe(call, d, "flash_attention_forward"); });
@@ -345,13 +424,13 @@ template <class T, int D> void attention_backward(OpCall& call, const AttentionD
   Tensor delta = Tensor::empty(lse.shape(), DType::Float32, lse.device());
   // No queries (L = 0): nothing reaches the keys, whose gradients the second kernel writes as zeros.
   if (d.q_len > 0) {
-    flash_attention_backward_dq<T, D><<<blocks(d, d.heads, d.q_len, call), threads, 0, s>>>(
+    flash_attention_backward_dq<T, D><<<blocks(d, d.heads, d.q_len, kBlockRows, call), threads, 0, s>>>(
         q.data<T>(), k.data<T>(), v.data<T>(), o.data<T>(), g.data<T>(), lse.data<float>(), delta.data<float>(),
         call.outputs[0].data<T>(), d, head_strides(q), head_strides(k), head_strides(v), head_strides(o),
         head_strides(g));
     check_launch(op_name(call.op), [&] { return describe(call, d, "flash_attention_backward_dq"); });
   }
-  flash_attention_backward_dkdv<T, D><<<blocks(d, d.kv_heads, d.kv_len, call), threads, 0, s>>>(
+  flash_attention_backward_dkdv<T, D><<<blocks(d, d.kv_heads, d.kv_len, kBlockRows, call), threads, 0, s>>>(
       q.data<T>(), k.data<T>(), v.data<T>(), g.data<T>(), lse.data<float>(), delta.data<float>(),
       call.outputs[1].data<T>(), call.outputs[2].data<T>(), d, head_strides(q), head_strides(k), head_strides(v),
       head_strides(g));

@@ -13,6 +13,13 @@
 //                              accumulator strip rounded to T (from_acc)
 //   mma_abt(c, a, bt, ldb)     C += A Bt^T, Bt (N x K) row-major
 //   mma_ab(c, a, b, ldb)       C += A B,    B (K x N) row-major
+// mma_abt and mma_ab also take arrays of M strips (16 M rows of a warp): each
+// B fragment then feeds M products, which halves the shared-memory reads per
+// product at M = 2.
+//   copy16(shared, global, valid)  16 bytes into a shared tile (zeros if not
+//                              valid), asynchronous where the GPU can;
+//   commit_copies(), wait_copies<N>()  close a group of this thread's copies,
+//                              wait until at most N groups are in flight
 // B operands are in shared memory, rows 16-byte aligned; ARows::load reads
 // pairs of elements as 32-bit words (even leading dimension, 4-byte aligned),
 // zeros past `rows` and `cols`. from_acc may go through the warp's `scratch`
@@ -22,10 +29,12 @@
 // NVIDIA (sm_80 and later): mma.sync m16n8k16 with float accumulators, B
 // through ldmatrix, in the register layouts of the PTX ISA ("Matrix
 // Fragments for mma.m16n8k16"); an accumulator becomes an A operand in
-// registers (FlashAttention-2's trick), so from_acc needs no scratch.
+// registers (FlashAttention-2's trick), so from_acc needs no scratch; copy16
+// is cp.async.
 // Elsewhere, and with PF_TILE_PORTABLE defined (how that path is run on
 // NVIDIA): each lane computes its own elements of C with float FMAs, correct
-// for wave64 (CDNA) and wave32 (RDNA) alike. The AMD matrix cores (MFMA on
+// for wave64 (CDNA) and wave32 (RDNA) alike, and copy16 a plain load and
+// store. The AMD matrix cores (MFMA on
 // CDNA, WMMA on RDNA3) take the same interface with their own layouts; they
 // are not written yet, as no AMD GPU has been at hand to run them.
 
@@ -145,8 +154,8 @@ template <class T, int K> struct ARows {
   }
 };
 
-template <int N, class T, int K>
-__device__ __forceinline__ void mma_abt(Acc<N>& c, const ARows<T, K>& a, const T* bt, int ldb) {
+template <int M, int N, class T, int K>
+__device__ __forceinline__ void mma_abt(Acc<N> (&c)[M], const ARows<T, K> (&a)[M], const T* bt, int ldb) {
   const int l = lane_id(), block = l / 8;
   // Blocks: (n0, k0), (n0, k0 + 8), (n0 + 8, k0), (n0 + 8, k0 + 8): b0 and b1 of two 8-column tiles.
   const T* row = bt + (l % 8 + 8 * (block >> 1)) * ldb + 8 * (block & 1);
@@ -156,14 +165,17 @@ __device__ __forceinline__ void mma_abt(Acc<N>& c, const ARows<T, K>& a, const T
     for (int j = 0; j < N / 16; ++j) {
       uint32_t b[4];
       load_blocks<false>(b, row + 16 * j * ldb + 16 * kk);
-      mma_16x8x16<T>(c.v + 8 * j, a.a[kk], b[0], b[1]);
-      mma_16x8x16<T>(c.v + 8 * j + 4, a.a[kk], b[2], b[3]);
+#pragma unroll
+      for (int m = 0; m < M; ++m) {
+        mma_16x8x16<T>(c[m].v + 8 * j, a[m].a[kk], b[0], b[1]);
+        mma_16x8x16<T>(c[m].v + 8 * j + 4, a[m].a[kk], b[2], b[3]);
+      }
     }
   }
 }
 
-template <int N, class T, int K>
-__device__ __forceinline__ void mma_ab(Acc<N>& c, const ARows<T, K>& a, const T* b, int ldb) {
+template <int M, int N, class T, int K>
+__device__ __forceinline__ void mma_ab(Acc<N> (&c)[M], const ARows<T, K> (&a)[M], const T* b, int ldb) {
   const int l = lane_id(), block = l / 8;
   // Blocks: (k0, n0), (k0 + 8, n0), (k0, n0 + 8), (k0 + 8, n0 + 8), transposed: b0 and b1 of two tiles.
   const T* row = b + (l % 8 + 8 * (block & 1)) * ldb + 8 * (block >> 1);
@@ -173,11 +185,22 @@ __device__ __forceinline__ void mma_ab(Acc<N>& c, const ARows<T, K>& a, const T*
     for (int j = 0; j < N / 16; ++j) {
       uint32_t f[4];
       load_blocks<true>(f, row + 16 * kk * ldb + 16 * j);
-      mma_16x8x16<T>(c.v + 8 * j, a.a[kk], f[0], f[1]);
-      mma_16x8x16<T>(c.v + 8 * j + 4, a.a[kk], f[2], f[3]);
+#pragma unroll
+      for (int m = 0; m < M; ++m) {
+        mma_16x8x16<T>(c[m].v + 8 * j, a[m].a[kk], f[0], f[1]);
+        mma_16x8x16<T>(c[m].v + 8 * j + 4, a[m].a[kk], f[2], f[3]);
+      }
     }
   }
 }
+
+// cp.async (sm_80 and later): the copy proceeds while the warps compute; 0 source bytes zero-fill.
+__device__ __forceinline__ void copy16(void* shared, const void* global, bool valid) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(global), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void wait_copies() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 #else  // portable: every lane computes its own elements
 
@@ -199,7 +222,7 @@ template <class T, int K> struct ARows {
 };
 
 template <int N, class T, int K>
-__device__ __forceinline__ void mma_abt(Acc<N>& c, const ARows<T, K>& a, const T* bt, int ldb) {
+__device__ __forceinline__ void mma_abt_strip(Acc<N>& c, const ARows<T, K>& a, const T* bt, int ldb) {
   for (int i = 0; i < kAccPerLane<N>; ++i) {
     const int row = acc_row(i);
     const T* y = bt + acc_col(i) * ldb;
@@ -210,7 +233,7 @@ __device__ __forceinline__ void mma_abt(Acc<N>& c, const ARows<T, K>& a, const T
 }
 
 template <int N, class T, int K>
-__device__ __forceinline__ void mma_ab(Acc<N>& c, const ARows<T, K>& a, const T* b, int ldb) {
+__device__ __forceinline__ void mma_ab_strip(Acc<N>& c, const ARows<T, K>& a, const T* b, int ldb) {
   for (int i = 0; i < kAccPerLane<N>; ++i) {
     const int row = acc_row(i);
     const T* y = b + acc_col(i);
@@ -220,6 +243,34 @@ __device__ __forceinline__ void mma_ab(Acc<N>& c, const ARows<T, K>& a, const T*
   }
 }
 
+template <int M, int N, class T, int K>
+__device__ __forceinline__ void mma_abt(Acc<N> (&c)[M], const ARows<T, K> (&a)[M], const T* bt, int ldb) {
+  for (int m = 0; m < M; ++m) mma_abt_strip(c[m], a[m], bt, ldb);
+}
+
+template <int M, int N, class T, int K>
+__device__ __forceinline__ void mma_ab(Acc<N> (&c)[M], const ARows<T, K> (&a)[M], const T* b, int ldb) {
+  for (int m = 0; m < M; ++m) mma_ab_strip(c[m], a[m], b, ldb);
+}
+
+// Plain 16-byte loads and stores: complete when the thread goes on.
+__device__ __forceinline__ void copy16(void* shared, const void* global, bool valid) {
+  *static_cast<uint4*>(shared) = valid ? *static_cast<const uint4*>(global) : uint4{};
+}
+__device__ __forceinline__ void commit_copies() {}
+template <int N> __device__ __forceinline__ void wait_copies() {}
+
 #endif
+
+// One strip: the arrays' M = 1.
+template <int N, class T, int K>
+__device__ __forceinline__ void mma_abt(Acc<N>& c, const ARows<T, K>& a, const T* bt, int ldb) {
+  mma_abt(*reinterpret_cast<Acc<N>(*)[1]>(&c), *reinterpret_cast<const ARows<T, K>(*)[1]>(&a), bt, ldb);
+}
+
+template <int N, class T, int K>
+__device__ __forceinline__ void mma_ab(Acc<N>& c, const ARows<T, K>& a, const T* b, int ldb) {
+  mma_ab(*reinterpret_cast<Acc<N>(*)[1]>(&c), *reinterpret_cast<const ARows<T, K>(*)[1]>(&a), b, ldb);
+}
 
 }  // namespace pyflame::backend::rocm::tile
