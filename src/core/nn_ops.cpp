@@ -316,8 +316,8 @@ Inferred infer_cross_entropy_backward(OpCall& call) {
 // of one 16-bit float dtype, H a multiple of Hk (grouped-query attention).
 void check_attention_operands(const Tensor& q, const Tensor& k, const Tensor& v, ir::OpType op) {
   const char* name = op_name(op);
-  PF_CHECK(q.dtype() == DType::Float16 || q.dtype() == DType::BFloat16, TypeError, name,
-           ": needs float16 or bfloat16 tensors, got ", q.dtype(),
+  PF_CHECK(q.dtype() == DType::Float16 || q.dtype() == DType::BFloat16 || q.dtype() == DType::Float32, TypeError, name,
+           ": needs float16, bfloat16 or float32 tensors, got ", q.dtype(),
            " (scaled_dot_product_attention takes every float dtype)");
   PF_CHECK(k.dtype() == q.dtype() && v.dtype() == q.dtype(), TypeError, name,
            ": query, key and value must have one dtype, got ", q.dtype(), ", ", k.dtype(), " and ", v.dtype());
@@ -702,7 +702,7 @@ AttentionAttrs attention_attrs(const Tensor& query, bool is_causal, std::optiona
 bool flash_attention_serves(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
                             double dropout_p, bool enable_gqa, Device device, DType dtype) {
   if (device.is_cpu() || !find_kernel(ir::OpType::flash_attention, device.type)) return false;
-  if (dtype != DType::Float16 && dtype != DType::BFloat16) return false;
+  if (dtype != DType::Float16 && dtype != DType::BFloat16 && dtype != DType::Float32) return false;
   if (attn_mask.defined() || dropout_p > 0) return false;
   if (q.dim() != k.dim() || q.dim() != v.dim() || (q.dim() != 3 && q.dim() != 4) || k.shape() != v.shape())
     return false;

@@ -110,12 +110,14 @@ template <class T> void attention_backward(OpCall& call) {
 }
 
 template <bool kBackward> void attention_entry(OpCall& call) {
-  if (call.out().dtype() == DType::BFloat16) {
-    if constexpr (kBackward) attention_backward<BFloat16>(call);
-    else attention_forward<BFloat16>(call);
-  } else {
-    if constexpr (kBackward) attention_backward<Half>(call);
-    else attention_forward<Half>(call);
+  auto run = [&]<class T>() {
+    if constexpr (kBackward) attention_backward<T>(call);
+    else attention_forward<T>(call);
+  };
+  switch (call.out().dtype()) {
+    case DType::BFloat16: run.template operator()<BFloat16>(); break;
+    case DType::Float16: run.template operator()<Half>(); break;
+    default: run.template operator()<float>(); break;
   }
 }
 

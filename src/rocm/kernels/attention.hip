@@ -14,9 +14,11 @@
 // grad_value, looping over the query heads that share the keys (GQA), so no
 // gradient needs atomics.
 //
-// Head dims up to 256 in three instantiations (64, 128, 256; smaller dims
-// read zeros past their end); 256 takes tiles of 32 so two tiles and the
-// warps' probabilities stay within 48 KiB of shared memory on every vendor.
+// float16, bfloat16 and float32 (tile.h multiplies float32 as three tf32
+// products, float32-accurate). Head dims up to 256 in three instantiations
+// (64, 128, 256; smaller dims read zeros past their end); the tiles shrink
+// with the element size and head dim so that shared memory stays within
+// 48 KiB on every vendor (kTile).
 
 #include <climits>
 
@@ -32,14 +34,21 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kBlockRows = 16 * kWarps;  // query rows (dq) or keys (dk, dv) per block of the backward
-// 16-row strips per warp in the forward: two where the registers allow (H100: 248 of 255 at D = 64).
-template <int D> constexpr int kForwardStrips = D <= 64 ? 2 : 1;
-template <int D> constexpr int kForwardRows = 16 * kForwardStrips<D> * kWarps;
-// Keys (forward, dq) or queries (dk, dv) per shared tile: two tiles (and the portable tile
-// path's scratch) fit in 48 KiB.
-template <int D> constexpr int kTile = D > 128 ? 32 : 64;
+// 16-row strips per warp in the forward: two where the registers allow (H100:
+// 248 of 255 for 16-bit operands at D = 64; float's split operands take twice).
+template <class T, int D> constexpr int kForwardStrips = sizeof(T) == 2 && D <= 64 ? 2 : 1;
+template <class T, int D> constexpr int kForwardRows = 16 * kForwardStrips<T, D> * kWarps;
+// Shared memory of a kernel with two tiles of kRows x D and the portable tile
+// path's scratch for kStrips strips per warp, in 32-bit words.
+template <class T, int D, int kRows, int kStrips>
+constexpr int kSharedWords =
+    (2 * kRows * (D + 8) + kWarps * kStrips * tile::kScratchRows * (kRows + 8)) * static_cast<int>(sizeof(T)) / 4;
+// Keys (forward, dq) or queries (dk, dv) per shared tile: the most of 64, 32 and
+// 16 that keeps shared memory within 48 KiB, the static limit on every vendor.
+template <class T, int D, int kStrips = 1>
+constexpr int kTile = kSharedWords<T, D, 64, kStrips> <= 12288 ? 64 : kSharedWords<T, D, 32, kStrips> <= 12288 ? 32 : 16;
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
-// Shared tiles are declared as 16-bit words and used as T: clang's HIP allows no
+// Shared tiles are declared as 32-bit words and used as T: clang's HIP allows no
 // __shared__ variable of a type with a constructor (Half, BFloat16).
 
 // Element strides of a (batch, head, row, column) tensor; columns are contiguous.
@@ -60,8 +69,9 @@ struct AttentionDims {
 // plan makes strides and offsets multiples of 8.
 template <class T, int D>
 __device__ void load_tile(T* tile, int ld, int rows, const T* src, int64_t stride, int64_t valid, int cols) {
-  for (int e = threadIdx.x; e < rows * D / 8; e += blockDim.x) {
-    const int r = e / (D / 8), c = 8 * (e % (D / 8));
+  constexpr int kChunk = 16 / sizeof(T);  // elements per copy
+  for (int e = threadIdx.x; e < rows * D / kChunk; e += blockDim.x) {
+    const int r = e / (D / kChunk), c = kChunk * (e % (D / kChunk));
     const bool in = r < valid && c < cols;
     tile::copy16(tile + r * ld + c, in ? src + r * stride + c : src, in);
   }
@@ -94,8 +104,9 @@ struct BlockCoord {
 template <class T, int D>
 static __global__ void flash_attention_forward(const T* q, const T* k, const T* v, T* out, float* lse,
                                                AttentionDims d, HeadStrides sq, HeadStrides sk, HeadStrides sv) {
-  constexpr int M = kForwardStrips<D>, kRows = kForwardRows<D>, kKeys = kTile<D>, ldk = D + 8, ldp = kKeys + 8;
-  __shared__ uint16_t tiles[2 * kKeys * ldk + kWarps * M * tile::kScratchRows * ldp] __attribute__((aligned(16)));
+  constexpr int M = kForwardStrips<T, D>, kRows = kForwardRows<T, D>, kKeys = kTile<T, D, M>, ldk = D + 8;
+  constexpr int ldp = kKeys + 8;
+  __shared__ uint32_t tiles[kSharedWords<T, D, kKeys, M>] __attribute__((aligned(16)));
   T *ks = reinterpret_cast<T*>(tiles), *vs = ks + kKeys * ldk, *scratch = vs + kKeys * ldk;
   const int warp = threadIdx.x / PF_WARP_SIZE;
   const BlockCoord at((d.q_len + kRows - 1) / kRows, d.heads, d.causal);
@@ -203,8 +214,8 @@ static __global__ void flash_attention_backward_dq(const T* q, const T* k, const
                                                    const T* grad_out, const float* lse, float* delta, T* grad_q,
                                                    AttentionDims d, HeadStrides sq, HeadStrides sk, HeadStrides sv,
                                                    HeadStrides so, HeadStrides sg) {
-  constexpr int kKeys = kTile<D>, ldk = D + 8, ldp = kKeys + 8;
-  __shared__ uint16_t tiles[2 * kKeys * ldk + kWarps * tile::kScratchRows * ldp] __attribute__((aligned(16)));
+  constexpr int kKeys = kTile<T, D>, ldk = D + 8, ldp = kKeys + 8;
+  __shared__ uint32_t tiles[kSharedWords<T, D, kKeys, 1>] __attribute__((aligned(16)));
   T *ks = reinterpret_cast<T*>(tiles), *vs = ks + kKeys * ldk, *scratch = vs + kKeys * ldk;
   __shared__ float delta_s[kBlockRows];
   const int warp = threadIdx.x / PF_WARP_SIZE;
@@ -303,8 +314,8 @@ static __global__ void flash_attention_backward_dkdv(const T* q, const T* k, con
                                                      const float* lse, const float* delta, T* grad_k, T* grad_v,
                                                      AttentionDims d, HeadStrides sq, HeadStrides sk,
                                                      HeadStrides sv, HeadStrides sg) {
-  constexpr int kQueries = kTile<D>, ldq = D + 8, ldp = kQueries + 8;
-  __shared__ uint16_t tiles[2 * kQueries * ldq + kWarps * tile::kScratchRows * ldp] __attribute__((aligned(16)));
+  constexpr int kQueries = kTile<T, D>, ldq = D + 8, ldp = kQueries + 8;
+  __shared__ uint32_t tiles[kSharedWords<T, D, kQueries, 1>] __attribute__((aligned(16)));
   T *qs = reinterpret_cast<T*>(tiles), *gs = qs + kQueries * ldq, *scratch = gs + kQueries * ldq;
   __shared__ float lse_s[kQueries], delta_s[kQueries];
   const int warp = threadIdx.x / PF_WARP_SIZE;
@@ -412,7 +423,7 @@ unsigned blocks(const AttentionDims& d, int64_t heads, int64_t rows, int block_r
 
 template <class T, int D> void attention_forward(OpCall& call, const AttentionDims& d, int threads, hipStream_t s) {
   const Tensor &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2];
-  flash_attention_forward<T, D><<<blocks(d, d.heads, d.q_len, kForwardRows<D>, call), threads, 0, s>>>(
+  flash_attention_forward<T, D><<<blocks(d, d.heads, d.q_len, kForwardRows<T, D>, call), threads, 0, s>>>(
       q.data<T>(), k.data<T>(), v.data<T>(), call.outputs[0].data<T>(), call.outputs[1].data<float>(), d,
       head_strides(q), head_strides(k), head_strides(v));
   check_launch(op_name(call.op), [&] { return describe(call, d, "flash_attention_forward"); });
@@ -452,8 +463,11 @@ template <bool kBackward> void attention_entry(OpCall& call) {
     else if (d.head_dim <= 128) run.template operator()<T, 128>();
     else run.template operator()<T, 256>();
   };
-  if (call.out().dtype() == DType::BFloat16) for_dim.template operator()<BFloat16>();
-  else for_dim.template operator()<Half>();
+  switch (call.out().dtype()) {
+    case DType::BFloat16: for_dim.template operator()<BFloat16>(); break;
+    case DType::Float16: for_dim.template operator()<Half>(); break;
+    default: for_dim.template operator()<float>(); break;
+  }
 }
 
 PF_REGISTER_KERNEL(flash_attention, ROCm, &attention_entry<false>);

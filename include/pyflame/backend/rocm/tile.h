@@ -2,8 +2,9 @@
 // Warp-level products of small matrix blocks on the matrix units, for the GPU
 // kernels that keep their blocks on chip (flash attention). A warp owns a
 // strip of 16 rows and accumulates C (16 x N, float) += A (16 x K) B, with A
-// and B float16 or bfloat16. Each vendor's matrix instructions spread a strip
-// over the lanes in a layout of their own, so a kernel sees it only through:
+// and B float16, bfloat16 or float32. Each vendor's matrix instructions
+// spread a strip over the lanes in a layout of their own, so a kernel sees it
+// only through:
 //   Acc<N>::v[kAccPerLane<N>]  this lane's elements of C
 //   acc_row(i), acc_col(i)     where this lane's element i lies in the strip
 //   acc_slot(i), slot_row(s)   the lane holds elements of kRowSlots rows;
@@ -190,6 +191,102 @@ __device__ __forceinline__ void mma_ab(Acc<N> (&c)[M], const ARows<T, K> (&a)[M]
         mma_16x8x16<T>(c[m].v + 8 * j, a[m].a[kk], f[0], f[1]);
         mma_16x8x16<T>(c[m].v + 8 * j + 4, a[m].a[kk], f[2], f[3]);
       }
+    }
+  }
+}
+
+// float32 operands: three tf32 products per block (3xTF32, CUTLASS's "fast
+// F32"): x = big + small with big = x rounded to tf32 and small = x - big
+// rounded again; big*big + big*small + small*big is float32-accurate (the
+// small*small term lies below float32's rounding). mma.m16n8k8 takes A's
+// columns t and t+4 in lane t % 4; here they hold the elements 2t and 2t+1 of
+// each 8, and B's rows the same, a reordering of the sum over k that leaves
+// the product unchanged: an accumulator's pair (2t, 2t+1) is then an A operand
+// as it stands, and a row's pair is one 8-byte load.
+__device__ __forceinline__ uint32_t to_tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& small) {
+  big = to_tf32(x);
+  small = to_tf32(x - __uint_as_float(big));
+}
+
+__device__ __forceinline__ void mma_16x8x8(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <int K> struct ARows<float, K> {
+  // per 8 columns: rows r and r + 8 at columns 2q and 2q + 1 (r = lane/4, q = lane%4), split
+  // once here (splitting at each product kept fewer registers but ran slower)
+  uint32_t big[K / 8][4], small[K / 8][4];
+  __device__ void set(int kk, int h, float x) { split_tf32(x, big[kk][h], small[kk][h]); }
+  __device__ void load(const float* p, int64_t ld, int64_t rows, int cols) {
+    const int r = lane_id() / 4, c = 2 * (lane_id() & 3);
+#pragma unroll
+    for (int kk = 0; kk < K / 8; ++kk) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = r + 8 * half, col = 8 * kk + c;
+        float2 x{0.0f, 0.0f};
+        if (row < rows && col < cols) x = *reinterpret_cast<const float2*>(p + row * ld + col);
+        set(kk, half, x.x), set(kk, half + 2, x.y);
+      }
+    }
+  }
+  // Block kk of an accumulator (its columns 8kk .. 8kk + 7) is A's k-step kk.
+  __device__ void from_acc(const Acc<K>& c, float*, int) {
+#pragma unroll
+    for (int kk = 0; kk < K / 8; ++kk) {
+      const float* v = c.v + 4 * kk;
+      set(kk, 0, v[0]), set(kk, 2, v[1]), set(kk, 1, v[2]), set(kk, 3, v[3]);
+    }
+  }
+};
+
+// Block j of each strip's c += a b at k-step kk, b given as this lane's pair of B's rows
+// (2t, 2t + 1) in column r.
+template <int M, int N, int K>
+__device__ __forceinline__ void mma_3xtf32(Acc<N> (&c)[M], const ARows<float, K> (&a)[M], int kk, int j, float b0,
+                                           float b1) {
+  uint32_t bb[2], bs[2];
+  split_tf32(b0, bb[0], bs[0]);
+  split_tf32(b1, bb[1], bs[1]);
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    float* cj = c[m].v + 4 * j;
+    mma_16x8x8(cj, a[m].small[kk], bb[0], bb[1]);
+    mma_16x8x8(cj, a[m].big[kk], bs[0], bs[1]);
+    mma_16x8x8(cj, a[m].big[kk], bb[0], bb[1]);
+  }
+}
+
+template <int M, int N, int K>
+__device__ __forceinline__ void mma_abt(Acc<N> (&c)[M], const ARows<float, K> (&a)[M], const float* bt, int ldb) {
+  const float* row = bt + (lane_id() / 4) * ldb + 2 * (lane_id() & 3);
+#pragma unroll
+  for (int kk = 0; kk < K / 8; ++kk) {
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j) {
+      const float2 b = *reinterpret_cast<const float2*>(row + 8 * j * ldb + 8 * kk);
+      mma_3xtf32(c, a, kk, j, b.x, b.y);
+    }
+  }
+}
+
+template <int M, int N, int K>
+__device__ __forceinline__ void mma_ab(Acc<N> (&c)[M], const ARows<float, K> (&a)[M], const float* b, int ldb) {
+  const float* col = b + 2 * (lane_id() & 3) * ldb + lane_id() / 4;
+#pragma unroll
+  for (int kk = 0; kk < K / 8; ++kk) {
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j) {
+      const float* p = col + 8 * kk * ldb + 8 * j;
+      mma_3xtf32(c, a, kk, j, p[0], p[ldb]);
     }
   }
 }
