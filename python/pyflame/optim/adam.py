@@ -37,13 +37,8 @@ class Adam(Optimizer):
     @_no_grad_step
     def step(self):
         for group in self.param_groups:
-            lr = group["lr"]
-            beta1, beta2 = group["betas"]
-            eps = group["eps"]
-            weight_decay = group["weight_decay"]
-            amsgrad = group["amsgrad"]
-            decoupled = group["decoupled_weight_decay"]
-            maximize = group["maximize"]
+            lr, (beta1, beta2), eps, weight_decay, amsgrad, decoupled, maximize = (
+                group[k] for k in ("lr", "betas", "eps", "weight_decay", "amsgrad", "decoupled_weight_decay", "maximize"))
             buffers = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
             params = self._params_with_grad(group, lambda p: {b: _C._full_like(p, 0) for b in buffers})
             # the bias corrections depend on each parameter's step count

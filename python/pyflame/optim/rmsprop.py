@@ -30,12 +30,8 @@ class RMSprop(Optimizer):
     @_no_grad_step
     def step(self):
         for group in self.param_groups:
-            lr = group["lr"]
-            alpha = group["alpha"]
-            eps = group["eps"]
-            weight_decay = group["weight_decay"]
-            momentum = group["momentum"]
-            centered = group["centered"]
+            lr, alpha, eps, weight_decay, momentum, centered = (
+                group[k] for k in ("lr", "alpha", "eps", "weight_decay", "momentum", "centered"))
             buffers = ("square_avg",) + ("momentum_buffer",) * (momentum > 0) + ("grad_avg",) * centered
             params = self._params_with_grad(group, lambda p: {b: _C._full_like(p, 0) for b in buffers})
             for _, batch in _fused_batches(params):

@@ -35,11 +35,8 @@ class SGD(Optimizer):
     @_no_grad_step
     def step(self):
         for group in self.param_groups:
-            lr = group["lr"]
-            momentum = group["momentum"]
-            dampening = group["dampening"]
-            weight_decay = group["weight_decay"]
-            nesterov = group["nesterov"]
+            lr, momentum, dampening, weight_decay, nesterov = (
+                group[k] for k in ("lr", "momentum", "dampening", "weight_decay", "nesterov"))
             params = self._params_with_grad(group)
             if momentum == 0:
                 for _, batch in _fused_batches(params):

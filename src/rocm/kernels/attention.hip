@@ -162,13 +162,13 @@ static __global__ void flash_attention_forward(const T* q, const T* k, const T* 
         for (int r = 0; r < tile::kRowSlots; ++r) {
           top[r] = tile::row_reduce(top[r], [](float a, float b) { return fmaxf(a, b); });
           // A row with no key yet keeps m = -inf and its (zero) sums.
-          alpha[r] = top[r] == -INFINITY ? 1.0f : exp2f(m[t][r] - top[r]);
+          alpha[r] = top[r] == -INFINITY ? 1.0f : tile::exp2_approx(m[t][r] - top[r]);
           m[t][r] = top[r], sum[r] = 0;
         }
 #pragma unroll
         for (int i = 0; i < tile::kAccPerLane<kKeys>; ++i) {
           const int r = tile::acc_slot(i);
-          const float p = s[t].v[i] == -INFINITY ? 0.0f : exp2f(s[t].v[i] - m[t][r]);
+          const float p = s[t].v[i] == -INFINITY ? 0.0f : tile::exp2_approx(s[t].v[i] - m[t][r]);
           s[t].v[i] = p;
           sum[r] += p;
         }
@@ -289,7 +289,7 @@ static __global__ void flash_attention_backward_dq(const T* q, const T* k, const
     for (int i = 0; i < tile::kAccPerLane<kKeys>; ++i) {
       const int r = tile::acc_slot(i);
       const bool off = masked && is_masked(tile::acc_col(i), tile::acc_row(i), keys, diag, d.causal);
-      const float p = off ? 0.0f : exp2f(s.v[i] * scale_log2 - lse2[r]);
+      const float p = off ? 0.0f : tile::exp2_approx(s.v[i] * scale_log2 - lse2[r]);
       s.v[i] = p * (dp.v[i] - dl[r]);
     }
     tile::ARows<T, kKeys> dsa;
@@ -366,7 +366,7 @@ static __global__ void flash_attention_backward_dkdv(const T* q, const T* k, con
 #pragma unroll
       for (int i = 0; i < tile::kAccPerLane<kQueries>; ++i) {
         const bool off = masked && tile::acc_row(i) - tile::acc_col(i) > diag;
-        st.v[i] = off ? 0.0f : exp2f(st.v[i] * scale_log2 - lse_s[tile::acc_col(i)] * kLog2e);
+        st.v[i] = off ? 0.0f : tile::exp2_approx(st.v[i] * scale_log2 - lse_s[tile::acc_col(i)] * kLog2e);
       }
       tile::ARows<T, kQueries> pa;
       pa.from_acc(st, pw, ldp);

@@ -78,6 +78,19 @@ template <int N> struct Acc {
   float v[kAccPerLane<N>] = {};
 };
 
+// 2^x by the hardware's approximation, as FlashAttention takes it for the
+// probabilities (NVIDIA: ex2.approx, relative error about 2^-22; AMD: exp2f,
+// which is v_exp_f32).
+__device__ __forceinline__ float exp2_approx(float x) {
+#if defined(PYFLAME_HIP_NVIDIA)
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+  return r;
+#else
+  return exp2f(x);
+#endif
+}
+
 template <class F> __device__ __forceinline__ float row_reduce(float v, F f) {
   for (int mask = 1; mask < kRowLanes; mask <<= 1) v = f(v, PF_SHFL_XOR(v, mask));
   return v;
