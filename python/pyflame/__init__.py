@@ -121,6 +121,7 @@ from .amp import autocast, is_autocast_enabled  # noqa: E402,F401
 from ._tensor_repr import get_printoptions, set_printoptions  # noqa: E402,F401  (and Tensor.__repr__)
 from ._interop import from_dlpack  # noqa: E402,F401  (and Tensor.__array_wrap__)
 from . import backend  # noqa: E402,F401  (pf.backend.rocm)
+from . import cuda  # noqa: E402,F401  (pf.cuda: the GPU backend under torch.cuda's names)
 
 __version__ = "0.1.0"
 
