@@ -7,17 +7,19 @@ in PyTorch's order: (i, f, g, o) for LSTM, (r, z, n) for GRU. Each layer project
 sequence at once (one GEMM), then runs the recurrence: LSTM's (without proj_size) as one op,
 lstm_sequence, that runs a GEMM and a fused cell kernel per step and has its own backward; the
 others, one step of linear and pointwise ops per time step, autograd differentiating through them.
+A PackedSequence (nn.utils.rnn) runs as one padded batch per distinct sequence length.
 """
 
 import math
 import numbers
 import warnings
 
-from .. import NotSupportedError, _C, _creation
+from .. import _C, _creation
 from . import functional as F
 from . import init
 from .module import Module
 from .parameter import Parameter
+from .utils.rnn import PackedSequence, _inverse, pad_packed_sequence
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
@@ -130,8 +132,8 @@ class RNNBase(Module):
 
     def _prepare(self, input, hx):
         if not isinstance(input, _C.Tensor):
-            raise NotSupportedError(f"{type(self).__name__}: PackedSequence inputs are not supported; pad the "
-                                    "sequences and pass a tensor (docs/nn.md)")
+            raise TypeError(f"{type(self).__name__}: input must be a Tensor or a PackedSequence, got "
+                            f"{type(input).__name__}")
         if input.dim() not in (2, 3):
             raise _C.InvalidArgumentError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D "
                                           "input instead")
@@ -172,6 +174,39 @@ class RNNBase(Module):
             seq[t] = state[0]
         return (_C.stack(seq) if seq else gi[:, :, :0]), state
 
+    def _forward_packed(self, packed, hx):
+        """A PackedSequence: the sequences of each length run as a padded batch of their own, so that every
+        final state is its sequence's last element's; the output is packed as the input was. hx and the
+        final states are in the batch's own order, as torch's."""
+        padded, lengths = pad_packed_sequence(packed)  # (T, B, features), the batch's own order
+        lengths = lengths.tolist()
+        steps = padded.shape[0]
+        outs, finals, order = [], [], []
+        pick = lambda t, rows: t.index_select(1, rows)  # noqa: E731  (a state's batch dim)
+        for n in sorted(set(lengths), reverse=True):
+            members = [i for i, m in enumerate(lengths) if m == n]
+            rows = _creation.tensor(members, device=padded.device)
+            x = padded[:n].index_select(1, rows)
+            h = None if hx is None else (tuple(pick(t, rows) for t in hx) if isinstance(hx, (tuple, list))
+                                         else pick(hx, rows))
+            out, final = self.forward(x.transpose(0, 1) if self.batch_first else x, h)
+            out = out.transpose(0, 1) if self.batch_first else out
+            if n < steps:
+                out = _C.cat([out, _creation.zeros(steps - n, *out.shape[1:], dtype=out.dtype, device=out.device)])
+            outs.append(out)
+            finals.append(final)
+            order += members
+        back = _inverse(_creation.tensor(order, device=padded.device))
+        out = _C.cat(outs, 1).index_select(1, back)
+        if isinstance(finals[0], tuple):
+            final = tuple(_C.cat(parts, 1).index_select(1, back) for parts in zip(*finals))
+        else:
+            final = _C.cat(finals, 1).index_select(1, back)
+        if packed.sorted_indices is not None:
+            out = out.index_select(1, packed.sorted_indices)
+        data = _C.cat([out[t, :b] for t, b in enumerate(packed.batch_sizes.tolist())])
+        return PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices), final
+
     def _finish(self, out, batched):
         if not batched:
             return out.squeeze(1)
@@ -198,6 +233,8 @@ class _SingleStateRNN(RNNBase):
     """RNN and GRU: one hidden state tensor."""
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         x, batched = self._prepare(input, hx)
         expected = self._hidden_shape(x.shape[1])
         if hx is None:
@@ -269,6 +306,8 @@ class LSTM(RNNBase):
         return out, (out[last], cells[last])
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         x, batched = self._prepare(input, hx)
         batch = x.shape[1]
         h_shape = self._hidden_shape(batch)

@@ -1,13 +1,14 @@
 """Small helpers shared by the layers (PyTorch's _single/_pair/_triple, the legacy loss arguments) and
-torch.nn.utils' functions: gradient clipping, parameters_to_vector/vector_to_parameters, rnn.pad_sequence."""
+torch.nn.utils' functions: gradient clipping, parameters_to_vector/vector_to_parameters; rnn (its own module):
+padded and packed sequences."""
 
 import collections.abc
 import math
 import types
 import warnings
 
-from .. import _C
-from ..autograd import no_grad
+from ... import _C
+from ...autograd import no_grad
 
 
 def _ntuple(n):
@@ -173,25 +174,4 @@ def vector_to_parameters(vec, parameters):
             pointer += n
 
 
-# ---------------------------------------------------------------- torch.nn.utils.rnn
-
-def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
-    """Stacks tensors of shapes (L_i, *) into (max L, B, *) (or (B, max L, *) with batch_first), each padded
-    along its first dim with padding_value, after its elements (padding_side='right') or before ('left')."""
-    if padding_side not in ("left", "right"):
-        raise ValueError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
-    if isinstance(sequences, _C.Tensor):
-        sequences = sequences.unbind(0)
-    sequences = list(sequences)
-    if not sequences:
-        raise ValueError("received an empty list of sequences")
-    longest = max(s.shape[0] for s in sequences)
-    padded = []
-    for s in sequences:
-        extra = longest - s.shape[0]
-        pad = [0, 0] * (s.dim() - 1) + ([0, extra] if padding_side == "right" else [extra, 0])
-        padded.append(_C.pad(s, pad, "constant", padding_value) if extra else s)
-    return _C.stack(padded, 0 if batch_first else 1)
-
-
-rnn = types.SimpleNamespace(pad_sequence=pad_sequence)
+from . import rnn  # noqa: E402,F401  (pad_sequence, pack_padded_sequence, pad_packed_sequence, ...)
