@@ -25,6 +25,7 @@
 // backward through a graph freed by the first (retain_graph=false).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,14 @@ struct Edge {
   bool valid() const { return node != nullptr; }
 };
 
+// A gradient hook of a tensor (Tensor::register_hook): on the gradients into
+// slot `slot` of the node that made the tensor, or into a leaf's accumulator.
+struct TensorHook {
+  uint64_t id;
+  uint32_t slot;
+  std::function<Tensor(const Tensor&)> fn;
+};
+
 class PF_API Node {
  public:
   virtual ~Node() = default;
@@ -60,6 +69,12 @@ class PF_API Node {
   uint64_t sequence_nr = 0;
   // Non-leaf tensors whose .grad is kept (retain_grad()), by slot.
   std::vector<std::pair<uint32_t, std::weak_ptr<AutogradMeta>>> retained;
+  // The hooks on the gradients arriving here, run before anything reads them (a
+  // leaf's accumulator keeps the leaf's, which outlive it).
+  virtual std::vector<TensorHook>& hooks() { return tensor_hooks_; }
+
+ private:
+  std::vector<TensorHook> tensor_hooks_;
 };
 
 // Grad mode, per thread (PyTorch's: no_grad, enable_grad, set_grad_enabled).
@@ -107,6 +122,7 @@ struct PF_API AutogradMeta {
   uint32_t output_nr = 0;                   // which output of grad_fn this is
   bool retains_grad = false;
   std::weak_ptr<autograd::Node> accumulator;  // a leaf's AccumulateGrad, shared by its uses
+  std::vector<autograd::TensorHook> hooks;      // a leaf's gradient hooks
   // Set on a view made by a view op in grad mode: the tensor it views (the
   // first non-view of a chain of views), so that an in-place op on the view
   // can rebase that tensor's history (PyTorch's CopySlices).

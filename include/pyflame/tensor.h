@@ -159,6 +159,11 @@ class PF_API Tensor {
   void set_grad(const Tensor& grad);
   void retain_grad();  // keep .grad of a non-leaf
   bool retains_grad() const;
+  // Calls `hook` with every gradient computed for this tensor, before it flows on (or, for a
+  // leaf, before it accumulates into .grad); a defined result replaces the gradient. Returns
+  // an id for remove_hook. PyTorch's Tensor.register_hook.
+  uint64_t register_hook(std::function<Tensor(const Tensor&)> hook);
+  void remove_hook(uint64_t id);
   Tensor detach() const;  // the same memory, no history, not requiring grad
   // x.data = y: this tensor takes y's memory, view, dtype and placement and keeps its own
   // autograd state (requires_grad, grad), as PyTorch's set_data.

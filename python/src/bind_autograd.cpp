@@ -133,6 +133,21 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def_prop_ro("is_leaf", &Tensor::is_leaf)
       .def_prop_ro("retains_grad", &Tensor::retains_grad)
       .def("retain_grad", &Tensor::retain_grad)
+      .def(
+          "_register_hook",
+          [](Tensor& t, nb::callable hook) {
+            // Backward runs with the GIL held (the engine is called from Python), as the hook needs.
+            return t.register_hook([hook](const Tensor& grad) -> Tensor {
+              nb::object r = hook(grad);
+              if (r.is_none()) return Tensor();
+              if (!nb::isinstance<Tensor>(r))
+                throw pyflame::TypeError("a gradient hook must return a Tensor or None, got " +
+                                         std::string(nb::type_name(r.type()).c_str()));
+              return nb::cast<Tensor>(r);
+            });
+          },
+          "hook"_a)
+      .def("_remove_hook", &Tensor::remove_hook, "id"_a)
       .def("detach", &Tensor::detach, "The same memory without history; it does not require grad.")
       .def_prop_rw("data", &Tensor::detach, [](Tensor& t, const Tensor& value) { t.set_data(value); },
                    "Get: the same memory without history (as detach()). Set (x.data = y): x takes y's memory, "

@@ -2,6 +2,7 @@
 // backward pass (design in pyflame/autograd.h).
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <unordered_map>
 #include <unordered_set>
@@ -105,6 +106,7 @@ class AccumulateGrad : public Node {
  public:
   explicit AccumulateGrad(std::shared_ptr<AutogradMeta> meta) : meta_(std::move(meta)) {}
   std::string name() const override { return "AccumulateGrad"; }
+  std::vector<TensorHook>& hooks() override { return meta_->hooks; }
   std::vector<Tensor> apply(std::vector<Tensor> grads) override {
     Tensor& g = grads[0];
     if (!g.defined()) return {};
@@ -441,6 +443,21 @@ struct NodeHash {
   size_t operator()(const Node* n) const { return std::hash<const Node*>()(n); }
 };
 
+// A node's tensor hooks (Tensor::register_hook) on the gradients that arrived for it.
+void run_tensor_hooks(Node& n, std::vector<Tensor>& grads) {
+  for (const TensorHook& h : n.hooks()) {
+    Tensor& g = grads[h.slot];
+    if (!g.defined()) continue;
+    Tensor r = h.fn(g);
+    if (!r.defined()) continue;
+    PF_CHECK(r.shape() == g.shape() && r.dtype() == g.dtype() && r.device() == g.device(), AutogradError,
+             "a gradient hook returned a tensor of ", dtype_name(r.dtype()), r.shape(), " on ", to_string(r.device()),
+             " for a gradient of ", dtype_name(g.dtype()), g.shape(), " on ", to_string(g.device()),
+             ": it must keep the gradient's shape, dtype and device");
+    g = r;
+  }
+}
+
 // Runs the graph from `roots` (with their gradients). Without `targets`, every
 // reachable node runs (backward: leaves accumulate). With them, only nodes on
 // a path to a target run, and the gradient arriving at each target is returned.
@@ -537,8 +554,13 @@ std::vector<Tensor> run_graph(const std::vector<Edge>& roots, const std::vector<
     std::vector<Tensor> grads = std::move(buffers[n]);
     buffers.erase(n);
     if (grads.empty()) grads.resize(n->num_slots());
+    // grad() returns a non-leaf input's gradient as it arrives and a leaf's after
+    // its hooks, as PyTorch; what flows on, and .grad, are always after them.
+    const bool hooked = !n->hooks().empty(), leaf = hooked && dynamic_cast<AccumulateGrad*>(n) != nullptr;
+    if (leaf) run_tensor_hooks(*n, grads);
     for (size_t t = 0; t < targets.size(); ++t)
       if (targets[t].node.get() == n) captured[t] = grads[targets[t].input_nr];
+    if (hooked && !leaf) run_tensor_hooks(*n, grads);
     if (targets.empty())
       for (auto& [slot, weak] : n->retained)
         if (auto meta = weak.lock(); meta && grads[slot].defined())
@@ -661,6 +683,21 @@ void Tensor::retain_grad() {
 }
 
 bool Tensor::retains_grad() const { return autograd_ && autograd_->retains_grad; }
+
+uint64_t Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
+  PF_CHECK(requires_grad(), AutogradError, "cannot register a hook on a tensor that doesn't require gradient");
+  static std::atomic<uint64_t> next_id{1};
+  const uint64_t id = next_id++;
+  if (is_leaf()) autograd_->hooks.push_back({id, 0, std::move(hook)});
+  else autograd_->grad_fn->hooks().push_back({id, autograd_->output_nr, std::move(hook)});
+  return id;
+}
+
+void Tensor::remove_hook(uint64_t id) {
+  if (!autograd_) return;
+  std::vector<autograd::TensorHook>& hooks = autograd_->grad_fn ? autograd_->grad_fn->hooks() : autograd_->hooks;
+  std::erase_if(hooks, [id](const autograd::TensorHook& h) { return h.id == id; });
+}
 
 void Tensor::set_data(const Tensor& other) {
   PF_CHECK(other.defined(), ValueError, "data: the new value must be a tensor");

@@ -505,3 +505,58 @@ def test_checkpoint_recomputes_with_the_same_dropout_mask(rng):
     (out * out).sum().backward()
     np.testing.assert_allclose(pf_to_numpy(w.grad), want_w, rtol=1e-12)
     np.testing.assert_allclose(pf_to_numpy(x.grad), want_x, rtol=1e-12)
+
+
+def _hooked_graph(lib, x, log):
+    """x -> a = 3x -> b = a * a -> sum, with hooks on the leaf and on a, as a PyTorch script writes them."""
+    handles = [x.register_hook(lambda g: log.append(("x", g.tolist())) or g * 2)]
+    a = x * 3
+    handles.append(a.register_hook(lambda g: log.append(("a", g.tolist())) or None))
+    handles.append(a.register_hook(lambda g: g + 1))  # hooks run in registration order
+    a.retain_grad()  # sees the gradient after the hooks, as torch's
+    return a, handles
+
+
+@pytest.mark.parametrize("through", ["backward", "grad"])
+def test_tensor_hooks_as_torch(through, rng):
+    values = rng.standard_normal(4).astype(np.float32)
+    results = {}
+    for lib in (pf, torch):
+        x = lib.tensor(values, requires_grad=True)
+        log = []
+        a, handles = _hooked_graph(lib, x, log)
+        loss = (a * a).sum()
+        if through == "backward":
+            loss.backward()
+            got = [x.grad, a.grad]
+        else:
+            got = list(lib.autograd.grad(loss, [x, a]))
+        for h in handles:
+            h.remove()
+        results[lib.__name__] = ([np.asarray(g.detach().numpy() if lib is torch else g.numpy()) for g in got], log)
+    (mine, my_log), (theirs, their_log) = results["pyflame"], results["torch"]
+    for m, t in zip(mine, theirs):
+        np.testing.assert_allclose(m, t, rtol=1e-6)
+    assert [k for k, _ in my_log] == [k for k, _ in their_log]
+    for (_, m), (_, t) in zip(my_log, their_log):
+        np.testing.assert_allclose(m, t, rtol=1e-6)
+
+
+def test_tensor_hook_removal_and_errors():
+    x = pf.tensor([1.0, 2.0], requires_grad=True)
+    with x.register_hook(lambda g: g * 10):
+        (x * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [20.0, 40.0])
+    x.grad = None
+    (x * x).sum().backward()  # removed on leaving the block
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
+        pf.tensor([1.0]).register_hook(lambda g: g)
+    handle = x.register_hook(lambda g: g[:1])
+    with pytest.raises(RuntimeError, match="must keep the gradient's shape"):
+        (x * x).sum().backward()
+    handle.remove()
+    handle = x.register_hook(lambda g: "no")
+    with pytest.raises(TypeError, match="must return a Tensor or None"):
+        (x * x).sum().backward()
+    handle.remove()

@@ -49,3 +49,17 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         result = tuple(_C._full_like(x, 0, dtype=None, device=None) if g is None else g
                        for g, x in zip(result, inputs))
     return result
+
+
+def _register_hook(self, hook):
+    """Calls hook(grad) with every gradient computed for this tensor, before it flows on (a leaf's: before
+    it accumulates into .grad); a returned tensor (same shape, dtype and device) replaces the gradient,
+    None keeps it. Returns a handle whose remove() takes the hook away. As torch's Tensor.register_hook."""
+    from ..utils.hooks import RemovableHandle  # pyflame.utils imports autograd
+
+    if not self.requires_grad:
+        raise _C.AutogradError("cannot register a hook on a tensor that doesn't require gradient")
+    return RemovableHandle(self._remove_hook, self._register_hook(hook))
+
+
+_C.Tensor.register_hook = _register_hook

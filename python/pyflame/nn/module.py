@@ -11,30 +11,10 @@ from collections import OrderedDict, namedtuple
 
 from .. import _C
 from ..autograd.grad_mode import no_grad
+from ..utils.hooks import RemovableHandle
 from .parameter import Parameter
 
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
-
-
-class RemovableHandle:
-    """What register_forward_hook and register_forward_pre_hook return: remove() takes the hook away (also on
-    leaving a `with` block), as torch.utils.hooks.RemovableHandle."""
-
-    _next_id = 0
-
-    def __init__(self, hooks):
-        self._hooks = hooks
-        self.id = RemovableHandle._next_id
-        RemovableHandle._next_id += 1
-
-    def remove(self):
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 def _addindent(s, num_spaces):
@@ -121,7 +101,7 @@ class Module:
 
     def _add_hook(self, name, hook, prepend, with_kwargs):
         hooks = self.__dict__.setdefault(name, OrderedDict())
-        handle = RemovableHandle(hooks)
+        handle = RemovableHandle(lambda id: hooks.pop(id, None))
         hooks[handle.id] = (hook, with_kwargs)
         if prepend:
             hooks.move_to_end(handle.id, last=False)

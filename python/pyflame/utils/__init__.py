@@ -1,4 +1,5 @@
 """Utilities mirroring torch.utils: pyflame.utils.data (datasets, samplers, DataLoader),
-pyflame.utils.checkpoint (gradient checkpointing) and pyflame.utils.dlpack (DLPack capsules)."""
+pyflame.utils.checkpoint (gradient checkpointing), pyflame.utils.dlpack (DLPack capsules) and
+pyflame.utils.hooks (RemovableHandle)."""
 
-from . import checkpoint, data, dlpack  # noqa: F401
+from . import checkpoint, data, dlpack, hooks  # noqa: F401

@@ -63,8 +63,8 @@ struct AttentionDims {
   bool causal;       // query i sees keys 0 .. i
 };
 
-// rows x D of src into a tile of leading dimension ld, 8 elements (16 bytes)
-// at a time, as one group of copies that may still be in flight on return
+// rows x D of src into a tile of leading dimension ld, 16 bytes at a time,
+// as one group of copies that may still be in flight on return
 // (tile::wait_copies); zeros past `valid` rows and `cols` columns. The op's
 // plan makes strides and offsets multiples of 8.
 template <class T, int D>
