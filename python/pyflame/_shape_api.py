@@ -758,6 +758,29 @@ for _name, _fn in {
 }.items():
     setattr(_C.Tensor, _name, _fn)
 
+def _shape_in_place(op):
+    """unsqueeze_ and the like: the tensor itself takes the view `op` makes of it. With grad mode on, a
+    tensor with history takes the view's (a leaf that requires grad cannot, as in torch); otherwise it
+    keeps its autograd state, as x.data = view."""
+
+    def method(self, *args, **kwargs):
+        view = op(self, *args, **kwargs)
+        if self.requires_grad and _C.is_grad_enabled():
+            if self.is_leaf:
+                raise _C.AutogradError("a leaf Variable that requires grad is being used in an in-place operation.")
+            return self._become(view)
+        self.data = view
+        return self
+
+    method.__name__ = op.__name__ + "_"
+    method.__doc__ = f"In place: the tensor becomes {op.__name__}(...) of itself (the same memory), as torch's."
+    return method
+
+
+for _name, _op in {"unsqueeze": _C.Tensor.unsqueeze, "squeeze": squeeze, "transpose": _C.Tensor.transpose,
+                   "t": t, "swapdims": swapaxes, "swapaxes": swapaxes}.items():
+    setattr(_C.Tensor, _name + "_", _shape_in_place(_op))
+
 for _name, _fn in {
     "mT": _mT, "mH": _mT, "H": _H,
     # The GPU device is 'rocm', so is_cuda is always False (code that would then move to 'cuda' is not taken).
@@ -768,7 +791,7 @@ for _name, _fn in {
     "nbytes": lambda self: self.numel() * self.element_size(),
 }.items():
     setattr(_C.Tensor, _name, property(_fn))
-del _name, _fn
+del _name, _fn, _op
 
 flatten = _C.flatten
 concat = concatenate = _C.cat

@@ -148,6 +148,9 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor) {
           },
           "hook"_a)
       .def("_remove_hook", &Tensor::remove_hook, "id"_a)
+      .def(
+          "_become", [](nb::handle self, const Tensor& other) { return in_place(self, [&](Tensor& t) { t = other; }); },
+          "other"_a, "This Python tensor takes other's view and autograd history (in-place shape ops).")
       .def("detach", &Tensor::detach, "The same memory without history; it does not require grad.")
       .def_prop_rw("data", &Tensor::detach, [](Tensor& t, const Tensor& value) { t.set_data(value); },
                    "Get: the same memory without history (as detach()). Set (x.data = y): x takes y's memory, "

@@ -709,3 +709,34 @@ def test_past_int32_indexing():
     assert pf.embedding(pf.tensor([1]), m[:, -3:]).tolist() == [[4, 9, 10]]
     tail[tail > 8] = 2
     assert t[-3:].tolist() == [4, 2, 2] and t[2**31 + 3].item() == 5
+
+
+@pytest.mark.parametrize("name,args", [("unsqueeze_", (1,)), ("unsqueeze_", (-1,)), ("squeeze_", ()), ("squeeze_", (0,)),
+                                       ("transpose_", (0, 2)), ("swapdims_", (1, 0)), ("swapaxes_", (2, 1))])
+def test_in_place_shape_ops_as_torch(name, args, device, rng):
+    values = rng.standard_normal((1, 3, 4)).astype(np.float32)
+    x, tx = pf.tensor(values, device=device), torch.from_numpy(values.copy())
+    assert getattr(x, name)(*args) is x
+    getattr(tx, name)(*args)
+    assert tuple(x.shape) == tuple(tx.shape) and tuple(x.stride()) == tuple(tx.stride())
+    np.testing.assert_array_equal(pf_to_numpy(x), tx.numpy())
+    # a tensor with history takes the view's; the gradient reaches the leaf through it
+    leaf, tleaf = pf.tensor(values, device=device, requires_grad=True), torch.from_numpy(values.copy()).requires_grad_()
+    y, ty = leaf * 2, tleaf * 2
+    getattr(y, name)(*args)
+    getattr(ty, name)(*args)
+    g = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
+    (y * pf.tensor(g, device=device)).sum().backward()
+    (ty * torch.from_numpy(g)).sum().backward()
+    np.testing.assert_allclose(pf_to_numpy(leaf.grad), tleaf.grad.numpy())
+
+
+def test_in_place_shape_ops_on_leaves(device):
+    m = pf.ones(2, 3, device=device)
+    assert m.t_() is m and tuple(m.shape) == (3, 2)
+    w = pf.ones(2, 3, device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        w.unsqueeze_(0)
+    with pf.no_grad():  # as torch: allowed, the leaf keeps requiring grad
+        w.unsqueeze_(0)
+    assert tuple(w.shape) == (1, 2, 3) and w.requires_grad and w.is_leaf
