@@ -269,7 +269,11 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("contiguous", [](const Tensor& t) { return pyflame::contiguous(t); })
       .def("clone", [](const Tensor& t) { return pyflame::clone(t); })
       .def("reshape", [](const Tensor& t, nb::args shape) { return pyflame::reshape(t, as_shape(shape)); })
-      .def("view", [](const Tensor& t, nb::args shape) { return pyflame::view(t, as_shape(shape)); })
+      .def("view",
+           [](const Tensor& t, nb::args shape) {
+             if (shape.size() == 1 && nb::isinstance<DType>(shape[0])) return t.view(nb::cast<DType>(shape[0]));
+             return pyflame::view(t, as_shape(shape));
+           })
       .def("flatten", &pyflame::flatten, "start_dim"_a = 0, "end_dim"_a = -1)
       .def("permute", [](const Tensor& t, nb::args dims) { return pyflame::permute(t, as_shape(dims)); })
       .def("transpose", [](const Tensor& t, int64_t dim0, int64_t dim1) { return pyflame::transpose(t, dim0, dim1); },

@@ -207,6 +207,38 @@ Tensor Tensor::view(Shape shape) const {
   return as_strided(std::move(shape), std::move(st), offset_);
 }
 
+Tensor Tensor::view(DType dtype) const {
+  const int64_t from = static_cast<int64_t>(itemsize()), to = static_cast<int64_t>(pyflame::itemsize(dtype));
+  Shape shape = shape_, strides = strides_;
+  int64_t offset = offset_;
+  if (from != to) {
+    const std::string what = detail::cat("to view ", dtype_name(dtype_), " as ", dtype_name(dtype),
+                                         " (different element sizes)");
+    PF_CHECK(dim() > 0, ValueError, "view: a 0-dim tensor cannot be viewed ", what);
+    PF_CHECK(strides.back() == 1, ValueError, "view: stride(-1) must be 1 ", what, ", but got ", strides.back());
+    if (from > to) {
+      const int64_t ratio = from / to;
+      shape.back() *= ratio;
+      for (size_t d = 0; d + 1 < strides.size(); ++d) strides[d] *= ratio;
+      offset *= ratio;
+    } else {
+      const int64_t ratio = to / from;
+      PF_CHECK(shape.back() % ratio == 0, ValueError, "view: size(-1) must be divisible by ", ratio, " ", what,
+               ", but got ", shape.back());
+      for (size_t d = 0; d + 1 < strides.size(); ++d)
+        PF_CHECK(strides[d] % ratio == 0, ValueError, "view: stride(", d, ") must be divisible by ", ratio, " ",
+                 what, ", but got ", strides[d]);
+      PF_CHECK(offset % ratio == 0, ValueError, "view: the storage offset must be divisible by ", ratio, " ", what,
+               ", but got ", offset);
+      shape.back() /= ratio;
+      for (size_t d = 0; d + 1 < strides.size(); ++d) strides[d] /= ratio;
+      offset /= ratio;
+    }
+  }
+  Tensor t(storage_, std::move(shape), std::move(strides), offset, dtype);
+  return t.set_placed(placed_);
+}
+
 Tensor Tensor::reshape(Shape shape) const {
   shape = infer_shape(std::move(shape), numel(), "reshape");
   Shape st;

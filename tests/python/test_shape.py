@@ -711,8 +711,9 @@ def test_past_int32_indexing():
     assert t[-3:].tolist() == [4, 2, 2] and t[2**31 + 3].item() == 5
 
 
-@pytest.mark.parametrize("name,args", [("unsqueeze_", (1,)), ("unsqueeze_", (-1,)), ("squeeze_", ()), ("squeeze_", (0,)),
-                                       ("transpose_", (0, 2)), ("swapdims_", (1, 0)), ("swapaxes_", (2, 1))])
+@pytest.mark.parametrize("name,args", [("unsqueeze_", (1,)), ("unsqueeze_", (-1,)), ("squeeze_", ()),
+                                       ("squeeze_", (0,)), ("transpose_", (0, 2)), ("swapdims_", (1, 0)),
+                                       ("swapaxes_", (2, 1))])
 def test_in_place_shape_ops_as_torch(name, args, device, rng):
     values = rng.standard_normal((1, 3, 4)).astype(np.float32)
     x, tx = pf.tensor(values, device=device), torch.from_numpy(values.copy())
@@ -740,3 +741,34 @@ def test_in_place_shape_ops_on_leaves(device):
     with pf.no_grad():  # as torch: allowed, the leaf keeps requiring grad
         w.unsqueeze_(0)
     assert tuple(w.shape) == (1, 2, 3) and w.requires_grad and w.is_leaf
+
+
+@pytest.mark.parametrize("to", ["int32", "int16", "float64", "uint8", "bfloat16", "float32"])
+def test_view_dtype_as_torch(to, device, rng):
+    values = rng.standard_normal((3, 4)).astype(np.float32)
+    x, tx = pf.tensor(values, device=device), torch.from_numpy(values.copy())
+    views = [lambda t: t, lambda t: t[1:]]  # and with an offset
+    if to in ("int32", "float32"):  # a column-major slice: the last dim keeps stride 1 only with equal sizes
+        views.append(lambda t: t.t().contiguous().t()[:, :2])
+    for view in views:
+        got, want = view(x).view(getattr(pf, to)), view(tx).view(getattr(torch, to))
+        assert tuple(got.shape) == tuple(want.shape) and tuple(got.stride()) == tuple(want.stride())
+        assert got.dtype == getattr(pf, to) and got.device.type == device
+        mine = np.ascontiguousarray(pf_to_numpy(got.to(pf.float32) if to == "bfloat16" else got))
+        theirs = np.ascontiguousarray((want.float() if to == "bfloat16" else want).numpy())
+        np.testing.assert_array_equal(mine.view(np.uint8), theirs.view(np.uint8))
+
+
+def test_view_dtype_shares_memory_and_checks(device):
+    x = pf.zeros(2, 2, device=device)
+    x.view(pf.int32)[0, 0] = 0x3F800000  # the bits of 1.0
+    assert pf_to_numpy(x)[0, 0] == 1.0
+    y = pf.ones(2, 2, device=device, requires_grad=True)
+    assert not y.view(pf.float32).requires_grad  # no history, as torch
+    with pytest.raises(ValueError, match="stride\\(-1\\) must be 1"):
+        pf.ones(4, 3, device=device).t().view(pf.int16)
+    with pytest.raises(ValueError, match="size\\(-1\\) must be divisible by 2"):
+        pf.ones(3, 3, device=device).view(pf.float64)
+    with pytest.raises(ValueError, match="0-dim"):
+        pf.tensor(1.0, device=device).view(pf.int16)
+    np.testing.assert_array_equal(pf_to_numpy(pf.tensor([True, False], device=device).view(pf.uint8)), [1, 0])

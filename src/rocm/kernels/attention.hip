@@ -46,7 +46,9 @@ constexpr int kSharedWords =
 // Keys (forward, dq) or queries (dk, dv) per shared tile: the most of 64, 32 and
 // 16 that keeps shared memory within 48 KiB, the static limit on every vendor.
 template <class T, int D, int kStrips = 1>
-constexpr int kTile = kSharedWords<T, D, 64, kStrips> <= 12288 ? 64 : kSharedWords<T, D, 32, kStrips> <= 12288 ? 32 : 16;
+constexpr int kTile = kSharedWords<T, D, 64, kStrips> <= 12288   ? 64
+                      : kSharedWords<T, D, 32, kStrips> <= 12288 ? 32
+                                                                 : 16;
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 // Shared tiles are declared as 32-bit words and used as T: clang's HIP allows no
 // __shared__ variable of a type with a constructor (Half, BFloat16).
