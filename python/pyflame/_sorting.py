@@ -8,10 +8,11 @@ cumsum. Results of several tensors are named tuples with .values/.indices, as
 torch.return_types.
 """
 
+import math
 from collections import namedtuple
 
 from . import _C
-from ._creation import full, zeros_like
+from ._creation import arange, full, zeros_like
 
 _sort, _nonzero, _where = _C.sort, _C.nonzero, _C.where
 
@@ -149,17 +150,40 @@ def _result(values, inverse, counts, return_inverse, return_counts):
     return out if len(out) > 1 else values
 
 
-def _no_dim(name, dim):
-    if dim is not None:
-        raise _C.NotSupportedError(f"{name}(dim={dim}): unique slices along a dim are not supported; use "
-                                   f"{name}(x) on the flattened tensor, or NumPy: np.unique(x.numpy(), axis={dim})")
+def _unique_slices(input, dim, sort, return_inverse, return_counts):
+    """unique/unique_consecutive along `dim`: the distinct slices (the rows of input with dim moved first
+    and the rest flattened), sorted lexicographically by stable sorts from the last column to the first."""
+    if input.dim() == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if not -input.dim() <= dim < input.dim():
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.dim()}, {input.dim() - 1}], "
+                         f"but got {dim})")
+    moved = input.movedim(dim, 0)
+    if 0 in tuple(moved.shape[1:]):
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+    n = moved.shape[0]
+    rows = moved.reshape(n, math.prod(moved.shape[1:]))
+    order = arange(n, dtype=_C.dtype.int64, device=input.device)
+    if sort:
+        for c in reversed(range(rows.shape[1])):
+            _, perm = _sort(_C.select(rows.index_select(0, order), 1, c), 0, False, True)
+            order = order.index_select(0, perm)
+    ordered = rows.index_select(0, order)
+    head = full((min(n, 1),), True, dtype=_C.dtype.bool, device=input)
+    first = _C.cat([head, _C.ne(ordered[1:], ordered[:-1]).any(1)])
+    uniq, ids, counts = _groups(ordered, first)
+    out = uniq.reshape((uniq.shape[0],) + tuple(moved.shape[1:])).movedim(0, dim)
+    inverse = _C.scatter(zeros_like(order), 0, order, ids) if return_inverse else None
+    return _result(out, inverse, counts, return_inverse, return_counts)
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct entries of input (flattened), sorted, as torch.unique; with return_inverse
     each entry's position among them (input's shape), with return_counts their multiplicities.
+    With dim, the distinct slices along dim, sorted lexicographically (inverse and counts per slice).
     The result is sorted also for sorted=False (torch leaves the order open)."""
-    _no_dim("unique", dim)
+    if dim is not None:
+        return _unique_slices(input, dim, True, return_inverse, return_counts)
     flat = input.reshape(-1)
     values, order = _sort(flat, 0, False, True)
     first = _run_starts(values)
@@ -171,8 +195,10 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
-    """input (flattened) with runs of equal neighbours reduced to one entry, as torch.unique_consecutive."""
-    _no_dim("unique_consecutive", dim)
+    """input (flattened) with runs of equal neighbours reduced to one entry, as torch.unique_consecutive;
+    with dim, runs of equal neighbouring slices along dim."""
+    if dim is not None:
+        return _unique_slices(input, dim, False, return_inverse, return_counts)
     flat = input.reshape(-1)
     first = _run_starts(flat)
     uniq, ids, counts = _groups(flat, first)

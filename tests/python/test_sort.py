@@ -265,12 +265,26 @@ def test_unique_consecutive(dtype, device, rng):
         same(x.unique_consecutive(), torch.unique_consecutive(t), f"unique_consecutive {shape} [{dtype}]")
 
 
-def test_unique_over_a_dim_is_not_supported(device):
-    x = pf.tensor([[1, 2], [1, 2]])
-    with pytest.raises(pf.NotSupportedError, match="np.unique"):
-        pf.unique(x, dim=0)
-    with pytest.raises(RuntimeError):  # as PyTorch code catches it
-        pf.unique_consecutive(x, dim=1)
+@pytest.mark.parametrize("dtype", ["int64", "float32", "bool"])
+def test_unique_slices_as_torch(dtype, device, rng):
+    """unique(dim=) sorts the slices lexicographically; unique_consecutive(dim=) merges equal neighbours.
+    Few distinct values, so that slices repeat, first in runs and then scattered."""
+    for shape in [(6, 3), (4, 5, 2), (7,)]:
+        values = rng.integers(0, 2, shape)
+        values = np.repeat(values, 2, axis=0) if len(shape) > 1 else values
+        t = torch.from_numpy(values).to(getattr(torch, dtype))
+        x = pf.tensor(values, device=device).to(getattr(pf, dtype))
+        for dim in dims_of(values.shape):
+            for fn, kw in (("unique", dict(sorted=True)), ("unique_consecutive", {})):
+                got = getattr(pf, fn)(x, return_inverse=True, return_counts=True, dim=dim, **kw)
+                want = getattr(torch, fn)(t, return_inverse=True, return_counts=True, dim=dim, **kw)
+                for i, (g, w) in enumerate(zip(got, want)):
+                    same(g, w, f"{fn} {values.shape} dim {dim} [{dtype}] output {i}")
+            same(x.unique(dim=dim), torch.unique(t, dim=dim), f"Tensor.unique {values.shape} dim {dim}")
+    with pytest.raises(IndexError, match="no dimensions"):
+        pf.unique(pf.tensor(1, device=device), dim=0)
+    with pytest.raises(RuntimeError, match="0 sized dimensions"):
+        pf.unique(pf.zeros(3, 0, device=device), dim=0)
 
 
 # ----------------------------------------------------------------- nonzero, where, argwhere
