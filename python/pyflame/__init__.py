@@ -119,7 +119,7 @@ from . import utils  # noqa: E402,F401  (pf.utils.data, pf.utils.checkpoint)
 from . import datasets  # noqa: E402,F401
 from .amp import autocast, is_autocast_enabled  # noqa: E402,F401
 from ._tensor_repr import get_printoptions, set_printoptions  # noqa: E402,F401  (and Tensor.__repr__)
-from ._interop import from_dlpack  # noqa: E402,F401  (and Tensor.__array_wrap__)
+from ._interop import DLDeviceType, from_dlpack  # noqa: E402,F401  (and Tensor.__array_wrap__, __dlpack_device__)
 from . import backend  # noqa: E402,F401  (pf.backend.rocm)
 from . import cuda  # noqa: E402,F401  (pf.cuda: the GPU backend under torch.cuda's names)
 

@@ -62,7 +62,7 @@ class device(str):
 
     @property
     def type(self):
-        return self.partition(":")[0]
+        return str(self.partition(":")[0])  # a plain str, as torch.device.type (partition may return self)
 
     @property
     def index(self):

@@ -4,11 +4,46 @@ The DLPack capsules themselves are made and read in C++ (python/src/bind_dlpack.
 Tensor.__dlpack__ and __dlpack_device__ are bound there.
 """
 
+import enum
+
 import numpy as np
 
 from . import _C
 
 _GPU_DLPACK_TYPES = (2, 10)  # kDLCUDA, kDLROCM
+
+
+class DLDeviceType(enum.IntEnum):
+    """DLPack's device types (dlpack.h), what __dlpack_device__ returns first, as torch's enum."""
+
+    kDLCPU = 1
+    kDLCUDA = 2
+    kDLCUDAHost = 3
+    kDLOpenCL = 4
+    kDLVulkan = 7
+    kDLMetal = 8
+    kDLVPI = 9
+    kDLROCM = 10
+    kDLROCMHost = 11
+    kDLExtDev = 12
+    kDLCUDAManaged = 13
+    kDLOneAPI = 14
+    kDLWebGPU = 15
+    kDLHexagon = 16
+    kDLMAIA = 17
+
+
+_cpp_dlpack_device = _C.Tensor.__dlpack_device__
+
+
+def _dlpack_device(self):
+    """(device type, id) as DLPack numbers them: (kDLCPU, 0) for the CPU; (kDLCUDA, N) for GPUs on
+    NVIDIA, (kDLROCM, N) on AMD."""
+    kind, index = _cpp_dlpack_device(self)
+    return DLDeviceType(kind), index
+
+
+_C.Tensor.__dlpack_device__ = _dlpack_device
 
 
 def from_dlpack(ext_tensor, *, device=None, copy=None):

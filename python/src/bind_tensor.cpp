@@ -72,6 +72,16 @@ NumpyArray to_numpy(const Tensor& t) {
   return NumpyArray(h.data_ptr(), shape.size(), shape.data(), owner, strides.data(), dt);
 }
 
+// to_numpy as a Python object. nanobind describes 64-bit integers as C's long long,
+// which NumPy types as longlong, not its int64 (`arr.dtype.type is np.int64` failed):
+// such arrays are viewed as int64, the same memory.
+nb::object numpy_array(const Tensor& t) {
+  nb::object arr = nb::cast(to_numpy(t));
+  if (t.dtype() != DType::Int64) return arr;
+  static nb::handle int64 = nb::object(nb::module_::import_("numpy").attr("int64")).release();
+  return arr.attr("view")(int64);
+}
+
 Tensor from_numpy(nb::ndarray<nb::numpy, nb::device::cpu> arr, nb::handle owner) {
   DType dtype = from_dlpack_dtype(arr.dtype());
   Shape shape, strides;
@@ -325,14 +335,14 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("fill_", [](nb::handle self, nb::handle v) {
         return in_place(self, [&](Tensor& t) { pyflame::fill_(t, as_scalar(v, "fill_ value")); }); }, "value"_a)
       .def("zero_", [](nb::handle self) { return in_place(self, [](Tensor& t) { pyflame::fill_(t, Scalar(int64_t{0})); }); })
-      .def("numpy", &to_numpy, "A NumPy array sharing memory with a CPU tensor (a copy for device tensors).")
+      .def("numpy", &numpy_array, "A NumPy array sharing memory with a CPU tensor (a copy for device tensors).")
       // NumPy 2's protocol: copy=True always copies, copy=False raises where a copy is needed
       // (a GPU tensor, another dtype), None copies only then.
       .def("__array__", [](const Tensor& t, nb::handle dtype, nb::handle copy) {
         bool never = !copy.is_none() && !nb::cast<bool>(copy);
         if (never && !t.device().is_cpu())
           throw nb::value_error("__array__(copy=False): the tensor lives on the GPU; NumPy needs a copy");
-        nb::object arr = nb::cast(to_numpy(t));
+        nb::object arr = numpy_array(t);
         if (!dtype.is_none()) {
           nb::object converted = arr.attr("astype")(dtype, "copy"_a = false);
           if (never && !converted.is(arr))

@@ -566,3 +566,21 @@ def test_load_map_location(tmp_path, rng):
     np.testing.assert_array_equal(out["w"].numpy(), state["w"].numpy())
     with pytest.raises(TypeError, match="not both"):
         pf.load(path, device="cpu", map_location="cpu")
+
+
+def test_types_as_torch_gives_them(device):
+    """device.type a plain str; int64 arrays typed np.int64; __dlpack_device__ an enum: code that checks
+    types (`type(x) is str`, `a.dtype.type is np.int64`, `dev[0] == DLDeviceType.kDLCPU`) ports."""
+    t = pf.ones(2, device=device)
+    assert type(t.device.type) is str and t.device.type == device
+    assert type(torch.ones(2).device.type) is type(pf.ones(2).device.type)
+    x = pf.tensor([5, 6])
+    arr = x.numpy()
+    assert arr.dtype.type is np.int64 and np.asarray(x).dtype.type is np.int64
+    arr[0] = 9  # still the tensor's memory
+    assert x.tolist() == [9, 6]
+    kind, index = t.__dlpack_device__()
+    assert isinstance(kind, pf.DLDeviceType) and kind.name.startswith("kDL")
+    if device == "cpu":
+        want = torch.ones(2).__dlpack_device__()
+        assert (kind, index) == want and kind.name == want[0].name
