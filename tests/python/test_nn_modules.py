@@ -920,3 +920,56 @@ def test_forward_hooks_as_torch(rng):
     assert got[0] == want[0]
     np.testing.assert_allclose(got[1], want[1], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(got[2], want[2], rtol=1e-6, atol=1e-6)
+
+
+def _backward_hook_run(lib, device, inputs_require_grad, replace):
+    """A two-layer model with full backward (pre-)hooks on its first layer, as a PyTorch script writes them:
+    what the hooks saw and the resulting gradients."""
+    lib.manual_seed(0)
+    weights = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    first, second = lib.nn.Linear(3, 4), lib.nn.Linear(4, 2)
+    with lib.no_grad():
+        first.weight.copy_(lib.tensor(weights))
+        first.bias.fill_(0.25)
+        second.weight.copy_(lib.tensor(weights.T[:2] * 0.5))
+        second.bias.fill_(-0.5)
+    tdev = "cpu" if lib is torch else device
+    first.to(tdev), second.to(tdev)
+    seen = []
+
+    def hook(module, grad_input, grad_output):
+        seen.append(("hook", [None if g is None else g.detach().cpu().numpy().copy() for g in grad_input],
+                     [g.detach().cpu().numpy().copy() for g in grad_output]))
+        return tuple(None if g is None else g * 3 for g in grad_input) if replace else None
+
+    def pre_hook(module, grad_output):
+        seen.append(("pre", [g.detach().cpu().numpy().copy() for g in grad_output]))
+        return (grad_output[0] - 1,) if replace else None
+
+    handles = [first.register_full_backward_hook(hook), first.register_full_backward_pre_hook(pre_hook)]
+    x = lib.tensor(np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3)).to(tdev)
+    if inputs_require_grad:
+        x.requires_grad_(True)
+    second(lib.tanh(first(x))).pow(2).sum().backward()
+    for h in handles:
+        h.remove()
+    grads = [first.weight.grad, first.bias.grad] + ([x.grad] if inputs_require_grad else [])
+    return seen, [g.detach().cpu().numpy() for g in grads]
+
+
+@pytest.mark.parametrize("inputs_require_grad", [True, False])
+@pytest.mark.parametrize("replace", [False, True])
+def test_full_backward_hooks_as_torch(inputs_require_grad, replace, device):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns when no input requires grad
+        want_seen, want = _backward_hook_run(torch, device, inputs_require_grad, replace)
+    got_seen, got = _backward_hook_run(pf, device, inputs_require_grad, replace)
+    assert [s[0] for s in got_seen] == [s[0] for s in want_seen]
+    for g, w in zip(got_seen, want_seen):
+        for a, b in zip(g[1:], w[1:]):
+            for x, y in zip(a, b):
+                assert (x is None) == (y is None)
+                if x is not None:
+                    np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

@@ -10,11 +10,91 @@ dicts, so the keys and the printed form match PyTorch's for the same model.
 from collections import OrderedDict, namedtuple
 
 from .. import _C
+from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from ..utils.hooks import RemovableHandle
 from .parameter import Parameter
 
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
+class _HookedIdentity(Function):
+    """The identity on several tensors whose backward hands their gradients to `on_grads`, which may return
+    replacements: where a module's backward hooks see the gradients of its outputs and inputs."""
+
+    @staticmethod
+    def forward(ctx, on_grads, *tensors):
+        ctx.on_grads = on_grads
+        return tensors
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None,) + tuple(ctx.on_grads(grads))
+
+
+class _BackwardHooks:
+    """One call of a module with full backward (pre-)hooks, as torch's: identities around the tensor inputs
+    that require grad and around the output tensors; the outputs' backward runs the pre-hooks and keeps
+    grad_output, the inputs' backward runs the hooks (or the outputs' does, when no input requires grad)."""
+
+    def __init__(self, module):
+        self.module, self.grad_output, self.n_inputs, self.inputs_hooked = module, None, 0, False
+
+    def _hooks(self, name):
+        return [hook for hook, _ in list(self.module.__dict__.get(name, {}).values())]
+
+    def _run_hooks(self, grad_input):
+        for hook in self._hooks("_backward_hooks"):
+            result = hook(self.module, grad_input, self.grad_output)
+            if result is not None:
+                grad_input = tuple(result)
+        return grad_input
+
+    def wrap_inputs(self, args):
+        where = [i for i, a in enumerate(args) if isinstance(a, _C.Tensor)]
+        self.n_inputs = len(where)
+        hooked = [i for i in where if args[i].requires_grad]
+        if hooked:
+            self.inputs_hooked = True
+
+            def on_input_grads(grads):
+                full = [None] * len(where)
+                for i, g in zip(hooked, grads):
+                    full[where.index(i)] = g
+                full = self._run_hooks(tuple(full))
+                return tuple(full[where.index(i)] for i in hooked)
+
+            wrapped = _HookedIdentity.apply(on_input_grads, *[args[i] for i in hooked])
+            args = list(args)
+            for i, t in zip(hooked, wrapped):
+                args[i] = t
+            args = tuple(args)
+        return args, self.wrap_outputs
+
+    def wrap_outputs(self, output):
+        single = isinstance(output, _C.Tensor)
+        outputs = (output,) if single else output
+        if not isinstance(outputs, (tuple, list)):
+            return output
+        hooked = [i for i, o in enumerate(outputs) if isinstance(o, _C.Tensor) and o.requires_grad]
+        if not hooked:
+            return output
+
+        def on_output_grads(grads):
+            for hook in self._hooks("_backward_pre_hooks"):
+                result = hook(self.module, grads)
+                if result is not None:
+                    grads = tuple(result)
+            self.grad_output = tuple(grads)
+            if not self.inputs_hooked:
+                self._run_hooks((None,) * self.n_inputs)
+            return grads
+
+        wrapped = _HookedIdentity.apply(on_output_grads, *[outputs[i] for i in hooked])
+        replaced = list(outputs)
+        for i, t in zip(hooked, wrapped):
+            replaced[i] = t
+        return replaced[0] if single else type(outputs)(replaced)
 
 
 def _addindent(s, num_spaces):
@@ -76,9 +156,12 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         state = self.__dict__  # (a module unpickled from before hooks existed has no hook dicts)
-        if not (state.get("_forward_pre_hooks") or state.get("_forward_hooks")):
+        backward_hooks = (state.get("_backward_pre_hooks") or state.get("_backward_hooks")) and _C.is_grad_enabled()
+        if not (state.get("_forward_pre_hooks") or state.get("_forward_hooks") or backward_hooks):
             return self.forward(*args, **kwargs)
-        for hook, with_kwargs in list(self._forward_pre_hooks.values()):
+        if backward_hooks:
+            args, finish = _BackwardHooks(self).wrap_inputs(args)
+        for hook, with_kwargs in list(self.__dict__.get("_forward_pre_hooks", {}).values()):
             if with_kwargs:
                 result = hook(self, args, kwargs)
                 if result is not None:
@@ -91,11 +174,11 @@ class Module:
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
         output = self.forward(*args, **kwargs)
-        for hook, with_kwargs in list(self._forward_hooks.values()):
+        for hook, with_kwargs in list(self.__dict__.get("_forward_hooks", {}).values()):
             result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
             if result is not None:
                 output = result
-        return output
+        return finish(output) if backward_hooks else output
 
     # ------------------------------------------------------------ hooks
 
@@ -119,6 +202,17 @@ class Module:
         if always_call:
             raise _C.NotSupportedError("register_forward_hook(always_call=True) is not supported (docs/nn.md)")
         return self._add_hook("_forward_hooks", hook, prepend, with_kwargs)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) once the gradients of the module's tensor inputs are computed
+        (grad_input: one per positional tensor argument, None where none flows; grad_output: one per output
+        tensor); it may return a new grad_input. Returns a handle whose remove() drops it."""
+        return self._add_hook("_backward_hooks", hook, prepend, False)
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) when the gradients of the module's outputs are computed, before they flow
+        into the module; it may return a new grad_output. Returns a handle whose remove() drops it."""
+        return self._add_hook("_backward_pre_hooks", hook, prepend, False)
 
     # ------------------------------------------------------------ registration
 
