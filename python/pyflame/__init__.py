@@ -174,3 +174,4 @@ from .serialization import load, save  # noqa: E402,F401
 from . import _pickle  # noqa: E402,F401  (copy.deepcopy and pickle of tensors)
 from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
+from . import distributions  # noqa: E402,F401
