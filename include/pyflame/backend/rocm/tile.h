@@ -34,10 +34,10 @@
 // is cp.async.
 // Elsewhere, and with PF_TILE_PORTABLE defined (how that path is run on
 // NVIDIA): each lane computes its own elements of C with float FMAs, correct
-// for wave64 (CDNA) and wave32 (RDNA) alike, and copy16 a plain load and
-// store. The AMD matrix cores (MFMA on
-// CDNA, WMMA on RDNA3) take the same interface with their own layouts; they
-// are not written yet, as no AMD GPU has been at hand to run them.
+// for wave64 (CDNA) and wave32 (RDNA) alike, and copy16 is a plain load and
+// store. The AMD matrix cores (MFMA on CDNA, WMMA on RDNA3) take the same
+// interface with their own layouts; they are not written yet, as no AMD GPU
+// has been at hand to run them.
 
 #include <cstdint>
 #include <type_traits>
