@@ -946,7 +946,8 @@ def _backward_hook_run(lib, device, inputs_require_grad, replace):
         seen.append(("pre", [g.detach().cpu().numpy().copy() for g in grad_output]))
         return (grad_output[0] - 1,) if replace else None
 
-    handles = [first.register_full_backward_hook(hook), first.register_full_backward_pre_hook(pre_hook)]
+    handles = [first.register_full_backward_hook(hook), first.register_full_backward_pre_hook(pre_hook),
+               first.register_forward_pre_hook(lambda module, args: (args[0] * 2,))]  # grad_input is the new input's
     x = lib.tensor(np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3)).to(tdev)
     if inputs_require_grad:
         x.requires_grad_(True)

@@ -57,8 +57,6 @@ def _register_hook(self, hook):
     None keeps it. Returns a handle whose remove() takes the hook away. As torch's Tensor.register_hook."""
     from ..utils.hooks import RemovableHandle  # pyflame.utils imports autograd
 
-    if not self.requires_grad:
-        raise _C.AutogradError("cannot register a hook on a tensor that doesn't require gradient")
     return RemovableHandle(self._remove_hook, self._register_hook(hook))
 
 

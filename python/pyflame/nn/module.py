@@ -159,9 +159,7 @@ class Module:
         backward_hooks = (state.get("_backward_pre_hooks") or state.get("_backward_hooks")) and _C.is_grad_enabled()
         if not (state.get("_forward_pre_hooks") or state.get("_forward_hooks") or backward_hooks):
             return self.forward(*args, **kwargs)
-        if backward_hooks:
-            args, finish = _BackwardHooks(self).wrap_inputs(args)
-        for hook, with_kwargs in list(self.__dict__.get("_forward_pre_hooks", {}).values()):
+        for hook, with_kwargs in list(state.get("_forward_pre_hooks", {}).values()):
             if with_kwargs:
                 result = hook(self, args, kwargs)
                 if result is not None:
@@ -173,8 +171,10 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
+        if backward_hooks:  # after the pre-hooks, which may replace the inputs (as torch)
+            args, finish = _BackwardHooks(self).wrap_inputs(args)
         output = self.forward(*args, **kwargs)
-        for hook, with_kwargs in list(self.__dict__.get("_forward_hooks", {}).values()):
+        for hook, with_kwargs in list(state.get("_forward_hooks", {}).values()):
             result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
             if result is not None:
                 output = result
