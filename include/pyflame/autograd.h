@@ -11,8 +11,8 @@
 // Floating outputs get the node as grad_fn; integer and bool outputs never
 // require grad.
 //
-// Derivatives are written once, in terms of the public ops
-// (src/autograd/derivatives.cpp, beside the op table), so every device runs
+// Derivatives are written once, in terms of the public ops (a one-input
+// op's in its ops.def line, the others in src/autograd/derivatives.cpp), so every device runs
 // the same formulas. The engine (src/autograd/engine.cpp) reduces each
 // input's gradient back to the input's shape, dtype and device, so formulas
 // ignore broadcasting and type promotion.

@@ -1,9 +1,11 @@
 // The derivative table: one vector-Jacobian product per differentiable op of
 // ops.def, written with the public ops so the CPU and the GPU run the same
-// formulas (see derivatives.h). Float16/bfloat16 formulas that sum compute in
-// float32; the engine converts each result back to its input's dtype.
+// formulas (see derivatives.h): the formulas of the table's grad column
+// (one-input ops, compiled here from ops.def) and a function registered here
+// for the rest. Float16/bfloat16 formulas that sum compute in float32; the
+// engine converts each result back to its input's dtype.
 // tests/python/test_autograd.py walks the op table: a differentiable op
-// without a line here fails it.
+// without a derivative fails it.
 
 #include <cmath>
 #include <limits>
@@ -105,51 +107,16 @@ Grads d_extremum(const GradContext& c, OpType wins) {
 Grads d_maximum(const GradContext& c) { return d_extremum(c, OpType::gt); }
 Grads d_minimum(const GradContext& c) { return d_extremum(c, OpType::lt); }
 
-Grads d_neg(const GradContext& c) { return {neg(c.grad())}; }
-Grads d_abs(const GradContext& c) { return {mul(c.grad(), sign(c.input(0)))}; }
-Grads d_relu(const GradContext& c) { return {binary_op(OpType::relu_backward, c.grad(), c.output())}; }
-Grads d_zero(const GradContext& c) { return {zeros_like(c.grad())}; }  // floor, ceil, round, sign
 Grads d_hardtanh(const GradContext& c) {
-  const auto& p = c.attr<ElementwiseAttrs>().params;
+  const ElementwiseAttrs& a = c.attr<ElementwiseAttrs>();
   const Tensor& x = c.input(0);
-  return {where(logical_and(gt(x, p[0]), lt(x, p[1])), c.grad(), zero_scalar())};
-}
-Grads d_sqrt(const GradContext& c) { return {div(c.grad(), mul(c.output(), Scalar(2.0)))}; }
-Grads d_rsqrt(const GradContext& c) {
-  const Tensor& y = c.output();
-  return {mul(c.grad(), mul(mul(y, mul(y, y)), Scalar(-0.5)))};
-}
-Grads d_exp(const GradContext& c) { return {mul(c.grad(), c.output())}; }
-Grads d_log(const GradContext& c) { return {div(c.grad(), c.input(0))}; }
-Grads d_sin(const GradContext& c) { return {mul(c.grad(), cos(c.input(0)))}; }
-Grads d_cos(const GradContext& c) { return {neg(mul(c.grad(), sin(c.input(0))))}; }
-Grads d_tanh(const GradContext& c) {
-  const Tensor& y = c.output();
-  return {mul(c.grad(), sub(Scalar(1.0), mul(y, y)))};
-}
-Grads d_sigmoid(const GradContext& c) {
-  const Tensor& y = c.output();
-  return {mul(c.grad(), mul(y, sub(Scalar(1.0), y)))};
+  return {where(logical_and(gt(x, a.param<ParamName::hardtanh_min_val>()), lt(x, a.param<ParamName::hardtanh_max_val>())),
+                c.grad(), zero_scalar())};
 }
 Grads d_gelu(const GradContext& c) {
   const bool tanh_form = c.attr<ElementwiseAttrs>().param<ParamName::gelu_approximate_tanh>().i;
   return {binary_op(tanh_form ? OpType::gelu_tanh_backward : OpType::gelu_backward, c.grad(), c.input(0))};
 }
-Grads d_erf(const GradContext& c) {
-  const Tensor& x = c.input(0);
-  return {mul(c.grad(), mul(exp(neg(mul(x, x))), Scalar(M_2_SQRTPI)))};
-}
-Grads d_silu(const GradContext& c) { return {binary_op(OpType::silu_backward, c.grad(), c.input(0))}; }
-Grads d_reciprocal(const GradContext& c) {
-  const Tensor& y = c.output();
-  return {neg(mul(c.grad(), mul(y, y)))};
-}
-Grads d_log1p(const GradContext& c) { return {div(c.grad(), add(c.input(0), Scalar(1.0)))}; }
-Grads d_expm1(const GradContext& c) { return {mul(c.grad(), add(c.output(), Scalar(1.0)))}; }
-Grads d_log2(const GradContext& c) { return {div(c.grad(), mul(c.input(0), Scalar(M_LN2)))}; }
-Grads d_log10(const GradContext& c) { return {div(c.grad(), mul(c.input(0), Scalar(M_LN10)))}; }
-Grads d_exp2(const GradContext& c) { return {mul(c.grad(), mul(c.output(), Scalar(M_LN2)))}; }
-Grads d_square(const GradContext& c) { return {mul(c.grad(), mul(c.input(0), Scalar(2.0)))}; }
 // d atan2(a, b) = (b da - a db) / (a^2 + b^2)
 Grads d_atan2(const GradContext& c) {
   const Tensor &a = c.input(0), &b = c.input(1);
@@ -167,37 +134,6 @@ Grads d_hypot(const GradContext& c) {
   if (c.needs[1]) r[1] = mul(scale, c.input(1));
   return r;
 }
-Grads d_tan(const GradContext& c) {  // 1 + tan^2
-  const Tensor& y = c.output();
-  return {mul(c.grad(), add(mul(y, y), Scalar(1.0)))};
-}
-Grads d_asin(const GradContext& c) {
-  const Tensor& x = c.input(0);
-  return {mul(c.grad(), rsqrt(sub(Scalar(1.0), mul(x, x))))};
-}
-Grads d_acos(const GradContext& c) {
-  const Tensor& x = c.input(0);
-  return {neg(mul(c.grad(), rsqrt(sub(Scalar(1.0), mul(x, x)))))};
-}
-Grads d_atan(const GradContext& c) {
-  const Tensor& x = c.input(0);
-  return {div(c.grad(), add(mul(x, x), Scalar(1.0)))};
-}
-Grads d_sinh(const GradContext& c) { return {mul(c.grad(), cosh(c.input(0)))}; }
-Grads d_cosh(const GradContext& c) { return {mul(c.grad(), sinh(c.input(0)))}; }
-Grads d_asinh(const GradContext& c) {
-  const Tensor& x = c.input(0);
-  return {mul(c.grad(), rsqrt(add(mul(x, x), Scalar(1.0))))};
-}
-Grads d_acosh(const GradContext& c) {  // 1 / sqrt((x - 1)(x + 1)), as PyTorch
-  const Tensor& x = c.input(0);
-  return {mul(c.grad(), rsqrt(mul(sub(x, Scalar(1.0)), add(x, Scalar(1.0)))))};
-}
-Grads d_atanh(const GradContext& c) {
-  const Tensor& x = c.input(0);
-  return {div(c.grad(), sub(Scalar(1.0), mul(x, x)))};
-}
-Grads d_lgamma(const GradContext& c) { return {mul(c.grad(), digamma(c.input(0)))}; }
 // trigamma(x), digamma's derivative, from table ops: the recurrence
 // psi1(x) = psi1(x + 6) + sum 1/(x + k)^2 and the asymptotic series at x + 6
 // (error below 1e-10 for x > 0); below 0.5 the reflection
@@ -211,12 +147,10 @@ Tensor trigamma_positive(const Tensor& x) {
   for (double coef : {1.0 / 42, -1.0 / 30, 1.0 / 6}) series = mul(iz2, add(series, Scalar(coef)));
   return add(r, add(iz, add(mul(iz2, Scalar(0.5)), mul(iz, series))));
 }
-Grads d_digamma(const GradContext& c) {
-  const Tensor& x = c.input(0);
+Tensor trigamma(const Tensor& x) {
   Tensor csc2 = reciprocal(square(sin(mul(x, Scalar(M_PI)))));
   Tensor reflected = sub(mul(csc2, Scalar(M_PI * M_PI)), trigamma_positive(sub(Scalar(1.0), x)));
-  Tensor psi1 = where(lt(x, Scalar(0.5)), reflected, trigamma_positive(x));
-  return {mul(c.grad(), psi1)};
+  return where(lt(x, Scalar(0.5)), reflected, trigamma_positive(x));
 }
 // fmax/fmin: the gradient goes to the input that was chosen; ties to the first,
 // and a NaN operand passes it to the other (PyTorch's formulas).
@@ -269,13 +203,6 @@ Grads d_xlogy(const GradContext& c) {
   if (c.needs[1]) r[1] = div(mul(c.grad(), x), y);
   return r;
 }
-// d erfinv(x) = sqrt(pi) / 2 exp(erfinv(x)^2)
-Grads d_erfinv(const GradContext& c) {
-  const Tensor& y = c.output();
-  return {mul(c.grad(), mul(exp(mul(y, y)), Scalar(0.88622692545275801)))};
-}
-// The replaced values are constants.
-Grads d_nan_to_num(const GradContext& c) { return {where(isfinite(c.input(0)), c.grad(), zero_scalar())}; }
 Grads d_leaky_relu(const GradContext& c) {
   const double slope = c.attr<ElementwiseAttrs>().param<ParamName::leaky_relu_negative_slope>().f;
   return {where(gt(c.input(0), Scalar(0.0)), c.grad(), mul(c.grad(), Scalar(slope)))};
@@ -868,6 +795,32 @@ Grads d_nll_loss(const GradContext& c) {
 
 // ---------------------------------------------------------------- the table
 
+// The formulas of the op table's grad column (ops.def): g is the gradient, x
+// the input, y the output; grad and nograd ops have none here.
+#define PF_FORMULA_grad {nullptr, kSavesNothing}
+#define PF_FORMULA_nograd {nullptr, kSavesNothing}
+#define PF_FORMULA_dg(...) {[](const GradContext& c) -> Grads { const Tensor& g = c.grad(); return {__VA_ARGS__}; }, kSavesNothing}
+#define PF_FORMULA_dx(...) \
+  {[](const GradContext& c) -> Grads { const Tensor &g = c.grad(), &x = c.input(0); return {__VA_ARGS__}; }, kSavesInputs}
+#define PF_FORMULA_dy(...) \
+  {[](const GradContext& c) -> Grads { const Tensor &g = c.grad(), &y = c.output(); return {__VA_ARGS__}; }, kSavesOutputs}
+#define PF_FORMULA_dxy(...)                                          \
+  {[](const GradContext& c) -> Grads {                               \
+     const Tensor &g = c.grad(), &x = c.input(0), &y = c.output(); \
+     return {__VA_ARGS__};                                           \
+   },                                                                \
+   kSavesBoth}
+#define PF_OP(name, family, functor, attrs, grad, autocast) PF_FORMULA_##grad,
+constexpr Derivative kTableFormulas[] = {
+#include "pyflame/ops.def"
+};
+#undef PF_OP
+const bool table_formulas_registered = [] {
+  for (int i = 0; i < kNumOps; ++i)
+    if (kTableFormulas[i].fn) register_derivative(static_cast<OpType>(i), kTableFormulas[i].fn, kTableFormulas[i].saves);
+  return true;
+}();
+
 PF_REGISTER_DERIVATIVE(add, &d_add, kSavesNothing);
 PF_REGISTER_DERIVATIVE(sub, &d_sub, kSavesNothing);
 PF_REGISTER_DERIVATIVE(mul, &d_mul, kSavesInputs);
@@ -887,48 +840,8 @@ PF_REGISTER_DERIVATIVE(trunc_divide, &d_zero2, kSavesNothing);
 PF_REGISTER_DERIVATIVE(remainder, &d_remainder, kSavesInputs);
 PF_REGISTER_DERIVATIVE(fmod, &d_fmod, kSavesInputs);
 
-PF_REGISTER_DERIVATIVE(neg, &d_neg, kSavesNothing);
-PF_REGISTER_DERIVATIVE(abs, &d_abs, kSavesInputs);
-PF_REGISTER_DERIVATIVE(relu, &d_relu, kSavesOutputs);
-PF_REGISTER_DERIVATIVE(floor, &d_zero, kSavesNothing);
-PF_REGISTER_DERIVATIVE(ceil, &d_zero, kSavesNothing);
-PF_REGISTER_DERIVATIVE(round, &d_zero, kSavesNothing);
-PF_REGISTER_DERIVATIVE(sign, &d_zero, kSavesNothing);
 PF_REGISTER_DERIVATIVE(hardtanh, &d_hardtanh, kSavesInputs);
-PF_REGISTER_DERIVATIVE(trunc, &d_zero, kSavesNothing);
-PF_REGISTER_DERIVATIVE(frac, &d_copy, kSavesNothing);
-PF_REGISTER_DERIVATIVE(square, &d_square, kSavesInputs);
-PF_REGISTER_DERIVATIVE(sgn, &d_zero, kSavesNothing);
-PF_REGISTER_DERIVATIVE(nan_to_num, &d_nan_to_num, kSavesInputs);
-PF_REGISTER_DERIVATIVE(sqrt, &d_sqrt, kSavesOutputs);
-PF_REGISTER_DERIVATIVE(rsqrt, &d_rsqrt, kSavesOutputs);
-PF_REGISTER_DERIVATIVE(exp, &d_exp, kSavesOutputs);
-PF_REGISTER_DERIVATIVE(log, &d_log, kSavesInputs);
-PF_REGISTER_DERIVATIVE(sin, &d_sin, kSavesInputs);
-PF_REGISTER_DERIVATIVE(cos, &d_cos, kSavesInputs);
-PF_REGISTER_DERIVATIVE(tanh, &d_tanh, kSavesOutputs);
-PF_REGISTER_DERIVATIVE(sigmoid, &d_sigmoid, kSavesOutputs);
 PF_REGISTER_DERIVATIVE(gelu, &d_gelu, kSavesInputs);
-PF_REGISTER_DERIVATIVE(erf, &d_erf, kSavesInputs);
-PF_REGISTER_DERIVATIVE(silu, &d_silu, kSavesInputs);
-PF_REGISTER_DERIVATIVE(reciprocal, &d_reciprocal, kSavesOutputs);
-PF_REGISTER_DERIVATIVE(log1p, &d_log1p, kSavesInputs);
-PF_REGISTER_DERIVATIVE(expm1, &d_expm1, kSavesOutputs);
-PF_REGISTER_DERIVATIVE(log2, &d_log2, kSavesInputs);
-PF_REGISTER_DERIVATIVE(log10, &d_log10, kSavesInputs);
-PF_REGISTER_DERIVATIVE(exp2, &d_exp2, kSavesOutputs);
-PF_REGISTER_DERIVATIVE(tan, &d_tan, kSavesOutputs);
-PF_REGISTER_DERIVATIVE(asin, &d_asin, kSavesInputs);
-PF_REGISTER_DERIVATIVE(acos, &d_acos, kSavesInputs);
-PF_REGISTER_DERIVATIVE(atan, &d_atan, kSavesInputs);
-PF_REGISTER_DERIVATIVE(sinh, &d_sinh, kSavesInputs);
-PF_REGISTER_DERIVATIVE(cosh, &d_cosh, kSavesInputs);
-PF_REGISTER_DERIVATIVE(asinh, &d_asinh, kSavesInputs);
-PF_REGISTER_DERIVATIVE(acosh, &d_acosh, kSavesInputs);
-PF_REGISTER_DERIVATIVE(atanh, &d_atanh, kSavesInputs);
-PF_REGISTER_DERIVATIVE(lgamma, &d_lgamma, kSavesInputs);
-PF_REGISTER_DERIVATIVE(digamma, &d_digamma, kSavesInputs);
-PF_REGISTER_DERIVATIVE(erfinv, &d_erfinv, kSavesOutputs);
 PF_REGISTER_DERIVATIVE(leaky_relu, &d_leaky_relu, kSavesInputs);
 PF_REGISTER_DERIVATIVE(elu, &d_elu, kSavesBoth);
 PF_REGISTER_DERIVATIVE(softplus, &d_softplus, kSavesInputs);

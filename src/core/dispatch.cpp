@@ -23,9 +23,16 @@ template <class A> constexpr size_t attrs_index_of() {
   return index;
 }
 
+// The grad column: a derivative written in the table (dg/dx/dy/dxy) or a function of its own makes the op differentiable.
+#define PF_OP_GRAD_grad OpGrad::grad
+#define PF_OP_GRAD_nograd OpGrad::nograd
+#define PF_OP_GRAD_dg(...) OpGrad::grad
+#define PF_OP_GRAD_dx(...) OpGrad::grad
+#define PF_OP_GRAD_dy(...) OpGrad::grad
+#define PF_OP_GRAD_dxy(...) OpGrad::grad
 constexpr OpEntry kOps[] = {
 #define PF_OP(name, family, functor, attrs, grad, autocast) \
-  {#name, OpFamily::family, attrs_index_of<attrs>(), OpGrad::grad, OpAutocast::autocast},
+  {#name, OpFamily::family, attrs_index_of<attrs>(), PF_OP_GRAD_##grad, OpAutocast::autocast},
 #include "pyflame/ops.def"
 #undef PF_OP
 };

@@ -660,6 +660,20 @@ OP_INFOS = [
 for _path in sorted(Path(__file__).parent.glob("opinfo_*.py")):
     OP_INFOS += importlib.import_module(_path.stem).OP_INFOS
 
+# A unary op of the table with no entry above is tested against torch's function of the
+# same name on the standard domain, so adding an elementwise op takes no test code; an op
+# that needs its own domain, dtypes or reference has an entry.
+_GENERATED_UNARY = {
+    "UNARY": (NONBOOL_DTYPES, lambda fn: fn),
+    "UNARY_FLOAT": (ALL_DTYPES, _float_unary),
+}
+_listed = {op.name for op in OP_INFOS}
+for _name, _family in pf.op_table():
+    if _name not in _listed and _family in _GENERATED_UNARY:
+        _dtypes, _reference = _GENERATED_UNARY[_family]
+        OP_INFOS.append(OpInfo(_name, _family, _dtypes, _unary_samples(_STD), _reference(getattr(torch, _name)),
+                               UNARY_CLASSES))
+
 OPS = {op.name: op for op in OP_INFOS}
 assert len(OPS) == len(OP_INFOS), "duplicate registry entries"
 

@@ -46,7 +46,7 @@ def _first_tensor(out):
 
 def test_every_differentiable_op_has_a_derivative():
     missing = [name for name, _ in pf.op_table() if pf.is_differentiable(name) and not pf.has_derivative(name)]
-    assert not missing, f"differentiable ops without a derivative (src/autograd/derivatives.cpp): {missing}"
+    assert not missing, f"differentiable ops without a derivative (ops.def's grad column or src/autograd/derivatives.cpp): {missing}"
 
 
 def test_non_differentiable_families():

@@ -127,7 +127,8 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
             part = _C.cat([part, fill], 0)
         rows.append(part)
     padded = _C.stack(rows, 0)
-    lengths = _creation.tensor([sum(1 for b in batch_sizes if b > i) for i in range(batch)], dtype=_C.dtype.int64)
+    lengths = _creation.tensor([sum(1 for b in batch_sizes if b > i) for i in range(batch)], dtype=_C.dtype.int64,
+                                device="cpu")
     if sequence.unsorted_indices is not None:
         padded = padded.index_select(1, sequence.unsorted_indices)
         lengths = lengths.index_select(0, sequence.unsorted_indices.cpu())
