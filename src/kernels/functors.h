@@ -84,6 +84,12 @@ template <class T> struct Exp { PF_HOST_DEVICE T operator()(T x) const { return 
 template <class T> struct Log { PF_HOST_DEVICE T operator()(T x) const { return math::log(x); } };
 template <class T> struct Sin { PF_HOST_DEVICE T operator()(T x) const { return math::sin(x); } };
 template <class T> struct Cos { PF_HOST_DEVICE T operator()(T x) const { return math::cos(x); } };
+template <class T> struct Sinc {  // sin(pi x) / (pi x), 1 at 0
+  PF_HOST_DEVICE T operator()(T x) const {
+    const T pi_x = T(3.14159265358979323846) * x;
+    return x == T(0) ? T(1) : math::sin(pi_x) / pi_x;
+  }
+};
 template <class T> struct Tanh { PF_HOST_DEVICE T operator()(T x) const { return math::tanh(x); } };
 template <class T> struct Sigmoid {
   PF_HOST_DEVICE T operator()(T x) const { return T(1) / (T(1) + math::exp(-x)); }
