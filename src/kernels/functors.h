@@ -197,6 +197,7 @@ template <class T> struct Sign {
 template <class T> struct Reciprocal { PF_HOST_DEVICE T operator()(T x) const { return T(1) / x; } };
 template <class T> struct Log1p { PF_HOST_DEVICE T operator()(T x) const { return math::log1p(x); } };
 template <class T> struct Erf { PF_HOST_DEVICE T operator()(T x) const { return math::erf(x); } };
+template <class T> struct Erfc { PF_HOST_DEVICE T operator()(T x) const { return math::erfc(x); } };
 template <class T> struct Expm1 { PF_HOST_DEVICE T operator()(T x) const { return math::expm1(x); } };
 template <class T> struct Log2 { PF_HOST_DEVICE T operator()(T x) const { return math::log2(x); } };
 template <class T> struct Log10 { PF_HOST_DEVICE T operator()(T x) const { return math::log10(x); } };

@@ -1,9 +1,9 @@
 #pragma once
 // What the GPU elementwise kernel files share (elementwise.hip: unary ops,
-// clamp and where; binary.hip: binary ops and comparisons, whose Python-number
+// clamp and where; binary.h: binary ops and comparisons, whose Python-number
 // operand makes them unary): the unary kernels and their launcher, the functor
-// wrappers, the error description. Two files, so that a 2-core build compiles
-// the op table's many instantiations in parallel.
+// wrappers, the error description. Several files, so that the op table's many
+// instantiations compile in parallel.
 
 #include "core/dispatch.h"
 #include "kernels/functors.h"
@@ -66,14 +66,6 @@ std::string describe(const OpCall& call) {
 
 // ---- launchers
 
-// A binary functor with one operand fixed: a Python number, read on the host
-// and passed by value (no transfer, no wait for the device).
-template <class F, class A, bool kLeft> struct BindScalar {
-  F f;
-  A value;
-  PF_HOST_DEVICE auto operator()(A x) const { return kLeft ? f(value, x) : f(x, value); }
-};
-
 // A functor that records the inputs it cannot take (kernels::has_invalid) as
 // the device's kernel error, raised at the host's next wait.
 template <class F> struct Checked {
@@ -102,14 +94,11 @@ template <class O, class T, class F>
 void launch_unary(Tensor& out, const Tensor& in, const F& f, hipStream_t stream, ir::OpType op) {
   const int64_t n = out.numel();
   constexpr int V = kVec<T>;
-  if (in.is_contiguous() && out.is_contiguous()) {
-    O* o = out.data<O>();
-    const T* x = in.data<T>();
-    if (aligned(o, sizeof(O) * V) && aligned(x, sizeof(T) * V))
-      unary_contiguous<V><<<grid_for((n + V * kUnaryUnroll - 1) / (V * kUnaryUnroll)), kThreads, 0, stream>>>(o, x, n, f);
-    else
-      unary_contiguous<1><<<grid_for((n + kUnaryUnroll - 1) / kUnaryUnroll), kThreads, 0, stream>>>(o, x, n, f);
-  } else {
+  if (in.is_contiguous() && out.is_contiguous() && aligned(out.data_ptr(), sizeof(O) * V) &&
+      aligned(in.data_ptr(), sizeof(T) * V)) {
+    unary_contiguous<V><<<grid_for((n + V * kUnaryUnroll - 1) / (V * kUnaryUnroll)), kThreads, 0, stream>>>(
+        out.data<O>(), in.data<T>(), n, f);
+  } else {  // (contiguous operands at odd offsets too: rare, and one kernel less per op to compile)
     unary_strided<O, T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<char*>(out.data_ptr()),
                                                               static_cast<const char*>(in.data_ptr()),
                                                               make_offsets<2>({&out, &in}, op_name(op)), n, f);
