@@ -108,7 +108,8 @@ PF_API void set_history(Tensor& t, const std::shared_ptr<Node>& node, uint32_t s
 // False for ops whose results carry no gradient (comparisons, arg reductions,
 // random creation, fill): the engine never records them.
 PF_API bool is_differentiable(ir::OpType op);
-// Whether the derivative table (src/autograd/derivatives.cpp) has the op.
+// Whether autograd can differentiate the op: a derivative (ops.def's formula
+// or src/autograd/derivatives.cpp), or a composite op's decomposition.
 PF_API bool has_derivative(ir::OpType op);
 
 }  // namespace autograd

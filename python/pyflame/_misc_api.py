@@ -464,11 +464,6 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
 
 # --------------------------------------------------------------- counting, products
 
-def logical_xor(input, other):
-    """Elementwise exclusive or of the truth values (bool), as torch.logical_xor."""
-    return _C.ne(_C.ne(input, 0), _C.ne(other, 0))
-
-
 def _where_method(self, condition, y):
     return _C.where(condition, self, y)
 
@@ -585,7 +580,7 @@ for _name, _fn in (
     ("index_put_", index_put_), ("masked_select", masked_select), ("take", take), ("aminmax", aminmax),
     ("diff", diff), ("positive", positive), ("__pos__", positive), ("bernoulli", bernoulli),
     ("bernoulli_", _bernoulli_), ("exponential_", _exponential_), ("multinomial", multinomial),
-    ("logical_xor", logical_xor), ("where", _where_method), ("bincount", bincount), ("histc", histc),
+    ("where", _where_method), ("bincount", bincount), ("histc", histc),
     ("kron", kron), ("cross", cross), ("cummax", cummax), ("cummin", cummin),
 ):
     setattr(_C.Tensor, _name, _fn)
@@ -594,7 +589,7 @@ del _name, _fn
 __all__ = [
     "addcmul", "addcdiv", "positive", "isclose", "allclose", "equal", "index_add", "index_copy", "index_fill",
     "index_put", "index_put_", "masked_select", "take", "aminmax", "diff", "normal", "bernoulli", "multinomial",
-    "logical_xor", "bincount", "histc", "kron", "cross", "cdist", "can_cast", "get_num_threads", "set_num_threads",
+    "bincount", "histc", "kron", "cross", "cdist", "can_cast", "get_num_threads", "set_num_threads",
     "cummax", "cummin",
 ]
 

@@ -233,7 +233,7 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor) {
       },
       "device_type"_a);
   m.def("has_derivative", [](const std::string& op) { return ag::has_derivative(pyflame::op_from_name(op)); },
-        "op"_a, "Whether the op of the table has a derivative.");
+        "op"_a, "Whether autograd can differentiate the op: a derivative of its own, or its decomposition.");
   m.def("is_differentiable", [](const std::string& op) { return ag::is_differentiable(pyflame::op_from_name(op)); },
         "op"_a, "Whether the op's results can carry gradients (comparisons, arg reductions and random ops cannot).");
 }

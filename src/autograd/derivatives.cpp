@@ -796,8 +796,9 @@ Grads d_nll_loss(const GradContext& c) {
 // ---------------------------------------------------------------- the table
 
 // The formulas of the op table's grad column (ops.def): g is the gradient, x
-// the input, y the output; grad and nograd ops have none here.
+// the input, y the output; grad, composite and nograd ops have none here.
 #define PF_FORMULA_grad {nullptr, kSavesNothing}
+#define PF_FORMULA_composite {nullptr, kSavesNothing}
 #define PF_FORMULA_nograd {nullptr, kSavesNothing}
 #define PF_FORMULA_dg(...) {[](const GradContext& c) -> Grads { const Tensor& g = c.grad(); return {__VA_ARGS__}; }, kSavesNothing}
 #define PF_FORMULA_dx(...) \

@@ -158,8 +158,8 @@ const Derivative* find_derivative(ir::OpType op) {
   const Derivative& d = g_derivatives[static_cast<int>(op)];
   return d.fn ? &d : nullptr;
 }
-bool has_derivative(ir::OpType op) { return find_derivative(op) != nullptr; }
-bool is_differentiable(ir::OpType op) { return op_grad(op) == OpGrad::grad; }
+bool has_derivative(ir::OpType op) { return find_derivative(op) != nullptr || op_grad(op) == OpGrad::composite; }
+bool is_differentiable(ir::OpType op) { return op_grad(op) != OpGrad::nograd; }
 
 // ---------------------------------------------------------------- recorded calls
 
@@ -350,7 +350,7 @@ Recording::Recording(OpCall& call) : call_(call) {
   }
   bool any = false;
   for (const Tensor& t : call.inputs) any = any || t.requires_grad();
-  if (!any || !is_differentiable(call.op)) return;
+  if (!any || op_grad(call.op) != OpGrad::grad) return;
   const Derivative* d = find_derivative(call.op);
   PF_CHECK(d, NotSupportedError, name, ": autograd has no derivative for this op yet (docs/autograd.md lists them); "
            "compute it under pf.no_grad() or from detach()ed inputs");

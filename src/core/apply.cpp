@@ -196,12 +196,13 @@ std::vector<Tensor> run_composite(OpCall& call, std::vector<Tensor> given) {
   return given;
 }
 
-std::vector<Tensor> execute(OpCall& call, const Inferred& inf) {
+// decompose: run the op's composite even where the device has a kernel.
+std::vector<Tensor> execute(OpCall& call, const Inferred& inf, bool decompose) {
   const Device dev = inf.device;
   std::vector<Tensor> given = std::move(call.outputs);
   call.outputs.clear();
   const bool is_view = op_family(call.op) == OpFamily::VIEW;
-  KernelFn kernel = find_kernel(call.op, dev.type);
+  KernelFn kernel = decompose ? nullptr : find_kernel(call.op, dev.type);
   if (!kernel && !is_view) return run_composite(call, std::move(given));
 
   for (size_t i = 0; i < call.inputs.size(); ++i)
@@ -361,15 +362,18 @@ std::vector<Tensor> apply(OpCall call) {
   if (mode.autocast_active) hooks.autocast_inputs(call);
   Inferred inf = infer(call);
   const bool in_place = !call.outputs.empty();
+  // A composite op that autograd must see through runs its decomposition in grad mode.
+  const bool decompose =
+      mode.grad_enabled && op_grad(call.op) == OpGrad::composite && hooks.should_record(call);
   auto run = [&]() {
-    std::vector<Tensor> outputs = execute(call, inf);
+    std::vector<Tensor> outputs = execute(call, inf, decompose);
     if (in_place)
       for (Tensor& o : outputs) o.storage()->bump_version();
     else
       placement.place(outputs, call.inputs);
     return outputs;
   };
-  if (!mode.grad_enabled) return run();
+  if (!mode.grad_enabled || decompose) return run();
   if (hooks.should_record(call))
     return hooks.record(call, [](void* ctx) { return (*static_cast<decltype(run)*>(ctx))(); }, &run);
   if (in_place || call.inputs.empty() || !call.inputs[0].autograd_meta() || op_family(call.op) != OpFamily::VIEW)

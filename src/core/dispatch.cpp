@@ -25,6 +25,7 @@ template <class A> constexpr size_t attrs_index_of() {
 
 // The grad column: a derivative written in the table (dg/dx/dy/dxy) or a function of its own makes the op differentiable.
 #define PF_OP_GRAD_grad OpGrad::grad
+#define PF_OP_GRAD_composite OpGrad::composite
 #define PF_OP_GRAD_nograd OpGrad::nograd
 #define PF_OP_GRAD_dg(...) OpGrad::grad
 #define PF_OP_GRAD_dx(...) OpGrad::grad

@@ -471,6 +471,9 @@ template <class T> struct LogicalAnd {
 template <class T> struct LogicalOr {
   PF_HOST_DEVICE bool operator()(T a, T b) const { return a != T(0) || b != T(0); }
 };
+template <class T> struct LogicalXor {
+  PF_HOST_DEVICE bool operator()(T a, T b) const { return (a != T(0)) != (b != T(0)); }
+};
 template <class T> struct LogicalNot { PF_HOST_DEVICE bool operator()(T x) const { return x == T(0); } };
 
 // Which storage types a family's kernels are built for, in every backend; the

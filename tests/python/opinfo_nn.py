@@ -1,8 +1,8 @@
 """OpInfos of the nn area: activations and rounding (elementwise, with
-parameters), logical ops, var/std/cumsum, the norms, dropout and nll_loss.
+parameters), logical ops, var/std/cumsum, the norms, dropout, nll_loss,
+cross_entropy and the pointwise losses (composite ops).
 
-The compositions outside the op table (losses, attention) are tested in
-test_nn.py."""
+The compositions outside the op table (attention) are tested in test_nn.py."""
 
 import warnings
 
@@ -245,6 +245,65 @@ def _cross_entropy_ref(input, target, *args, **kwargs):
     return F.cross_entropy(input, target.long(), *args, **kwargs)
 
 
+def _in_float32(fn):
+    """torch's loss computed in float32 and rounded once to a 16-bit input's dtype, as PyFlame computes
+    (torch composes some of them from ops that each round to the 16-bit dtype)."""
+
+    def ref(input, *args, **kwargs):
+        if input.dtype not in (torch.float16, torch.bfloat16):
+            return fn(input, *args, **kwargs)
+        wide = [a.float() if isinstance(a, torch.Tensor) else a for a in args]
+        return fn(input.float(), *wide, **kwargs).to(input.dtype)
+
+    return ref
+
+
+def _pointwise_loss_samples(name):
+    """(input, target[, weight]) of one shape; probabilities for binary_cross_entropy, log-probabilities
+    for kl_div; every reduction and the loss's own options."""
+    dom = {"binary_cross_entropy": dict(low=0.02, high=0.98), "kl_div": dict(low=-3, high=0)}.get(name, _STD)
+    target_dom = dict(low=0.0, high=1.0) if name.startswith("binary") or name == "kl_div" else _STD
+    weights = {"mse_loss": "same", "l1_loss": "same", "binary_cross_entropy": "broadcast",
+               "binary_cross_entropy_with_logits": "broadcast"}.get(name)
+    options = {"smooth_l1_loss": [dict(beta=0.5), dict(beta=0.0)], "kl_div": [dict(log_target=True)],
+               "binary_cross_entropy_with_logits": ["pos_weight"]}.get(name, [])
+    reductions = ("mean", "sum", "none") + (("batchmean",) if name == "kl_div" else ())
+
+    def gen(rng, dtype, cls):
+        def x(shape, layout="contig"):
+            return _x(rng, shape, dtype, dom, layout)
+
+        def t(shape):
+            return _x(rng, shape, dtype, target_dom)
+
+        out = []
+        if cls == "plain":
+            for r in reductions:
+                out.append(Sample((x((4, 5)), t((4, 5))), dict(reduction=r)))
+            out.append(Sample((x((2, 3, 4), "T"), t((2, 3, 4))), dict(reduction="none")))
+            out.append(Sample((x(()), t(())), dict(reduction="sum")))
+            # Tensor options go by position (torch's order: size_average and reduce before reduction).
+            for opt in options:
+                if opt == "pos_weight":
+                    out.append(Sample((x((3, 4)), t((3, 4)), None, None, None, "mean", _param(rng, (4,), dtype, 0.5, 3.0))))
+                else:
+                    out.append(Sample((x((3, 4)), t((3, 4))), dict(opt)))
+            if weights == "same":
+                out.append(Sample((x((3, 4)), t((3, 4)), None, None, "sum", _param(rng, (3, 4), dtype, 0.1, 2.0))))
+            elif weights == "broadcast":
+                out.append(Sample((x((3, 4)), t((3, 4)), _param(rng, (4,), dtype, 0.1, 2.0)), dict(reduction="sum")))
+        elif cls == "noncontig":
+            out.append(Sample((x((3, 3), "strided"), t((3, 3))), dict(reduction="mean")))
+        elif cls == "empty":
+            for r in ("mean", "sum", "none"):
+                out.append(Sample((x((0, 3)), t((0, 3))), dict(reduction=r)))
+        elif cls == "size1":
+            out.append(Sample((x((1, 1)), t((1, 1)))))
+        return out
+
+    return gen
+
+
 NORM_CLASSES = ("plain", "noncontig", "empty", "size1")
 
 
@@ -456,7 +515,7 @@ OP_INFOS = [
       for n, fn in (("atan2", torch.atan2), ("hypot", _hypot))],
     *[OpInfo(n, "COMPARE", ALL_DTYPES, _binary_samples(_TRUTH, scalars=(0, 1.5, True), scalar_first=(0.0, 2, False)),
              _binary(getattr(torch, n)), BINARY_CLASSES)
-      for n in ("logical_and", "logical_or")],
+      for n in ("logical_and", "logical_or", "logical_xor")],
     # statistics
     OpInfo("var", "CUSTOM", FLOAT_DTYPES, _moment_samples, _moment_ref(torch.var), REDUCE_CLASSES),
     OpInfo("std", "CUSTOM", FLOAT_DTYPES, _moment_samples, _moment_ref(torch.std), REDUCE_CLASSES),
@@ -494,4 +553,8 @@ OP_INFOS = [
     # of a sum); PyFlame keeps them in double and rounds once.
     OpInfo("cross_entropy", "CUSTOM", FLOAT_DTYPES, _cross_entropy_samples, _cross_entropy_ref, NORM_CLASSES,
            method=False, tol={"float16": (4e-3, 1e-3)}),
+    *[OpInfo(n, "CUSTOM", FLOAT_DTYPES, _pointwise_loss_samples(n), _in_float32(getattr(F, n)), NORM_CLASSES,
+             method=False)
+      for n in ("mse_loss", "l1_loss", "smooth_l1_loss", "kl_div", "binary_cross_entropy",
+                "binary_cross_entropy_with_logits")],
 ]

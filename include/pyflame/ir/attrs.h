@@ -223,6 +223,20 @@ struct LossAttrs {
   }
 };
 
+// The pointwise losses (mse_loss, l1_loss, smooth_l1_loss, kl_div,
+// binary_cross_entropy and its logits form): the reduction, smooth_l1_loss's
+// beta, kl_div's log_target and 'batchmean' (the sum over the batch size).
+struct PointwiseLossAttrs {
+  Reduction reduction = Reduction::Mean;
+  double beta = 1.0;
+  bool log_target = false;
+  bool batchmean = false;
+  bool operator==(const PointwiseLossAttrs&) const = default;
+  template <class V> void fields(V&& v) const {
+    v("reduction", reduction), v("beta", beta), v("log_target", log_target), v("batchmean", batchmean);
+  }
+};
+
 // copy: non_blocking lets a copy from pinned host memory run without the host
 // waiting or staging (the source must then not change until it has run, as in PyTorch).
 struct CopyAttrs {
@@ -277,7 +291,7 @@ struct RmspropAttrs {
 #define PF_FOR_EACH_ATTRS(X)                                                                                   \
   X(ElementwiseAttrs) X(ClampAttrs) X(ReduceAttrs) X(IndexAttrs) X(SearchAttrs) X(DimAttrs) X(ViewAttrs)        \
   X(ConvAttrs) X(PoolAttrs) X(NormAttrs) X(RandomAttrs) X(LossAttrs) X(CopyAttrs) X(FillAttrs) X(AdamAttrs)     \
-  X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(RnnAttrs) X(AttentionAttrs)
+  X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs)
 #define PF_ATTRS_ALTERNATIVE(A) , A
 using OpAttrs = std::variant<NoAttrs PF_FOR_EACH_ATTRS(PF_ATTRS_ALTERNATIVE)>;
 #undef PF_ATTRS_ALTERNATIVE

@@ -13,8 +13,9 @@ enum class OpFamily : int8_t {
   REDUCE, ARG_REDUCE, MATMUL, SOFTMAX, VIEW, RANDOM, COPY, CUSTOM,
 };
 
-// The op table's grad column: whether autograd records the op.
-enum class OpGrad : int8_t { grad, nograd };
+// The op table's grad column: autograd records the op (grad: its derivative),
+// records the ops of its decomposition (composite), or neither (nograd).
+enum class OpGrad : int8_t { grad, composite, nograd };
 // The op table's autocast column: what autocast does with floating inputs.
 enum class OpAutocast : int8_t { keep, lower, fp32 };
 
