@@ -119,7 +119,8 @@ class PF_API Tensor {
   Tensor view(Shape shape) const;      // needs compatible strides, else ValueError
   // The same bytes read as `dtype` (PyTorch's view(dtype)): the last dim scales by the ratio
   // of the element sizes (it must then have stride 1); no history, as torch.
-  Tensor view(DType dtype) const;
+  // (A name of its own: view({}) must stay the 0-d view, not a view as DType 0.)
+  Tensor view_dtype(DType dtype) const;
   Tensor reshape(Shape shape) const;   // a view when possible, else a copy; -1 infers
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
   Tensor permute(const std::vector<int64_t>& dims) const;

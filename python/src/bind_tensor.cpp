@@ -281,7 +281,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("reshape", [](const Tensor& t, nb::args shape) { return pyflame::reshape(t, as_shape(shape)); })
       .def("view",
            [](const Tensor& t, nb::args shape) {
-             if (shape.size() == 1 && nb::isinstance<DType>(shape[0])) return t.view(nb::cast<DType>(shape[0]));
+             if (shape.size() == 1 && nb::isinstance<DType>(shape[0])) return t.view_dtype(nb::cast<DType>(shape[0]));
              return pyflame::view(t, as_shape(shape));
            })
       .def("flatten", &pyflame::flatten, "start_dim"_a = 0, "end_dim"_a = -1)

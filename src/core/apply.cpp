@@ -203,7 +203,10 @@ std::vector<Tensor> execute(OpCall& call, const Inferred& inf, bool decompose) {
   call.outputs.clear();
   const bool is_view = op_family(call.op) == OpFamily::VIEW;
   KernelFn kernel = decompose ? nullptr : find_kernel(call.op, dev.type);
-  if (!kernel && !is_view) return run_composite(call, std::move(given));
+  if (!kernel && !is_view) {
+    if (!given.empty()) check_given_outputs(call, given, inf);  // shapes and dtypes, as for a kernel
+    return run_composite(call, std::move(given));
+  }
 
   for (size_t i = 0; i < call.inputs.size(); ++i)
     if (call.inputs[i].defined()) prepare(call.inputs[i], inf.inputs[i], dev, call.op);

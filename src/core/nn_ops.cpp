@@ -29,7 +29,6 @@
 
 #include "core/dispatch.h"
 #include "core/op_utils.h"
-#include "pyflame/amp.h"
 #include "pyflame/autograd.h"
 #include "pyflame/error.h"
 #include "pyflame/generator.h"
@@ -718,9 +717,9 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
                             const std::string& reduction) {
   const PointwiseLossAttrs attrs{parse_reduction(reduction, "binary_cross_entropy"), 1.0, false, false};
-  if (input.numel() > 0 && is_floating(input.dtype())) {
-    // As PyTorch; passing logits here instead of probabilities is a common mistake. (A wait for the
-    // values: the spec's raw launcher skips it.)
+  if (input.numel() > 0 && is_floating(input.dtype()) && input.device().is_cpu()) {
+    // As PyTorch; passing logits here instead of probabilities is a common mistake. On the CPU
+    // only: on a GPU the check would copy to the host and wait (out-of-range values give NaN).
     PF_CHECK(min(input).item().f >= 0 && max(input).item().f <= 1, ValueError, "binary_cross_entropy",
              ": all elements of input should be between 0 and 1 (use binary_cross_entropy_with_logits for logits)");
   }
@@ -749,14 +748,15 @@ Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& redu
 
 namespace {
 
+// (A 0-d query gets scale 1: the infer refuses it.)
 AttentionAttrs attention_attrs(const Tensor& query, bool is_causal, std::optional<double> scale) {
-  return {is_causal, scale.value_or(1.0 / std::sqrt(static_cast<double>(query.size(-1))))};
+  return {is_causal, scale.value_or(query.dim() ? 1.0 / std::sqrt(static_cast<double>(query.size(-1))) : 1.0)};
 }
 
 // Whether flash_attention computes this call of scaled_dot_product_attention
-// on `device` in `dtype` (autocast's, where it lowers): no mask but the causal
-// one, no dropout, (N, H, L, E) or (N, L, E) operands of one batch, one head
-// dim that the kernels take. The CPU keeps the composite, whose GEMMs are faster there.
+// on `device` in `dtype`: no mask but the causal one, no dropout, (N, H, L, E)
+// or (N, L, E) operands of one batch, one head dim that the kernels take. The
+// CPU keeps the composite, whose GEMMs are faster there.
 bool flash_attention_serves(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
                             double dropout_p, bool enable_gqa, Device device, DType dtype) {
   if (device.is_cpu() || !find_kernel(ir::OpType::flash_attention, device.type)) return false;
@@ -771,6 +771,118 @@ bool flash_attention_serves(const Tensor& q, const Tensor& k, const Tensor& v, c
     return false;
   return true;
 }
+
+// (query, key, value, attn_mask): the checks of torch's scaled_dot_product_attention; the output
+// has the batch dims of query and key broadcast, L rows and value's last dim.
+Inferred infer_scaled_dot_product_attention(OpCall& call) {
+  const char* name = "scaled_dot_product_attention";
+  const Tensor &query = call.inputs[0], &key = call.inputs[1], &value = call.inputs[2], &attn_mask = call.inputs[3];
+  const auto& a = std::get<AttentionAttrs>(call.attrs);
+  check_float(query, name, "query");
+  PF_CHECK(key.dtype() == query.dtype() && value.dtype() == query.dtype(), TypeError, name,
+           ": query, key and value must have the same dtype, got ", query.dtype(), ", ", key.dtype(), " and ",
+           value.dtype());
+  PF_CHECK(query.dim() >= 2 && key.dim() >= 2 && value.dim() >= 2, ValueError, name,
+           ": query, key and value need at least 2 dimensions (..., L or S, E), got shapes ", query.shape(), ", ",
+           key.shape(), " and ", value.shape());
+  PF_CHECK(query.size(-1) == key.size(-1), ValueError, name, ": query and key must have the same last dimension, got shapes ",
+           query.shape(), " and ", key.shape());
+  PF_CHECK(key.size(-2) == value.size(-2), ValueError, name,
+           ": key and value must have the same sequence length (dim -2), got shapes ", key.shape(), " and ",
+           value.shape());
+  PF_CHECK(!(a.is_causal && attn_mask.defined()), ValueError, name,
+           ": pass either attn_mask or is_causal=True, not both");
+  PF_CHECK(a.dropout_p >= 0 && a.dropout_p <= 1, ValueError, name, ": dropout_p has to be between 0 and 1, got ",
+           a.dropout_p);
+  if (attn_mask.defined())
+    PF_CHECK(attn_mask.dtype() == DType::Bool || is_floating(attn_mask.dtype()), TypeError, name,
+             ": attn_mask must be a bool or floating-point tensor, got ", attn_mask.dtype());
+  Shape key_batch(key.shape().begin(), key.shape().end() - 2);
+  if (a.enable_gqa) {
+    // Grouped-query attention: each key/value head serves Hq / Hk query heads.
+    PF_CHECK(query.dim() >= 3 && key.dim() >= 3 && value.dim() >= 3, ValueError, name,
+             ": enable_gqa needs a head dimension (dim -3) in query, key and value");
+    const int64_t hq = query.size(-3), hk = key.size(-3);
+    PF_CHECK(hk > 0 && hq % hk == 0 && value.size(-3) == hk, ValueError, name,
+             ": with enable_gqa the query heads (", hq, ") must be a multiple of the key/value heads (", hk, ", ",
+             value.size(-3), ")");
+    key_batch.back() = hq;
+  }
+  const int64_t l = query.size(-2), s = key.size(-2);
+  Shape out = broadcast_shapes(Shape(query.shape().begin(), query.shape().end() - 2), key_batch, name);
+  if (attn_mask.defined()) {
+    Shape scores_shape = out;
+    scores_shape.insert(scores_shape.end(), {l, s});
+    bool fits;
+    try {
+      fits = broadcast_shapes(attn_mask.shape(), scores_shape, name) == scores_shape;
+    } catch (const ValueError&) {
+      fits = false;
+    }
+    PF_CHECK(fits, ValueError, name, ": attn_mask of shape ", attn_mask.shape(),
+             " does not broadcast to the attention scores' shape ", scores_shape);
+  }
+  out.insert(out.end(), {l, value.size(-1)});
+  return {current_device(), {InputPlan{}, InputPlan{}, InputPlan{}, InputPlan{}}, {{out, query.dtype()}}, {}};
+}
+
+std::vector<Tensor> scaled_dot_product_attention_composite(const OpCall& call) {
+  const Tensor &query = call.inputs[0], &key = call.inputs[1], &value = call.inputs[2], &attn_mask = call.inputs[3];
+  const auto& a = std::get<AttentionAttrs>(call.attrs);
+  const Device device = current_device();  // the op's (apply's placement)
+  // Under autocast the inputs arrive in its lower dtype (the op's autocast policy).
+  const DType in_dtype = query.dtype();
+  if (flash_attention_serves(query, key, value, attn_mask, a.dropout_p, a.enable_gqa, device, in_dtype)) {
+    // As PyTorch's flash and cuDNN attention: no (L, S) scores in memory, forward or backward.
+    const bool batched_heads = query.dim() == 4;
+    Tensor q = batched_heads ? query : unsqueeze(query, 1), k = batched_heads ? key : unsqueeze(key, 1),
+           v = batched_heads ? value : unsqueeze(value, 1);
+    Tensor out = std::get<0>(flash_attention(q, k, v, a.is_causal, a.scale));
+    return {batched_heads ? out : squeeze(out, {1})};
+  }
+  // float16/bfloat16 scores and probabilities on the GPU, as PyTorch's math path there (the GEMMs
+  // accumulate in float32, softmax computes in float32): half float32's memory traffic over the
+  // (L, S) scores. The CPU computes in float32 (its BLAS has no float16/bfloat16 products).
+  const DType dt = device.is_cpu() ? compute_dtype(in_dtype) : in_dtype;
+  Tensor q = to(query, dt), k = to(key, dt), v = to(value, dt);
+  if (a.enable_gqa) {
+    const int64_t hq = q.size(-3), hk = k.size(-3);
+    auto repeat_heads = [&](const Tensor& t) {
+      Shape grouped = t.shape();
+      grouped.insert(grouped.end() - 2, hq / hk);
+      Shape merged = t.shape();
+      merged[merged.size() - 3] = hq;
+      return reshape(expand(unsqueeze(t, -3), grouped), merged);
+    };
+    k = repeat_heads(k);
+    v = repeat_heads(v);
+  }
+  const int64_t l = q.size(-2), s = k.size(-2);
+  // Scaling the query costs L x E multiplications instead of L x S on the scores.
+  Tensor scores = matmul(mul(q, Scalar(a.scale)), transpose(k, -2, -1));
+  // Masks become an additive bias (0 or -inf) of the mask's own shape: adding
+  // it over the batch runs the vectorised broadcast loop, where `where` would not.
+  const Tensor neg_inf = Tensor::scalar(Scalar(-kInf)), zero = Tensor::scalar(Scalar(0.0));
+  Tensor bias;
+  if (a.is_causal) {
+    // Query i attends to keys 0..i (the top-left aligned lower triangle).
+    Tensor rows = unsqueeze(arange(Scalar(int64_t{0}), Scalar(l)), 1), cols = arange(Scalar(int64_t{0}), Scalar(s));
+    bias = to(where(ge(rows, unsqueeze(cols, 0)), zero, neg_inf), dt);
+  } else if (attn_mask.defined()) {
+    bias = attn_mask.dtype() == DType::Bool ? to(where(attn_mask, zero, neg_inf), dt) : to(attn_mask, dt);
+  }
+  if (bias.defined()) binary_op_(ir::OpType::add, scores, bias);  // scores is ours: in place saves a buffer
+  Tensor attn = softmax(scores, -1);
+  if (attn_mask.defined() && s > 0) {
+    // A query that may attend to nothing gets zeros, as PyTorch (softmax alone would give NaN).
+    attn = where(eq(max(scores, {-1}, true), neg_inf), zero, attn);
+  }
+  if (a.dropout_p > 0) attn = dropout(attn, a.dropout_p, true);
+  return {to(matmul(attn, v), in_dtype)};
+}
+
+PF_REGISTER_INFER(scaled_dot_product_attention, &infer_scaled_dot_product_attention);
+PF_REGISTER_COMPOSITE(scaled_dot_product_attention, &scaled_dot_product_attention_composite);
 
 }  // namespace
 
@@ -795,96 +907,9 @@ std::tuple<Tensor, Tensor, Tensor> flash_attention_backward(const Tensor& grad_o
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale, bool enable_gqa) {
-  const char* name = "scaled_dot_product_attention";
-  const PlacementScope scope(name, {query, key, value, attn_mask});
-  check_float(query, name, "query");
-  PF_CHECK(key.dtype() == query.dtype() && value.dtype() == query.dtype(), TypeError, name,
-           ": query, key and value must have the same dtype, got ", query.dtype(), ", ", key.dtype(), " and ",
-           value.dtype());
-  PF_CHECK(query.dim() >= 2 && key.dim() >= 2 && value.dim() >= 2, ValueError, name,
-           ": query, key and value need at least 2 dimensions (..., L or S, E), got shapes ", query.shape(), ", ",
-           key.shape(), " and ", value.shape());
-  PF_CHECK(query.size(-1) == key.size(-1), ValueError, name, ": query and key must have the same last dimension, got shapes ",
-           query.shape(), " and ", key.shape());
-  PF_CHECK(key.size(-2) == value.size(-2), ValueError, name,
-           ": key and value must have the same sequence length (dim -2), got shapes ", key.shape(), " and ",
-           value.shape());
-  PF_CHECK(!(is_causal && attn_mask.defined()), ValueError, name,
-           ": pass either attn_mask or is_causal=True, not both");
-  PF_CHECK(dropout_p >= 0 && dropout_p <= 1, ValueError, name, ": dropout_p has to be between 0 and 1, got ", dropout_p);
-  if (attn_mask.defined())
-    PF_CHECK(attn_mask.dtype() == DType::Bool || is_floating(attn_mask.dtype()), TypeError, name,
-             ": attn_mask must be a bool or floating-point tensor, got ", attn_mask.dtype());
-  // Autocast runs attention in its lower dtype: PyTorch lists scaled_dot_product_attention there.
-  const std::optional<DType> autocast = amp::autocast_dtype(scope.device().type);
-  const DType in_dtype = autocast && query.dtype() == DType::Float32 ? *autocast : query.dtype();
-  if (flash_attention_serves(query, key, value, attn_mask, dropout_p, enable_gqa, scope.device(), in_dtype)) {
-    // As PyTorch's flash and cuDNN attention: no (L, S) scores in memory, forward or backward.
-    const bool batched_heads = query.dim() == 4;
-    Tensor q = batched_heads ? query : unsqueeze(query, 1), k = batched_heads ? key : unsqueeze(key, 1),
-           v = batched_heads ? value : unsqueeze(value, 1);
-    Tensor out = std::get<0>(flash_attention(q, k, v, is_causal, scale));
-    return batched_heads ? out : squeeze(out, {1});
-  }
-  // float16/bfloat16 scores and probabilities on the GPU, as PyTorch's math path there (the GEMMs
-  // accumulate in float32, softmax computes in float32): half float32's memory traffic over the
-  // (L, S) scores. The CPU computes in float32 (its BLAS has no float16/bfloat16 products).
-  const DType dt = scope.device().is_cpu() ? compute_dtype(in_dtype) : in_dtype;
-  Tensor q = to(query, dt), k = to(key, dt), v = to(value, dt);
-  if (enable_gqa) {
-    // Grouped-query attention: each key/value head serves Hq / Hk query heads.
-    PF_CHECK(q.dim() >= 3 && k.dim() >= 3 && v.dim() >= 3, ValueError, name,
-             ": enable_gqa needs a head dimension (dim -3) in query, key and value");
-    const int64_t hq = q.size(-3), hk = k.size(-3);
-    PF_CHECK(hk > 0 && hq % hk == 0 && v.size(-3) == hk, ValueError, name,
-             ": with enable_gqa the query heads (", hq, ") must be a multiple of the key/value heads (", hk, ", ",
-             v.size(-3), ")");
-    auto repeat_heads = [&](const Tensor& t) {
-      Shape grouped = t.shape();
-      grouped.insert(grouped.end() - 2, hq / hk);
-      Shape merged = t.shape();
-      merged[merged.size() - 3] = hq;
-      return reshape(expand(unsqueeze(t, -3), grouped), merged);
-    };
-    k = repeat_heads(k);
-    v = repeat_heads(v);
-  }
-  const int64_t l = q.size(-2), s = k.size(-2);
-  if (attn_mask.defined()) {
-    Shape scores_shape = broadcast_shapes(Shape(q.shape().begin(), q.shape().end() - 2),
-                                          Shape(k.shape().begin(), k.shape().end() - 2), name);
-    scores_shape.insert(scores_shape.end(), {l, s});
-    bool fits;
-    try {
-      fits = broadcast_shapes(attn_mask.shape(), scores_shape, name) == scores_shape;
-    } catch (const ValueError&) {
-      fits = false;
-    }
-    PF_CHECK(fits, ValueError, name, ": attn_mask of shape ", attn_mask.shape(),
-             " does not broadcast to the attention scores' shape ", scores_shape);
-  }
-  const double sc = scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
-  // Scaling the query costs L x E multiplications instead of L x S on the scores.
-  Tensor scores = matmul(mul(q, Scalar(sc)), transpose(k, -2, -1));
-  // Masks become an additive bias (0 or -inf) of the mask's own shape: adding
-  // it over the batch runs the vectorised broadcast loop, where `where` would not.
-  const Tensor neg_inf = Tensor::scalar(Scalar(-kInf)), zero = Tensor::scalar(Scalar(0.0));
-  Tensor bias;
-  if (is_causal) {
-    // Query i attends to keys 0..i (the top-left aligned lower triangle).
-    Tensor rows = unsqueeze(arange(Scalar(int64_t{0}), Scalar(l)), 1), cols = arange(Scalar(int64_t{0}), Scalar(s));
-    bias = to(where(ge(rows, unsqueeze(cols, 0)), zero, neg_inf), dt);
-  } else if (attn_mask.defined()) {
-    bias = attn_mask.dtype() == DType::Bool ? to(where(attn_mask, zero, neg_inf), dt) : to(attn_mask, dt);
-  }
-  if (bias.defined()) binary_op_(ir::OpType::add, scores, bias);  // scores is ours: in place saves a buffer
-  Tensor attn = softmax(scores, -1);
-  if (attn_mask.defined() && s > 0) {
-    // A query that may attend to nothing gets zeros, as PyTorch (softmax alone would give NaN).
-    attn = where(eq(max(scores, {-1}, true), neg_inf), zero, attn);
-  }
-  if (dropout_p > 0) attn = dropout(attn, dropout_p, true);
-  return to(matmul(attn, v), in_dtype);
+  AttentionAttrs attrs = attention_attrs(query, is_causal, scale);
+  attrs.dropout_p = dropout_p, attrs.enable_gqa = enable_gqa;
+  return apply_one(ir::OpType::scaled_dot_product_attention, {query, key, value, attn_mask}, attrs);
 }
 
 }  // namespace pyflame

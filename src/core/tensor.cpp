@@ -207,7 +207,7 @@ Tensor Tensor::view(Shape shape) const {
   return as_strided(std::move(shape), std::move(st), offset_);
 }
 
-Tensor Tensor::view(DType dtype) const {
+Tensor Tensor::view_dtype(DType dtype) const {
   const int64_t from = static_cast<int64_t>(itemsize()), to = static_cast<int64_t>(pyflame::itemsize(dtype));
   Shape shape = shape_, strides = strides_;
   int64_t offset = offset_;

@@ -1,11 +1,14 @@
-"""OpInfos of fused attention: flash_attention and its backward, against attention written out in float64."""
+"""OpInfos of attention: scaled_dot_product_attention (a composite op) against torch's in float64, and
+flash_attention and its backward, against attention written out in float64."""
 
 import math
 
 import numpy as np
 import torch
 
-from op_registry import Arg, OpInfo, Sample, _x
+import torch.nn.functional as F
+
+from op_registry import FLOAT_DTYPES, Arg, OpInfo, Sample, _x
 
 ATTENTION_DTYPES = ("float16", "bfloat16", "float32")
 ATTENTION_CLASSES = ("plain", "noncontig", "empty", "size1")
@@ -72,7 +75,45 @@ def _attention_backward_ref(grad, q, k, v, out, lse, is_causal=False, scale=None
     return tuple((torch.zeros_like(t) if g is None else g).to(q.dtype) for g, t in zip(grads, (q64, k64, v64)))
 
 
+def _sdpa_samples(rng, dtype, cls):
+    """(query, key, value[, attn_mask]) of scaled_dot_product_attention: heads or not, masks of both
+    kinds broadcast over the batch, grouped-query heads, a value dim unlike the query's."""
+    dom = dict(low=-1, high=1)
+
+    def t(shape, layout="contig"):
+        return _x(rng, shape, dtype, dom, layout)
+
+    def bool_mask(shape):
+        m = rng.random(shape) < 0.7
+        m[..., 0] = True  # every query sees a key (the all-masked case has its own sample)
+        return Arg(m, dtype="bool")
+
+    if cls == "plain":
+        return [Sample((t((2, 2, 5, 8)), t((2, 2, 7, 8)), t((2, 2, 7, 8)))),
+                Sample((t((1, 2, 6, 8)), t((1, 2, 6, 8)), t((1, 2, 6, 8))), dict(is_causal=True)),
+                Sample((t((2, 2, 5, 8)), t((2, 2, 7, 8)), t((2, 2, 7, 4))), dict(scale=0.3)),
+                Sample((t((2, 2, 5, 8)), t((2, 2, 7, 8)), t((2, 2, 7, 8)), bool_mask((5, 7)))),
+                Sample((t((2, 2, 5, 8)), t((2, 2, 7, 8)), t((2, 2, 7, 8)), t((2, 1, 5, 7)))),
+                Sample((t((1, 4, 5, 8)), t((1, 2, 5, 8)), t((1, 2, 5, 8))), dict(enable_gqa=True)),
+                Sample((t((3, 5, 16)), t((3, 7, 16)), t((3, 7, 16))), dict(is_causal=True))]
+    if cls == "noncontig":
+        return [Sample((t((1, 2, 6, 8), "T"), t((1, 2, 5, 8), "strided"), t((1, 2, 5, 8))))]
+    if cls == "empty":
+        return [Sample((t((0, 2, 3, 8)), t((0, 2, 4, 8)), t((0, 2, 4, 8)))),
+                Sample((t((1, 2, 0, 8)), t((1, 2, 4, 8)), t((1, 2, 4, 8))), dict(is_causal=True))]
+    if cls == "size1":
+        return [Sample((t((1, 1, 1, 8)), t((1, 1, 1, 8)), t((1, 1, 1, 8))), dict(is_causal=True))]
+    return []
+
+
+def _sdpa_ref(q, k, v, attn_mask=None, **kwargs):
+    wide = [a.double() if a is not None and a.is_floating_point() else a for a in (q, k, v, attn_mask)]
+    return F.scaled_dot_product_attention(*wide[:3], attn_mask=wide[3], **kwargs).to(q.dtype)
+
+
 OP_INFOS = [
+    OpInfo("scaled_dot_product_attention", "CUSTOM", FLOAT_DTYPES, _sdpa_samples, _sdpa_ref, ATTENTION_CLASSES,
+           tol={**ATTENTION_TOL, "float64": (1e-10, 1e-10)}, method=False),
     OpInfo("flash_attention", "CUSTOM", ATTENTION_DTYPES, _attention_samples, _attention_ref, ATTENTION_CLASSES,
            tol=ATTENTION_TOL, method=False),
     OpInfo("flash_attention_backward", "CUSTOM", ATTENTION_DTYPES, _attention_backward_samples,

@@ -204,13 +204,20 @@ struct RnnAttrs {
   template <class V> void fields(V&& v) const { v("reverse", reverse); }
 };
 
-// Fused attention (flash_attention): is_causal lets query i see keys 0..i;
-// scale multiplies the scores (1/sqrt(head_dim) when the caller gave none).
+// Attention: is_causal lets query i see keys 0..i; scale multiplies the scores
+// (1/sqrt(head_dim) when the caller gave none). scaled_dot_product_attention
+// also drops probabilities with dropout_p and, with enable_gqa, repeats key and
+// value heads for grouped-query attention (flash_attention takes neither: it
+// draws nothing, and serves grouped heads as given).
 struct AttentionAttrs {
   bool is_causal = false;
   double scale = 1;
+  double dropout_p = 0;
+  bool enable_gqa = false;
   bool operator==(const AttentionAttrs&) const = default;
-  template <class V> void fields(V&& v) const { v("is_causal", is_causal), v("scale", scale); }
+  template <class V> void fields(V&& v) const {
+    v("is_causal", is_causal), v("scale", scale), v("dropout_p", dropout_p), v("enable_gqa", enable_gqa);
+  }
 };
 
 struct LossAttrs {
