@@ -353,18 +353,8 @@ Shape check_pool(const char* op, int64_t nd, const Shape& input, PoolAttrs& a) {
   return out_shape;
 }
 
-int64_t pool_dims(ir::OpType op) {
-  switch (op) {
-    case ir::OpType::max_pool3d:
-    case ir::OpType::avg_pool3d:
-    case ir::OpType::max_pool3d_backward:
-    case ir::OpType::avg_pool3d_backward: return 3;
-    default: return 2;
-  }
-}
-
-Inferred infer_pool(OpCall& call) {
-  const int64_t nd = pool_dims(call.op);
+// The pooling infers take the op's spatial rank nd as registered (2 or 3).
+template <int64_t nd> Inferred infer_pool(OpCall& call) {
   const Tensor& input = call.inputs[0];
   check_float(op_name(call.op), input);
   Shape out = check_pool(op_name(call.op), nd, input.shape(), std::get<PoolAttrs>(call.attrs));
@@ -400,9 +390,8 @@ void check_pool_grad(const char* op, const Tensor& grad, const Shape& input, con
 
 // max_pool2d/3d_backward (grad, input): the result has the input's shape and
 // dtype, grad is converted to it.
-Inferred infer_max_pool_backward(OpCall& call) {
+template <int64_t nd> Inferred infer_max_pool_backward(OpCall& call) {
   const char* op = op_name(call.op);
-  const int64_t nd = pool_dims(call.op);
   const Tensor &grad = call.inputs[0], &input = call.inputs[1];
   check_float(op, input);
   Shape out = check_pool(op, nd, input.shape(), std::get<PoolAttrs>(call.attrs));
@@ -417,10 +406,9 @@ Inferred infer_max_pool_backward(OpCall& call) {
 
 // avg_pool2d/3d_backward, adaptive_avg_pool2d_backward (grad): the result has
 // grad's dtype and the shape in output_size.
-Inferred infer_avg_pool_backward(OpCall& call) {
+template <int64_t nd> Inferred infer_avg_pool_backward(OpCall& call) {
   const char* op = op_name(call.op);
   const bool adaptive = call.op == ir::OpType::adaptive_avg_pool2d_backward;
-  const int64_t nd = pool_dims(call.op);
   const Tensor& grad = call.inputs[0];
   auto& a = std::get<PoolAttrs>(call.attrs);
   const Shape input = a.output_size;
@@ -442,16 +430,16 @@ Inferred infer_avg_pool_backward(OpCall& call) {
           {}};
 }
 
-PF_REGISTER_INFER(max_pool2d, &infer_pool);
-PF_REGISTER_INFER(max_pool3d, &infer_pool);
-PF_REGISTER_INFER(avg_pool2d, &infer_pool);
-PF_REGISTER_INFER(avg_pool3d, &infer_pool);
+PF_REGISTER_INFER(max_pool2d, &infer_pool<2>);
+PF_REGISTER_INFER(max_pool3d, &infer_pool<3>);
+PF_REGISTER_INFER(avg_pool2d, &infer_pool<2>);
+PF_REGISTER_INFER(avg_pool3d, &infer_pool<3>);
 PF_REGISTER_INFER(adaptive_avg_pool2d, &infer_adaptive_pool);
-PF_REGISTER_INFER(max_pool2d_backward, &infer_max_pool_backward);
-PF_REGISTER_INFER(max_pool3d_backward, &infer_max_pool_backward);
-PF_REGISTER_INFER(avg_pool2d_backward, &infer_avg_pool_backward);
-PF_REGISTER_INFER(avg_pool3d_backward, &infer_avg_pool_backward);
-PF_REGISTER_INFER(adaptive_avg_pool2d_backward, &infer_avg_pool_backward);
+PF_REGISTER_INFER(max_pool2d_backward, &infer_max_pool_backward<2>);
+PF_REGISTER_INFER(max_pool3d_backward, &infer_max_pool_backward<3>);
+PF_REGISTER_INFER(avg_pool2d_backward, &infer_avg_pool_backward<2>);
+PF_REGISTER_INFER(avg_pool3d_backward, &infer_avg_pool_backward<3>);
+PF_REGISTER_INFER(adaptive_avg_pool2d_backward, &infer_avg_pool_backward<2>);
 
 // pool<nd>d; the 1-D form is checked as itself, then runs as the 2-D op on
 // views with a spatial dim of 1 in front of the length.

@@ -7,11 +7,13 @@
 #include "pyflame/ops.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
 #include "core/dispatch.h"
 #include "core/op_utils.h"
+#include "kernels/functors.h"
 #include "pyflame/error.h"
 
 namespace pyflame {
@@ -35,18 +37,17 @@ DType elementwise_out_dtype(ir::OpType op, DType compute) {
   }
 }
 
-// Ops that PyTorch does not define for bool tensors although their family takes them.
+// Ops that PyTorch does not define for bool tensors although their family
+// takes them: their functors say so (kernels::refuses_bool).
 bool refuses_bool(ir::OpType op) {
-  switch (op) {
-    case ir::OpType::floor_divide:
-    case ir::OpType::trunc_divide:
-    case ir::OpType::remainder:
-    case ir::OpType::fmod:
-    case ir::OpType::bitwise_left_shift:
-    case ir::OpType::bitwise_right_shift:
-    case ir::OpType::relu_backward: return true;
-    default: return false;
-  }
+  static const std::array<bool, kNumOps> table = [] {
+    std::array<bool, kNumOps> t{};
+#define PF_FAMILY_BINARY(name, F) t[static_cast<int>(ir::OpType::name)] = kernels::refuses_bool<kernels::F<int64_t>>();
+#define PF_FAMILY_BINARY_INT(name, F) PF_FAMILY_BINARY(name, F)
+#include "pyflame/for_each_op.inc"
+    return t;
+  }();
+  return table[static_cast<int>(op)];
 }
 
 void check_elementwise_dtype(ir::OpType op, DType compute) {

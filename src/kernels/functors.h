@@ -286,6 +286,7 @@ template <class T> struct Xlogy {
 // elementwise ops they took five to ten passes over the tensor).
 // relu's, from its output y (PyTorch's threshold_backward at 0): NaN outputs pass no gradient.
 template <class T> struct ReluBackward {
+  static constexpr bool kRefusesBool = true;
   PF_HOST_DEVICE T operator()(T g, T y) const { return y > T(0) ? g : T(0); }
 };
 // d/dx x Phi(x) = Phi(x) + x phi(x).
@@ -323,6 +324,7 @@ template <class T> PF_HOST_DEVICE constexpr bool is_negative(T x) {
   else return false;
 }
 template <class T> struct IntegerDivision {
+  static constexpr bool kRefusesBool = true;
   static constexpr KernelErrorCode kInvalid = KernelErrorCode::DivisionByZero;
   PF_HOST_DEVICE bool invalid(T, T b) const {
     if constexpr (std::is_integral_v<T>) return b == T(0);
@@ -397,6 +399,7 @@ template <class T> struct BitwiseNot {
 // Shifts by the width of the type or more, or by a negative count, give 0
 // (left) and the sign (right), as PyTorch; a left shift drops the bits it pushes out.
 template <class T> struct LeftShift {
+  static constexpr bool kRefusesBool = true;
   PF_HOST_DEVICE T operator()(T a, T b) const {
     if constexpr (std::is_same_v<T, bool>) {
       return a;
@@ -409,6 +412,7 @@ template <class T> struct LeftShift {
   }
 };
 template <class T> struct RightShift {
+  static constexpr bool kRefusesBool = true;
   PF_HOST_DEVICE T operator()(T a, T b) const {
     if constexpr (std::is_same_v<T, bool>) {
       return a;
@@ -490,6 +494,12 @@ template <DTypeSet kSet, class T> constexpr bool accepts() {
 // Whether functor F declares inputs it cannot take (invalid(args...), with the
 // kernel error kInvalid to report them; see IntegerDivision).
 template <class F, class... A> constexpr bool has_invalid = requires(const F& f, A... a) { f.invalid(a...); };
+// A functor whose op PyTorch leaves undefined for bool tensors, although its
+// family takes them, declares kRefusesBool (the op layer refuses the call).
+template <class F> constexpr bool refuses_bool() {
+  if constexpr (requires { F::kRefusesBool; }) return F::kRefusesBool;
+  else return false;
+}
 
 // Builds a functor, passing the op's attributes to those that take them.
 template <class F> F make_functor(const OpAttrs& attrs) {
