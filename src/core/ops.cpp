@@ -293,49 +293,46 @@ Inferred infer_softmax(OpCall& call) {
   return inf;
 }
 
-// A view op's result, by Tensor's method of the same name (which validates).
-Tensor make_view(const OpCall& call) {
-  const Tensor& x = call.inputs[0];
-  const auto& a = call.attr<ViewAttrs>();
-  switch (call.op) {
-    case ir::OpType::view: return x.view(a.shape);
-    case ir::OpType::reshape: return x.reshape(a.shape);
-    case ir::OpType::permute: return x.permute(a.dims);
-    case ir::OpType::transpose:
-      PF_CHECK(a.dims.size() == 2, ValueError, "transpose: takes two dims, got ", Shape(a.dims));
-      return x.transpose(a.dims[0], a.dims[1]);
-    case ir::OpType::expand: return x.expand(a.shape);
-    case ir::OpType::squeeze: {
-      if (a.dims.empty()) return x.squeeze();
-      std::vector<int64_t> dims;  // each listed dim of size 1 goes, as PyTorch's squeeze(tuple)
-      for (int64_t d : a.dims) dims.push_back(wrap_dim(d, x.dim(), "squeeze"));
-      std::sort(dims.begin(), dims.end());
-      PF_CHECK(std::adjacent_find(dims.begin(), dims.end()) == dims.end(), ValueError, "squeeze: dim ",
-               *std::adjacent_find(dims.begin(), dims.end()), " appears more than once in ", Shape(a.dims));
-      Tensor r = x;
-      for (size_t i = dims.size(); i-- > 0;) r = r.squeeze(dims[i]);
-      return r;
-    }
-    case ir::OpType::unsqueeze: return x.unsqueeze(a.dims.at(0));
-    case ir::OpType::select: return x.select(a.dims.at(0), a.positions.at(0));
-    case ir::OpType::slice: return x.slice(a.dims.at(0), a.positions.at(0), a.positions.at(1), a.positions.at(2));
-    default: break;
-  }
-  throw NotSupportedError(detail::cat(op_name(call.op), ": not a view op (a library bug)"));
+// Each view op's result, by Tensor's method of the same name (which
+// validates): make_<op>, registered for the op from the table below.
+using MakeView = Tensor (*)(const Tensor& x, const ViewAttrs& a);
+Tensor make_view(const Tensor& x, const ViewAttrs& a) { return x.view(a.shape); }
+Tensor make_reshape(const Tensor& x, const ViewAttrs& a) { return x.reshape(a.shape); }
+Tensor make_permute(const Tensor& x, const ViewAttrs& a) { return x.permute(a.dims); }
+Tensor make_transpose(const Tensor& x, const ViewAttrs& a) {
+  PF_CHECK(a.dims.size() == 2, ValueError, "transpose: takes two dims, got ", Shape(a.dims));
+  return x.transpose(a.dims[0], a.dims[1]);
+}
+Tensor make_expand(const Tensor& x, const ViewAttrs& a) { return x.expand(a.shape); }
+Tensor make_squeeze(const Tensor& x, const ViewAttrs& a) {
+  if (a.dims.empty()) return x.squeeze();
+  std::vector<int64_t> dims;  // each listed dim of size 1 goes, as PyTorch's squeeze(tuple)
+  for (int64_t d : a.dims) dims.push_back(wrap_dim(d, x.dim(), "squeeze"));
+  std::sort(dims.begin(), dims.end());
+  PF_CHECK(std::adjacent_find(dims.begin(), dims.end()) == dims.end(), ValueError, "squeeze: dim ",
+           *std::adjacent_find(dims.begin(), dims.end()), " appears more than once in ", Shape(a.dims));
+  Tensor r = x;
+  for (size_t i = dims.size(); i-- > 0;) r = r.squeeze(dims[i]);
+  return r;
+}
+Tensor make_unsqueeze(const Tensor& x, const ViewAttrs& a) { return x.unsqueeze(a.dims.at(0)); }
+Tensor make_select(const Tensor& x, const ViewAttrs& a) { return x.select(a.dims.at(0), a.positions.at(0)); }
+Tensor make_slice(const Tensor& x, const ViewAttrs& a) {
+  return x.slice(a.dims.at(0), a.positions.at(0), a.positions.at(1), a.positions.at(2));
 }
 
 // Views run on the input's device and allocate nothing (but a reshape that
-// must copy). Shapes given with -1 entries become the shapes they resolve to.
-Inferred infer_view(OpCall& call) {
-  const Tensor v = make_view(call);
+// must copy). A shape given with -1 entries becomes the shape it resolves to.
+template <MakeView make> Inferred infer_view(OpCall& call) {
   auto& a = std::get<ViewAttrs>(call.attrs);
-  if (call.op == ir::OpType::view || call.op == ir::OpType::reshape || call.op == ir::OpType::expand) a.shape = v.shape();
+  const Tensor v = make(call.inputs[0], a);
+  if (!a.shape.empty()) a.shape = v.shape();
   OutputPlan out{v.shape(), v.dtype()};
   out.view = true;
   return {call.inputs[0].device(), {{}}, {out}, {}};
 }
 
-void view_kernel(OpCall& call) { call.out() = make_view(call); }
+template <MakeView make> void view_kernel(OpCall& call) { call.out() = make(call.inputs[0], call.attr<ViewAttrs>()); }
 
 // copy: the source is broadcast, converted and written into the given
 // output by the output's device, from whichever device it lives on.
@@ -373,10 +370,10 @@ Inferred infer_fill(OpCall& call) {
 #define PF_FAMILY_MATMUL(name, functor) PF_REGISTER_INFER(name, &infer_matmul);
 #define PF_FAMILY_SOFTMAX(name, functor) PF_REGISTER_INFER(name, &infer_softmax);
 #include "pyflame/for_each_op.inc"
-#define PF_FAMILY_VIEW(name, functor)    \
-  PF_REGISTER_INFER(name, &infer_view);  \
-  PF_REGISTER_KERNEL(name, CPU, &view_kernel); \
-  PF_REGISTER_KERNEL(name, ROCm, &view_kernel);
+#define PF_FAMILY_VIEW(name, functor)                  \
+  PF_REGISTER_INFER(name, &infer_view<&make_##name>);  \
+  PF_REGISTER_KERNEL(name, CPU, &view_kernel<&make_##name>); \
+  PF_REGISTER_KERNEL(name, ROCm, &view_kernel<&make_##name>);
 #include "pyflame/for_each_op.inc"
 PF_REGISTER_INFER(copy, &infer_copy);
 PF_REGISTER_INFER(fill, &infer_fill);
