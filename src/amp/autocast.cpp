@@ -15,9 +15,11 @@ namespace {
 // apply()'s autocast hook: the op table's autocast column says what happens to the inputs.
 void autocast_inputs(OpCall& call) {
   if (!call.outputs.empty()) return;  // in-place ops keep their tensor's dtype
-  const std::optional<DType> low = thread_state().autocast[static_cast<int>(current_device().type)];
+  const DeviceType device = current_device().type;
+  const std::optional<DType> low = thread_state().autocast[static_cast<int>(device)];
   if (!low) return;
-  const OpAutocast p = op_autocast(call.op);
+  OpAutocast p = op_autocast(call.op);
+  if (p == OpAutocast::gpu_fp32) p = device == DeviceType::CPU ? OpAutocast::keep : OpAutocast::fp32;
   if (p == OpAutocast::keep) return;
   for (Tensor& t : call.inputs) {
     if (!t.defined() || t.is_wrapped_number() || !is_floating(t.dtype())) continue;

@@ -29,15 +29,48 @@ def test_autocast_dtypes(device, low, rng):
         assert h.dtype == lowp
         assert pf.linear(a, w).dtype == lowp
         assert pf.conv2d(img, k).dtype == lowp
-        assert pf.softmax(h, -1).dtype == pf.float32  # float32 ops widen low-precision inputs
-        assert pf.layer_norm(h, (3,)).dtype == pf.float32
-        assert pf.sum(h).dtype == pf.float32
+        # float32 ops widen low-precision inputs; PyTorch's CPU lists keep these three
+        widened = pf.float32 if device == "rocm" else lowp
+        assert pf.softmax(h, -1).dtype == widened
+        assert pf.layer_norm(h, (3,)).dtype == widened
+        assert pf.sum(h).dtype == widened
+        assert pf.mse_loss(h, h).dtype == pf.float32  # on both devices' lists
         assert (h + 1).dtype == lowp  # others keep their inputs' dtype
         assert (h + a[:, :3]).dtype == pf.float32  # and promote
         with pf.autocast(device, enabled=False):
             assert (a @ w.T).dtype == pf.float32
     assert (a @ w.T).dtype == pf.float32
     assert not pf.is_autocast_enabled(device)
+
+
+_CPU_LIST_PROBES = {
+    "exp": (pf.exp, torch.exp), "log1p": (pf.log1p, torch.log1p), "pow": (lambda t: pf.pow(t, t), lambda t: torch.pow(t, t)),
+    "softmax": (lambda t: pf.softmax(t, -1), lambda t: torch.softmax(t, -1)),
+    "log_softmax": (lambda t: pf.log_softmax(t, -1), lambda t: torch.log_softmax(t, -1)),
+    "layer_norm": (lambda t: pf.layer_norm(t, (6,)), lambda t: torch.nn.functional.layer_norm(t, (6,))),
+    "sum": (pf.sum, torch.sum), "prod": (pf.prod, torch.prod), "cumsum": (lambda t: pf.cumsum(t, 0), lambda t: torch.cumsum(t, 0)),
+    "var": (pf.var, torch.var), "matmul": (lambda t: t @ t.T, lambda t: t @ t.T),
+    "linear": (lambda t: pf.linear(t, t), lambda t: torch.nn.functional.linear(t, t)),
+    "mse_loss": (lambda t: pf.mse_loss(t, t), lambda t: torch.nn.functional.mse_loss(t, t)),
+    "kl_div": (lambda t: pf.kl_div(t, t, reduction="batchmean"),
+               lambda t: torch.nn.functional.kl_div(t, t, reduction="batchmean")),
+    "binary_cross_entropy": (lambda t: pf.binary_cross_entropy(t * 0.5, t * 0.5),
+                             lambda t: torch.nn.functional.binary_cross_entropy(t * 0.5, t * 0.5)),
+    "add": (lambda t: t + 1, lambda t: t + 1),
+}
+
+
+@pytest.mark.parametrize("name", list(_CPU_LIST_PROBES))
+def test_cpu_autocast_follows_torch_cpu_lists(name, rng):
+    """The result dtype of float32 and of bfloat16 inputs under CPU autocast, as torch's."""
+    pf_fn, torch_fn = _CPU_LIST_PROBES[name]
+    values = rng.uniform(0.5, 1.5, (4, 6)).astype(np.float32)
+    for dtype in ("float32", "bfloat16"):
+        with pf.autocast("cpu", dtype=pf.bfloat16):
+            got = pf_fn(pf.tensor(values, device="cpu").to(getattr(pf, dtype)))
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            want = torch_fn(torch.tensor(values).to(getattr(torch, dtype)))
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1], f"{name} from {dtype}"
 
 
 def test_autocast_matches_torch_for_matmul_and_linear(rng):

@@ -17,7 +17,8 @@ enum class OpFamily : int8_t {
 // records the ops of its decomposition (composite), or neither (nograd).
 enum class OpGrad : int8_t { grad, composite, nograd };
 // The op table's autocast column: what autocast does with floating inputs.
-enum class OpAutocast : int8_t { keep, lower, fp32 };
+// gpu_fp32: fp32 under a GPU autocast, kept under the CPU one (on PyTorch's CUDA list only).
+enum class OpAutocast : int8_t { keep, lower, fp32, gpu_fp32 };
 
 namespace ir {
 enum class OpType : int16_t {
