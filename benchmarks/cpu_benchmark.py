@@ -12,24 +12,12 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import time
 
 import numpy as np
 
 import pyflame as pf
-from bench_util import git_commit
-
-
-def median_seconds(fn, repeat, warmup=2):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+from bench_util import git_commit, median_seconds
 
 
 def cases():

@@ -11,7 +11,6 @@ PyTorch's: below 1.0 means PyFlame is faster.
 import argparse
 import json
 import platform
-import statistics
 import time
 
 import numpy as np
@@ -19,18 +18,7 @@ import torch
 import torch.nn.functional as F
 
 import pyflame as pf
-from bench_util import git_commit
-
-
-def median_seconds(fn, repeat, warmup=2):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+from bench_util import git_commit, median_seconds
 
 
 def both(a):

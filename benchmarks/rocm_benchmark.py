@@ -338,38 +338,37 @@ def pool_cases(args):
                  lambda: torch.nn.functional.avg_pool2d(tx, 2), args), nbytes, "TB/s")
 
 
-def softmax_cases(args):
+def _matrix_cases(section, bytes_per_element, ops, args):
+    """A Result for each (case, PyFlame op, PyTorch op) of `ops`, all on one 16384x4096 fp32 input;
+    bytes_per_element: bytes read and written per input element."""
     rows, cols = 16384, 4096
     x, tx = _randn((rows, cols))
-    nbytes = 2 * 4 * rows * cols
-    yield Result("softmax", "softmax 16384x4096 fp32", *side_by_side(lambda: pf.softmax(x, -1),
-                 lambda: torch.softmax(tx, -1), args), nbytes, "TB/s")
-    yield Result("softmax", "log_softmax 16384x4096 fp32", *side_by_side(lambda: pf.log_softmax(x, -1),
-                 lambda: torch.log_softmax(tx, -1), args), nbytes, "TB/s")
+    for case, pf_op, torch_op in ops:
+        yield Result(section, case, *side_by_side(lambda: pf_op(x), lambda: torch_op(tx), args),
+                     bytes_per_element * rows * cols, "TB/s")
+
+
+def softmax_cases(args):
+    yield from _matrix_cases("softmax", 2 * 4, [
+        ("softmax 16384x4096 fp32", lambda x: pf.softmax(x, -1), lambda t: torch.softmax(t, -1)),
+        ("log_softmax 16384x4096 fp32", lambda x: pf.log_softmax(x, -1), lambda t: torch.log_softmax(t, -1)),
+    ], args)
 
 
 def reduce_cases(args):
-    rows, cols = 16384, 4096
-    x, tx = _randn((rows, cols))
-    nbytes = 4 * rows * cols
-    yield Result("reduce", "row sum 16384x4096 fp32", *side_by_side(lambda: pf.sum(x, -1),
-                 lambda: torch.sum(tx, -1), args), nbytes, "TB/s")
-    yield Result("reduce", "row max 16384x4096 fp32", *side_by_side(lambda: pf.amax(x, -1),
-                 lambda: torch.amax(tx, -1), args), nbytes, "TB/s")
-    yield Result("reduce", "column sum 16384x4096 fp32", *side_by_side(lambda: pf.sum(x, 0),
-                 lambda: torch.sum(tx, 0), args), nbytes, "TB/s")
-    yield Result("reduce", "full sum 16384x4096 fp32", *side_by_side(lambda: pf.sum(x),
-                 lambda: torch.sum(tx), args), nbytes, "TB/s")
-    yield Result("reduce", "var rows 16384x4096 fp32", *side_by_side(lambda: pf.var(x, -1),
-                 lambda: torch.var(tx, -1), args), nbytes, "TB/s")
+    yield from _matrix_cases("reduce", 4, [
+        ("row sum 16384x4096 fp32", lambda x: pf.sum(x, -1), lambda t: torch.sum(t, -1)),
+        ("row max 16384x4096 fp32", lambda x: pf.amax(x, -1), lambda t: torch.amax(t, -1)),
+        ("column sum 16384x4096 fp32", lambda x: pf.sum(x, 0), lambda t: torch.sum(t, 0)),
+        ("full sum 16384x4096 fp32", lambda x: pf.sum(x), lambda t: torch.sum(t)),
+        ("var rows 16384x4096 fp32", lambda x: pf.var(x, -1), lambda t: torch.var(t, -1)),
+    ], args)
 
 
 def scan_cases(args):
-    rows, cols = 16384, 4096
-    x, tx = _randn((rows, cols))
-    nbytes = 2 * 4 * rows * cols
-    yield Result("scan", "cumsum rows 16384x4096 fp32", *side_by_side(lambda: pf.cumsum(x, -1),
-                 lambda: torch.cumsum(tx, -1), args), nbytes, "TB/s")
+    yield from _matrix_cases("scan", 2 * 4, [
+        ("cumsum rows 16384x4096 fp32", lambda x: pf.cumsum(x, -1), lambda t: torch.cumsum(t, -1)),
+    ], args)
     n = 1 << 28
     y, ty = _randn((n,))
     yield Result("scan", "cumsum 256M fp32", *side_by_side(lambda: pf.cumsum(y, 0),

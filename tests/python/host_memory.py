@@ -1,6 +1,11 @@
-"""Host memory checks for the tests of tensors past 2^31 elements."""
+"""Host memory checks and the shared input of the tests of tensors past 2^31 elements."""
 
 import pytest
+
+import pyflame as pf
+
+# 16 elements past 2^31, so that a view can start past it.
+N = 2**31 + 16
 
 
 def free_bytes():
@@ -18,3 +23,11 @@ def free_bytes():
 def needs_free_memory(gib):
     """Skips a test, saying why, when less than `gib` GiB of host memory is free."""
     return pytest.mark.skipif(free_bytes() < gib * 2**30, reason=f"needs about {gib} GiB of free memory")
+
+
+def marked_past_int32():
+    """N uint8 zeros but 7 at N - 1 and 5 at 2^31 + 3: values only 64-bit indexing reaches."""
+    t = pf.zeros(N, dtype=pf.uint8)
+    t[N - 1] = 7
+    t[2**31 + 3] = 5
+    return t

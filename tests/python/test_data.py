@@ -171,7 +171,9 @@ def test_loader_uses_getitems(rng):
     assert batches[0].dtype == pf.float64
 
 
-class _PfRange(pfd.IterableDataset):
+class _Values:
+    """An iterable dataset's body, the same for both libraries' base classes."""
+
     def __init__(self, values):
         self.values = values
 
@@ -182,15 +184,12 @@ class _PfRange(pfd.IterableDataset):
         return len(self.values)
 
 
-class _TorchRange(td.IterableDataset):
-    def __init__(self, values):
-        self.values = values
+class _PfRange(_Values, pfd.IterableDataset):
+    pass
 
-    def __iter__(self):
-        return iter(self.values)
 
-    def __len__(self):
-        return len(self.values)
+class _TorchRange(_Values, td.IterableDataset):
+    pass
 
 
 @pytest.mark.parametrize("batch_size,drop_last", [(3, False), (3, True), (5, False), (None, False)])

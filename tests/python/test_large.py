@@ -5,16 +5,12 @@ Uses 2 GiB of uint8, so it needs about 4.5 GiB of free memory; it skips otherwis
 import pytest
 
 import pyflame as pf
-from host_memory import needs_free_memory
-
-N = 2**31 + 16
+from host_memory import N, marked_past_int32, needs_free_memory
 
 
 @needs_free_memory(5)
 def test_past_int32_indexing():
-    t = pf.zeros(N, dtype=pf.uint8)
-    t[N - 1] = 7
-    t[2**31 + 3] = 5
+    t = marked_past_int32()
     t[2**31 - 1] = 3
     assert t[N - 1].item() == 7
     assert pf.max(t).item() == 7

@@ -18,6 +18,7 @@ import torch
 import pyflame as pf
 import pyflame.nn as nn
 import pyflame.nn.functional as F
+from module_state import randomize, to_pf_state
 from op_registry import PF_DTYPE, TORCH_DTYPE, assert_matches, make_values, pf_to_numpy
 
 tnn = torch.nn
@@ -38,32 +39,13 @@ class Const:
         self.value = value
 
 
-def as_pf(v, grad=False):
+def as_input(lib, v, grad=False):
+    """v as an input of lib (pf or torch): arrays become tensors, float ones requiring grad where asked."""
     if isinstance(v, Const):
-        return pf.tensor(v.value)
+        return lib.tensor(v.value)
     if isinstance(v, np.ndarray):
-        return pf.tensor(v, requires_grad=grad and v.dtype.kind == "f")
+        return lib.tensor(v, requires_grad=grad and v.dtype.kind == "f")
     return v
-
-
-def as_torch(v, grad=False):
-    if isinstance(v, Const):
-        return torch.tensor(v.value)
-    if isinstance(v, np.ndarray):
-        return torch.tensor(v, requires_grad=grad and v.dtype.kind == "f")
-    return v
-
-
-def to_pf_state(tmod):
-    return OrderedDict((k, pf.tensor(v.detach().numpy())) for k, v in tmod.state_dict().items())
-
-
-def randomize(tmod, rng):
-    """Non-trivial values in every floating-point parameter and buffer (zero biases, ones norms by default)."""
-    with torch.no_grad():
-        for name, t in tmod.state_dict().items():
-            if t.dtype.is_floating_point:
-                t.copy_(torch.from_numpy(values(rng, *t.shape, low=-1.0, high=1.0)).to(t.dtype))
 
 
 def pair(pmod_cls, tmod_cls, *args, rng, **kwargs):
@@ -101,10 +83,10 @@ def compare(pfn, tfn, args, kwargs=None, *, rng, rtol=1e-4, atol=1e-5, pmod=None
     outputs, then backpropagates the same random weights of every output and compares the gradients of
     the float inputs and of the modules' parameters."""
     kwargs = kwargs or {}
-    targs = [as_torch(a, True) for a in args]
-    pargs = [as_pf(a, True) for a in args]
-    tout = flat(tfn(*targs, **{k: as_torch(v) for k, v in kwargs.items()}))
-    pout = flat(pfn(*pargs, **{k: as_pf(v) for k, v in kwargs.items()}))
+    targs = [as_input(torch, a, True) for a in args]
+    pargs = [as_input(pf, a, True) for a in args]
+    tout = flat(tfn(*targs, **{k: as_input(torch, v) for k, v in kwargs.items()}))
+    pout = flat(pfn(*pargs, **{k: as_input(pf, v) for k, v in kwargs.items()}))
     assert len(tout) == len(pout), what
     tloss, ploss = 0, 0
     for i, (p, t) in enumerate(zip(pout, tout)):

@@ -17,6 +17,7 @@ import torch
 import pyflame as pf
 import pyflame.nn as nn
 import pyflame.nn.functional as F
+from module_state import randomize, to_pf_state
 from op_registry import make_values
 
 tnn = torch.nn
@@ -26,24 +27,11 @@ def randn(rng, *shape, low=-3.0, high=3.0):
     return make_values(rng, shape, "float32", low=low, high=high)
 
 
-def to_pf_state(tmod):
-    return OrderedDict((k, pf.tensor(v.detach().numpy())) for k, v in tmod.state_dict().items())
-
-
-def randomize(tmod, rng):
-    """Non-trivial parameters and running statistics (defaults are ones/zeros for norms)."""
-    with torch.no_grad():
-        for name, t in tmod.state_dict().items():
-            if t.dtype.is_floating_point:
-                lo = 0.5 if name.endswith("running_var") else -1.0
-                t.copy_(torch.from_numpy(make_values(rng, tuple(t.shape), "float32", low=lo, high=1.5)))
-
-
 def pair(pmod_cls, tmod_cls, *args, rng=None, **kwargs):
     """The same layer in both libraries, the PyFlame one holding the torch one's (randomised) state."""
     tmod = tmod_cls(*args, **kwargs)
     if rng is not None:
-        randomize(tmod, rng)
+        randomize(tmod, rng, high=1.5, running_var_low=0.5)
     pmod = pmod_cls(*args, **kwargs)
     pmod.load_state_dict(to_pf_state(tmod))
     return pmod, tmod
@@ -243,7 +231,7 @@ def test_apply_and_get_submodule():
 
 def test_load_state_dict_round_trip(rng):
     t = make_net(tnn)
-    randomize(t, rng)
+    randomize(t, rng, high=1.5, running_var_low=0.5)
     p = make_net(nn)
     result = p.load_state_dict(to_pf_state(t))
     assert result.missing_keys == [] and result.unexpected_keys == []

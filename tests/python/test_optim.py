@@ -69,6 +69,16 @@ def _set_grads(rng, pparams, tparams, skip=()):
         t.grad = torch.tensor(g)
 
 
+def _step_both_and_compare(rng, pparams, tparams, popt, topt):
+    """Three steps of both optimizers on identical fresh gradients; then the same parameters and state."""
+    for _ in range(3):
+        _set_grads(rng, pparams, tparams)
+        popt.step()
+        topt.step()
+    _assert_params_close(pparams, tparams)
+    _assert_state_dicts_match(popt.state_dict(), topt.state_dict())
+
+
 def _check_against_torch(rng, name, kwargs, group1, steps=5):
     pparams, tparams = _pair_params(_weights(rng))
     popt = getattr(pf.optim, name)(_groups(pparams, group1), **kwargs)
@@ -168,12 +178,7 @@ def test_rmsprop_matches_torch(rng, options):
 def test_default_options_match_torch(rng, name):
     pparams, tparams = _pair_params(_weights(rng))
     popt, topt = getattr(pf.optim, name)(pparams), getattr(torch.optim, name)(tparams)
-    for _ in range(3):
-        _set_grads(rng, pparams, tparams)
-        popt.step()
-        topt.step()
-    _assert_params_close(pparams, tparams)
-    _assert_state_dicts_match(popt.state_dict(), topt.state_dict())
+    _step_both_and_compare(rng, pparams, tparams, popt, topt)
 
 
 @pytest.mark.parametrize("name,kwargs", [("SGD", {"lr": 0.1, "momentum": 0.9}), ("Adam", {"amsgrad": True}),
@@ -318,12 +323,7 @@ def test_param_groups_fill_defaults_and_add_param_group(rng):
         for key, value in pg.items():
             if key != "params":
                 assert value == tg[key], key
-    for _ in range(3):
-        _set_grads(rng, pparams, tparams)
-        popt.step()
-        topt.step()
-    _assert_params_close(pparams, tparams)
-    _assert_state_dicts_match(popt.state_dict(), topt.state_dict())
+    _step_both_and_compare(rng, pparams, tparams, popt, topt)
 
 
 def test_named_parameters_as_params(rng):

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import pyflame as pf
-from host_memory import needs_free_memory
+from host_memory import N, marked_past_int32, needs_free_memory
 from op_registry import (
     ALL_DTYPES,
     FLOAT_DTYPES,
@@ -331,11 +331,6 @@ def test_getitem_bool_mask(dtype, rng):
 
 @pytest.mark.parametrize("dtype", ["float32", "int32", "bool", "float16"])
 def test_setitem_with_tensor_keys(dtype, rng):
-    def both(fn):
-        x, tx = pair(rng, (5, 4), dtype)
-        fn(x, tx)
-        assert_matches(x, tx, 0, 0, what=fn.__doc__)
-
     v = _fill_value(dtype)
     i, ti = index_pair(rng, (3,), 5)
     rows, trows = pair(rng, (3, 4), dtype)
@@ -346,54 +341,25 @@ def test_setitem_with_tensor_keys(dtype, rng):
     vals, tvals = pair(rng, (int(tm.sum()),), dtype)
     rvals, trvals = pair(rng, (nr, 4), dtype)
     col, tcol = pair(rng, (4,), "bool")
-
-    def f1(x, tx):
-        "x[i] = number"
-        x[i] = v
-        tx[ti] = v
-
-    def f2(x, tx):
-        "x[i] = rows"
-        x[pf.tensor([4, 0, 2])] = rows
-        tx[torch.tensor([4, 0, 2])] = trows
-
-    def f3(x, tx):
-        "x[i] = row (broadcast)"
-        x[i] = row
-        tx[ti] = trow
-
-    def f4(x, tx):
-        "x[:, j] = number, negative j"
-        x[:, pf.tensor([-1, 1])] = v
-        tx[:, torch.tensor([-1, 1])] = v
-
-    def f5(x, tx):
-        "x[mask] = number"
-        x[m] = v
-        tx[tm] = v
-
-    def f6(x, tx):
-        "x[mask] = values"
-        x[m] = vals
-        tx[tm] = tvals
-
-    def f7(x, tx):
-        "x[row mask] = rows"
-        x[mr] = rvals
-        tx[tmr] = trvals
-
-    def f8(x, tx):
-        "x.T[mask.T] = values (masked dims not flattenable into a view)"
-        x.T[m.T] = vals
-        tx.T[tm.T] = tvals
-
-    def f9(x, tx):
-        "x[1:, mask cols] = number"
-        x[1:, col] = v
-        tx[1:, tcol] = v
-
-    for fn in (f1, f2, f3, f4, f5, f6, f7, f8, f9):
-        both(fn)
+    all_rows = slice(None)
+    # (what, assign into x.T, pyflame key, torch key, pyflame value, torch value)
+    cases = [
+        ("x[i] = number", False, i, ti, v, v),
+        ("x[i] = rows", False, pf.tensor([4, 0, 2]), torch.tensor([4, 0, 2]), rows, trows),
+        ("x[i] = row (broadcast)", False, i, ti, row, trow),
+        ("x[:, j] = number, negative j", False, (all_rows, pf.tensor([-1, 1])), (all_rows, torch.tensor([-1, 1])),
+         v, v),
+        ("x[mask] = number", False, m, tm, v, v),
+        ("x[mask] = values", False, m, tm, vals, tvals),
+        ("x[row mask] = rows", False, mr, tmr, rvals, trvals),
+        ("x.T[mask.T] = values (masked dims not flattenable into a view)", True, m.T, tm.T, vals, tvals),
+        ("x[1:, mask cols] = number", False, (slice(1, None), col), (slice(1, None), tcol), v, v),
+    ]
+    for what, transposed, key, tkey, value, tvalue in cases:
+        x, tx = pair(rng, (5, 4), dtype)
+        (x.T if transposed else x)[key] = value
+        (tx.T if transposed else tx)[tkey] = tvalue
+        assert_matches(x, tx, 0, 0, what=what)
 
 
 # ----------------------------------------------------------------- index kernels: duplicates, threads, in place
@@ -682,14 +648,10 @@ def test_tensor_key_errors():
 
 # ----------------------------------------------------------------- 64-bit indexing
 
-N = 2**31 + 16
-
 
 @needs_free_memory(5)
 def test_past_int32_indexing():
-    t = pf.zeros(N, dtype=pf.uint8)
-    t[N - 1] = 7
-    t[2**31 + 3] = 5
+    t = marked_past_int32()
     far = pf.tensor([N - 1, 2**31 + 3, 0])
     assert pf.index_select(t, 0, far).tolist() == [7, 5, 0]
     assert pf.gather(t, 0, far).tolist() == [7, 5, 0]

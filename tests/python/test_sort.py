@@ -66,6 +66,18 @@ def check_indices_select(x, t, dim, values, indices, what):
     np.testing.assert_array_equal(picked.reshape(tv.shape), tv.astype(np.float64), err_msg=what)
 
 
+def check_selection(name, got, want, x, t, dim, keepdim, what):
+    """A (values, indices) named tuple of pf.<name> against torch's: its type, the values, the indices' shape,
+    and indices that select the values from x (ties may pick any)."""
+    assert type(got).__name__ == name, what
+    same(got.values, want.values, what)
+    assert tuple(got.indices.shape) == tuple(want.indices.shape), what
+    # without keepdim the reduced dim is put back, so that the indices gather along it
+    gv = got.values if keepdim or not t.dim() else got.values.unsqueeze(dim)
+    gi = got.indices if keepdim or not t.dim() else got.indices.unsqueeze(dim)
+    check_indices_select(x, t, dim if t.dim() else 0, gv, gi, what)
+
+
 # ----------------------------------------------------------------- sort, argsort, msort
 
 
@@ -140,10 +152,7 @@ def test_topk(dtype, device, rng):
                         what = f"topk {shape} T={transposed} k={k} dim={dim} largest={largest} [{dtype}]"
                         want = torch.topk(t, k, dim, largest)
                         got = pf.topk(x, k, dim, largest)
-                        assert type(got).__name__ == "topk", what
-                        same(got.values, want.values, what)
-                        check_indices_select(x, t, dim if t.dim() else 0, got.values, got.indices, what)
-                        assert tuple(got.indices.shape) == tuple(want.indices.shape), what
+                        check_selection("topk", got, want, x, t, dim, True, what)  # topk keeps its dim
 
 
 def test_topk_distinct_indices_and_method(device, rng):
@@ -169,12 +178,7 @@ def test_kthvalue(dtype, device, rng):
                         what = f"kthvalue {shape} T={transposed} k={k} dim={dim} keepdim={keepdim} [{dtype}]"
                         want = torch.kthvalue(t, k, dim, keepdim)
                         got = pf.kthvalue(x, k, dim, keepdim)
-                        assert type(got).__name__ == "kthvalue", what
-                        same(got.values, want.values, what)
-                        assert tuple(got.indices.shape) == tuple(want.indices.shape), what
-                        gv = got.values if keepdim or not t.dim() else got.values.unsqueeze(dim)
-                        gi = got.indices if keepdim or not t.dim() else got.indices.unsqueeze(dim)
-                        check_indices_select(x, t, dim if t.dim() else 0, gv, gi, what)
+                        check_selection("kthvalue", got, want, x, t, dim, keepdim, what)
     x, t = pair(rng, (4, 9), "float64", nan=False, ties=False)
     same(x.kthvalue(3, 0).indices, torch.kthvalue(t, 3, 0).indices, "kthvalue distinct indices")
 
@@ -191,12 +195,7 @@ def test_median(dtype, device, rng):
                     what = f"median {shape} T={transposed} dim={dim} keepdim={keepdim} [{dtype}]"
                     want = torch.median(t, dim, keepdim)
                     got = pf.median(x, dim, keepdim=keepdim)
-                    assert type(got).__name__ == "median", what
-                    same(got.values, want.values, what)
-                    assert tuple(got.indices.shape) == tuple(want.indices.shape), what
-                    gv = got.values if keepdim or not t.dim() else got.values.unsqueeze(dim)
-                    gi = got.indices if keepdim or not t.dim() else got.indices.unsqueeze(dim)
-                    check_indices_select(x, t, dim if t.dim() else 0, gv, gi, what)
+                    check_selection("median", got, want, x, t, dim, keepdim, what)
 
 
 def test_median_nan_takes_the_first_nan(device):

@@ -7,35 +7,116 @@ inplace=True writes the result into the input, as PyTorch does.
 
 import warnings
 
-from .. import _creation
 from . import functional as F
 from . import init as _init
-from .module import Module
-from .parameter import Parameter
+from .module import Module, _OpModule
+from .parameter import _add_parameters
+from .utils import _layer_class, _op_classes
 
 
-class ReLU(Module):
-    def __init__(self, inplace=False):
+class _Stateless(_OpModule):
+    """An activation without settings."""
+
+    def __init__(self):
         super().__init__()
-        self.inplace = inplace
 
-    def forward(self, input):
-        return F.relu(input, inplace=self.inplace)
+
+Sigmoid, Tanh, Softsign, Tanhshrink, LogSigmoid = _op_classes(
+    _Stateless, Sigmoid=F.sigmoid, Tanh=F.tanh, Softsign=F.softsign, Tanhshrink=F.tanhshrink, LogSigmoid=F.logsigmoid)
+
+
+class _Activation(_OpModule):
+    """An activation with an `inplace` setting, which PyTorch shows only when it is set, after the others."""
+
+    _unshown = ("inplace",)
 
     def extra_repr(self):
-        return "inplace=True" if self.inplace else ""
+        settings = super().extra_repr()
+        if not self.inplace:
+            return settings
+        return f"{settings}, inplace=True" if settings else "inplace=True"
 
 
-class SiLU(Module):
+class _Inplace(_Activation):
+    """An activation whose only setting is inplace."""
+
+    _settings = ("inplace",)
+
     def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
+        super().__init__(inplace)
 
-    def forward(self, input):
-        return F.silu(input, inplace=self.inplace)
 
+ReLU, SiLU, Mish, SELU = _op_classes(_Inplace, ReLU=F.relu, SiLU=F.silu, Mish=F.mish, SELU=F.selu)
+
+
+class _UnshownInplace(_Inplace):
+    # PyTorch's Hardsigmoid and Hardswish show no settings, inplace or not.
     def extra_repr(self):
-        return "inplace=True" if self.inplace else ""
+        return ""
+
+
+Hardsigmoid, Hardswish = _op_classes(_UnshownInplace, Hardsigmoid=F.hardsigmoid, Hardswish=F.hardswish)
+
+
+class LeakyReLU(_Activation):
+    _fn = staticmethod(F.leaky_relu)
+    _settings = ("negative_slope", "inplace")
+
+    def __init__(self, negative_slope=1e-2, inplace=False):
+        super().__init__(negative_slope, inplace)
+
+
+class Hardtanh(_Activation):
+    _fn = staticmethod(F.hardtanh)
+    _settings = ("min_val", "max_val", "inplace")
+
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+        if max_val <= min_val:
+            raise ValueError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
+        super().__init__(min_val, max_val, inplace)
+
+
+class ReLU6(Hardtanh):
+    _unshown = ("min_val", "max_val", "inplace")
+
+    def __init__(self, inplace=False):
+        super().__init__(0.0, 6.0, inplace)
+
+
+class ELU(_Activation):
+    _fn = staticmethod(F.elu)
+    _settings = ("alpha", "inplace")
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__(alpha, inplace)
+
+
+class CELU(ELU):
+    _fn = staticmethod(F.celu)
+
+
+class Threshold(_Activation):
+    _fn = staticmethod(F.threshold)
+    _settings = ("threshold", "value", "inplace")
+
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__(threshold, value, inplace)
+
+
+class GLU(_OpModule):
+    _fn = staticmethod(F.glu)
+    _settings = ("dim",)
+
+    def __init__(self, dim=-1):
+        super().__init__(dim)
+
+
+class Softplus(_OpModule):
+    _fn = staticmethod(F.softplus)
+    _settings = ("beta", "threshold")
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__(beta, threshold)
 
 
 class GELU(Module):
@@ -50,141 +131,27 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class Sigmoid(Module):
-    def forward(self, input):
-        return F.sigmoid(input)
+class _Softmax(_OpModule):
+    """Softmax, LogSoftmax and Softmin: `_fn` over `dim`. Without a dim, PyTorch's legacy choice, deprecated
+    there too with a warning that names the op (`_name`) and points at the caller's line."""
 
+    _settings = ("dim",)
 
-class Tanh(Module):
-    def forward(self, input):
-        return F.tanh(input)
-
-
-class LeakyReLU(Module):
-    def __init__(self, negative_slope=1e-2, inplace=False):
-        super().__init__()
-        self.negative_slope = negative_slope
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.leaky_relu(input, self.negative_slope, self.inplace)
-
-    def extra_repr(self):
-        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
-
-
-def _softmax_dim(name, ndim):
-    # PyTorch's legacy choice when no dim is given (deprecated there too).
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. "
-                  "Change the call to include dim=X as an argument.", stacklevel=3)
-    return 0 if ndim in (0, 1, 3) else 1
-
-
-class Softmax(Module):
     def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
+        super().__init__(dim)
 
     def forward(self, input):
-        dim = self.dim if self.dim is not None else _softmax_dim("softmax", input.dim())
-        return F.softmax(input, dim)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
-
-
-class LogSoftmax(Module):
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input):
-        dim = self.dim if self.dim is not None else _softmax_dim("log_softmax", input.dim())
-        return F.log_softmax(input, dim)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
+        dim = self.dim
+        if dim is None:
+            warnings.warn(f"Implicit dimension choice for {self._name} has been deprecated. "
+                          "Change the call to include dim=X as an argument.", stacklevel=4)
+            dim = 0 if input.dim() in (0, 1, 3) else 1
+        return self._fn(input, dim)
 
 
-def _inplace_repr(module, first=True):
-    if not module.inplace:
-        return ""
-    return "inplace=True" if first else ", inplace=True"
-
-
-class Hardtanh(Module):
-    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
-        super().__init__()
-        if max_val <= min_val:
-            raise ValueError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
-        self.min_val = min_val
-        self.max_val = max_val
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
-
-    def extra_repr(self):
-        return f"min_val={self.min_val}, max_val={self.max_val}" + _inplace_repr(self, False)
-
-
-class ReLU6(Hardtanh):
-    def __init__(self, inplace=False):
-        super().__init__(0.0, 6.0, inplace)
-
-    def extra_repr(self):
-        return _inplace_repr(self)
-
-
-class _Inplace(Module):
-    """An activation whose only setting is inplace (the functional op of `_fn` takes it)."""
-
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return type(self)._fn(input, inplace=self.inplace)
-
-
-class Hardsigmoid(_Inplace):
-    _fn = staticmethod(F.hardsigmoid)
-
-
-class Hardswish(_Inplace):
-    _fn = staticmethod(F.hardswish)
-
-
-class Mish(_Inplace):
-    _fn = staticmethod(F.mish)
-
-    def extra_repr(self):
-        return _inplace_repr(self)
-
-
-class SELU(_Inplace):
-    _fn = staticmethod(F.selu)
-
-    def extra_repr(self):
-        return _inplace_repr(self)
-
-
-class ELU(Module):
-    def __init__(self, alpha=1.0, inplace=False):
-        super().__init__()
-        self.alpha = alpha
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.elu(input, self.alpha, self.inplace)
-
-    def extra_repr(self):
-        return f"alpha={self.alpha}" + _inplace_repr(self, False)
-
-
-class CELU(ELU):
-    def forward(self, input):
-        return F.celu(input, self.alpha, self.inplace)
+Softmax = _layer_class("Softmax", _Softmax, _fn=staticmethod(F.softmax), _name="softmax")
+LogSoftmax = _layer_class("LogSoftmax", _Softmax, _fn=staticmethod(F.log_softmax), _name="log_softmax")
+Softmin = _layer_class("Softmin", _Softmax, _fn=staticmethod(F.softmin), _name="softmin")
 
 
 class PReLU(Module):
@@ -194,7 +161,7 @@ class PReLU(Module):
         super().__init__()
         self.num_parameters = num_parameters
         self.init = init
-        self.weight = Parameter(_creation.empty(num_parameters, dtype=dtype, device=device))
+        _add_parameters(self, dtype, device, weight=(num_parameters,))
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -205,69 +172,3 @@ class PReLU(Module):
 
     def extra_repr(self):
         return f"num_parameters={self.num_parameters}"
-
-
-class GLU(Module):
-    def __init__(self, dim=-1):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input):
-        return F.glu(input, self.dim)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
-
-
-class Softplus(Module):
-    def __init__(self, beta=1.0, threshold=20.0):
-        super().__init__()
-        self.beta = beta
-        self.threshold = threshold
-
-    def forward(self, input):
-        return F.softplus(input, beta=self.beta, threshold=self.threshold)
-
-    def extra_repr(self):
-        return f"beta={self.beta}, threshold={self.threshold}"
-
-
-class Softsign(Module):
-    def forward(self, input):
-        return F.softsign(input)
-
-
-class Tanhshrink(Module):
-    def forward(self, input):
-        return F.tanhshrink(input)
-
-
-class LogSigmoid(Module):
-    def forward(self, input):
-        return F.logsigmoid(input)
-
-
-class Softmin(Module):
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input):
-        return F.softmin(input, self.dim, _stacklevel=5)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
-
-
-class Threshold(Module):
-    def __init__(self, threshold, value, inplace=False):
-        super().__init__()
-        self.threshold = threshold
-        self.value = value
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.threshold(input, self.threshold, self.value, self.inplace)
-
-    def extra_repr(self):
-        return f"threshold={self.threshold}, value={self.value}" + _inplace_repr(self, False)

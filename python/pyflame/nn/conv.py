@@ -2,12 +2,11 @@
 init)."""
 
 
-from .. import _creation
 from . import functional as F
 from . import init
 from .module import Module
-from .parameter import Parameter
-from .utils import _pair, _reverse_repeat_tuple, _single, _triple
+from .parameter import _add_parameters
+from .utils import _nd_classes, _ntuple, _reverse_repeat_tuple
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
@@ -50,11 +49,7 @@ class _ConvNd(Module):
         else:
             self._reversed_padding_repeated_twice = _reverse_repeat_tuple(padding, 2)
         shape = (in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)
-        self.weight = Parameter(_creation.empty(*shape, *kernel_size, dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(_creation.empty(out_channels, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
+        _add_parameters(self, dtype, device, weight=(*shape, *kernel_size), bias=(out_channels,) if bias else None)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -84,42 +79,30 @@ class _ConvNd(Module):
 
 
 class _Conv(_ConvNd):
-    """Conv1d/2d/3d: `_ntuple` expands per-dim arguments, `_conv` is the functional op."""
+    """Conv1d/2d/3d: `_dim` spatial dims, `_fn` the functional op."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", device=None, dtype=None):
-        t = type(self)._ntuple
+        t = _ntuple(self._dim)
         super().__init__(in_channels, out_channels, t(kernel_size), t(stride),
                          padding if isinstance(padding, str) else t(padding), t(dilation), False, t(0), groups,
                          bias, padding_mode, device, dtype)
 
     def forward(self, input):
-        return self._conv_forward(type(self)._conv, input, type(self)._ntuple(0))
+        return self._conv_forward(self._fn, input, _ntuple(self._dim)(0))
 
 
-class Conv1d(_Conv):
-    _ntuple = staticmethod(_single)
-    _conv = staticmethod(F.conv1d)
-
-
-class Conv2d(_Conv):
-    _ntuple = staticmethod(_pair)
-    _conv = staticmethod(F.conv2d)
-
-
-class Conv3d(_Conv):
-    _ntuple = staticmethod(_triple)
-    _conv = staticmethod(F.conv3d)
+Conv1d, Conv2d, Conv3d = _nd_classes("Conv", _Conv, (F.conv1d, F.conv2d, F.conv3d))
 
 
 class _ConvTransposeNd(_ConvNd):
-    """ConvTranspose1d/2d/3d: `_ntuple` expands per-dim arguments, `_conv` is the functional op."""
+    """ConvTranspose1d/2d/3d: `_dim` spatial dims, `_fn` the functional op."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
                  bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
-        t = type(self)._ntuple
+        t = _ntuple(self._dim)
         super().__init__(in_channels, out_channels, t(kernel_size), t(stride), t(padding), t(dilation), True,
                          t(output_padding), groups, bias, padding_mode, device, dtype)
 
@@ -145,20 +128,9 @@ class _ConvTransposeNd(_ConvNd):
         return tuple(o - m for o, m in zip(output_size, min_sizes))
 
     def forward(self, input, output_size=None):
-        return type(self)._conv(input, self.weight, self.bias, self.stride, self.padding,
-                                self._output_padding(input, output_size), self.groups, self.dilation)
+        return self._fn(input, self.weight, self.bias, self.stride, self.padding,
+                        self._output_padding(input, output_size), self.groups, self.dilation)
 
 
-class ConvTranspose1d(_ConvTransposeNd):
-    _ntuple = staticmethod(_single)
-    _conv = staticmethod(F.conv_transpose1d)
-
-
-class ConvTranspose2d(_ConvTransposeNd):
-    _ntuple = staticmethod(_pair)
-    _conv = staticmethod(F.conv_transpose2d)
-
-
-class ConvTranspose3d(_ConvTransposeNd):
-    _ntuple = staticmethod(_triple)
-    _conv = staticmethod(F.conv_transpose3d)
+ConvTranspose1d, ConvTranspose2d, ConvTranspose3d = _nd_classes(
+    "ConvTranspose", _ConvTransposeNd, (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d))

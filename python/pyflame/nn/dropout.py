@@ -2,35 +2,21 @@
 Dropout1d/2d/3d zero whole channels; all are the identity in eval."""
 
 from . import functional as F
-from .module import Module
+from .module import _OpModule
+from .utils import _op_classes
 
 
-class _DropoutNd(Module):
+class _DropoutNd(_OpModule):
+    _settings = ("p", "inplace")
+
     def __init__(self, p=0.5, inplace=False):
-        super().__init__()
         if p < 0 or p > 1:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p = p
-        self.inplace = inplace
+        super().__init__(p, inplace)
 
     def forward(self, input):
-        return type(self)._fn(input, self.p, self.training, self.inplace)
-
-    def extra_repr(self):
-        return f"p={self.p}, inplace={self.inplace}"
+        return self._fn(input, self.p, self.training, self.inplace)
 
 
-class Dropout(_DropoutNd):
-    _fn = staticmethod(F.dropout)
-
-
-class Dropout1d(_DropoutNd):
-    _fn = staticmethod(F.dropout1d)
-
-
-class Dropout2d(_DropoutNd):
-    _fn = staticmethod(F.dropout2d)
-
-
-class Dropout3d(_DropoutNd):
-    _fn = staticmethod(F.dropout3d)
+Dropout, Dropout1d, Dropout2d, Dropout3d = _op_classes(_DropoutNd, Dropout=F.dropout, Dropout1d=F.dropout1d,
+                                                       Dropout2d=F.dropout2d, Dropout3d=F.dropout3d)

@@ -1,37 +1,20 @@
 """Fold and Unfold: sliding blocks to columns (F.unfold, im2col) and back, overlaps summed (F.fold, col2im)."""
 
 from . import functional as F
-from .module import Module
+from .module import _OpModule
 
 
-class Fold(Module):
+class Fold(_OpModule):
+    _fn = staticmethod(F.fold)
+    _settings = ("output_size", "kernel_size", "dilation", "padding", "stride")
+
     def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
-        super().__init__()
-        self.output_size = output_size
-        self.kernel_size = kernel_size
-        self.dilation = dilation
-        self.padding = padding
-        self.stride = stride
-
-    def forward(self, input):
-        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
-
-    def extra_repr(self):
-        return ("output_size={output_size}, kernel_size={kernel_size}, dilation={dilation}, padding={padding}, "
-                "stride={stride}".format(**self.__dict__))
+        super().__init__(output_size, kernel_size, dilation, padding, stride)
 
 
-class Unfold(Module):
+class Unfold(_OpModule):
+    _fn = staticmethod(F.unfold)
+    _settings = ("kernel_size", "dilation", "padding", "stride")
+
     def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.dilation = dilation
-        self.padding = padding
-        self.stride = stride
-
-    def forward(self, input):
-        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
-
-    def extra_repr(self):
-        return "kernel_size={kernel_size}, dilation={dilation}, padding={padding}, stride={stride}".format(
-            **self.__dict__)
+        super().__init__(kernel_size, dilation, padding, stride)

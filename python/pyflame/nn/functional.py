@@ -473,13 +473,19 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
     return _feature_dropout(input, p, training, inplace, input.dim() == 3)
 
 
-def dropout2d(input, p=0.5, training=True, inplace=False):
-    if input.dim() not in (3, 4):
-        _warnings.warn(f"dropout2d: Received a {input.dim()}-D input to dropout2d, which is deprecated and will "
+def _warn_feature_dropout_dims(input, spatial):
+    """PyTorch's deprecation warning for dropout2d/3d on an input with other than spatial + 1 or + 2 dims."""
+    if input.dim() not in (spatial + 1, spatial + 2):
+        name = f"dropout{spatial}d"
+        _warnings.warn(f"{name}: Received a {input.dim()}-D input to {name}, which is deprecated and will "
                        "result in an error in a future release. To retain the behavior and silence this warning, "
-                       "please use dropout instead. Note that dropout2d exists to provide channel-wise dropout on "
-                       "inputs with 2 spatial dimensions, a channel dimension, and an optional batch dimension "
-                       "(i.e. 3D or 4D inputs).", stacklevel=2)
+                       f"please use dropout instead. Note that {name} exists to provide channel-wise dropout on "
+                       f"inputs with {spatial} spatial dimensions, a channel dimension, and an optional batch "
+                       f"dimension (i.e. {spatial + 1}D or {spatial + 2}D inputs).", stacklevel=3)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    _warn_feature_dropout_dims(input, 2)
     if input.dim() == 3:
         _warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
                        "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
@@ -490,12 +496,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    if input.dim() not in (4, 5):
-        _warnings.warn(f"dropout3d: Received a {input.dim()}-D input to dropout3d, which is deprecated and will "
-                       "result in an error in a future release. To retain the behavior and silence this warning, "
-                       "please use dropout instead. Note that dropout3d exists to provide channel-wise dropout on "
-                       "inputs with 3 spatial dimensions, a channel dimension, and an optional batch dimension "
-                       "(i.e. 4D or 5D inputs).", stacklevel=2)
+    _warn_feature_dropout_dims(input, 3)
     return _feature_dropout(input, p, training, inplace, input.dim() != 4)
 
 

@@ -2,11 +2,10 @@
 
 import math
 
-from .. import _creation
 from . import functional as F
 from . import init
 from .module import Module
-from .parameter import Parameter
+from .parameter import _add_parameters
 
 
 class Identity(Module):
@@ -24,11 +23,7 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(_creation.empty(out_features, in_features, dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(_creation.empty(out_features, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
+        _add_parameters(self, dtype, device, weight=(out_features, in_features), bias=(out_features,) if bias else None)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -47,11 +42,8 @@ class Bilinear(Module):
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(_creation.empty(out_features, in1_features, in2_features, dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(_creation.empty(out_features, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
+        _add_parameters(self, dtype, device, weight=(out_features, in1_features, in2_features),
+                        bias=(out_features,) if bias else None)
         self.reset_parameters()
 
     def reset_parameters(self):

@@ -9,7 +9,7 @@ PyTorch). The deprecated size_average/reduce arguments map onto reduction.
 
 from . import functional as F
 from .module import Module
-from .utils import legacy_reduction
+from .utils import _op_classes, legacy_reduction
 
 
 class _Loss(Module):
@@ -68,13 +68,19 @@ class SoftMarginLoss(_Loss):
         return F.soft_margin_loss(input, target, reduction=self.reduction)
 
 
-class CosineEmbeddingLoss(_Loss):
+class _PairMarginLoss(_Loss):
+    """A loss of two inputs and a target with a margin (0 by default): `_fn`, the functional loss."""
+
     def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
     def forward(self, input1, input2, target):
-        return F.cosine_embedding_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+        return self._fn(input1, input2, target, margin=self.margin, reduction=self.reduction)
+
+
+CosineEmbeddingLoss, MarginRankingLoss = _op_classes(_PairMarginLoss, CosineEmbeddingLoss=F.cosine_embedding_loss,
+                                                     MarginRankingLoss=F.margin_ranking_loss)
 
 
 class BCEWithLogitsLoss(_Loss):
@@ -114,15 +120,6 @@ class CrossEntropyLoss(_WeightedLoss):
     def forward(self, input, target):
         return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
                                reduction=self.reduction, label_smoothing=self.label_smoothing)
-
-
-class MarginRankingLoss(_Loss):
-    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
-        super().__init__(size_average, reduce, reduction)
-        self.margin = margin
-
-    def forward(self, input1, input2, target):
-        return F.margin_ranking_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
 
 
 class HingeEmbeddingLoss(_Loss):

@@ -553,3 +553,26 @@ class Module:
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
+
+
+class _OpModule(Module):
+    """A layer that applies a functional op, `_fn`, to its input and its settings.
+
+    `_settings` names the constructor's arguments in the op's order: each is kept as an attribute of that
+    name (PyTorch's) and passed to the op after the input. extra_repr shows them, but for those named in
+    `_unshown`, in PyTorch's form 'name=value, ...'.
+    """
+
+    _settings = ()
+    _unshown = ()
+
+    def __init__(self, *values):
+        super().__init__()
+        for name, value in zip(self._settings, values):
+            setattr(self, name, value)
+
+    def forward(self, input):
+        return self._fn(input, *(getattr(self, name) for name in self._settings))
+
+    def extra_repr(self):
+        return ", ".join(f"{name}={getattr(self, name)}" for name in self._settings if name not in self._unshown)

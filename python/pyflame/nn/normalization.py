@@ -12,30 +12,23 @@ from .. import _C, _creation
 from . import functional as F
 from . import init
 from .module import Module
-from .parameter import Parameter
+from .parameter import _add_parameters
 
 
-def _affine(module, shape, affine, bias, dtype, device):
-    """The norms' `weight` and `bias` parameters of `shape` (None when not affine / no bias)."""
-    if affine:
-        module.weight = Parameter(_creation.empty(*shape, dtype=dtype, device=device))
-    else:
-        module.register_parameter("weight", None)
-    if affine and bias:
-        module.bias = Parameter(_creation.empty(*shape, dtype=dtype, device=device))
-    else:
-        module.register_parameter("bias", None)
+class _AffineNorm(Module):
+    """A norm with optional affine parameters, `weight` and `bias`, that start as ones and zeros (torch's)."""
+
+    def _add_affine(self, shape, affine, bias, dtype, device):
+        _add_parameters(self, dtype, device, weight=shape if affine else None, bias=shape if affine and bias else None)
+
+    def reset_parameters(self):
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
 
 
-def _reset_affine(module):
-    """Weight ones, bias zeros, as torch initialises the norms."""
-    if module.weight is not None:
-        init.ones_(module.weight)
-    if module.bias is not None:
-        init.zeros_(module.bias)
-
-
-class _BatchNorm(Module):
+class _BatchNorm(_AffineNorm):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
                  dtype=None, *, bias=True):
         super().__init__()
@@ -44,7 +37,7 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        _affine(self, (num_features,), affine, bias, dtype, device)
+        self._add_affine((num_features,), affine, bias, dtype, device)
         if track_running_stats:
             self.register_buffer("running_mean", _creation.zeros(num_features, dtype=dtype, device=device))
             self.register_buffer("running_var", _creation.ones(num_features, dtype=dtype, device=device))
@@ -63,7 +56,7 @@ class _BatchNorm(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        _reset_affine(self)
+        super().reset_parameters()
 
     def forward(self, input):
         self._check_input_dim(input)
@@ -100,29 +93,35 @@ class BatchNorm2d(_BatchNorm):
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
 
 
-class LayerNorm(Module):
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
+class _TrailingShapeNorm(Module):
+    """LayerNorm and RMSNorm: normalisation over the trailing `normalized_shape` dims (an int: the last one)."""
+
+    def __init__(self, normalized_shape, eps, elementwise_affine):
         super().__init__()
         if isinstance(normalized_shape, numbers.Integral):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        _affine(self, self.normalized_shape, elementwise_affine, bias, dtype, device)
-        self.reset_parameters()
 
-    def reset_parameters(self):
-        _reset_affine(self)
+    def extra_repr(self):
+        return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)
+
+
+class LayerNorm(_TrailingShapeNorm, _AffineNorm):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
+        super().__init__(normalized_shape, eps, elementwise_affine)
+        self._add_affine(self.normalized_shape, elementwise_affine, bias, dtype, device)
+        self.reset_parameters()
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return ("{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}, bias={use_bias}"
-                .format(**self.__dict__, use_bias=self.bias is not None))
+        return f"{super().extra_repr()}, bias={self.bias is not None}"
 
 
-class GroupNorm(Module):
+class GroupNorm(_AffineNorm):
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
         super().__init__()
         if num_channels % num_groups != 0:
@@ -131,11 +130,8 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        _affine(self, (num_channels,), affine, bias, dtype, device)
+        self._add_affine((num_channels,), affine, bias, dtype, device)
         self.reset_parameters()
-
-    def reset_parameters(self):
-        _reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -145,18 +141,10 @@ class GroupNorm(Module):
                 .format(**self.__dict__, use_bias=self.bias is not None))
 
 
-class RMSNorm(Module):
+class RMSNorm(_TrailingShapeNorm):
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
-        super().__init__()
-        if isinstance(normalized_shape, numbers.Integral):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(_creation.empty(*self.normalized_shape, dtype=dtype, device=device))
-        else:
-            self.register_parameter("weight", None)
+        super().__init__(normalized_shape, eps, elementwise_affine)
+        _add_parameters(self, dtype, device, weight=self.normalized_shape if elementwise_affine else None)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -165,9 +153,6 @@ class RMSNorm(Module):
 
     def forward(self, x):
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
-
-    def extra_repr(self):
-        return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)
 
 
 class _InstanceNorm(_BatchNorm):

@@ -2,16 +2,16 @@
 
 from . import functional as F
 from .module import Module
-from .utils import _ntuple
+from .utils import _layer_class, _ntuple
 
 
 class _PadNd(Module):
     _mode = "constant"
-    _n = 1
+    _dim = 1
 
     def __init__(self, padding):
         super().__init__()
-        self.padding = _ntuple(2 * self._n)(padding)
+        self.padding = _ntuple(2 * self._dim)(padding)
 
     def forward(self, input):
         if self._mode == "constant":
@@ -31,22 +31,15 @@ class _ConstantPadNd(_PadNd):
         return f"padding={self.padding}, value={self.value}"
 
 
-def _pad_class(name, base, mode, n):
-    return type(name, (base,), {"_mode": mode, "_n": n, "__module__": __name__})
+def _pad_classes(prefix, base, mode):
+    """prefix1d, prefix2d and prefix3d: `base` padding the last 1, 2 or 3 dims in `mode`."""
+    return tuple(_layer_class(f"{prefix}{dim}d", base, _mode=mode, _dim=dim) for dim in (1, 2, 3))
 
 
-ConstantPad1d = _pad_class("ConstantPad1d", _ConstantPadNd, "constant", 1)
-ConstantPad2d = _pad_class("ConstantPad2d", _ConstantPadNd, "constant", 2)
-ConstantPad3d = _pad_class("ConstantPad3d", _ConstantPadNd, "constant", 3)
-ReflectionPad1d = _pad_class("ReflectionPad1d", _PadNd, "reflect", 1)
-ReflectionPad2d = _pad_class("ReflectionPad2d", _PadNd, "reflect", 2)
-ReflectionPad3d = _pad_class("ReflectionPad3d", _PadNd, "reflect", 3)
-ReplicationPad1d = _pad_class("ReplicationPad1d", _PadNd, "replicate", 1)
-ReplicationPad2d = _pad_class("ReplicationPad2d", _PadNd, "replicate", 2)
-ReplicationPad3d = _pad_class("ReplicationPad3d", _PadNd, "replicate", 3)
-CircularPad1d = _pad_class("CircularPad1d", _PadNd, "circular", 1)
-CircularPad2d = _pad_class("CircularPad2d", _PadNd, "circular", 2)
-CircularPad3d = _pad_class("CircularPad3d", _PadNd, "circular", 3)
+ConstantPad1d, ConstantPad2d, ConstantPad3d = _pad_classes("ConstantPad", _ConstantPadNd, "constant")
+ReflectionPad1d, ReflectionPad2d, ReflectionPad3d = _pad_classes("ReflectionPad", _PadNd, "reflect")
+ReplicationPad1d, ReplicationPad2d, ReplicationPad3d = _pad_classes("ReplicationPad", _PadNd, "replicate")
+CircularPad1d, CircularPad2d, CircularPad3d = _pad_classes("CircularPad", _PadNd, "circular")
 
 
 class _ZeroPadNd(_ConstantPadNd):
@@ -57,6 +50,4 @@ class _ZeroPadNd(_ConstantPadNd):
         return f"{self.padding}"
 
 
-ZeroPad1d = _pad_class("ZeroPad1d", _ZeroPadNd, "constant", 1)
-ZeroPad2d = _pad_class("ZeroPad2d", _ZeroPadNd, "constant", 2)
-ZeroPad3d = _pad_class("ZeroPad3d", _ZeroPadNd, "constant", 3)
+ZeroPad1d, ZeroPad2d, ZeroPad3d = _pad_classes("ZeroPad", _ZeroPadNd, "constant")

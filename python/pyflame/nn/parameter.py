@@ -7,7 +7,7 @@ Parameter(t) shares t's storage, as torch.nn.Parameter does, and is a new leaf
 that requires grad unless requires_grad=False; ops on it return plain tensors.
 """
 
-from .. import _C
+from .. import _C, _creation
 
 
 class Parameter(_C.Tensor):
@@ -29,3 +29,13 @@ class Parameter(_C.Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     __str__ = __repr__
+
+
+def _add_parameters(module, dtype, device, **shapes):
+    """Adds uninitialised parameters (the layer's reset_parameters fills them) of the given shapes to `module`; a
+    shape None registers the name as None, PyTorch's form for an absent weight or bias."""
+    for name, shape in shapes.items():
+        if shape is None:
+            module.register_parameter(name, None)
+        else:
+            setattr(module, name, Parameter(_creation.empty(*shape, dtype=dtype, device=device)))

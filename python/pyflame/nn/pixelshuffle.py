@@ -1,28 +1,20 @@
 """PixelShuffle and PixelUnshuffle: channels to spatial blocks and back (F.pixel_shuffle, F.pixel_unshuffle)."""
 
 from . import functional as F
-from .module import Module
+from .module import _OpModule
 
 
-class PixelShuffle(Module):
+class PixelShuffle(_OpModule):
+    _fn = staticmethod(F.pixel_shuffle)
+    _settings = ("upscale_factor",)
+
     def __init__(self, upscale_factor):
-        super().__init__()
-        self.upscale_factor = upscale_factor
-
-    def forward(self, input):
-        return F.pixel_shuffle(input, self.upscale_factor)
-
-    def extra_repr(self):
-        return f"upscale_factor={self.upscale_factor}"
+        super().__init__(upscale_factor)
 
 
-class PixelUnshuffle(Module):
+class PixelUnshuffle(_OpModule):
+    _fn = staticmethod(F.pixel_unshuffle)
+    _settings = ("downscale_factor",)
+
     def __init__(self, downscale_factor):
-        super().__init__()
-        self.downscale_factor = downscale_factor
-
-    def forward(self, input):
-        return F.pixel_unshuffle(input, self.downscale_factor)
-
-    def extra_repr(self):
-        return f"downscale_factor={self.downscale_factor}"
+        super().__init__(downscale_factor)

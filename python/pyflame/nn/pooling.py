@@ -7,67 +7,39 @@ others as given), so repr() matches. AvgPool's divisor_override is not supported
 
 from .. import NotSupportedError
 from . import functional as F
-from .module import Module
-from .utils import _pair, _single, _triple
+from .module import _OpModule
+from .utils import _nd_classes, _ntuple, _op_classes, _single
 
 
-class _MaxPoolNd(Module):
+class _MaxPoolNd(_OpModule):
+    # the op's order: ceil_mode before return_indices (the constructor takes them the other way round)
+    _settings = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
+    _unshown = ("return_indices",)
+
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
-        self.dilation = dilation
-        self.return_indices = return_indices
-        self.ceil_mode = ceil_mode
-
-    def forward(self, input):
-        return self._pool(input, self.kernel_size, self.stride, self.padding, self.dilation, ceil_mode=self.ceil_mode,
-                          return_indices=self.return_indices)
-
-    def extra_repr(self):
-        return ("kernel_size={kernel_size}, stride={stride}, padding={padding}, dilation={dilation}, "
-                "ceil_mode={ceil_mode}".format(**self.__dict__))
+        super().__init__(kernel_size, stride if stride is not None else kernel_size, padding, dilation, ceil_mode,
+                         return_indices)
 
 
-class MaxPool1d(_MaxPoolNd):
-    def _pool(self, *args, **kwargs):
-        return F.max_pool1d(*args, **kwargs)
+MaxPool1d, MaxPool2d, MaxPool3d = _op_classes(_MaxPoolNd, MaxPool1d=F.max_pool1d, MaxPool2d=F.max_pool2d,
+                                              MaxPool3d=F.max_pool3d)
 
 
-class MaxPool2d(_MaxPoolNd):
-    def _pool(self, *args, **kwargs):
-        return F.max_pool2d(*args, **kwargs)
+class _AvgPoolNd(_OpModule):
+    _settings = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad")
+    _unshown = ("ceil_mode", "count_include_pad")
 
-
-class MaxPool3d(_MaxPoolNd):
-    def _pool(self, *args, **kwargs):
-        return F.max_pool3d(*args, **kwargs)
-
-
-class _AvgPoolNd(Module):
     def __init__(self, kernel_size, stride, padding, ceil_mode, count_include_pad):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
-
-    def forward(self, input):
-        return self._pool(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
-
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+        super().__init__(kernel_size, stride if stride is not None else kernel_size, padding, ceil_mode,
+                         count_include_pad)
 
 
 class AvgPool1d(_AvgPoolNd):
+    _fn = staticmethod(F.avg_pool1d)
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
         super().__init__(_single(kernel_size), _single(stride if stride is not None else kernel_size),
                          _single(padding), ceil_mode, count_include_pad)
-
-    def _pool(self, *args):
-        return F.avg_pool1d(*args)
 
 
 class _AvgPoolWithDivisor(_AvgPoolNd):
@@ -79,82 +51,46 @@ class _AvgPoolWithDivisor(_AvgPoolNd):
         self.divisor_override = divisor_override
 
 
-class AvgPool2d(_AvgPoolWithDivisor):
-    def _pool(self, *args):
-        return F.avg_pool2d(*args)
+AvgPool2d, AvgPool3d = _op_classes(_AvgPoolWithDivisor, AvgPool2d=F.avg_pool2d, AvgPool3d=F.avg_pool3d)
 
 
-class AvgPool3d(_AvgPoolWithDivisor):
-    def _pool(self, *args):
-        return F.avg_pool3d(*args)
+class _AdaptiveAvgPoolNd(_OpModule):
+    """Average pooling to a fixed output size (an int, or a tuple whose entries may be None: keep that size)."""
 
-
-class AdaptiveAvgPool2d(Module):
-    """Average pooling to a fixed output size (an int, or a pair whose entries may be None: keep that size)."""
+    _settings = ("output_size",)
 
     def __init__(self, output_size):
-        super().__init__()
-        self.output_size = output_size
-
-    def forward(self, input):
-        return F.adaptive_avg_pool2d(input, self.output_size)
-
-    def extra_repr(self):
-        return f"output_size={self.output_size}"
+        super().__init__(output_size)
 
 
-class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
-    def forward(self, input):
-        return F.adaptive_avg_pool1d(input, self.output_size)
+AdaptiveAvgPool1d, AdaptiveAvgPool2d = _op_classes(_AdaptiveAvgPoolNd, AdaptiveAvgPool1d=F.adaptive_avg_pool1d,
+                                                   AdaptiveAvgPool2d=F.adaptive_avg_pool2d)
 
 
-class _AdaptiveMaxPoolNd(Module):
+class _AdaptiveMaxPoolNd(_OpModule):
+    """Max over PyTorch's adaptive windows; output_size an int or a tuple whose entries may be None."""
+
+    _settings = ("output_size", "return_indices")
+    _unshown = ("return_indices",)
+
     def __init__(self, output_size, return_indices=False):
-        super().__init__()
-        self.output_size = output_size
-        self.return_indices = return_indices
-
-    def extra_repr(self):
-        return f"output_size={self.output_size}"
+        super().__init__(output_size, return_indices)
 
 
-class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
-    def forward(self, input):
-        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+AdaptiveMaxPool1d, AdaptiveMaxPool2d = _op_classes(_AdaptiveMaxPoolNd, AdaptiveMaxPool1d=F.adaptive_max_pool1d,
+                                                   AdaptiveMaxPool2d=F.adaptive_max_pool2d)
 
 
-class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
-    """Max over PyTorch's adaptive windows; output_size an int or a pair whose entries may be None."""
+class _MaxUnpoolNd(_OpModule):
+    _settings = ("kernel_size", "stride", "padding")
 
-    def forward(self, input):
-        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
-
-
-class _MaxUnpoolNd(Module):
     def __init__(self, kernel_size, stride=None, padding=0):
-        super().__init__()
-        t = type(self)._ntuple
-        self.kernel_size = t(kernel_size)
-        self.stride = t(stride if stride is not None else kernel_size)
-        self.padding = t(padding)
+        t = _ntuple(self._dim)
+        super().__init__(t(kernel_size), t(stride if stride is not None else kernel_size), t(padding))
 
     def forward(self, input, indices, output_size=None):
-        return type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
-
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+        return self._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
 
-class MaxUnpool1d(_MaxUnpoolNd):
-    _ntuple = staticmethod(_single)
-    _fn = staticmethod(F.max_unpool1d)
-
-
-class MaxUnpool2d(_MaxUnpoolNd):
-    _ntuple = staticmethod(_pair)
-    _fn = staticmethod(F.max_unpool2d)
-
-
-class MaxUnpool3d(_MaxUnpoolNd):
-    _ntuple = staticmethod(_triple)
-    _fn = staticmethod(F.max_unpool3d)
+MaxUnpool1d, MaxUnpool2d, MaxUnpool3d = _nd_classes("MaxUnpool", _MaxUnpoolNd,
+                                                    (F.max_unpool1d, F.max_unpool2d, F.max_unpool3d))

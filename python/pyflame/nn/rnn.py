@@ -18,7 +18,7 @@ from .. import _C, _creation
 from . import functional as F
 from . import init
 from .module import Module
-from .parameter import Parameter
+from .parameter import Parameter, _add_parameters
 from .utils.rnn import PackedSequence, _inverse, pad_packed_sequence
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
@@ -343,15 +343,9 @@ class RNNCellBase(Module):
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.bias = bias
-        self.weight_ih = Parameter(_creation.empty(num_chunks * hidden_size, input_size, dtype=dtype, device=device))
-        self.weight_hh = Parameter(_creation.empty(num_chunks * hidden_size, hidden_size, dtype=dtype,
-                                                   device=device))
-        if bias:
-            self.bias_ih = Parameter(_creation.empty(num_chunks * hidden_size, dtype=dtype, device=device))
-            self.bias_hh = Parameter(_creation.empty(num_chunks * hidden_size, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias_ih", None)
-            self.register_parameter("bias_hh", None)
+        gates = num_chunks * hidden_size
+        _add_parameters(self, dtype, device, weight_ih=(gates, input_size), weight_hh=(gates, hidden_size),
+                        bias_ih=(gates,) if bias else None, bias_hh=(gates,) if bias else None)
         self.reset_parameters()
 
     reset_parameters = RNNBase.reset_parameters

@@ -30,6 +30,24 @@ def _reverse_repeat_tuple(t, n):
     return tuple(x for x in reversed(t) for _ in range(n))
 
 
+def _layer_class(name, base, **attrs):
+    """A subclass of `base` that only sets class attributes: one variant of a layer (ReLU, Conv2d...). Made as a
+    class statement in base's module would make it, so that pickle and repr find it under `name`."""
+    return type(name, (base,), {"__module__": base.__module__, **attrs})
+
+
+def _op_classes(base, **fns):
+    """Variants of `base` named by the keywords, each applying its functional op (`_fn`)."""
+    return tuple(_layer_class(name, base, _fn=staticmethod(fn)) for name, fn in fns.items())
+
+
+def _nd_classes(prefix, base, fns):
+    """prefix1d, prefix2d and prefix3d: variants of `base` for 1, 2 and 3 dims (`_dim`), each applying its
+    functional op of `fns` (`_fn`)."""
+    return tuple(_layer_class(f"{prefix}{dim}d", base, _dim=dim, _fn=staticmethod(fn))
+                 for dim, fn in enumerate(fns, 1))
+
+
 def legacy_reduction(size_average, reduce):
     """The reduction string for the deprecated size_average/reduce arguments of the losses."""
     warnings.warn("size_average and reduce args will be deprecated, please use reduction='mean'|'sum'|'none' "

@@ -53,6 +53,33 @@ def _as_tensor(data):
     return pf.tensor(arr)  # a copy: read-only arrays, or a GPU as the current device
 
 
+def _rebuild_mapping(like, values):
+    """A mapping of like's type holding `values` (a dict over like's keys), as PyTorch rebuilds one: a mutable
+    mapping is copied and updated, another made from the dict; the dict itself where that type cannot be."""
+    try:
+        if isinstance(like, collections.abc.MutableMapping):
+            clone = copy.copy(like)
+            clone.update(values)
+            return clone
+        return type(like)(values)
+    except TypeError:
+        return values
+
+
+def _rebuild_sequence(like, values):
+    """A sequence of like's type holding `values` (a list, one per position), as PyTorch rebuilds one: a mutable
+    sequence is copied and filled in, another made from the list; the list itself where that type cannot be."""
+    try:
+        if isinstance(like, collections.abc.MutableSequence):
+            clone = copy.copy(like)
+            for i, value in enumerate(values):
+                clone[i] = value
+            return clone
+        return type(like)(values)
+    except TypeError:
+        return values
+
+
 def default_convert(data):
     """Converts each NumPy array (and NumPy scalar) in `data` to a tensor, recursing into
     mappings, namedtuples, tuples (which become lists, as in PyTorch) and sequences; anything
@@ -65,28 +92,13 @@ def default_convert(data):
             return data
         return _as_tensor(data)
     elif isinstance(data, collections.abc.Mapping):
-        try:
-            if isinstance(data, collections.abc.MutableMapping):
-                clone = copy.copy(data)
-                clone.update({key: default_convert(data[key]) for key in data})
-                return clone
-            return elem_type({key: default_convert(data[key]) for key in data})
-        except TypeError:
-            return {key: default_convert(data[key]) for key in data}
+        return _rebuild_mapping(data, {key: default_convert(data[key]) for key in data})
     elif isinstance(data, tuple) and hasattr(data, "_fields"):  # namedtuple
         return elem_type(*(default_convert(d) for d in data))
     elif isinstance(data, tuple):
         return [default_convert(d) for d in data]  # a list, as PyTorch (backwards compatibility there)
     elif isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
-        try:
-            if isinstance(data, collections.abc.MutableSequence):
-                clone = copy.copy(data)
-                for i, d in enumerate(data):
-                    clone[i] = default_convert(d)
-                return clone
-            return elem_type([default_convert(d) for d in data])
-        except TypeError:
-            return [default_convert(d) for d in data]
+        return _rebuild_sequence(data, [default_convert(d) for d in data])
     return data
 
 
@@ -106,14 +118,8 @@ def collate(batch, *, collate_fn_map: Optional[Dict[Union[type, Tuple[type, ...]
                 return collate_fn_map[collate_type](batch, collate_fn_map=collate_fn_map)
 
     if isinstance(elem, collections.abc.Mapping):
-        try:
-            if isinstance(elem, collections.abc.MutableMapping):
-                clone = copy.copy(elem)
-                clone.update({key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map) for key in elem})
-                return clone
-            return elem_type({key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map) for key in elem})
-        except TypeError:
-            return {key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map) for key in elem}
+        return _rebuild_mapping(elem, {key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map)
+                                       for key in elem})
     elif isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
         return elem_type(*(collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch)))
     elif isinstance(elem, collections.abc.Sequence):
@@ -121,18 +127,10 @@ def collate(batch, *, collate_fn_map: Optional[Dict[Union[type, Tuple[type, ...]
         elem_size = len(next(it))
         if not all(len(elem) == elem_size for elem in it):
             raise RuntimeError("each element in list of batch should be of equal size")
-        transposed = list(zip(*batch))  # read twice below
+        transposed = zip(*batch)
         if isinstance(elem, tuple):
             return [collate(samples, collate_fn_map=collate_fn_map) for samples in transposed]  # a list, as PyTorch
-        try:
-            if isinstance(elem, collections.abc.MutableSequence):
-                clone = copy.copy(elem)
-                for i, samples in enumerate(transposed):
-                    clone[i] = collate(samples, collate_fn_map=collate_fn_map)
-                return clone
-            return elem_type([collate(samples, collate_fn_map=collate_fn_map) for samples in transposed])
-        except TypeError:
-            return [collate(samples, collate_fn_map=collate_fn_map) for samples in transposed]
+        return _rebuild_sequence(elem, [collate(samples, collate_fn_map=collate_fn_map) for samples in transposed])
 
     raise TypeError(default_collate_err_msg_format.format(elem_type))
 
@@ -208,28 +206,13 @@ def _pin_memory(data):
     if isinstance(data, (str, bytes)):
         return data
     if isinstance(data, collections.abc.Mapping):
-        try:
-            if isinstance(data, collections.abc.MutableMapping):
-                clone = copy.copy(data)
-                clone.update({k: _pin_memory(sample) for k, sample in data.items()})
-                return clone
-            return type(data)({k: _pin_memory(sample) for k, sample in data.items()})
-        except TypeError:
-            return {k: _pin_memory(sample) for k, sample in data.items()}
+        return _rebuild_mapping(data, {k: _pin_memory(sample) for k, sample in data.items()})
     if isinstance(data, tuple):
         if hasattr(data, "_fields"):  # namedtuple
             return type(data)(*(_pin_memory(sample) for sample in data))
         return type(data)(_pin_memory(sample) for sample in data)
     if isinstance(data, collections.abc.Sequence):
-        try:
-            if isinstance(data, collections.abc.MutableSequence):
-                clone = copy.copy(data)
-                for i, item in enumerate(data):
-                    clone[i] = _pin_memory(item)
-                return clone
-            return type(data)([_pin_memory(sample) for sample in data])
-        except TypeError:
-            return [_pin_memory(sample) for sample in data]
+        return _rebuild_sequence(data, [_pin_memory(sample) for sample in data])
     return data
 
 
