@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "pyflame/grad_mode.h"
 #include "pyflame/ir/op_type.h"
 #include "pyflame/tensor.h"
 
@@ -75,20 +76,6 @@ class PF_API Node {
 
  private:
   std::vector<TensorHook> tensor_hooks_;
-};
-
-// Grad mode, per thread (PyTorch's: no_grad, enable_grad, set_grad_enabled).
-PF_API bool is_grad_enabled();
-PF_API void set_grad_enabled(bool enabled);
-class PF_API GradModeGuard {
- public:
-  explicit GradModeGuard(bool enabled) : previous_(is_grad_enabled()) { set_grad_enabled(enabled); }
-  ~GradModeGuard() { set_grad_enabled(previous_); }
-  GradModeGuard(const GradModeGuard&) = delete;
-  GradModeGuard& operator=(const GradModeGuard&) = delete;
-
- private:
-  bool previous_;
 };
 
 // Accumulates d(roots)/d(leaf) into every leaf's .grad. `grad_roots[i]` may be

@@ -9,7 +9,6 @@
 
 #include "autograd/derivatives.h"
 #include "core/dispatch.h"
-#include "core/thread_state.h"
 #include "pyflame/autograd.h"
 #include "pyflame/error.h"
 #include "pyflame/ops.h"
@@ -146,10 +145,7 @@ void set_history(Tensor& t, const std::shared_ptr<Node>& node, uint32_t slot) {
   m.output_nr = slot;
 }
 
-// ---------------------------------------------------------------- grad mode and the table
-
-bool is_grad_enabled() { return thread_state().grad_enabled; }
-void set_grad_enabled(bool enabled) { thread_state().grad_enabled = enabled; }
+// ---------------------------------------------------------------- the table
 
 void register_derivative(ir::OpType op, DerivativeFn fn, uint8_t saves) {
   g_derivatives[static_cast<int>(op)] = {fn, saves};

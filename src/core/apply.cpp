@@ -243,6 +243,11 @@ ThreadState& thread_state() {
   return state;
 }
 
+namespace autograd {
+bool is_grad_enabled() { return thread_state().grad_enabled; }
+void set_grad_enabled(bool enabled) { thread_state().grad_enabled = enabled; }
+}  // namespace autograd
+
 PlacementScope::PlacementScope(const char* op, const Tensor* inputs, size_t count, std::optional<Device> written)
     : previous_(thread_state().device) {
   bool movable = false;  // the deciding tensor is a 0-d CPU tensor

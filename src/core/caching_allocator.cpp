@@ -366,6 +366,16 @@ struct CachingAllocator::Impl {
     return false;
   }
 
+  // Neighbours `left` and `right`, both free and out of the pool, become `left` (on stream `s`).
+  Block* merge(Block* left, Block* right, Stream s) {
+    left->size += right->size;
+    left->next = right->next;
+    if (right->next) right->next->prev = left;
+    left->stream = s;
+    recycle(right);
+    return left;
+  }
+
   // `b` is no longer used by anyone: back to its pool, merged with its free
   // neighbours, or straight back to the source without pooling.
   void free_block(Block* b) {
@@ -378,20 +388,11 @@ struct CachingAllocator::Impl {
     Stream s;
     if (Block* p = b->prev; p && !p->allocated && mergeable(b->stream, p->stream, &s)) {
       pool.erase(p);
-      p->size += b->size;
-      p->next = b->next;
-      if (b->next) b->next->prev = p;
-      p->stream = s;
-      recycle(b);
-      b = p;
+      b = merge(p, b, s);
     }
     if (Block* n = b->next; n && !n->allocated && mergeable(b->stream, n->stream, &s)) {
       pool.erase(n);
-      b->size += n->size;
-      b->next = n->next;
-      if (n->next) n->next->prev = b;
-      b->stream = s;
-      recycle(n);
+      b = merge(b, n, s);
     }
     pool.insert(b);
     if (seg->used == 0 && !seg->pool) idle_link(seg);

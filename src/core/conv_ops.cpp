@@ -95,6 +95,29 @@ void check_conv_weight(const char* op, const Tensor& weight, int64_t nd, const c
            weight.shape());
 }
 
+// What the convolution and its transpose check alike: a floating input with `nd` spatial dims,
+// a weight of its dtype laid out as `weight_layout`, stride, padding, dilation (and the
+// transpose's output_padding) one per spatial dim and in range, positive groups.
+void check_conv_operands(const char* op, int64_t nd, const Tensor& input, const Tensor& weight,
+                         const char* weight_layout, bool transposed, ConvAttrs& a) {
+  check_float(op, input);
+  check_same_dtype(op, "weight", weight, input);
+  check_input_rank(op, input, nd);
+  check_conv_weight(op, weight, nd, weight_layout);
+  a.stride = per_dim(op, "stride", a.stride, nd);
+  a.padding = per_dim(op, "padding", a.padding, nd);
+  if (transposed)
+    a.output_padding = per_dim(op, "output_padding", a.output_padding, nd);
+  else
+    a.output_padding.clear();
+  a.dilation = per_dim(op, "dilation", a.dilation, nd);
+  check_min(op, "stride", a.stride, 1);
+  check_min(op, "padding", a.padding, 0);
+  check_min(op, "output_padding", a.output_padding, 0);
+  check_min(op, "dilation", a.dilation, 1);
+  PF_CHECK(a.groups > 0, ValueError, op, ": groups must be positive, got ", a.groups);
+}
+
 void check_bias(const char* op, const Tensor& bias, const Tensor& input, int64_t out_channels) {
   if (!bias.defined()) return;
   check_same_dtype(op, "bias", bias, input);
@@ -106,18 +129,7 @@ void check_bias(const char* op, const Tensor& bias, const Tensor& input, int64_t
 // returns the (batched) output shape.
 Shape check_convolution(int64_t nd, const Tensor& input, const Tensor& weight, const Tensor& bias, ConvAttrs& a) {
   const char* op = conv_name(nd);
-  check_float(op, input);
-  check_same_dtype(op, "weight", weight, input);
-  check_input_rank(op, input, nd);
-  check_conv_weight(op, weight, nd, "(out_channels, in_channels / groups, kernel...)");
-  a.stride = per_dim(op, "stride", a.stride, nd);
-  a.padding = per_dim(op, "padding", a.padding, nd);
-  a.dilation = per_dim(op, "dilation", a.dilation, nd);
-  a.output_padding.clear();
-  check_min(op, "stride", a.stride, 1);
-  check_min(op, "padding", a.padding, 0);
-  check_min(op, "dilation", a.dilation, 1);
-  PF_CHECK(a.groups > 0, ValueError, op, ": groups must be positive, got ", a.groups);
+  check_conv_operands(op, nd, input, weight, "(out_channels, in_channels / groups, kernel...)", false, a);
   const int64_t channels = input.shape()[unbatched(input, nd) ? 0 : 1], out_channels = weight.shape()[0];
   PF_CHECK(channels % a.groups == 0, ValueError, op, ": the input's ", channels, " channels (input shape ",
            input.shape(), ") are not divisible by groups=", a.groups);
@@ -157,19 +169,7 @@ Inferred infer_conv_transpose(OpCall& call) {
   const int64_t nd = 2;
   const Tensor &input = call.inputs[0], &weight = call.inputs[1], &bias = call.inputs[2];
   auto& a = std::get<ConvAttrs>(call.attrs);
-  check_float(op, input);
-  check_same_dtype(op, "weight", weight, input);
-  check_input_rank(op, input, nd);
-  check_conv_weight(op, weight, nd, "(in_channels, out_channels / groups, kH, kW)");
-  a.stride = per_dim(op, "stride", a.stride, nd);
-  a.padding = per_dim(op, "padding", a.padding, nd);
-  a.output_padding = per_dim(op, "output_padding", a.output_padding, nd);
-  a.dilation = per_dim(op, "dilation", a.dilation, nd);
-  check_min(op, "stride", a.stride, 1);
-  check_min(op, "padding", a.padding, 0);
-  check_min(op, "output_padding", a.output_padding, 0);
-  check_min(op, "dilation", a.dilation, 1);
-  PF_CHECK(a.groups > 0, ValueError, op, ": groups must be positive, got ", a.groups);
+  check_conv_operands(op, nd, input, weight, "(in_channels, out_channels / groups, kH, kW)", true, a);
   const int64_t channels = input.shape()[unbatched(input, nd) ? 0 : 1], out_channels = weight.shape()[1] * a.groups;
   PF_CHECK(weight.shape()[0] == channels, ValueError, op, ": expected an input with ", weight.shape()[0],
            " channels (weight shape ", weight.shape(), "), got ", channels, " channels (input shape ", input.shape(),

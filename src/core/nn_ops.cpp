@@ -29,9 +29,9 @@
 
 #include "core/dispatch.h"
 #include "core/op_utils.h"
-#include "pyflame/autograd.h"
 #include "pyflame/error.h"
 #include "pyflame/generator.h"
+#include "pyflame/grad_mode.h"
 #include "pyflame/ops.h"
 
 namespace pyflame {

@@ -8,8 +8,8 @@
 
 #include "core/backend.h"
 #include "core/dispatch.h"
-#include "pyflame/autograd.h"
 #include "pyflame/error.h"
+#include "pyflame/grad_mode.h"
 #include "pyflame/ir/op_call.h"
 #include "pyflame/tensor.h"
 

@@ -31,6 +31,7 @@
 #include "pyflame/backend/rocm/memory.h"
 #include "pyflame/backend/rocm/stream.h"
 #include "rocm/device_guard.h"
+#include "rocm/library_handles.h"
 #include "rocm/kernels/matmul.h"
 
 namespace pyflame::backend::rocm {
@@ -354,27 +355,9 @@ bool ROCmBLAS::try_gemm_bias(const char* op, DType dtype, rocblas_operation tran
 #endif
 }
 
-namespace {
-// Instances live as long as the process unless released: destroying BLAS
-// handles during exit races the GPU runtime's own teardown (PyTorch keeps its
-// handles too).
-thread_local std::unordered_map<int, ROCmBLAS*> t_blas;
-}  // namespace
+ROCmBLAS& get_blas() { return LibraryHandles<ROCmBLAS>::get(); }
 
-ROCmBLAS& get_blas() {
-  auto& per_device = t_blas;
-  int device;
-  HIP_CHECK(hipGetDevice(&device));
-  ROCmBLAS*& blas = per_device[device];
-  if (!blas) blas = new ROCmBLAS();
-  blas->set_stream(current_stream(device));
-  return *blas;
-}
-
-void release_blas() {
-  for (auto& [device, blas] : t_blas) delete blas;
-  t_blas.clear();
-}
+void release_blas() { LibraryHandles<ROCmBLAS>::release(); }
 
 namespace {
 
