@@ -1,11 +1,13 @@
 """Reductions, products and norms as PyTorch has them, composed of table ops.
 
-all/any/count_nonzero/logsumexp/nansum/nanmean/var_mean/std_mean/norm, the
-matrix products (mm, bmm, mv, dot, outer, addmm & co., einsum, tensordot) and
-pf.linalg's norms are compositions of the op table's reductions, elementwise
-ops, views and batch_matmul, so they run on every device and their
-derivatives come from the table's. Decompositions (inv, solve, svd, ...) have
-no kernels: pf.linalg raises NotSupportedError for them.
+all/any/count_nonzero/logsumexp/nansum/nanmean/var_mean/std_mean and the
+matrix products (mm, bmm, mv, dot, outer, addmm & co., einsum, tensordot) are
+compositions of the op table's reductions, elementwise ops, views and
+batch_matmul, so they run on every device and their derivatives come from the
+table's. pf.linalg's vector and matrix norms are composite ops of the table
+(linalg_vector_norm, linalg_matrix_norm); norm, linalg.norm and dist choose
+between them. Decompositions (inv, solve, svd, ...) have no kernels: pf.linalg
+raises NotSupportedError for them.
 """
 
 import builtins
@@ -13,9 +15,7 @@ import math
 
 from . import _C
 from ._creation import eye
-from ._reductions import amax, amin
-
-_INF = math.inf
+from ._reductions import amax
 
 
 def _shape_str(t):
@@ -148,72 +148,9 @@ std_mean = _moments_mean("std_mean", _C.std)
 # ----------------------------------------------------------------- norms
 
 
-def _check_norm_input(x, fn, dtype):
-    if dtype is not None:
-        if dtype not in (_C.dtype.float16, _C.dtype.bfloat16, _C.dtype.float32, _C.dtype.float64):
-            raise _C.InvalidTypeError(f"{fn}: dtype should be floating point or complex, but got {_dtype_name(dtype)}")
-    if not _is_float(x):
-        raise _C.InvalidTypeError(f"{fn}: Expected a floating point or complex tensor as input. "
-                                  f"Got {_torch_dtype_name(x.dtype)}")
-    return x if dtype is None else x.to(dtype)
-
-
-def _root(s, p):
-    """s ** (1/p) with a zero gradient where s is 0 (PyTorch's subgradient of the norm at 0)."""
-    zero = _C.eq(s, 0)
-    return _C.where(zero, 0.0, _C.pow(_C.where(zero, 1.0, s), 1.0 / p))
-
-
-def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
-    """The vector ord-norm over `dim` (an int, a tuple or None: every element), as torch.linalg.vector_norm.
-
-    ord: inf, -inf, 0 (the count of non-zeros) or any other number."""
-    x = _check_norm_input(x, "linalg.vector_norm", dtype)
-    if isinstance(ord, bool) or not isinstance(ord, (int, float)):
-        raise TypeError(f"linalg.vector_norm: ord must be a number, got {type(ord).__name__}")
-    dims = _dims(dim, x.dim(), "linalg.vector_norm")
-    if ord == _INF or ord == -_INF:
-        if x.numel() == 0:
-            raise _C.InvalidArgumentError(f"linalg.vector_norm: cannot compute the {ord} norm of an empty tensor "
-                                          f"(shape {list(x.shape)}) because the operation does not have an identity")
-        return (amax if ord > 0 else amin)(_C.abs(x), dims, keepdim)
-    d = _reduce_arg(dims)
-    if ord == 0:
-        return _C.sum(_C.ne(x, 0), d, keepdim).to(x.dtype)
-    if ord == 1:
-        return _C.sum(_C.abs(x), d, keepdim)
-    if ord == 2:
-        return _root(_C.sum(_C.mul(x, x), d, keepdim), 2)
-    return _root(_C.sum(_C.pow(_C.abs(x), float(ord)), d, keepdim), float(ord))
-
-
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
-    """The matrix norm over the two dims `dim`, as torch.linalg.matrix_norm: 'fro', inf, -inf, 1, -1.
-
-    'nuc', 2 and -2 need singular values: NotSupportedError."""
-    A = _check_norm_input(A, "linalg.matrix_norm", dtype)
-    if A.dim() < 2:
-        raise _C.InvalidArgumentError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions, got "
-                                      f"shape {list(A.shape)}")
-    if len(dim) != 2:
-        raise ValueError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {tuple(dim)}")
-    r, c = (_wrap(d, A.dim(), "linalg.matrix_norm") for d in dim)
-    if r == c:
-        raise ValueError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
-    if ord == "fro":
-        return vector_norm(A, 2, (r, c), keepdim)
-    if ord in ("nuc", 2, -2):
-        raise _C.NotSupportedError(f"linalg.matrix_norm: ord={ord!r} needs the singular values, which PyFlame "
-                                   "does not compute; convert with .numpy() and use numpy.linalg.norm")
-    if isinstance(ord, str) or ord not in (1, -1, _INF, -_INF):
-        raise ValueError(f"linalg.matrix_norm: Order {ord} not supported.")
-    # 1/-1: the largest/smallest column sum of |A|; inf/-inf: the same over rows.
-    summed, other = (r, c) if abs(ord) == 1 else (c, r)
-    s = _C.sum(_C.abs(A), [summed], True)
-    out = (amax if ord > 0 else amin)(s, other, True)
-    if not keepdim:
-        out = out.reshape([n for i, n in enumerate(out.shape) if i not in (r, c)])
-    return out
+# torch.linalg's norms are ops of the table (include/pyflame/linalg_ops.h): the functions below choose one.
+vector_norm = _C.linalg_vector_norm
+matrix_norm = _C.linalg_matrix_norm
 
 
 def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):

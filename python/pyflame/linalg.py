@@ -1,4 +1,5 @@
-"""pf.linalg: torch.linalg's norms and products, composed of table ops.
+"""pf.linalg: torch.linalg's norms (vector_norm and matrix_norm are ops of the table) and products
+(compositions of table ops).
 
 Decompositions and solvers (inv, solve, eigh, svd, qr, cholesky, det, ...)
 have no kernels in PyFlame: they raise pf.NotSupportedError naming the NumPy

@@ -57,6 +57,8 @@ _CPU_LIST_PROBES = {
     "binary_cross_entropy": (lambda t: pf.binary_cross_entropy(t * 0.5, t * 0.5),
                              lambda t: torch.nn.functional.binary_cross_entropy(t * 0.5, t * 0.5)),
     "add": (lambda t: t + 1, lambda t: t + 1),
+    "linalg_vector_norm": (pf.linalg.vector_norm, torch.linalg.vector_norm),
+    "linalg_matrix_norm": (pf.linalg.matrix_norm, torch.linalg.matrix_norm),
 }
 
 

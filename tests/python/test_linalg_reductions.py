@@ -191,6 +191,10 @@ def test_norm_gradients(device, rng):
     z = pf.zeros(3, dtype=pf.float64).requires_grad_(True)
     tz = torch.zeros(3, dtype=torch.float64, requires_grad=True)
     check_grads(rng, pf.linalg.vector_norm(z), torch.linalg.vector_norm(tz), [z], [tz], "2-norm at zero")
+    # ord 0 counts the nonzero elements: a gradient of zeros (torch's is undefined, which counts as zeros)
+    p, _ = grad_pair(rng, (3, 4))
+    pf.linalg.vector_norm(p, 0, 1).sum().backward()
+    assert p.grad is not None and pf.all(p.grad == 0).item()
 
 
 def test_norm_errors(device):
@@ -204,6 +208,19 @@ def test_norm_errors(device):
     raises(RuntimeError, lambda: pf.linalg.matrix_norm(pf.ones(3)), "at least 2 dimensions")
     raises(RuntimeError, lambda: pf.linalg.norm(pf.ones(2, 2, 2), 1), "1D or 2D")
     raises(ValueError, lambda: pf.linalg.matrix_norm(m, 3), "Order 3 not supported")
+    raises(ValueError, lambda: pf.linalg.matrix_norm(m, "abc"), "Order abc not supported")
+    raises(ValueError, lambda: pf.linalg.matrix_norm(m, 1, (0, 0)), "dims must be different")
+    raises(ValueError, lambda: pf.linalg.matrix_norm(m, 1, (0,)), "2-tuple")
+    raises(TypeError, lambda: pf.linalg.vector_norm(m, "fro"), "ord must be a number, got str")
+    raises(TypeError, lambda: pf.linalg.vector_norm(m, dtype=pf.int64), "dtype should be floating point")
+    raises(IndexError, lambda: pf.linalg.vector_norm(m, 2, 2), "out of range")
+    # The norms without an identity (inf, -inf, negative ords) refuse an empty reduction only, as torch.
+    e = pf.zeros(0, 3)
+    for ord in (math.inf, -math.inf, -1):
+        raises(ValueError, lambda: pf.linalg.vector_norm(e, ord, 0), "does not have an identity", r"\[0, 3\]")
+        assert pf.linalg.vector_norm(e, ord, 1).shape == (0,)
+    raises(ValueError, lambda: pf.linalg.matrix_norm(pf.ones(3, 0), 1), "without columns", r"\[3, 0\]")
+    assert pf.linalg.matrix_norm(pf.ones(0, 3), 1).item() == 0
 
 
 # ----------------------------------------------------------------- cumprod and the scans

@@ -244,6 +244,25 @@ struct PointwiseLossAttrs {
   }
 };
 
+// The norms of torch.linalg (linalg_vector_norm, linalg_matrix_norm). ord is a
+// number (+-inf included; the vector norm's 0 counts the nonzero elements)
+// unless ord_name says the matrix norm's 'fro' or 'nuc'. dims: the vector
+// norm's, sorted (empty: every dim); the matrix norm's two, rows' then columns'
+// (the order decides which is summed). dtype: what the input is converted to
+// first (PyTorch's dtype=).
+enum NormOrdName : int64_t { kOrdNumber, kOrdFro, kOrdNuc };
+struct LinalgNormAttrs {
+  double ord = 2;
+  int64_t ord_name = kOrdNumber;
+  std::vector<int64_t> dims;
+  bool keepdim = false;
+  std::optional<DType> dtype;
+  bool operator==(const LinalgNormAttrs&) const = default;
+  template <class V> void fields(V&& v) const {
+    v("ord", ord), v("ord_name", ord_name), v("dims", dims), v("keepdim", keepdim), v("dtype", dtype);
+  }
+};
+
 // copy: non_blocking lets a copy from pinned host memory run without the host
 // waiting or staging (the source must then not change until it has run, as in PyTorch).
 struct CopyAttrs {
@@ -298,7 +317,8 @@ struct RmspropAttrs {
 #define PF_FOR_EACH_ATTRS(X)                                                                                   \
   X(ElementwiseAttrs) X(ClampAttrs) X(ReduceAttrs) X(IndexAttrs) X(SearchAttrs) X(DimAttrs) X(ViewAttrs)        \
   X(ConvAttrs) X(PoolAttrs) X(NormAttrs) X(RandomAttrs) X(LossAttrs) X(CopyAttrs) X(FillAttrs) X(AdamAttrs)     \
-  X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs)
+  X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs)                  \
+  X(LinalgNormAttrs)
 #define PF_ATTRS_ALTERNATIVE(A) , A
 using OpAttrs = std::variant<NoAttrs PF_FOR_EACH_ATTRS(PF_ATTRS_ALTERNATIVE)>;
 #undef PF_ATTRS_ALTERNATIVE

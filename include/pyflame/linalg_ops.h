@@ -1,0 +1,31 @@
+#pragma once
+// The norms of torch.linalg, with PyTorch's names, arguments and semantics:
+// ops of the table with a decomposition (composite ops) into its elementwise
+// ops and reductions, so they run on every device and autograd differentiates
+// them through those ops. Validation is in src/core/linalg_ops.cpp. Floating
+// inputs only; `dtype` converts the input first. pf.linalg.norm, pf.norm and
+// pf.dist choose between them (python/pyflame/_linalg.py).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pyflame/tensor.h"
+
+namespace pyflame {
+
+// sum(|x|^ord)^(1/ord) over `dims` ({} = all); ord inf/-inf: the largest/smallest
+// |x|; 0: the number of nonzero elements. The gradient is 0 where the norm is 0.
+PF_API Tensor linalg_vector_norm(const Tensor& x, double ord = 2, const std::vector<int64_t>& dims = {},
+                                 bool keepdim = false, std::optional<DType> dtype = std::nullopt);
+// The norm of the matrices spanning dims (rows, columns): ord 1/-1 is the
+// largest/smallest column sum of |A|, inf/-inf the same over rows; 2 and -2
+// need singular values (NotSupportedError).
+PF_API Tensor linalg_matrix_norm(const Tensor& A, double ord, const std::vector<int64_t>& dims = {-2, -1},
+                                 bool keepdim = false, std::optional<DType> dtype = std::nullopt);
+// ord "fro" (the 2-norm of the entries) or "nuc" (singular values: NotSupportedError).
+PF_API Tensor linalg_matrix_norm(const Tensor& A, const std::string& ord = "fro",
+                                 const std::vector<int64_t>& dims = {-2, -1}, bool keepdim = false,
+                                 std::optional<DType> dtype = std::nullopt);
+
+}  // namespace pyflame

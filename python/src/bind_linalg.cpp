@@ -1,0 +1,69 @@
+// Python bindings of include/pyflame/linalg_ops.h with torch.linalg's argument
+// names, order and defaults: pf.linalg.vector_norm and pf.linalg.matrix_norm
+// are these functions; python/pyflame/_linalg.py builds linalg.norm, norm and
+// dist on them.
+
+#include <nanobind/stl/string.h>
+
+#include "bindings.h"
+#include "pyflame/error.h"
+#include "pyflame/linalg_ops.h"
+
+namespace pyflame::python {
+
+namespace {
+
+bool is_int(nb::handle h) { return PyIndex_Check(h.ptr()) && !PyBool_Check(h.ptr()); }
+
+// A norm's ord as a number (a bool is not one); `expected` says what else the norm takes.
+double number_ord(nb::handle ord, const char* op, const char* expected) {
+  PF_CHECK((PyFloat_Check(ord.ptr()) || PyLong_Check(ord.ptr())) && !PyBool_Check(ord.ptr()), TypeError, op,
+           ": ord must be ", expected, ", got ", py_type_name(ord));
+  return PyFloat_AsDouble(ord.ptr());
+}
+
+// dim: an int, or a sequence of ints; None and () mean every dim.
+std::vector<int64_t> norm_dims(nb::handle dim, const char* op) {
+  std::vector<int64_t> dims;
+  if (dim.is_none()) return dims;
+  auto one = [&](nb::handle d) {
+    PF_CHECK(is_int(d), TypeError, op, ": dim must be an int or a tuple of ints, got ", py_type_name(d));
+    return nb::cast<int64_t>(nb::int_(d));
+  };
+  if (is_int(dim)) return {one(dim)};
+  PF_CHECK(PySequence_Check(dim.ptr()) && !PyUnicode_Check(dim.ptr()), TypeError, op,
+           ": dim must be an int or a tuple of ints, got ", py_type_name(dim));
+  for (nb::handle d : nb::borrow<nb::sequence>(dim)) dims.push_back(one(d));
+  return dims;
+}
+
+}  // namespace
+
+void bind_linalg(nb::module_& m) {
+  m.def(
+      "linalg_vector_norm",
+      [](const Tensor& x, nb::handle ord, nb::handle dim, bool keepdim, nb::handle dtype) {
+        const char* op = "linalg.vector_norm";
+        return pyflame::linalg_vector_norm(x, number_ord(ord, op, "a number"), norm_dims(dim, op), keepdim,
+                                           as_opt_dtype(dtype));
+      },
+      "x"_a, "ord"_a.none() = 2, "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(),
+      "The vector ord-norm over `dim` (an int, a tuple or None: every element), as torch.linalg.vector_norm: "
+      "ord inf, -inf, 0 (the count of nonzero elements) or any other number.");
+  m.def(
+      "linalg_matrix_norm",
+      [](const Tensor& A, nb::handle ord, nb::handle dim, bool keepdim, nb::handle dtype) {
+        const char* op = "linalg.matrix_norm";
+        const std::vector<int64_t> dims = norm_dims(dim, op);
+        if (nb::isinstance<nb::str>(ord))
+          return pyflame::linalg_matrix_norm(A, nb::cast<std::string>(ord), dims, keepdim, as_opt_dtype(dtype));
+        return pyflame::linalg_matrix_norm(A, number_ord(ord, op, "a number, 'fro' or 'nuc'"), dims, keepdim,
+                                           as_opt_dtype(dtype));
+      },
+      "A"_a, "ord"_a.none() = "fro", "dim"_a = nb::make_tuple(-2, -1), "keepdim"_a = false, nb::kw_only(),
+      "dtype"_a = nb::none(),
+      "The matrix norm over the two dims `dim`, as torch.linalg.matrix_norm: 'fro', inf, -inf, 1, -1 ('nuc', 2 and "
+      "-2 need singular values: NotSupportedError).");
+}
+
+}  // namespace pyflame::python

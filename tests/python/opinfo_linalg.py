@@ -1,0 +1,92 @@
+"""OpInfos of torch.linalg's norms (composite ops): linalg_vector_norm and linalg_matrix_norm against
+torch.linalg.vector_norm and matrix_norm, values and gradients.
+
+linalg.norm, norm and dist, which choose between them, and the errors are tested in
+test_linalg_reductions.py."""
+
+import math
+
+import torch
+
+from op_registry import FLOAT_DTYPES, REDUCE_CLASSES, TORCH_DTYPE, OpInfo, Sample, _x
+
+# Away from 0, where the gradients of |x|^p with p < 1 and of the negative ords grow without bound.
+_DOM = dict(low=-2, high=2, nonzero=True)
+_VECTOR_ORDS = (2, 1, 3.5, 0.5, 0, -1, -2.5, math.inf, -math.inf)
+_MATRIX_ORDS = ("fro", 1, -1, math.inf, -math.inf)
+
+
+def _torch_dtype(kwargs):
+    """The sample's dtype= (a name, which pf takes too) as torch's."""
+    return {k: TORCH_DTYPE[v] if k == "dtype" else v for k, v in kwargs.items()}
+
+
+def _vector_norm_samples(rng, dtype, cls):
+    def x(shape, layout="contig"):
+        return _x(rng, shape, dtype, _DOM, layout)
+
+    wider = "float32" if dtype in ("float16", "bfloat16") else "float64"  # torch refuses a narrowing dtype=
+    if cls == "plain":
+        out = []
+        for i, ord in enumerate(_VECTOR_ORDS):
+            for dim in (None, 1, (0, 2), -1, ()):
+                out.append(Sample((x((3, 4, 5)), ord, dim, i % 2 == 1)))
+        out.append(Sample((x((3, 4)),), dict(dim=0, dtype=wider)))
+        out.append(Sample((x((3, 4)), 3.5), dict(dim=(-1, 0), keepdim=True, dtype=wider)))
+        out.append(Sample((x((7,)), 0), dict(dtype=wider)))
+        return out
+    if cls == "noncontig":
+        return [Sample((x((4, 5), "T"), ord), dict(dim=dim)) for ord in (2, 1, 3.5, math.inf) for dim in (None, 0)] + \
+               [Sample((x((3, 4), "strided"), -1), dict(dim=1, keepdim=True))]
+    if cls == "empty":
+        # The ords without an identity (inf, negative ones) reduce only non-empty dims.
+        return [Sample((x((0, 3)), ord), dict(dim=dim)) for ord in (2, 1, 0, 3.5) for dim in (None, 0, 1)] + \
+               [Sample((x((0, 3)), ord), dict(dim=1)) for ord in (math.inf, -math.inf, -1)]
+    if cls == "size1":
+        return [Sample((x((1, 5, 1)), ord), dict(dim=dim)) for ord in (2, 0, math.inf) for dim in (None, 0, (0, 2))]
+    if cls == "scalar0d":
+        return [Sample((x(()), ord), dict(dim=dim, keepdim=keepdim))
+                for ord in (2, 1, -1, math.inf, 0) for dim in (None, 0, -1) for keepdim in (False, True)]
+    return []
+
+
+def _vector_norm_ref(x, ord=2, dim=None, keepdim=False, **kwargs):
+    return torch.linalg.vector_norm(x, ord, dim, keepdim, **_torch_dtype(kwargs))
+
+
+def _matrix_norm_samples(rng, dtype, cls):
+    def a(shape, layout="contig"):
+        return _x(rng, shape, dtype, _DOM, layout)
+
+    if cls == "plain":
+        out = []
+        for ord in _MATRIX_ORDS:
+            out.append(Sample((a((4, 6)), ord)))
+            for dim, keepdim in (((2, 0), True), ((0, 1), False), ((-1, -2), False)):
+                out.append(Sample((a((3, 4, 5)), ord, dim, keepdim)))
+        out.append(Sample((a((2, 3, 4)),), dict(dtype="float64")))
+        out.append(Sample((a((3, 4)), -1), dict(dtype="float64")))
+        return out
+    if cls == "noncontig":
+        return [Sample((a((4, 5), "T"), ord)) for ord in _MATRIX_ORDS] + \
+               [Sample((a((2, 3, 4), "strided"), math.inf), dict(dim=(0, 2)))]
+    if cls == "empty":
+        # 1 and -1 take the extreme column sum, inf and -inf the extreme row sum: of matrices that have some.
+        return [Sample((a((0, 3)), ord)) for ord in ("fro", 1, -1)] + \
+               [Sample((a((3, 0)), ord)) for ord in ("fro", math.inf, -math.inf)] + \
+               [Sample((a((0, 2, 3)), 1), dict(keepdim=True))]
+    if cls == "size1":
+        return [Sample((a((1, 1)), ord)) for ord in _MATRIX_ORDS] + [Sample((a((1, 5, 1)), 1), dict(dim=(0, 2)))]
+    return []
+
+
+def _matrix_norm_ref(A, ord="fro", dim=(-2, -1), keepdim=False, **kwargs):
+    return torch.linalg.matrix_norm(A, ord, dim, keepdim, **_torch_dtype(kwargs))
+
+
+OP_INFOS = [
+    OpInfo("linalg_vector_norm", "CUSTOM", FLOAT_DTYPES, _vector_norm_samples, _vector_norm_ref, REDUCE_CLASSES,
+           method=False),
+    OpInfo("linalg_matrix_norm", "CUSTOM", FLOAT_DTYPES, _matrix_norm_samples, _matrix_norm_ref,
+           ("plain", "noncontig", "empty", "size1"), method=False),
+]
