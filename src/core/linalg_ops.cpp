@@ -8,7 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
+#include <cstdio>
+#include <string>
 
 #include "core/dispatch.h"
 #include "core/op_utils.h"
@@ -36,11 +37,12 @@ const char* torch_type_name(DType d) {
   return "Double";
 }
 
-// An ord as Python prints a number: 2, 2.5, inf.
+// An ord as torch's messages print it: 2, 2.5, inf. Without iostreams, as the rest of the
+// library: an ostringstream here crashed the NVIDIA build on the GPU machine.
 std::string ord_text(double ord) {
-  std::ostringstream s;
-  s << ord;
-  return s.str();
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", ord);
+  return text;
 }
 
 void check_norm_dtypes(const Tensor& x, std::optional<DType> dtype, const char* name) {
