@@ -5,6 +5,15 @@
 # the benchmarks (ops, training, whole models, model shapes). Logs go to $OUT
 # (default ./gpu_check_out); summary.txt lists each step's status.
 #
+#   scripts/gpu_check.sh [--wheel FILE] [STEP...]
+#
+# Steps, in this order (default: all): build, cpp_tests, sanitizer, python_tests, demo,
+# rocm_benchmark, training_benchmark, models, shapes; `tests` names cpp_tests to demo and
+# `benchmarks` the last four. All of them take longer than one device call may run (10
+# minutes), so the check runs in parts: `build tests` first, whose wheel comes back in
+# $OUT/wheel (parts under 16 MiB: cat them together), then `--wheel FILE sanitizer` and
+# `--wheel FILE benchmarks` (or single benchmarks) on that wheel instead of a build.
+#
 # The machine cannot install packages: Python wheels it lacks (scipy-openblas32,
 # pytest) and doctest's header travel in .whl/ (see docs/rocm.md, "GPU checks").
 set -uo pipefail
@@ -14,12 +23,23 @@ LOGS="$OUT/logs"  # packed into logs.tar.gz at the end (the device tool returns 
 mkdir -p "$LOGS"
 SUMMARY="$OUT/summary.txt"
 : > "$SUMMARY"
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 CMAKE_BUILD_PARALLEL_LEVEL=16
+
+WHEEL=""
+if [ "${1:-}" = "--wheel" ]; then
+  WHEEL=$2
+  shift 2
+fi
+ALL_STEPS="build cpp_tests sanitizer python_tests demo rocm_benchmark training_benchmark models shapes"
+REQUESTED=" $(echo "${*:-$ALL_STEPS}" | sed -e 's/\btests\b/cpp_tests python_tests demo/' \
+  -e 's/\bbenchmarks\b/rocm_benchmark training_benchmark models shapes/') "
+wanted() { [[ "$REQUESTED" == *" $1 "* ]]; }
+
 # The benchmarks record the commit measured; the GPU machine's copy of the tree may carry a stale
 # .git, so the commit written next to the carried wheel (.whl/commit) wins where there is one.
 if [ -z "${PYFLAME_COMMIT:-}" ] && [ -f .whl/commit ]; then export PYFLAME_COMMIT=$(cat .whl/commit); fi
 
-step() {  # step NAME COMMAND...: run, log to $OUT/NAME.log, record the status
+step() {  # step NAME COMMAND...: run, log to $LOGS/NAME.log, record the status
   local name=$1
   shift
   local t0=$SECONDS
@@ -30,40 +50,65 @@ step() {  # step NAME COMMAND...: run, log to $OUT/NAME.log, record the status
   return $rc
 }
 
-if ls .whl/*.whl > /dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/pf_site .whl/*.whl 2> /dev/null
-  export PYTHONPATH=/tmp/pf_site${PYTHONPATH:+:$PYTHONPATH}
-fi
-
+# PyFlame and the wheels the machine lacks go into one folder on the path.
+SITE=/tmp/pf_site
+for w in .whl/scipy_openblas32*.whl .whl/pytest*.whl; do
+  [ -f "$w" ] && python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target $SITE "$w" 2> /dev/null
+done
+export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$LOGS/gpu.txt" 2>&1
+echo "commit ${PYFLAME_COMMIT:-unknown}; steps:$REQUESTED; $(cat "$LOGS/gpu.txt")" >> "$SUMMARY"
 
-# What `pip install .` would build here with no settings (cmake/detect_gpu.cmake): the NVIDIA flavour.
-step detect bash -c "cmake -S . -B /tmp/pf_detect -G Ninja > /tmp/pf_detect.txt; grep 'PyFlame:' /tmp/pf_detect.txt \
-  && grep -q 'PyFlame: building the nvidia GPU flavour' /tmp/pf_detect.txt"
-export PYFLAME_USE_ROCM=1 PYFLAME_HIP_PLATFORM=nvidia CMAKE_BUILD_PARALLEL_LEVEL=16
-step build python3 -m pip install -v --no-build-isolation --no-deps --force-reinstall -Cbuild-dir=/tmp/pf_build . || exit 1
+if wanted build; then
+  # What `pip install .` would build here with no settings (cmake/detect_gpu.cmake): the NVIDIA flavour.
+  step detect bash -c "cmake -S . -B /tmp/pf_detect -G Ninja > /tmp/pf_detect.txt; grep 'PyFlame:' /tmp/pf_detect.txt \
+    && grep -q 'PyFlame: building the nvidia GPU flavour' /tmp/pf_detect.txt"
+  export PYFLAME_USE_ROCM=1 PYFLAME_HIP_PLATFORM=nvidia
+  step build python3 -m pip wheel --no-build-isolation --no-deps -w /tmp/pf_wheel -Cbuild-dir=/tmp/pf_build . || exit 1
+  WHEEL=$(ls /tmp/pf_wheel/pyflame-*.whl)
+  mkdir -p "$OUT/wheel" && (cd "$OUT/wheel" && split -b 15M "$WHEEL" part_ && basename "$WHEEL" > name)
+fi
+[ -n "$WHEEL" ] || { echo "no wheel: run the build step or pass --wheel FILE" | tee -a "$SUMMARY"; exit 1; }
+python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target $SITE "$WHEEL" || exit 1
 cd /tmp  # import the installed package, not the source tree
+step info python3 -m pyflame.info
 PREFIX=$(python3 -m pyflame.info --cmake-prefix-path)
 cd - > /dev/null
-step info python3 -m pyflame.info
-step cpp_build bash -c "cmake -S tests/cpp -B /tmp/pf_cpp -G Ninja -DCMAKE_PREFIX_PATH='$PREFIX' \
-  -DPYFLAME_DOCTEST_INCLUDE=$PWD/.whl && cmake --build /tmp/pf_cpp"
-step cpp_tests ctest --test-dir /tmp/pf_cpp --output-on-failure
-# The out-of-memory test makes the runtime report failed calls on purpose; memcheck runs the rest.
-step memcheck compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 /tmp/pf_cpp/pyflame_rocm_tests \
-  --test-case-exclude="out of memory*"
-step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 /tmp/pf_cpp/pyflame_rocm_tests
-step python_tests python3 -m pytest tests/python -q -rs -p no:cacheprovider
-step demo python3 -m pyflame.demo
-step rocm_benchmark python3 benchmarks/rocm_benchmark.py --all --out "$OUT"
-cat "$LOGS/rocm_benchmark.log"
-step training_benchmark python3 benchmarks/training_benchmark.py --json "$OUT/training_benchmark.json"
-cat "$LOGS/training_benchmark.log"
+
+if wanted cpp_tests || wanted sanitizer; then
+  step cpp_build bash -c "cmake -S tests/cpp -B /tmp/pf_cpp -G Ninja -DCMAKE_PREFIX_PATH='$PREFIX' \
+    -DPYFLAME_DOCTEST_INCLUDE=$PWD/.whl && cmake --build /tmp/pf_cpp"
+fi
+wanted cpp_tests && step cpp_tests ctest --test-dir /tmp/pf_cpp --output-on-failure
+if wanted sanitizer; then
+  # The out-of-memory test makes the runtime report failed calls on purpose; memcheck runs the rest.
+  step memcheck compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 /tmp/pf_cpp/pyflame_rocm_tests \
+    --test-case-exclude="out of memory*"
+  step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 /tmp/pf_cpp/pyflame_rocm_tests
+fi
+if wanted python_tests; then
+  # One process per core where pytest-xdist is there (the GPU is shared; a test's memory is small).
+  PARALLEL=$(python3 -c "import xdist" 2> /dev/null && echo "-n 16")
+  step python_tests python3 -m pytest tests/python -q -rs -p no:cacheprovider $PARALLEL
+fi
+wanted demo && step demo python3 -m pyflame.demo
+if wanted rocm_benchmark; then
+  step rocm_benchmark python3 benchmarks/rocm_benchmark.py --all --out "$OUT"
+  cat "$LOGS/rocm_benchmark.log"
+fi
+if wanted training_benchmark; then
+  step training_benchmark python3 benchmarks/training_benchmark.py --json "$OUT/training_benchmark.json"
+  cat "$LOGS/training_benchmark.log"
+fi
 # Whole models and the shapes they run, next to PyTorch (issue 21; docs/perf.md).
-step models python3 benchmarks/models.py --json "$OUT/models.json"
-cat "$LOGS/models.log"
-step shapes python3 benchmarks/shapes.py --json "$OUT/shapes.json"
-sed -n '/== summary/,$p' "$LOGS/shapes.log"
+if wanted models; then
+  step models python3 benchmarks/models.py --json "$OUT/models.json"
+  cat "$LOGS/models.log"
+fi
+if wanted shapes; then
+  step shapes python3 benchmarks/shapes.py --json "$OUT/shapes.json"
+  sed -n '/== summary/,$p' "$LOGS/shapes.log"
+fi
 tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$LOGS"
 cat "$SUMMARY"
-! grep -qv "rc=0" "$SUMMARY"
+! grep "rc=" "$SUMMARY" | grep -qv "rc=0"

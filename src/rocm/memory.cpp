@@ -10,7 +10,8 @@
 // it may wait for the stream (CUDA does for a synchronous copy, and HIP's
 // behaviour varies). Only a copy of more than two staging windows (32 MiB
 // each) waits, for its own window before last, so that one huge copy does not
-// pin unbounded host memory.
+// pin unbounded host memory. Another stream that reads the data waits for the
+// copy on the device when it is made current (stream.cpp).
 //
 // Device->host copies wait, for the data; they stage through two pinned buffers
 // in turn so that the CPU drains one while the DMA fills the other.
@@ -190,6 +191,7 @@ void ROCmMemoryManager::copy_host_to_device(void* dst, const void* src, size_t b
       window_done[window % 2]->record(stream);
     }
   }
+  note_pageable_upload(device_, stream);
 }
 
 void ROCmMemoryManager::copy_device_to_host(void* dst, const void* src, size_t bytes) {

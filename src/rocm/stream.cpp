@@ -13,6 +13,11 @@
 // queries those streams later, so a handle must stay valid for the life of
 // the process (PyTorch pools its streams for the same reason). Reuse is safe:
 // work queued by the new owner simply runs after the old owner's.
+//
+// A copy from pageable host memory returns before its DMA has run (memory.cpp),
+// where PyTorch's has completed, so PyTorch code may read the data on any
+// stream. The thread's last such copy per device leaves an event, and a stream
+// made current waits for it on the device (the host never waits for it).
 
 #include "pyflame/backend/rocm/stream.h"
 
@@ -77,18 +82,39 @@ void give_back_stream(int device, int priority, hipStream_t stream) {
   pool.free[{device, priority}].push_back(stream);
 }
 
+// Events for the uploads below, pooled as the streams are (a thread may exit
+// after the runtime's teardown, when destroying one could fail).
+struct EventPool {
+  std::mutex mutex;
+  std::map<int, std::vector<hipEvent_t>> free;
+};
+EventPool& event_pool() {
+  static EventPool* pool = new EventPool;
+  return *pool;
+}
+
 // This thread's streams, indexed by device: the one made current (nullptr:
-// the default) and the default streams it took from the pool.
+// the default), the default streams it took from the pool, and its last
+// upload from pageable memory (the stream that queued it and an event after it).
 struct ThreadStreams {
   struct Default {
     hipStream_t stream = nullptr;
     int priority = 0;  // the pool's key: the device's normal priority
   };
+  struct Upload {
+    hipStream_t stream = nullptr;  // nullptr: none pending
+    hipEvent_t event = nullptr;    // kept for the thread's later uploads
+  };
   std::vector<hipStream_t> current;
   std::vector<Default> defaults;
+  std::vector<Upload> uploads;
   ~ThreadStreams() {
     for (size_t d = 0; d < defaults.size(); ++d)
       if (defaults[d].stream) give_back_stream(static_cast<int>(d), defaults[d].priority, defaults[d].stream);
+    EventPool& pool = event_pool();
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    for (size_t d = 0; d < uploads.size(); ++d)
+      if (uploads[d].event) pool.free[static_cast<int>(d)].push_back(uploads[d].event);
   }
 };
 thread_local ThreadStreams t_streams;
@@ -118,6 +144,48 @@ void set_current_stream(int device, hipStream_t stream) {
   auto d = static_cast<size_t>(device);
   if (d >= ts.current.size()) ts.current.resize(d + 1, nullptr);
   ts.current[d] = stream;
+  if (d >= ts.uploads.size() || !ts.uploads[d].stream) return;
+  ThreadStreams::Upload& upload = ts.uploads[d];
+  const hipStream_t now = stream ? stream : default_stream(device);
+  if (upload.stream == now) return;
+  const hipError_t done = hipEventQuery(upload.event);
+  if (done == hipSuccess) {
+    upload.stream = nullptr;
+    return;
+  }
+  if (done != hipErrorNotReady) HIP_CHECK(done);
+  hipStreamCaptureStatus capturing = hipStreamCaptureStatusNone;
+  HIP_CHECK(hipStreamIsCapturing(now, &capturing));
+  // A capturing stream cannot wait for work outside its graph: the host waits instead.
+  if (capturing != hipStreamCaptureStatusNone) {
+    count_synchronization();
+    HIP_CHECK(hipEventSynchronize(upload.event));
+    upload.stream = nullptr;
+  } else {
+    HIP_CHECK(hipStreamWaitEvent(now, upload.event, 0));
+  }
+}
+
+void note_pageable_upload(int device, hipStream_t stream) {
+  ThreadStreams& ts = t_streams;
+  auto d = static_cast<size_t>(device);
+  if (d >= ts.uploads.size()) ts.uploads.resize(d + 1);
+  ThreadStreams::Upload& upload = ts.uploads[d];
+  if (!upload.event) {
+    EventPool& pool = event_pool();
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    std::vector<hipEvent_t>& free = pool.free[device];
+    if (!free.empty()) {
+      upload.event = free.back();
+      free.pop_back();
+    }
+  }
+  if (!upload.event) {
+    DeviceGuard guard(device);
+    HIP_CHECK(hipEventCreateWithFlags(&upload.event, hipEventDisableTiming));
+  }
+  HIP_CHECK(hipEventRecord(upload.event, stream));
+  upload.stream = stream;
 }
 
 Stream::Stream(int device, int priority)

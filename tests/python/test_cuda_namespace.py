@@ -72,3 +72,21 @@ def test_device_queries_streams_and_events():
     assert start.elapsed_time(end) >= 0
     pf.cuda.synchronize(index)
     np.testing.assert_array_equal(y.cpu().numpy(), torch.arange(6, dtype=torch.float32).mul(3).numpy())
+
+
+@requires_rocm
+def test_an_upload_is_complete_for_every_stream(rng):
+    """As PyTorch's copy from pageable memory: the data reads the same on a side stream,
+    with the upload queued behind a long computation on the default stream."""
+    a = pf.tensor(rng.standard_normal((2048, 2048)).astype(np.float32), device="rocm")
+    for _ in range(3):
+        values = rng.standard_normal(1 << 22).astype(np.float32)
+        busy = a
+        for _ in range(8):
+            busy = busy @ a  # keeps the default stream busy ahead of the upload
+        x = pf.tensor(values, device="rocm")
+        with pf.cuda.Stream():
+            y = x * 3
+        pf.cuda.synchronize()
+        np.testing.assert_array_equal(y.cpu().numpy(), values * np.float32(3))
+        del busy

@@ -47,7 +47,10 @@ class Stream:
     """A GPU stream. As a context manager it is the current stream of its
     device in this thread, so the ops in the block run on it. Work on other
     streams is not ordered with it: a tensor made on one stream and used on
-    another needs an Event recorded after it (or a synchronize) in between.
+    another needs an Event recorded after it (or a synchronize) in between. Copies
+    from pageable host memory are ordered for it, as PyTorch's (they have completed
+    there when they return): entering the block waits on the device for this
+    thread's last one.
 
     priority: 0 is normal, negative is higher priority (clamped to the device's range).
     """

@@ -63,6 +63,9 @@ PF_API void set_current_stream(int device, hipStream_t stream);
 // This thread's default stream on `device`, created (non-blocking, normal
 // priority) on first use and handed back to the pool when the thread exits.
 PF_API hipStream_t default_stream(int device);
+// After a host->device copy from pageable memory queued on `stream` (it returns
+// before the DMA has run): a stream made current later in this thread waits for it.
+PF_API void note_pageable_upload(int device, hipStream_t stream);
 
 // Makes `stream` current on its device for a scope.
 class PF_API StreamGuard {
