@@ -6,6 +6,7 @@
 
 #include "core/backend.h"
 #include "core/dispatch.h"
+#include "kernels/convert.h"
 #include "pyflame/error.h"
 
 namespace pyflame {
@@ -383,6 +384,18 @@ Tensor Tensor::clone() const {
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
   Tensor out = empty(shape_, dtype, device());
+  // A 0-d host tensor (a Python number on its way into an op, converted to the op's dtype)
+  // converts here, as the copy kernel would: dispatching a kernel costs more than the value.
+  if (dim() == 0 && device().is_cpu()) {
+    visit_dtype(dtype_, [&](auto from) {
+      visit_dtype(dtype, [&](auto to) {
+        using I = typename decltype(from)::type;
+        using O = typename decltype(to)::type;
+        *out.data<O>() = kernels::convert<O>(*data<I>());
+      });
+    });
+    return out;
+  }
   out.copy_(*this);
   return out;
 }
