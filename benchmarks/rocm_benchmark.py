@@ -209,6 +209,36 @@ def runtime_cases(args):
     stream.synchronize()
     mm.deallocate(a)
     mm.deallocate(b)
+    if pf.cuda.device_count() >= 2:
+        yield peer_copy_case(args)
+
+
+def _wall_ms(fn, sync, args):
+    """The median over --repeats of (--iterations calls of fn, then sync) in wall time, per call:
+    for work on two devices, which events of one device do not time."""
+    for _ in range(args.warmup):
+        fn()
+    sync()
+    times = []
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        for _ in range(args.iterations):
+            fn()
+        sync()
+        times.append((time.perf_counter() - t0) * 1e3 / args.iterations)
+    return statistics.median(times)
+
+
+def peer_copy_case(args):
+    """x.to('rocm:1') of 256 MiB on 'rocm:0' (issue 24: through the host at 3.3 GB/s before peer copies)."""
+    n = 64 << 20
+    x = pf.ones(n, device="rocm:0")
+    ms = _wall_ms(lambda: x.to("rocm:1"), lambda: (pf.cuda.synchronize(0), pf.cuda.synchronize(1)), args)
+    t = None
+    if HAVE_TORCH:
+        tx = torch.ones(n, device="cuda:0")
+        t = _wall_ms(lambda: tx.to("cuda:1"), lambda: (torch.cuda.synchronize(0), torch.cuda.synchronize(1)), args)
+    return Result("runtime", "rocm:0 -> rocm:1 256 MiB", ms, t, 4 * n, "GB/s")
 
 
 def elementwise_cases(args):

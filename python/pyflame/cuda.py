@@ -19,7 +19,7 @@ from .backend.rocm import Event, Stream, current_stream, default_stream
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize", "manual_seed",
            "manual_seed_all", "memory_allocated", "max_memory_allocated", "memory_reserved",
            "max_memory_reserved", "reset_peak_memory_stats", "empty_cache", "get_device_name",
-           "get_device_properties", "is_bf16_supported", "Event", "Stream", "current_stream", "default_stream"]
+           "get_device_properties", "is_bf16_supported", "can_device_access_peer", "Event", "Stream", "current_stream", "default_stream"]
 
 
 def is_available():
@@ -30,6 +30,12 @@ def is_available():
 def device_count():
     """The number of GPUs (0 without a usable one)."""
     return _C.rocm_device_count()
+
+
+def can_device_access_peer(device, peer_device):
+    """Whether `device` reads `peer_device`'s memory directly: copies between them then skip the host."""
+    _rocm._require()
+    return _C.rocm_can_device_access_peer(_rocm._device_index(device), _rocm._device_index(peer_device))
 
 
 def current_device():

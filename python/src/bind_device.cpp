@@ -51,6 +51,7 @@ void bind_device(nb::module_& m) {
   m.def("rocm_get_device", &rocm::get_current_device);
   m.def("rocm_set_device", &rocm::set_device, "device_id"_a);
   m.def("rocm_synchronize", &rocm::synchronize);
+  m.def("rocm_can_device_access_peer", &rocm::can_device_access_peer, "device_id"_a, "peer_id"_a);
   m.def("rocm_get_device_info", [](int id) { return device_info_dict(rocm::get_device_info(id)); }, "device_id"_a = 0);
   m.def("rocm_unavailable_reason", [] {
     std::string r = rocm::unavailable_reason();

@@ -23,6 +23,11 @@ class DeviceBackend {
   // (or within the device); ordered after all work queued on the device.
   virtual void copy_to_host(void* dst, const void* src, size_t nbytes, int index) = 0;
   virtual void copy_from_host(void* dst, const void* src, size_t nbytes, int index) = 0;
+  // Between two of this backend's devices, ordered after the work queued on
+  // the source and before its later work. The default goes through the host.
+  virtual void copy_between_devices(void* dst, int dst_index, const void* src, int src_index, size_t nbytes);
+  // Whether device `index` reads device `peer`'s memory directly (peer access).
+  virtual bool can_access_peer(int /*index*/, int /*peer*/) const { return false; }
   // Page-locked host memory for pinned CPU tensors (Tensor::pin_memory);
   // nullptr from a backend that has none.
   virtual void* allocate_pinned(size_t nbytes) = 0;

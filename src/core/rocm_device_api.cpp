@@ -47,6 +47,13 @@ void set_device(int device_id) {
 
 void synchronize() { require("rocm_synchronize").synchronize(get_current_device()); }
 
+bool can_device_access_peer(int device_id, int peer_id) {
+  DeviceBackend& be = require("rocm_can_device_access_peer");
+  check_index(be, device_id, "rocm_can_device_access_peer");
+  check_index(be, peer_id, "rocm_can_device_access_peer");
+  return be.can_access_peer(device_id, peer_id);
+}
+
 DeviceInfo get_device_info(int device_id) {
   DeviceBackend& be = require("rocm_get_device_info");
   check_index(be, device_id, "rocm_get_device_info");

@@ -432,7 +432,7 @@ Tensor Tensor::to(Device dst) const {
   } else if (dst.is_cpu()) {
     backend_for(src.type)->copy_to_host(out.data_ptr(), c.data_ptr(), n, src.index);
   } else {
-    return c.to(Device::cpu()).to(dst);  // between two GPUs, through the host
+    backend_for(dst.type)->copy_between_devices(out.data_ptr(), dst.index, c.data_ptr(), src.index, n);
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include "pyflame/backend/rocm/stream.h"
 #include "rocm/device_guard.h"
 #include "rocm/kernel_errors.h"
+#include "rocm/peer.h"
 
 namespace pyflame::backend::rocm {
 namespace {
@@ -32,6 +33,10 @@ class ROCmBackend final : public DeviceBackend {
   void copy_from_host(void* dst, const void* src, size_t nbytes, int index) override {
     get_memory_manager(index).copy_host_to_device(dst, src, nbytes);
   }
+  void copy_between_devices(void* dst, int dst_index, const void* src, int src_index, size_t nbytes) override {
+    rocm::copy_between_devices(dst, dst_index, src, src_index, nbytes);
+  }
+  bool can_access_peer(int index, int peer) const override { return rocm::can_access_peer(index, peer); }
   void* allocate_pinned(size_t nbytes) override { return get_pinned_pool().acquire(nbytes); }
   void deallocate_pinned(void* ptr) override { get_pinned_pool().release(ptr); }
   bool is_pinned(const void* ptr) const override { return get_pinned_pool().holds(ptr); }

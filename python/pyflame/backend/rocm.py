@@ -25,6 +25,7 @@ get_current_device = _C.rocm_get_device
 set_device = _C.rocm_set_device
 synchronize = _C.rocm_synchronize
 get_device_info = _C.rocm_get_device_info
+can_device_access_peer = _C.rocm_can_device_access_peer
 
 
 def _require():

@@ -21,6 +21,9 @@ PF_API int get_current_device();
 PF_API void set_device(int device_id);
 PF_API void synchronize();
 PF_API DeviceInfo get_device_info(int device_id);
+// Whether device `device_id` reads device `peer_id`'s memory directly (NVLink,
+// xGMI, PCIe peer-to-peer): copies between them then skip the host.
+PF_API bool can_device_access_peer(int device_id, int peer_id);
 // Empty when available, else what is missing and what to do.
 PF_API std::string unavailable_reason();
 

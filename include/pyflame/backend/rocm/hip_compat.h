@@ -32,6 +32,7 @@ using hipStreamCaptureStatus = cudaStreamCaptureStatus;
 #define hipErrorInvalidDevice cudaErrorInvalidDevice
 #define hipErrorNoDevice cudaErrorNoDevice
 #define hipErrorInsufficientDriver cudaErrorInsufficientDriver
+#define hipErrorPeerAccessAlreadyEnabled cudaErrorPeerAccessAlreadyEnabled
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
@@ -66,6 +67,10 @@ using hipStreamCaptureStatus = cudaStreamCaptureStatus;
 #define hipHostFree cudaFreeHost
 #define hipMemcpy cudaMemcpy
 #define hipMemcpyAsync cudaMemcpyAsync
+// Peer access and copies between two GPUs.
+#define hipDeviceCanAccessPeer cudaDeviceCanAccessPeer
+#define hipDeviceEnablePeerAccess cudaDeviceEnablePeerAccess
+#define hipMemcpyPeerAsync cudaMemcpyPeerAsync
 #define hipMemset cudaMemset
 #define hipMemsetAsync cudaMemsetAsync
 // Mapped page-locked memory (kernels write the host's kernel-error records into it).
