@@ -1,10 +1,11 @@
 #pragma once
-// The norms of torch.linalg, with PyTorch's names, arguments and semantics:
-// ops of the table with a decomposition (composite ops) into its elementwise
-// ops and reductions, so they run on every device and autograd differentiates
-// them through those ops. Validation is in src/core/linalg_ops.cpp. Floating
-// inputs only; `dtype` converts the input first. pf.linalg.norm, pf.norm and
-// pf.dist choose between them (python/pyflame/_linalg.py).
+// The norms of torch.linalg and logsumexp, with PyTorch's names, arguments and
+// semantics: ops of the table with a decomposition (composite ops) into its
+// elementwise ops and reductions, so they run on every device and autograd
+// differentiates them through those ops. Validation is in
+// src/core/linalg_ops.cpp. The norms take floating inputs only; `dtype`
+// converts the input first. pf.linalg.norm, pf.norm and pf.dist choose between
+// them (python/pyflame/_linalg.py).
 
 #include <optional>
 #include <string>
@@ -27,5 +28,10 @@ PF_API Tensor linalg_matrix_norm(const Tensor& A, double ord, const std::vector<
 PF_API Tensor linalg_matrix_norm(const Tensor& A, const std::string& ord = "fro",
                                  const std::vector<int64_t>& dims = {-2, -1}, bool keepdim = false,
                                  std::optional<DType> dtype = std::nullopt);
+
+// log(sum(exp(x))) over `dims` ({} = all), the maximum taken out first (stable
+// for large values): rows of -inf give -inf, a +inf gives +inf, NaN propagates.
+// Integer and bool inputs give float32. The gradient is softmax(x).
+PF_API Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim = false);
 
 }  // namespace pyflame

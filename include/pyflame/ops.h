@@ -111,6 +111,7 @@ PF_API Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype
 
 #include "pyflame/nn_ops.h"
 #include "pyflame/linalg_ops.h"
+#include "pyflame/misc_ops.h"
 #include "pyflame/optim_ops.h"
 #include "pyflame/modules_ops.h"
 #include "pyflame/sort_ops.h"

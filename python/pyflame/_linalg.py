@@ -1,13 +1,13 @@
 """Reductions, products and norms as PyTorch has them, composed of table ops.
 
-all/any/count_nonzero/logsumexp/nansum/nanmean/var_mean/std_mean and the
-matrix products (mm, bmm, mv, dot, outer, addmm & co., einsum, tensordot) are
+all/any/count_nonzero/nansum/nanmean/var_mean/std_mean and the matrix
+products (mm, bmm, mv, dot, outer, addmm & co., einsum, tensordot) are
 compositions of the op table's reductions, elementwise ops, views and
 batch_matmul, so they run on every device and their derivatives come from the
-table's. pf.linalg's vector and matrix norms are composite ops of the table
-(linalg_vector_norm, linalg_matrix_norm); norm, linalg.norm and dist choose
-between them. Decompositions (inv, solve, svd, ...) have no kernels: pf.linalg
-raises NotSupportedError for them.
+table's. logsumexp and pf.linalg's vector and matrix norms are composite ops of
+the table (logsumexp, linalg_vector_norm, linalg_matrix_norm); norm,
+linalg.norm and dist choose between the norms. Decompositions (inv, solve,
+svd, ...) have no kernels: pf.linalg raises NotSupportedError for them.
 """
 
 import builtins
@@ -15,7 +15,6 @@ import math
 
 from . import _C
 from ._creation import eye
-from ._reductions import amax
 
 
 def _shape_str(t):
@@ -61,10 +60,6 @@ def _is_float(t):
     return t.dtype in (_C.dtype.float16, _C.dtype.bfloat16, _C.dtype.float32, _C.dtype.float64)
 
 
-def _default_float(t):
-    return t if _is_float(t) else t.to(_C.dtype.float32)
-
-
 # ----------------------------------------------------------------- reductions
 
 
@@ -93,20 +88,8 @@ def count_nonzero(input, dim=None):
     return _C.sum(_C.ne(input, 0), _reduce_arg(_dims(dim, input.dim(), "count_nonzero")), False)
 
 
-def logsumexp(input, dim, keepdim=False):
-    """log(sum(exp(input))) over `dim` (an int or a tuple), computed stably: the maximum is taken out first.
-
-    Integer inputs give float32, as torch.logsumexp."""
-    x = _default_float(input)
-    dims = _dims(dim, x.dim(), "logsumexp")
-    if x.numel() == 0:
-        return _C.log(_C.sum(_C.exp(x), _reduce_arg(dims), keepdim))  # -inf over empty dims, as torch
-    # The shift is a constant of the formula, outside the graph; an infinite maximum shifts by 0,
-    # so that rows of -inf give -inf and a +inf gives +inf rather than NaN.
-    m = amax(x.detach(), dims, True)
-    m = _C.where(_C.isinf(m), 0.0, m)
-    s = _C.log(_C.sum(_C.exp(_C.sub(x, m)), _reduce_arg(dims), keepdim))
-    return _C.add(s, m.reshape(s.shape))
+# An op of the table (include/pyflame/linalg_ops.h); Tensor.logsumexp is bound with it.
+logsumexp = _C.logsumexp
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
@@ -507,7 +490,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
     return _C.searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
-for _name in ("all", "any", "count_nonzero", "logsumexp", "nansum", "nanmean", "norm", "dist", "mm", "bmm", "mv",
+for _name in ("all", "any", "count_nonzero", "nansum", "nanmean", "norm", "dist", "mm", "bmm", "mv",
               "dot", "vdot", "outer", "ger", "inner", "addmm", "addmv", "addr", "baddbmm", "addbmm"):
     setattr(_C.Tensor, _name, globals()[_name])
 del _name

@@ -1,7 +1,7 @@
-"""PyTorch functions composed of table ops: addcmul/addcdiv, equal, allclose and
-isclose, the index_* family, index_put, masked_select, take, aminmax, diff,
-unary plus, and the random draws normal, bernoulli, multinomial,
-Tensor.bernoulli_ and Tensor.exponential_.
+"""PyTorch functions composed of table ops: equal, allclose and isclose, the
+index_* family, index_put, masked_select, take, aminmax, diff, unary plus, and
+the random draws normal, bernoulli, multinomial, Tensor.bernoulli_ and
+Tensor.exponential_; addcmul and addcdiv, which are composite ops of the table.
 
 The random draws compose pf.rand/pf.randn, which draw on the tensor's device
 from one Philox stream: a seed gives the same numbers on the CPU and the GPU.
@@ -16,10 +16,6 @@ from ._creation import arange, full, rand, randn, tensor
 from ._reductions import amax, amin
 
 # --------------------------------------------------------------- helpers
-
-
-def _is_int_like(dtype):
-    return not dtype.is_floating_point
 
 
 def _broadcast_shape(*shapes):
@@ -59,35 +55,9 @@ def _none_or_all_false(mask):
 # --------------------------------------------------------------- arithmetic
 
 
-def _check_addc_value(name, tensors, value):
-    if isinstance(value, float) and all(_is_int_like(t.dtype) for t in tensors):
-        raise TypeError(f"{name}: for integral input tensors, argument value must not be a floating point number")
-
-
-def addcmul(input, tensor1, tensor2, *, value=1):
-    """input + value * tensor1 * tensor2, as torch.addcmul."""
-    _check_addc_value("addcmul", (input, tensor1, tensor2), value)
-    prod = _C.mul(tensor1, tensor2)
-    return _C.add(input, prod if value == 1 else _C.mul(prod, value))
-
-
-def addcdiv(input, tensor1, tensor2, *, value=1):
-    """input + value * tensor1 / tensor2, as torch.addcdiv (which refuses integer division)."""
-    if _is_int_like(tensor1.dtype) and _is_int_like(tensor2.dtype):
-        raise TypeError("addcdiv: integer division of tensor1 by tensor2 is not supported (as in PyTorch); "
-                        "use (tensor1 / tensor2) or convert them to a float dtype")
-    _check_addc_value("addcdiv", (input, tensor1, tensor2), value)
-    quot = _C.div(tensor1, tensor2)
-    return _C.add(input, quot if value == 1 else _C.mul(quot, value))
-
-
-def _addc_(fn):
-    def method(self, tensor1, tensor2, *, value=1):
-        return self.copy_(fn(self, tensor1, tensor2, value=value))
-
-    method.__name__ = fn.__name__ + "_"
-    method.__doc__ = f"In-place {fn.__name__}."
-    return method
+# Ops of the table (include/pyflame/misc_ops.h); the Tensor methods and their in-place forms are bound with them.
+addcmul = _C.addcmul
+addcdiv = _C.addcdiv
 
 
 def positive(input):
@@ -543,8 +513,6 @@ def cdist(x1, x2, p=2.0):
 
 # --------------------------------------------------------------- Tensor methods
 
-addcmul_ = _addc_(addcmul)
-addcdiv_ = _addc_(addcdiv)
 index_add_ = _in_place(index_add)
 index_copy_ = _in_place(index_copy)
 index_fill_ = _in_place(index_fill)
@@ -573,7 +541,6 @@ def set_num_threads(n):
 
 
 for _name, _fn in (
-    ("addcmul", addcmul), ("addcdiv", addcdiv), ("addcmul_", addcmul_), ("addcdiv_", addcdiv_),
     ("isclose", isclose), ("allclose", allclose), ("equal", equal),
     ("index_add", index_add), ("index_add_", index_add_), ("index_copy", index_copy), ("index_copy_", index_copy_),
     ("index_fill", index_fill), ("index_fill_", index_fill_), ("index_put", _index_put_method),

@@ -1,7 +1,7 @@
-// Python bindings of include/pyflame/linalg_ops.h with torch.linalg's argument
-// names, order and defaults: pf.linalg.vector_norm and pf.linalg.matrix_norm
-// are these functions; python/pyflame/_linalg.py builds linalg.norm, norm and
-// dist on them.
+// Python bindings of include/pyflame/linalg_ops.h with torch's argument names,
+// order and defaults: pf.linalg.vector_norm, pf.linalg.matrix_norm and
+// pf.logsumexp (and Tensor.logsumexp) are these functions;
+// python/pyflame/_linalg.py builds linalg.norm, norm and dist on them.
 
 #include <nanobind/stl/string.h>
 
@@ -23,7 +23,7 @@ double number_ord(nb::handle ord, const char* op, const char* expected) {
 }
 
 // dim: an int, or a sequence of ints; None and () mean every dim.
-std::vector<int64_t> norm_dims(nb::handle dim, const char* op) {
+std::vector<int64_t> reduction_dims(nb::handle dim, const char* op) {
   std::vector<int64_t> dims;
   if (dim.is_none()) return dims;
   auto one = [&](nb::handle d) {
@@ -39,12 +39,12 @@ std::vector<int64_t> norm_dims(nb::handle dim, const char* op) {
 
 }  // namespace
 
-void bind_linalg(nb::module_& m) {
+void bind_linalg(nb::module_& m, nb::class_<Tensor>& tensor) {
   m.def(
       "linalg_vector_norm",
       [](const Tensor& x, nb::handle ord, nb::handle dim, bool keepdim, nb::handle dtype) {
         const char* op = "linalg.vector_norm";
-        return pyflame::linalg_vector_norm(x, number_ord(ord, op, "a number"), norm_dims(dim, op), keepdim,
+        return pyflame::linalg_vector_norm(x, number_ord(ord, op, "a number"), reduction_dims(dim, op), keepdim,
                                            as_opt_dtype(dtype));
       },
       "x"_a, "ord"_a.none() = 2, "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(),
@@ -54,7 +54,7 @@ void bind_linalg(nb::module_& m) {
       "linalg_matrix_norm",
       [](const Tensor& A, nb::handle ord, nb::handle dim, bool keepdim, nb::handle dtype) {
         const char* op = "linalg.matrix_norm";
-        const std::vector<int64_t> dims = norm_dims(dim, op);
+        const std::vector<int64_t> dims = reduction_dims(dim, op);
         if (nb::isinstance<nb::str>(ord))
           return pyflame::linalg_matrix_norm(A, nb::cast<std::string>(ord), dims, keepdim, as_opt_dtype(dtype));
         return pyflame::linalg_matrix_norm(A, number_ord(ord, op, "a number, 'fro' or 'nuc'"), dims, keepdim,
@@ -64,6 +64,21 @@ void bind_linalg(nb::module_& m) {
       "dtype"_a = nb::none(),
       "The matrix norm over the two dims `dim`, as torch.linalg.matrix_norm: 'fro', inf, -inf, 1, -1 ('nuc', 2 and "
       "-2 need singular values: NotSupportedError).");
+  const char* logsumexp_doc =
+      "log(sum(exp(input))) over `dim` (an int or a tuple), as torch.logsumexp: computed stably, the maximum taken "
+      "out first. Integer inputs give float32.";
+  m.def(
+      "logsumexp",
+      [](const Tensor& input, nb::handle dim, bool keepdim) {
+        return pyflame::logsumexp(input, reduction_dims(dim, "logsumexp"), keepdim);
+      },
+      "input"_a, "dim"_a.none(), "keepdim"_a = false, logsumexp_doc);
+  tensor.def(
+      "logsumexp",
+      [](const Tensor& self, nb::handle dim, bool keepdim) {
+        return pyflame::logsumexp(self, reduction_dims(dim, "logsumexp"), keepdim);
+      },
+      "dim"_a.none(), "keepdim"_a = false, logsumexp_doc);
 }
 
 }  // namespace pyflame::python

@@ -23,7 +23,8 @@ NB_MODULE(_C, m) {
   bind_autograd(m, tensor);
   bind_optim(m);
   bind_sort(m);
-  bind_linalg(m);
+  bind_linalg(m, tensor);
+  bind_misc(m, tensor);
   bind_dlpack(m, tensor);
   install_argument_errors(m);
 }

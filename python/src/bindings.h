@@ -10,7 +10,8 @@
 //   bind_autograd.cpp  gradients: Tensor.requires_grad/grad/backward, grad_fn nodes, grad mode
 //   bind_optim.cpp     fused optimizer updates
 //   bind_sort.cpp      sort and nonzero (python/pyflame/_sorting.py builds on them)
-//   bind_linalg.cpp    the norms of torch.linalg (python/pyflame/_linalg.py builds on them)
+//   bind_linalg.cpp    the norms of torch.linalg and logsumexp (python/pyflame/_linalg.py builds on them)
+//   bind_misc.cpp      addcmul and addcdiv (python/pyflame/_misc_api.py exports them)
 //   bind_dlpack.cpp    Tensor.__dlpack__/__dlpack_device__ and the import of DLPack capsules
 //   convert.cpp        the argument conversions declared here
 
@@ -62,13 +63,14 @@ void bind_device(nb::module_& m);
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_optim(nb::module_& m);
 void bind_sort(nb::module_& m);
-void bind_linalg(nb::module_& m);
 void bind_dlpack(nb::module_& m, nb::class_<Tensor>& tensor);
 // The ops of each area (CUSTOM family and compositions).
 void bind_conv(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_modules(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_shape(nb::module_& m, nb::class_<Tensor>& tensor);
+void bind_linalg(nb::module_& m, nb::class_<Tensor>& tensor);
+void bind_misc(nb::module_& m, nb::class_<Tensor>& tensor);
 
 // In-place methods return the very object they were called on, as in PyTorch.
 template <class F> nb::object in_place(nb::handle self, const F& f) {

@@ -192,7 +192,9 @@ std::vector<Tensor> run_composite(OpCall& call, std::vector<Tensor> given) {
            "' (see docs/ops.md for what each device supports)");
   std::vector<Tensor> results = composite(call);
   if (given.empty()) return results;
-  for (size_t i = 0; i < given.size(); ++i) given[i].copy_(results[i]);
+  // An in-place call writes its results with the copy op, which autograd records
+  // where it recorded the decomposition: the written tensor's history goes through it.
+  for (size_t i = 0; i < given.size(); ++i) apply({ir::OpType::copy, {results[i]}, CopyAttrs{}, {given[i]}});
   return given;
 }
 

@@ -1,8 +1,8 @@
-// The op layer of include/pyflame/linalg_ops.h: the norms of torch.linalg as
-// composite ops. Each infer holds every check of its op, with torch.linalg's
-// messages (which name the function as linalg.vector_norm); each decomposition
-// is the table's elementwise ops and reductions (the vector norm's in float32
-// for a half-precision input, as PyTorch's).
+// The op layer of include/pyflame/linalg_ops.h: the norms of torch.linalg and
+// logsumexp as composite ops. Each infer holds every check of its op, with
+// torch's messages (which name the norms as linalg.vector_norm); each
+// decomposition is the table's elementwise ops and reductions (the vector
+// norm's in float32 for a half-precision input, as PyTorch's).
 
 #include "pyflame/linalg_ops.h"
 
@@ -149,10 +149,38 @@ std::vector<Tensor> linalg_matrix_norm_composite(const OpCall& call) {
   return {a.keepdim ? out : squeeze(out, a.dims)};
 }
 
+// ---- logsumexp
+
+// Integer and bool inputs compute in the default float dtype, as PyTorch's.
+DType logsumexp_dtype(DType input) { return is_floating(input) ? input : default_float(); }
+
+Inferred infer_logsumexp(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  auto& a = std::get<ReduceAttrs>(call.attrs);
+  a.dims = normalize_dims(a.dims, x.dim(), call.op);
+  return {current_device(), {InputPlan{}},
+          {{reduced_shape(x.shape(), a.dims, a.keepdim), logsumexp_dtype(x.dtype())}}, {}};
+}
+
+std::vector<Tensor> logsumexp_composite(const OpCall& call) {
+  const auto& a = call.attr<ReduceAttrs>();
+  const Tensor x = to(call.inputs[0], logsumexp_dtype(call.inputs[0].dtype()));
+  // Over an empty dim the sum is 0 and the result -inf, as PyTorch's; there is no maximum to take out.
+  if (x.numel() == 0) return {log(sum(exp(x), a.dims, a.keepdim))};
+  // The shift is a constant of the formula, outside the graph; an infinite maximum shifts by 0,
+  // so that rows of -inf give -inf and a +inf gives +inf rather than NaN (a NaN maximum propagates).
+  const Tensor largest = max(x.detach(), a.dims, true);
+  const Tensor shift = where(isinf(largest), Tensor::scalar(Scalar(0.0)), largest);
+  const Tensor s = log(sum(exp(sub(x, shift)), a.dims, a.keepdim));
+  return {add(s, reshape(shift, s.shape()))};
+}
+
 PF_REGISTER_INFER(linalg_vector_norm, &infer_linalg_vector_norm);
 PF_REGISTER_INFER(linalg_matrix_norm, &infer_linalg_matrix_norm);
+PF_REGISTER_INFER(logsumexp, &infer_logsumexp);
 PF_REGISTER_COMPOSITE(linalg_vector_norm, &linalg_vector_norm_composite);
 PF_REGISTER_COMPOSITE(linalg_matrix_norm, &linalg_matrix_norm_composite);
+PF_REGISTER_COMPOSITE(logsumexp, &logsumexp_composite);
 
 }  // namespace
 
@@ -171,6 +199,10 @@ Tensor linalg_matrix_norm(const Tensor& A, const std::string& ord, const std::ve
   PF_CHECK(ord == "fro" || ord == "nuc", ValueError, "linalg.matrix_norm: Order ", ord, " not supported.");
   LinalgNormAttrs attrs{2, ord == "fro" ? kOrdFro : kOrdNuc, dims, keepdim, dtype};
   return apply_one(ir::OpType::linalg_matrix_norm, {A}, std::move(attrs));
+}
+
+Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  return apply_one(ir::OpType::logsumexp, {x}, ReduceAttrs{dims, keepdim});
 }
 
 }  // namespace pyflame

@@ -40,10 +40,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// float16/bfloat16 compute in float32: the composite losses, rounding once at
-// the end, and the norms' weight and bias gradients.
-DType compute_dtype(DType d) { return d == DType::Float16 || d == DType::BFloat16 ? DType::Float32 : d; }
-
 void check_float(const Tensor& t, const char* op, const char* what) {
   PF_CHECK(is_floating(t.dtype()), TypeError, op, ": ", what, " must be a floating-point tensor, got ", t.dtype(),
            " (convert with .to(float32))");

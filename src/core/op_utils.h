@@ -83,6 +83,11 @@ inline Tensor empty_output(const Shape& shape, DType dtype, Device device) {
   return out;
 }
 
+// Where float16/bfloat16 values are computed in float32 and rounded once at the
+// end, as PyTorch's kernels do (composite ops, the norms' parameter gradients):
+// float32 for them, any other dtype itself.
+inline DType compute_dtype(DType d) { return d == DType::Float16 || d == DType::BFloat16 ? DType::Float32 : d; }
+
 // Dims of a reduction, wrapped, checked for repeats and sorted; {} means all.
 std::vector<int64_t> normalize_dims(const std::vector<int64_t>& dims, int64_t ndim, ir::OpType op);
 // `shape` with `dims` removed, or kept as size 1.

@@ -32,3 +32,14 @@ TEST_CASE("autograd: grad() returns without accumulating; no graph under GradMod
   autograd::GradModeGuard off(false);
   CHECK_FALSE(mul(x, x).requires_grad());
 }
+
+TEST_CASE("autograd: an in-place composite op (addcmul_) records its decomposition and its write") {
+  Tensor x = linspace(-1.0, 2.0, 4, DType::Float64), a = full({4}, Scalar(3.0), DType::Float64);
+  x.set_requires_grad(true);
+  Tensor y = mul(x, Scalar(2.0));
+  addcmul_(y, x, a, Scalar(0.5));  // y = 2x + 0.5 * 3x = 3.5x
+  CHECK(y.grad_fn() != nullptr);
+  autograd::backward({sum(y)}, {}, false);
+  for (int i = 0; i < 4; ++i) CHECK(x.grad().data<double>()[i] == doctest::Approx(3.5));
+  CHECK_THROWS_AS(addcmul_(x, x, a), AutogradError);  // a leaf that requires grad
+}

@@ -1,14 +1,14 @@
-"""OpInfos of torch.linalg's norms (composite ops): linalg_vector_norm and linalg_matrix_norm against
-torch.linalg.vector_norm and matrix_norm, values and gradients.
+"""OpInfos of torch.linalg's norms and of logsumexp (composite ops): linalg_vector_norm, linalg_matrix_norm and
+logsumexp against torch.linalg.vector_norm, matrix_norm and torch.logsumexp, values and gradients.
 
-linalg.norm, norm and dist, which choose between them, and the errors are tested in
+linalg.norm, norm and dist, which choose between the norms, the errors and logsumexp's infinities are tested in
 test_linalg_reductions.py."""
 
 import math
 
 import torch
 
-from op_registry import FLOAT_DTYPES, REDUCE_CLASSES, TORCH_DTYPE, OpInfo, Sample, _x
+from op_registry import ALL_DTYPES, FLOAT_DTYPES, REDUCE_CLASSES, TORCH_DTYPE, OpInfo, Sample, _x
 
 # Away from 0, where the gradients of |x|^p with p < 1 and of the negative ords grow without bound.
 _DOM = dict(low=-2, high=2, nonzero=True)
@@ -84,7 +84,31 @@ def _matrix_norm_ref(A, ord="fro", dim=(-2, -1), keepdim=False, **kwargs):
     return torch.linalg.matrix_norm(A, ord, dim, keepdim, **_torch_dtype(kwargs))
 
 
+def _logsumexp_samples(rng, dtype, cls):
+    def x(shape, layout="contig", **dom):
+        return _x(rng, shape, dtype, dom or dict(low=-5, high=5), layout)
+
+    if cls == "plain":
+        out = [Sample((x((3, 4, 5)), dim, keepdim)) for dim in (0, -1, (0, 2), (2, 0, 1)) for keepdim in (False, True)]
+        if dtype in FLOAT_DTYPES:  # large logits: exp overflows unless the maximum is taken out first
+            out.append(Sample((x((4, 6), low=50, high=100), 1)))
+            out.append(Sample((x((4, 6), low=-100, high=-50), (0, 1)), dict(keepdim=True)))
+        return out
+    if cls == "noncontig":
+        return [Sample((x((4, 5), "T"), 0)), Sample((x((3, 4), "strided"), 1, True)), Sample((x((2, 3, 4), "T"), (1, 2)))]
+    if cls == "empty":
+        # The sum over an empty dim is 0: -inf.
+        return [Sample((x((0, 3)), dim)) for dim in (0, 1, (0, 1))]
+    if cls == "size1":
+        return [Sample((x((1, 5, 1)), dim)) for dim in (0, (0, 2), 1)]
+    if cls == "scalar0d":
+        return [Sample((x(()), dim, keepdim)) for dim in (0, -1) for keepdim in (False, True)]
+    return []
+
+
 OP_INFOS = [
+    OpInfo("logsumexp", "CUSTOM", ALL_DTYPES, _logsumexp_samples, torch.logsumexp, REDUCE_CLASSES),
+
     OpInfo("linalg_vector_norm", "CUSTOM", FLOAT_DTYPES, _vector_norm_samples, _vector_norm_ref, REDUCE_CLASSES,
            method=False),
     OpInfo("linalg_matrix_norm", "CUSTOM", FLOAT_DTYPES, _matrix_norm_samples, _matrix_norm_ref,

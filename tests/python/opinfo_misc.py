@@ -1,8 +1,10 @@
 """OpInfos of the misc area: the trigonometric and hyperbolic functions, sgn,
-lgamma, digamma, fmax/fmin and scatter_reduce.
+lgamma, digamma, fmax/fmin, scatter_reduce, and the composite ops addcmul and
+addcdiv.
 
-The compositions around them (addcmul, isclose, index_add, diff, the random
-draws, ...) have no op-table entry and are tested in test_misc_api.py."""
+The compositions around them (isclose, index_add, diff, the random draws, ...)
+have no op-table entry and are tested in test_misc_api.py, as are addcmul's and
+addcdiv's in-place forms, mixed dtypes and errors."""
 
 import torch
 
@@ -12,12 +14,14 @@ from op_registry import (
     FLOAT_DTYPES,
     NONBOOL_DTYPES,
     UNARY_CLASSES,
+    Arg,
     OpInfo,
     Sample,
     _binary,
     _binary_samples,
     _float_unary,
     _unary_samples,
+    make_values,
 )
 from opinfo_shape import SHAPE_CLASSES, _index, _x
 
@@ -70,7 +74,45 @@ def _scatter_reduce(x, dim, index, src, reduce, include_self=True):
     return torch.scatter_reduce(x, dim, index.long(), src, reduce, include_self=include_self)
 
 
+def _addc_samples(divides):
+    """(input, tensor1, tensor2) with value=: integers take integer values only, as torch; addcdiv's
+    divisors stay away from 0."""
+    def gen(rng, dtype, cls):
+        def t(shape, layout="contig", divisor=False):
+            return Arg(make_values(rng, shape, dtype, **_STD, nonzero=divisor), layout)
+
+        def args(a, b, c, layout="contig"):
+            return (t(a, layout), t(b, layout), t(c, layout, divisor=divides))
+
+        values = (1, 0.5, -2, 3) if dtype in FLOAT_DTYPES else (1, 2, -3)
+        if cls == "plain":
+            return [Sample(args((3, 5), (3, 5), (3, 5)), dict(value=v)) for v in values] + \
+                   [Sample(args((2, 3, 4), (2, 3, 4), (2, 3, 4)))]
+        if cls == "broadcast":
+            return [Sample(args((3, 1, 5), (4, 5), (5,)), dict(value=values[1])),
+                    Sample(args((5,), (2, 3, 5), (3, 1)), dict(value=values[2])),
+                    Sample(args((2, 3), (), ()))]
+        if cls == "noncontig":
+            return [Sample(args((4, 5), (4, 5), (4, 5), "T"), dict(value=values[1])),
+                    Sample(args((3, 5), (3, 5), (3, 5), "strided"))]
+        if cls == "empty":
+            return [Sample(args((0, 3), (0, 3), (0, 3))), Sample(args((2, 0), (1, 0), (2, 1)), dict(value=values[2]))]
+        if cls == "size1":
+            return [Sample(args((1, 5, 1), (1, 5, 1), (1, 1, 1)), dict(value=values[1]))]
+        if cls == "scalar0d":
+            return [Sample(args((), (), ()), dict(value=v)) for v in values[:2]] + [Sample(args((), (3,), ()))]
+        return []
+
+    return gen
+
+
+_ADDC_CLASSES = ("plain", "broadcast", "noncontig", "empty", "size1", "scalar0d")
+
 OP_INFOS = [
+    OpInfo("addcmul", "CUSTOM", NONBOOL_DTYPES, _addc_samples(False), torch.addcmul, _ADDC_CLASSES),
+    # Integer tensor1 and tensor2 are refused (integer division), as torch.
+    OpInfo("addcdiv", "CUSTOM", FLOAT_DTYPES, _addc_samples(True), torch.addcdiv, _ADDC_CLASSES),
+
     *[OpInfo(n, "UNARY_FLOAT", ALL_DTYPES, _unary_samples(dom), _float_unary(getattr(torch, n)), UNARY_CLASSES)
       for n, dom in _UNARY_FLOAT],
     # torch.sign: the same function for real tensors, whose gradient torch gives as zeros

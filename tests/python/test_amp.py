@@ -34,6 +34,7 @@ def test_autocast_dtypes(device, low, rng):
         assert pf.softmax(h, -1).dtype == widened
         assert pf.layer_norm(h, (3,)).dtype == widened
         assert pf.sum(h).dtype == widened
+        assert pf.logsumexp(h, 1).dtype == widened
         assert pf.mse_loss(h, h).dtype == pf.float32  # on both devices' lists
         assert (h + 1).dtype == lowp  # others keep their inputs' dtype
         assert (h + a[:, :3]).dtype == pf.float32  # and promote
@@ -59,6 +60,9 @@ _CPU_LIST_PROBES = {
     "add": (lambda t: t + 1, lambda t: t + 1),
     "linalg_vector_norm": (pf.linalg.vector_norm, torch.linalg.vector_norm),
     "linalg_matrix_norm": (pf.linalg.matrix_norm, torch.linalg.matrix_norm),
+    "logsumexp": (lambda t: pf.logsumexp(t, 1), lambda t: torch.logsumexp(t, 1)),
+    "addcmul": (lambda t: pf.addcmul(t, t, t, value=0.5), lambda t: torch.addcmul(t, t, t, value=0.5)),
+    "addcdiv": (lambda t: pf.addcdiv(t, t, t), lambda t: torch.addcdiv(t, t, t)),
 }
 
 

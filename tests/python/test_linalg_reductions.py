@@ -94,6 +94,7 @@ def test_logsumexp_is_stable_and_handles_infinities(device, rng):
     p, t = pair(rng, (4, 6), "float32", low=900, high=1000)
     close(pf.logsumexp(p, 1), torch.logsumexp(t, 1), what="large values")
     close(pf.logsumexp(-p, 1), torch.logsumexp(-t, 1), what="large negative values")
+    close(pf.logsumexp(p, None), torch.logsumexp(t, (0, 1)), what="dim None: every dim")
     inf = float("inf")
     v = [[-inf, -inf], [inf, 1.0], [float("nan"), 1.0], [-inf, 2.0]]
     close(pf.logsumexp(pf.tensor(v), 1), torch.logsumexp(torch.tensor(v), 1), what="infinities")

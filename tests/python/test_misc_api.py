@@ -109,10 +109,28 @@ def test_addcmul_addcdiv(name, device, rng):
     close(pf.addcmul(i, i, i, value=2), torch.addcmul(ti, ti, ti, value=2))
     f, tf = both(rng, (3, 4), "float32")
     close(pf.addcdiv(f, i, f.abs() + 1), torch.addcdiv(tf, ti, tf.abs() + 1), rtol=1e-6)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="integer division of tensor1 by tensor2 is not supported"):
         pf.addcdiv(i, i, i)  # integer division (PyTorch refuses it too)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="argument value must not be a floating point number"):
         pf.addcmul(i, i, i, value=0.5)
+    # In place, a result that the tensor's dtype cannot hold is refused, as torch ("can't be cast").
+    with pytest.raises(TypeError, match="cannot be stored"):
+        getattr(i, name + "_")(f, f)
+
+
+@pytest.mark.parametrize("name", ["addcmul", "addcdiv"])
+def test_addcmul_addcdiv_in_place_gradients(name, device, rng):
+    """The in-place forms record their history: gradients reach the written tensor's inputs and the operands."""
+    x, tx = both(rng, (3, 4), grad=True)
+    a, ta = both(rng, (4,), grad=True)
+    b, tb = both(rng, (3, 1), nonzero=True, grad=True)
+    y, ty = x * 2, tx * 2
+    getattr(y, name + "_")(a, b, value=0.5)
+    getattr(ty, name + "_")(ta, tb, value=0.5)
+    close(y, ty, what=name + "_")
+    grads_match([x, a, b], [tx, ta, tb], y, ty, rng)
+    with pytest.raises(pf.AutogradError, match="leaf tensor that requires grad"):
+        getattr(x, name + "_")(a, b)
 
 
 def test_unary_plus(device, rng):

@@ -263,6 +263,14 @@ struct LinalgNormAttrs {
   }
 };
 
+// addcmul and addcdiv: input + value * tensor1 * tensor2 (tensor1 / tensor2),
+// value a number that takes the result's dtype (PyTorch's Scalar).
+struct AddcAttrs {
+  Scalar value = Scalar(int64_t{1});
+  bool operator==(const AddcAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("value", value); }
+};
+
 // copy: non_blocking lets a copy from pinned host memory run without the host
 // waiting or staging (the source must then not change until it has run, as in PyTorch).
 struct CopyAttrs {
@@ -318,7 +326,7 @@ struct RmspropAttrs {
   X(ElementwiseAttrs) X(ClampAttrs) X(ReduceAttrs) X(IndexAttrs) X(SearchAttrs) X(DimAttrs) X(ViewAttrs)        \
   X(ConvAttrs) X(PoolAttrs) X(NormAttrs) X(RandomAttrs) X(LossAttrs) X(CopyAttrs) X(FillAttrs) X(AdamAttrs)     \
   X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs)                  \
-  X(LinalgNormAttrs)
+  X(LinalgNormAttrs) X(AddcAttrs)
 #define PF_ATTRS_ALTERNATIVE(A) , A
 using OpAttrs = std::variant<NoAttrs PF_FOR_EACH_ATTRS(PF_ATTRS_ALTERNATIVE)>;
 #undef PF_ATTRS_ALTERNATIVE
