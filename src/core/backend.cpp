@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
-#include <vector>
 
 namespace pyflame {
 
@@ -72,12 +71,6 @@ DeviceBackend* backend_for(DeviceType type) {
 }
 
 void register_backend(DeviceType type, DeviceBackend* backend) { g_backends[static_cast<int>(type)] = backend; }
-
-void DeviceBackend::copy_between_devices(void* dst, int dst_index, const void* src, int src_index, size_t nbytes) {
-  std::vector<char> staged(nbytes);
-  copy_to_host(staged.data(), src, nbytes, src_index);
-  copy_from_host(dst, staged.data(), nbytes, dst_index);
-}
 
 std::string rocm_unavailable_reason() {
   ensure_rocm_loaded();

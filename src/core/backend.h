@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "pyflame/device.h"
 
@@ -25,7 +26,13 @@ class DeviceBackend {
   virtual void copy_from_host(void* dst, const void* src, size_t nbytes, int index) = 0;
   // Between two of this backend's devices, ordered after the work queued on
   // the source and before its later work. The default goes through the host.
-  virtual void copy_between_devices(void* dst, int dst_index, const void* src, int src_index, size_t nbytes);
+  // (Defined here: a virtual function defined out of line would make the class's typeinfo
+  // one the core library keeps hidden, which the ROCm library could not link to.)
+  virtual void copy_between_devices(void* dst, int dst_index, const void* src, int src_index, size_t nbytes) {
+    std::vector<char> staged(nbytes);
+    copy_to_host(staged.data(), src, nbytes, src_index);
+    copy_from_host(dst, staged.data(), nbytes, dst_index);
+  }
   // Whether device `index` reads device `peer`'s memory directly (peer access).
   virtual bool can_access_peer(int /*index*/, int /*peer*/) const { return false; }
   // Page-locked host memory for pinned CPU tensors (Tensor::pin_memory);
