@@ -1,5 +1,5 @@
 #pragma once
-// The norms of torch.linalg and logsumexp, with PyTorch's names, arguments and
+// The norms of torch.linalg, logsumexp, nansum and nanmean, with PyTorch's names, arguments and
 // semantics: ops of the table with a decomposition (composite ops) into its
 // elementwise ops and reductions, so they run on every device and autograd
 // differentiates them through those ops. Validation is in
@@ -33,5 +33,15 @@ PF_API Tensor linalg_matrix_norm(const Tensor& A, const std::string& ord = "fro"
 // for large values): rows of -inf give -inf, a +inf gives +inf, NaN propagates.
 // Integer and bool inputs give float32. The gradient is softmax(x).
 PF_API Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim = false);
+
+// The sum over `dims` ({} = all) with NaNs counted as zero, as torch.nansum:
+// in `dtype` when given (the input converted first), else sum's dtype (int64
+// for integer and bool inputs).
+PF_API Tensor nansum(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false,
+                     std::optional<DType> dtype = std::nullopt);
+// The mean of the non-NaN elements over `dims` (NaN where there are none), as
+// torch.nanmean: floating inputs only (TypeError), in `dtype` when given.
+PF_API Tensor nanmean(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false,
+                      std::optional<DType> dtype = std::nullopt);
 
 }  // namespace pyflame

@@ -1,6 +1,6 @@
 #pragma once
 // PyTorch's pointwise functions of python/pyflame/_misc_api.py that are ops of
-// the table, with PyTorch's names, arguments and semantics: composite ops (a
+// the table (addcmul, addcdiv, isclose), with PyTorch's names, arguments and semantics: composite ops (a
 // decomposition into the table's elementwise ops), so they run on every device
 // and autograd differentiates them through those ops. Validation is in
 // src/core/misc_ops.cpp.
@@ -23,5 +23,12 @@ PF_API Tensor& addcmul_(Tensor& input, const Tensor& tensor1, const Tensor& tens
                         Scalar value = Scalar(int64_t{1}));
 PF_API Tensor& addcdiv_(Tensor& input, const Tensor& tensor1, const Tensor& tensor2,
                         Scalar value = Scalar(int64_t{1}));
+
+// |input - other| <= atol + rtol * |other| elementwise, broadcast together (a
+// bool tensor), as torch.isclose: equal values (infinities included) are close,
+// NaNs only to each other with equal_nan. input and other must have one dtype
+// (TypeError) and the tolerances be non-negative (ValueError).
+PF_API Tensor isclose(const Tensor& input, const Tensor& other, double rtol = 1e-05, double atol = 1e-08,
+                      bool equal_nan = false);
 
 }  // namespace pyflame

@@ -1,11 +1,12 @@
 """Reductions, products and norms as PyTorch has them, composed of table ops.
 
-all/any/count_nonzero/nansum/nanmean/var_mean/std_mean and the matrix
+all/any/count_nonzero/var_mean/std_mean and the matrix
 products (mm, bmm, mv, dot, outer, addmm & co., einsum, tensordot) are
 compositions of the op table's reductions, elementwise ops, views and
 batch_matmul, so they run on every device and their derivatives come from the
-table's. logsumexp and pf.linalg's vector and matrix norms are composite ops of
-the table (logsumexp, linalg_vector_norm, linalg_matrix_norm); norm,
+table's. logsumexp, nansum, nanmean and pf.linalg's vector and matrix norms
+are composite ops of the table (logsumexp, nansum, nanmean,
+linalg_vector_norm, linalg_matrix_norm); norm,
 linalg.norm and dist choose between the norms. Decompositions (inv, solve,
 svd, ...) have no kernels: pf.linalg raises NotSupportedError for them.
 """
@@ -56,10 +57,6 @@ def _reduce_arg(dims):
     return list(dims) if dims else None
 
 
-def _is_float(t):
-    return t.dtype in (_C.dtype.float16, _C.dtype.bfloat16, _C.dtype.float32, _C.dtype.float64)
-
-
 # ----------------------------------------------------------------- reductions
 
 
@@ -88,26 +85,10 @@ def count_nonzero(input, dim=None):
     return _C.sum(_C.ne(input, 0), _reduce_arg(_dims(dim, input.dim(), "count_nonzero")), False)
 
 
-# An op of the table (include/pyflame/linalg_ops.h); Tensor.logsumexp is bound with it.
+# Ops of the table (include/pyflame/linalg_ops.h); their Tensor methods are bound with them.
 logsumexp = _C.logsumexp
-
-
-def nansum(input, dim=None, keepdim=False, *, dtype=None):
-    """The sum with NaNs counted as zero, as torch.nansum."""
-    x = _C.where(_C.isnan(input), 0, input) if _is_float(input) else input
-    return _C.sum(x, _reduce_arg(_dims(dim, input.dim(), "nansum")), keepdim, dtype=dtype)
-
-
-def nanmean(input, dim=None, keepdim=False, *, dtype=None):
-    """The mean of the non-NaN elements (NaN where there are none), as torch.nanmean (floats only)."""
-    if not _is_float(input):
-        raise _C.InvalidTypeError("nanmean(): expected input to have floating point dtype but got "
-                                  f"{_torch_dtype_name(input.dtype)}")
-    if dtype is not None:
-        input = input.to(dtype)
-    dims = _reduce_arg(_dims(dim, input.dim(), "nanmean"))
-    count = _C.sum(_C.logical_not(_C.isnan(input)), dims, keepdim)
-    return _C.div(nansum(input, dim, keepdim), count.to(input.dtype))
+nansum = _C.nansum
+nanmean = _C.nanmean
 
 
 def _moments_mean(name, moment):
@@ -490,7 +471,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
     return _C.searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
-for _name in ("all", "any", "count_nonzero", "nansum", "nanmean", "norm", "dist", "mm", "bmm", "mv",
+for _name in ("all", "any", "count_nonzero", "norm", "dist", "mm", "bmm", "mv",
               "dot", "vdot", "outer", "ger", "inner", "addmm", "addmv", "addr", "baddbmm", "addbmm"):
     setattr(_C.Tensor, _name, globals()[_name])
 del _name

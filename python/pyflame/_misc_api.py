@@ -1,7 +1,7 @@
-"""PyTorch functions composed of table ops: equal, allclose and isclose, the
+"""PyTorch functions composed of table ops: equal and allclose, the
 index_* family, index_put, masked_select, take, aminmax, diff, unary plus, and
 the random draws normal, bernoulli, multinomial, Tensor.bernoulli_ and
-Tensor.exponential_; addcmul and addcdiv, which are composite ops of the table.
+Tensor.exponential_; addcmul, addcdiv and isclose, which are composite ops of the table.
 
 The random draws compose pf.rand/pf.randn, which draw on the tensor's device
 from one Philox stream: a seed gives the same numbers on the CPU and the GPU.
@@ -58,6 +58,7 @@ def _none_or_all_false(mask):
 # Ops of the table (include/pyflame/misc_ops.h); the Tensor methods and their in-place forms are bound with them.
 addcmul = _C.addcmul
 addcdiv = _C.addcdiv
+isclose = _C.isclose
 
 
 def positive(input):
@@ -69,26 +70,6 @@ def positive(input):
 
 
 # --------------------------------------------------------------- comparisons
-
-
-def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """|input - other| <= atol + rtol * |other| elementwise (bool), as torch.isclose; equal
-    values (infinities included) are close, NaN only with equal_nan."""
-    if input.dtype != other.dtype:
-        raise TypeError(f"isclose: input ({input.dtype}) and other ({other.dtype}) must have the same dtype")
-    if rtol < 0 or atol < 0:
-        raise ValueError(f"isclose: rtol ({rtol}) and atol ({atol}) must be non-negative")
-    close = _C.eq(input, other)
-    if equal_nan and input.dtype.is_floating_point:
-        close = _C.logical_or(close, _C.logical_and(_C.isnan(input), _C.isnan(other)))
-    if rtol == 0 and atol == 0:
-        return close
-    # Bools in float, integers as they are: their difference is compared in float, as PyTorch.
-    a = input.to(_C.dtype.float32) if input.dtype == _C.dtype.bool else input
-    b = other.to(_C.dtype.float32) if other.dtype == _C.dtype.bool else other
-    allowed = _C.add(_C.abs(_C.mul(b, float(rtol))), float(atol))
-    actual = _C.abs(_C.sub(a, b))
-    return _C.logical_or(close, _C.logical_and(_C.isfinite(actual), _C.le(actual, allowed)))
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
@@ -541,7 +522,7 @@ def set_num_threads(n):
 
 
 for _name, _fn in (
-    ("isclose", isclose), ("allclose", allclose), ("equal", equal),
+    ("allclose", allclose), ("equal", equal),
     ("index_add", index_add), ("index_add_", index_add_), ("index_copy", index_copy), ("index_copy_", index_copy_),
     ("index_fill", index_fill), ("index_fill_", index_fill_), ("index_put", _index_put_method),
     ("index_put_", index_put_), ("masked_select", masked_select), ("take", take), ("aminmax", aminmax),

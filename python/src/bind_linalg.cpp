@@ -1,6 +1,6 @@
 // Python bindings of include/pyflame/linalg_ops.h with torch's argument names,
 // order and defaults: pf.linalg.vector_norm, pf.linalg.matrix_norm and
-// pf.logsumexp (and Tensor.logsumexp) are these functions;
+// pf.logsumexp, pf.nansum and pf.nanmean (and their Tensor methods) are these functions;
 // python/pyflame/_linalg.py builds linalg.norm, norm and dist on them.
 
 #include <nanobind/stl/string.h>
@@ -35,6 +35,24 @@ std::vector<int64_t> reduction_dims(nb::handle dim, const char* op) {
            ": dim must be an int or a tuple of ints, got ", py_type_name(dim));
   for (nb::handle d : nb::borrow<nb::sequence>(dim)) dims.push_back(one(d));
   return dims;
+}
+
+using NanReduce = Tensor (*)(const Tensor&, const std::vector<int64_t>&, bool, std::optional<DType>);
+
+// pf.<name>(input, dim=None, keepdim=False, *, dtype=None) and its Tensor method.
+void bind_nan_reduce(nb::module_& m, nb::class_<Tensor>& tensor, const char* name, NanReduce op, const char* doc) {
+  m.def(
+      name,
+      [name, op](const Tensor& input, nb::handle dim, bool keepdim, nb::handle dtype) {
+        return op(input, reduction_dims(dim, name), keepdim, as_opt_dtype(dtype));
+      },
+      "input"_a, "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(), doc);
+  tensor.def(
+      name,
+      [name, op](const Tensor& self, nb::handle dim, bool keepdim, nb::handle dtype) {
+        return op(self, reduction_dims(dim, name), keepdim, as_opt_dtype(dtype));
+      },
+      "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(), doc);
 }
 
 }  // namespace
@@ -79,6 +97,9 @@ void bind_linalg(nb::module_& m, nb::class_<Tensor>& tensor) {
         return pyflame::logsumexp(self, reduction_dims(dim, "logsumexp"), keepdim);
       },
       "dim"_a.none(), "keepdim"_a = false, logsumexp_doc);
+  bind_nan_reduce(m, tensor, "nansum", &pyflame::nansum, "The sum with NaNs counted as zero, as torch.nansum.");
+  bind_nan_reduce(m, tensor, "nanmean", &pyflame::nanmean,
+                  "The mean of the non-NaN elements (NaN where there are none), as torch.nanmean (floats only).");
 }
 
 }  // namespace pyflame::python

@@ -1,6 +1,7 @@
 // Python bindings of include/pyflame/misc_ops.h with torch's argument names,
 // order and defaults: pf.addcmul and pf.addcdiv, and the Tensor methods with
-// their in-place forms (python/pyflame/_misc_api.py exports them).
+// their in-place forms; pf.isclose and Tensor.isclose (python/pyflame/_misc_api.py
+// exports them).
 
 #include <string>
 
@@ -44,6 +45,13 @@ void bind_misc(nb::module_& m, nb::class_<Tensor>& tensor) {
             "input + value * tensor1 * tensor2, as torch.addcmul.");
   bind_addc(m, tensor, "addcdiv", &pyflame::addcdiv, &pyflame::addcdiv_,
             "input + value * tensor1 / tensor2, as torch.addcdiv (which refuses integer division).");
+  const char* isclose_doc =
+      "|input - other| <= atol + rtol * |other| elementwise (bool), as torch.isclose; equal values "
+      "(infinities included) are close, NaN only with equal_nan.";
+  m.def("isclose", &pyflame::isclose, "input"_a, "other"_a, "rtol"_a = 1e-05, "atol"_a = 1e-08,
+        "equal_nan"_a = false, isclose_doc);
+  tensor.def("isclose", &pyflame::isclose, "other"_a, "rtol"_a = 1e-05, "atol"_a = 1e-08, "equal_nan"_a = false,
+             isclose_doc);
 }
 
 }  // namespace pyflame::python

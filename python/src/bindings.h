@@ -10,8 +10,8 @@
 //   bind_autograd.cpp  gradients: Tensor.requires_grad/grad/backward, grad_fn nodes, grad mode
 //   bind_optim.cpp     fused optimizer updates
 //   bind_sort.cpp      sort and nonzero (python/pyflame/_sorting.py builds on them)
-//   bind_linalg.cpp    the norms of torch.linalg and logsumexp (python/pyflame/_linalg.py builds on them)
-//   bind_misc.cpp      addcmul and addcdiv (python/pyflame/_misc_api.py exports them)
+//   bind_linalg.cpp    the norms of torch.linalg, logsumexp, nansum and nanmean (python/pyflame/_linalg.py builds on them)
+//   bind_misc.cpp      addcmul, addcdiv and isclose (python/pyflame/_misc_api.py exports them)
 //   bind_dlpack.cpp    Tensor.__dlpack__/__dlpack_device__ and the import of DLPack capsules
 //   convert.cpp        the argument conversions declared here
 

@@ -1,6 +1,6 @@
-// The op layer of include/pyflame/linalg_ops.h: the norms of torch.linalg and
-// logsumexp as composite ops. Each infer holds every check of its op, with
-// torch's messages (which name the norms as linalg.vector_norm); each
+// The op layer of include/pyflame/linalg_ops.h: the norms of torch.linalg,
+// logsumexp, nansum and nanmean as composite ops. Each infer holds every check
+// of its op, with torch's messages (which name the norms as linalg.vector_norm); each
 // decomposition is the table's elementwise ops and reductions (the vector
 // norm's in float32 for a half-precision input, as PyTorch's).
 
@@ -175,12 +175,58 @@ std::vector<Tensor> logsumexp_composite(const OpCall& call) {
   return {add(s, reshape(shift, s.shape()))};
 }
 
+// ---- nansum, nanmean
+
+// The result's dtype: dtype= where given, else nansum's is sum's (int64 for integer and
+// bool inputs) and nanmean's the input's.
+DType nan_reduce_dtype(const OpCall& call) {
+  const auto& a = call.attr<NanReduceAttrs>();
+  if (a.dtype) return *a.dtype;
+  const DType input = call.inputs[0].dtype();
+  return call.op == ir::OpType::nansum && !is_floating(input) ? DType::Int64 : input;
+}
+
+Inferred infer_nan_reduce(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  PF_CHECK(call.op != ir::OpType::nanmean || is_floating(x.dtype()), TypeError,
+           "nanmean(): expected input to have floating point dtype but got ", torch_type_name(x.dtype()));
+  auto& a = std::get<NanReduceAttrs>(call.attrs);
+  a.dims = normalize_dims(a.dims, x.dim(), call.op);
+  return {current_device(), {InputPlan{}}, {{reduced_shape(x.shape(), a.dims, a.keepdim), nan_reduce_dtype(call)}},
+          {}};
+}
+
+// NaNs replaced by zeros, before any conversion to dtype= (a NaN has no integer value).
+Tensor nan_to_zero(const Tensor& x) {
+  return is_floating(x.dtype()) ? where(isnan(x), Tensor::scalar(Scalar(int64_t{0})), x) : x;
+}
+
+std::vector<Tensor> nansum_composite(const OpCall& call) {
+  const auto& a = call.attr<NanReduceAttrs>();
+  const DType dtype = nan_reduce_dtype(call);
+  const Tensor x = nan_to_zero(call.inputs[0]);
+  return {to(sum(a.dtype ? to(x, dtype) : x, a.dims, a.keepdim), dtype)};
+}
+
+// The sum of the non-NaN elements over their count (0 / 0: NaN where every element is NaN).
+std::vector<Tensor> nanmean_composite(const OpCall& call) {
+  const auto& a = call.attr<NanReduceAttrs>();
+  const DType dtype = nan_reduce_dtype(call);
+  const Tensor x = to(call.inputs[0], dtype);
+  const Tensor count = sum(logical_not(isnan(x)), a.dims, a.keepdim);
+  return {to(div(sum(nan_to_zero(x), a.dims, a.keepdim), to(count, dtype)), dtype)};
+}
+
 PF_REGISTER_INFER(linalg_vector_norm, &infer_linalg_vector_norm);
 PF_REGISTER_INFER(linalg_matrix_norm, &infer_linalg_matrix_norm);
 PF_REGISTER_INFER(logsumexp, &infer_logsumexp);
+PF_REGISTER_INFER(nansum, &infer_nan_reduce);
+PF_REGISTER_INFER(nanmean, &infer_nan_reduce);
 PF_REGISTER_COMPOSITE(linalg_vector_norm, &linalg_vector_norm_composite);
 PF_REGISTER_COMPOSITE(linalg_matrix_norm, &linalg_matrix_norm_composite);
 PF_REGISTER_COMPOSITE(logsumexp, &logsumexp_composite);
+PF_REGISTER_COMPOSITE(nansum, &nansum_composite);
+PF_REGISTER_COMPOSITE(nanmean, &nanmean_composite);
 
 }  // namespace
 
@@ -203,6 +249,14 @@ Tensor linalg_matrix_norm(const Tensor& A, const std::string& ord, const std::ve
 
 Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   return apply_one(ir::OpType::logsumexp, {x}, ReduceAttrs{dims, keepdim});
+}
+
+Tensor nansum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, std::optional<DType> dtype) {
+  return apply_one(ir::OpType::nansum, {x}, NanReduceAttrs{dims, keepdim, dtype});
+}
+
+Tensor nanmean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, std::optional<DType> dtype) {
+  return apply_one(ir::OpType::nanmean, {x}, NanReduceAttrs{dims, keepdim, dtype});
 }
 
 }  // namespace pyflame

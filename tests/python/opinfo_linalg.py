@@ -1,5 +1,6 @@
-"""OpInfos of torch.linalg's norms and of logsumexp (composite ops): linalg_vector_norm, linalg_matrix_norm and
-logsumexp against torch.linalg.vector_norm, matrix_norm and torch.logsumexp, values and gradients.
+"""OpInfos of torch.linalg's norms, logsumexp, nansum and nanmean (composite ops): linalg_vector_norm,
+linalg_matrix_norm, logsumexp, nansum and nanmean against torch.linalg.vector_norm, matrix_norm and
+torch.logsumexp, nansum and nanmean, values and gradients.
 
 linalg.norm, norm and dist, which choose between the norms, the errors and logsumexp's infinities are tested in
 test_linalg_reductions.py."""
@@ -106,8 +107,49 @@ def _logsumexp_samples(rng, dtype, cls):
     return []
 
 
+def _nan_reduce_samples(takes_integers):
+    """Floats with NaNs scattered in (no row of NaNs only: there torch's nanmean gradient is NaN, a
+    case test_linalg_reductions.py covers for values); dtype= to float64, and for nansum integers to
+    float32."""
+    def gen(rng, dtype, cls):
+        def x(shape, layout="contig"):
+            arg = _x(rng, shape, dtype, dict(low=-3, high=3), layout)
+            if dtype in FLOAT_DTYPES and arg.values.ndim >= 2:
+                nans = rng.random(arg.values.shape) < 0.25
+                nans[..., 0] = False
+                arg.values[nans] = math.nan
+            return arg
+
+        if cls == "plain":
+            out = [Sample((x((3, 4, 5)), dim, keepdim)) for dim in (None, 0, -1, (0, 2)) for keepdim in (False, True)]
+            if dtype in FLOAT_DTYPES:
+                out.append(Sample((x((4, 6)), 1), dict(dtype="float64")))
+            elif takes_integers:
+                out.append(Sample((x((4, 6)), 0), dict(dtype="float32")))
+            return out
+        if cls == "noncontig":
+            return [Sample((x((4, 5), "T"), 0)), Sample((x((3, 4), "strided"), 1, True)),
+                    Sample((x((2, 3, 4), "T"), (1, 2)))]
+        if cls == "empty":
+            return [Sample((x((0, 3)), dim)) for dim in (0, 1, (0, 1))]
+        if cls == "size1":
+            return [Sample((x((1, 5, 1)), dim)) for dim in (0, (0, 2), 1)]
+        if cls == "scalar0d":
+            return [Sample((x(()), dim, keepdim)) for dim in (None, 0, -1) for keepdim in (False, True)]
+        return []
+
+    return gen
+
+
+def _with_torch_dtype(fn):
+    """fn with the sample's dtype= (a name, which pf takes too) as torch's."""
+    return lambda *args, **kwargs: fn(*args, **_torch_dtype(kwargs))
+
+
 OP_INFOS = [
     OpInfo("logsumexp", "CUSTOM", ALL_DTYPES, _logsumexp_samples, torch.logsumexp, REDUCE_CLASSES),
+    OpInfo("nansum", "CUSTOM", ALL_DTYPES, _nan_reduce_samples(True), _with_torch_dtype(torch.nansum), REDUCE_CLASSES),
+    OpInfo("nanmean", "CUSTOM", FLOAT_DTYPES, _nan_reduce_samples(False), _with_torch_dtype(torch.nanmean), REDUCE_CLASSES),
 
     OpInfo("linalg_vector_norm", "CUSTOM", FLOAT_DTYPES, _vector_norm_samples, _vector_norm_ref, REDUCE_CLASSES,
            method=False),

@@ -1,11 +1,12 @@
 """OpInfos of the misc area: the trigonometric and hyperbolic functions, sgn,
-lgamma, digamma, fmax/fmin, scatter_reduce, and the composite ops addcmul and
-addcdiv.
+lgamma, digamma, fmax/fmin, scatter_reduce, and the composite ops addcmul,
+addcdiv and isclose.
 
-The compositions around them (isclose, index_add, diff, the random draws, ...)
+The compositions around them (allclose, index_add, diff, the random draws, ...)
 have no op-table entry and are tested in test_misc_api.py, as are addcmul's and
 addcdiv's in-place forms, mixed dtypes and errors."""
 
+import numpy as np
 import torch
 
 from op_registry import (
@@ -106,12 +107,50 @@ def _addc_samples(divides):
     return gen
 
 
+def _isclose_samples(rng, dtype, cls):
+    """(input, other) of few values, moved by one step (1/64, or 1 for integers) here and there, so
+    that equal, close and far elements meet the tolerances; a sample of NaNs and infinities."""
+    def t(shape, layout="contig"):
+        v = make_values(rng, shape, dtype, low=-1, high=1, ilow=-2, ihigh=2, discrete=True)
+        if dtype != "bool":
+            step = 1 / 64 if dtype in FLOAT_DTYPES else 1
+            v = (v + step * rng.integers(-1, 2, size=v.shape)).astype(v.dtype)
+        return Arg(v, layout)
+
+    if dtype in FLOAT_DTYPES:
+        tolerances = ({}, dict(rtol=0.02), dict(atol=0.02), dict(rtol=0, atol=0), dict(atol=0.6, equal_nan=True))
+    else:  # no exact boundary: |input - other| never equals atol + rtol * |other|
+        tolerances = ({}, dict(rtol=0.3), dict(atol=1), dict(rtol=0, atol=0))
+    if cls == "plain":
+        samples = [Sample((t((4, 6)), t((4, 6))), kw) for kw in tolerances] + [Sample((t((2, 3, 4)), t((2, 3, 4))))]
+        if dtype in FLOAT_DTYPES:
+            inf, nan = float("inf"), float("nan")
+            special = (Arg(np.array([1, nan, inf, -inf, inf, nan], dtype=np.float64)),
+                       Arg(np.array([1, nan, inf, inf, 1e4, 1], dtype=np.float64)))
+            samples += [Sample(special, dict(equal_nan=e)) for e in (False, True)]
+        return samples
+    if cls == "broadcast":
+        return [Sample((t((3, 1, 5)), t((4, 5))), tolerances[1]), Sample((t((5,)), t((2, 3, 5))), tolerances[2]),
+                Sample((t((2, 1)), t((1, 3))))]
+    if cls == "noncontig":
+        return [Sample((t((4, 5), "T"), t((4, 5), "strided")), tolerances[1]),
+                Sample((t((3, 4), "strided"), t((3, 4), "T")))]
+    if cls == "empty":
+        return [Sample((t((0, 3)), t((0, 3)))), Sample((t((2, 0)), t((1, 0))), tolerances[2])]
+    if cls == "size1":
+        return [Sample((t((1, 5, 1)), t((1, 1, 1))), tolerances[1])]
+    if cls == "scalar0d":
+        return [Sample((t(()), t(())), kw) for kw in tolerances] + [Sample((t(()), t((3,))))]
+    return []
+
+
 _ADDC_CLASSES = ("plain", "broadcast", "noncontig", "empty", "size1", "scalar0d")
 
 OP_INFOS = [
     OpInfo("addcmul", "CUSTOM", NONBOOL_DTYPES, _addc_samples(False), torch.addcmul, _ADDC_CLASSES),
     # Integer tensor1 and tensor2 are refused (integer division), as torch.
     OpInfo("addcdiv", "CUSTOM", FLOAT_DTYPES, _addc_samples(True), torch.addcdiv, _ADDC_CLASSES),
+    OpInfo("isclose", "CUSTOM", ALL_DTYPES, _isclose_samples, torch.isclose, _ADDC_CLASSES),
 
     *[OpInfo(n, "UNARY_FLOAT", ALL_DTYPES, _unary_samples(dom), _float_unary(getattr(torch, n)), UNARY_CLASSES)
       for n, dom in _UNARY_FLOAT],

@@ -63,6 +63,8 @@ _CPU_LIST_PROBES = {
     "logsumexp": (lambda t: pf.logsumexp(t, 1), lambda t: torch.logsumexp(t, 1)),
     "addcmul": (lambda t: pf.addcmul(t, t, t, value=0.5), lambda t: torch.addcmul(t, t, t, value=0.5)),
     "addcdiv": (lambda t: pf.addcdiv(t, t, t), lambda t: torch.addcdiv(t, t, t)),
+    "nansum": (lambda t: pf.nansum(t, 1), lambda t: torch.nansum(t, 1)),
+    "nanmean": (lambda t: pf.nanmean(t, 1), lambda t: torch.nanmean(t, 1)),
 }
 
 

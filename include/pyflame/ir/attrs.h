@@ -263,12 +263,32 @@ struct LinalgNormAttrs {
   }
 };
 
+// nansum and nanmean: the dims (empty: all), keepdim, and the dtype the input
+// is converted to first, which the result has (PyTorch's dtype=).
+struct NanReduceAttrs {
+  std::vector<int64_t> dims;
+  bool keepdim = false;
+  std::optional<DType> dtype;
+  bool operator==(const NanReduceAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("dims", dims), v("keepdim", keepdim), v("dtype", dtype); }
+};
+
 // addcmul and addcdiv: input + value * tensor1 * tensor2 (tensor1 / tensor2),
 // value a number that takes the result's dtype (PyTorch's Scalar).
 struct AddcAttrs {
   Scalar value = Scalar(int64_t{1});
   bool operator==(const AddcAttrs&) const = default;
   template <class V> void fields(V&& v) const { v("value", value); }
+};
+
+// isclose: |input - other| <= atol + rtol * |other|, NaNs close to each other
+// only with equal_nan (PyTorch's arguments).
+struct IscloseAttrs {
+  double rtol = 1e-05;
+  double atol = 1e-08;
+  bool equal_nan = false;
+  bool operator==(const IscloseAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("rtol", rtol), v("atol", atol), v("equal_nan", equal_nan); }
 };
 
 // copy: non_blocking lets a copy from pinned host memory run without the host
@@ -326,7 +346,7 @@ struct RmspropAttrs {
   X(ElementwiseAttrs) X(ClampAttrs) X(ReduceAttrs) X(IndexAttrs) X(SearchAttrs) X(DimAttrs) X(ViewAttrs)        \
   X(ConvAttrs) X(PoolAttrs) X(NormAttrs) X(RandomAttrs) X(LossAttrs) X(CopyAttrs) X(FillAttrs) X(AdamAttrs)     \
   X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs)                  \
-  X(LinalgNormAttrs) X(AddcAttrs)
+  X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs)
 #define PF_ATTRS_ALTERNATIVE(A) , A
 using OpAttrs = std::variant<NoAttrs PF_FOR_EACH_ATTRS(PF_ATTRS_ALTERNATIVE)>;
 #undef PF_ATTRS_ALTERNATIVE
