@@ -105,6 +105,9 @@ std::vector<Tensor> linalg_vector_norm_composite(const OpCall& call) {
   return {vector_norm_of(x, call.attr<LinalgNormAttrs>())};
 }
 
+PF_REGISTER_INFER(linalg_vector_norm, &infer_linalg_vector_norm);
+PF_REGISTER_COMPOSITE(linalg_vector_norm, &linalg_vector_norm_composite);
+
 // ---- linalg_matrix_norm
 
 Inferred infer_linalg_matrix_norm(OpCall& call) {
@@ -149,6 +152,9 @@ std::vector<Tensor> linalg_matrix_norm_composite(const OpCall& call) {
   return {a.keepdim ? out : squeeze(out, a.dims)};
 }
 
+PF_REGISTER_INFER(linalg_matrix_norm, &infer_linalg_matrix_norm);
+PF_REGISTER_COMPOSITE(linalg_matrix_norm, &linalg_matrix_norm_composite);
+
 // ---- logsumexp
 
 // Integer and bool inputs compute in the default float dtype, as PyTorch's.
@@ -174,6 +180,9 @@ std::vector<Tensor> logsumexp_composite(const OpCall& call) {
   const Tensor s = log(sum(exp(sub(x, shift)), a.dims, a.keepdim));
   return {add(s, reshape(shift, s.shape()))};
 }
+
+PF_REGISTER_INFER(logsumexp, &infer_logsumexp);
+PF_REGISTER_COMPOSITE(logsumexp, &logsumexp_composite);
 
 // ---- nansum, nanmean
 
@@ -217,14 +226,8 @@ std::vector<Tensor> nanmean_composite(const OpCall& call) {
   return {to(div(sum(nan_to_zero(x), a.dims, a.keepdim), to(count, dtype)), dtype)};
 }
 
-PF_REGISTER_INFER(linalg_vector_norm, &infer_linalg_vector_norm);
-PF_REGISTER_INFER(linalg_matrix_norm, &infer_linalg_matrix_norm);
-PF_REGISTER_INFER(logsumexp, &infer_logsumexp);
 PF_REGISTER_INFER(nansum, &infer_nan_reduce);
 PF_REGISTER_INFER(nanmean, &infer_nan_reduce);
-PF_REGISTER_COMPOSITE(linalg_vector_norm, &linalg_vector_norm_composite);
-PF_REGISTER_COMPOSITE(linalg_matrix_norm, &linalg_matrix_norm_composite);
-PF_REGISTER_COMPOSITE(logsumexp, &logsumexp_composite);
 PF_REGISTER_COMPOSITE(nansum, &nansum_composite);
 PF_REGISTER_COMPOSITE(nanmean, &nanmean_composite);
 

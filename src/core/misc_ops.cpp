@@ -44,6 +44,11 @@ std::vector<Tensor> addc_composite(const OpCall& call) {
   return {to(add(input, term), dtype)};
 }
 
+PF_REGISTER_INFER(addcmul, &infer_addc);
+PF_REGISTER_INFER(addcdiv, &infer_addc);
+PF_REGISTER_COMPOSITE(addcmul, &addc_composite);
+PF_REGISTER_COMPOSITE(addcdiv, &addc_composite);
+
 // A number as Python's repr prints it (1e-05, -1.0), as the messages always gave it.
 std::string python_float_text(double v) {
   char text[32];
@@ -82,10 +87,6 @@ std::vector<Tensor> isclose_composite(const OpCall& call) {
   return {logical_or(close, logical_and(isfinite(actual), le(actual, allowed)))};
 }
 
-PF_REGISTER_INFER(addcmul, &infer_addc);
-PF_REGISTER_INFER(addcdiv, &infer_addc);
-PF_REGISTER_COMPOSITE(addcmul, &addc_composite);
-PF_REGISTER_COMPOSITE(addcdiv, &addc_composite);
 PF_REGISTER_INFER(isclose, &infer_isclose);
 PF_REGISTER_COMPOSITE(isclose, &isclose_composite);
 
