@@ -114,9 +114,10 @@ def _nan_reduce_samples(takes_integers):
     def gen(rng, dtype, cls):
         def x(shape, layout="contig"):
             arg = _x(rng, shape, dtype, dict(low=-3, high=3), layout)
-            if dtype in FLOAT_DTYPES and arg.values.ndim >= 2:
+            if dtype in FLOAT_DTYPES and arg.values.ndim >= 2 and arg.values.size:
                 nans = rng.random(arg.values.shape) < 0.25
-                nans[..., 0] = False
+                for axis in range(nans.ndim):  # every slice over any dims holds an element with a 0 index
+                    nans[(slice(None),) * axis + (0,)] = False
                 arg.values[nans] = math.nan
             return arg
 
