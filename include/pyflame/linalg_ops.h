@@ -1,5 +1,5 @@
 #pragma once
-// The norms of torch.linalg, logsumexp, nansum and nanmean, with PyTorch's names, arguments and
+// The norms of torch.linalg, logsumexp, nansum, nanmean and addmm & co., with PyTorch's names, arguments and
 // semantics: ops of the table with a decomposition (composite ops) into its
 // elementwise ops and reductions, so they run on every device and autograd
 // differentiates them through those ops. Validation is in
@@ -43,5 +43,22 @@ PF_API Tensor nansum(const Tensor& x, const std::vector<int64_t>& dims = {}, boo
 // torch.nanmean: floating inputs only (TypeError), in `dtype` when given.
 PF_API Tensor nanmean(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false,
                       std::optional<DType> dtype = std::nullopt);
+
+// beta * input + alpha * a product, input broadcast to the product's shape, as
+// PyTorch's: mat1 @ mat2 (addmm), mat @ vec (addmv), the outer product of vec1
+// and vec2 (addr), batch1[i] @ batch2[i] (baddbmm) or their sum over i (addbmm).
+// beta 0 ignores the input's values (NaN included). addr promotes its operands
+// (and rejects floating beta/alpha for integer ones); the others take operands of one
+// dtype, integer ones with beta and alpha truncated to integers (PyTorch's behaviour).
+PF_API Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, Scalar beta = Scalar(int64_t{1}),
+                    Scalar alpha = Scalar(int64_t{1}));
+PF_API Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta = Scalar(int64_t{1}),
+                    Scalar alpha = Scalar(int64_t{1}));
+PF_API Tensor addr(const Tensor& input, const Tensor& vec1, const Tensor& vec2, Scalar beta = Scalar(int64_t{1}),
+                   Scalar alpha = Scalar(int64_t{1}));
+PF_API Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2,
+                      Scalar beta = Scalar(int64_t{1}), Scalar alpha = Scalar(int64_t{1}));
+PF_API Tensor addbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2,
+                     Scalar beta = Scalar(int64_t{1}), Scalar alpha = Scalar(int64_t{1}));
 
 }  // namespace pyflame

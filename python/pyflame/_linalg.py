@@ -1,12 +1,12 @@
 """Reductions, products and norms as PyTorch has them, composed of table ops.
 
 all/any/count_nonzero/var_mean/std_mean and the matrix
-products (mm, bmm, mv, dot, outer, addmm & co., einsum, tensordot) are
+products (mm, bmm, mv, dot, outer, einsum, tensordot) are
 compositions of the op table's reductions, elementwise ops, views and
 batch_matmul, so they run on every device and their derivatives come from the
-table's. logsumexp, nansum, nanmean and pf.linalg's vector and matrix norms
-are composite ops of the table (logsumexp, nansum, nanmean,
-linalg_vector_norm, linalg_matrix_norm); norm,
+table's. logsumexp, nansum, nanmean, addmm & co. and pf.linalg's vector and
+matrix norms are composite ops of the table (logsumexp, nansum, nanmean,
+addmm, addmv, addr, baddbmm, addbmm, linalg_vector_norm, linalg_matrix_norm); norm,
 linalg.norm and dist choose between the norms. Decompositions (inv, solve,
 svd, ...) have no kernels: pf.linalg raises NotSupportedError for them.
 """
@@ -159,22 +159,6 @@ def _same_dtype(a, b, message):
                                         _torch_dtype_name(a.dtype), _torch_dtype_name(b.dtype)))
 
 
-def _scaled(t, s):
-    return t if s == 1 else _C.mul(t, s)
-
-
-def _add_scaled(input, beta, product, alpha):
-    """beta * input + alpha * product, input broadcast to the product's shape; beta = 0 ignores input's
-    values (NaN included), as PyTorch's add* functions."""
-    product = _scaled(product, alpha)
-    try:
-        input = input.expand(*product.shape)
-    except ValueError:
-        raise _C.InvalidArgumentError(f"The input of shape {list(input.shape)} cannot be broadcast to the product's "
-                                      f"shape {list(product.shape)}") from None
-    return product if beta == 0 else _C.add(_scaled(input, beta), product)
-
-
 def mm(input, mat2):
     """The matrix product of two 2-D tensors of one dtype, as torch.mm."""
     if input.dim() != 2:
@@ -256,35 +240,8 @@ def inner(input, other):
     return tensordot(input, other, ([input.dim() - 1], [other.dim() - 1]))
 
 
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape, as torch.addmm."""
-    return _add_scaled(input, beta, mm(mat1, mat2), alpha)
-
-
-def addmv(input, mat, vec, *, beta=1, alpha=1):
-    """beta * input + alpha * (mat @ vec), as torch.addmv."""
-    return _add_scaled(input, beta, mv(mat, vec), alpha)
-
-
-def addr(input, vec1, vec2, *, beta=1, alpha=1):
-    """beta * input + alpha * outer(vec1, vec2), as torch.addr."""
-    return _add_scaled(input, beta, outer(vec1, vec2), alpha)
-
-
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
-    """beta * input + alpha * bmm(batch1, batch2), as torch.baddbmm."""
-    return _add_scaled(input, beta, bmm(batch1, batch2), alpha)
-
-
-def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
-    """beta * input + alpha * (the sum over the batch of batch1[i] @ batch2[i]), as torch.addbmm."""
-    _check_bmm(batch1, batch2)
-    b, n, m = batch1.shape
-    p = batch2.shape[2]
-    # One product: the batch joins the contracted dim, (n, b*m) @ (b*m, p).
-    left = batch1.permute(1, 0, 2).reshape([n, b * m])
-    right = batch2.reshape([b * m, p])
-    return _add_scaled(input, beta, _C.matmul(left, right), alpha)
+# beta * input + alpha * a product: composite ops of the table (bound with their Tensor methods).
+addmm, addmv, addr, baddbmm, addbmm = _C.addmm, _C.addmv, _C.addr, _C.baddbmm, _C.addbmm
 
 
 def tensordot(a, b, dims=2):
@@ -471,8 +428,8 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
     return _C.searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
-for _name in ("all", "any", "count_nonzero", "norm", "dist", "mm", "bmm", "mv",
-              "dot", "vdot", "outer", "ger", "inner", "addmm", "addmv", "addr", "baddbmm", "addbmm"):
+for _name in ("all", "any", "count_nonzero", "norm", "dist", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger",
+              "inner"):
     setattr(_C.Tensor, _name, globals()[_name])
 del _name
 

@@ -1,6 +1,7 @@
 // Python bindings of include/pyflame/linalg_ops.h with torch's argument names,
 // order and defaults: pf.linalg.vector_norm, pf.linalg.matrix_norm and
-// pf.logsumexp, pf.nansum and pf.nanmean (and their Tensor methods) are these functions;
+// pf.logsumexp, pf.nansum, pf.nanmean, pf.addmm, addmv, addr, baddbmm and addbmm
+// (and their Tensor methods) are these functions;
 // python/pyflame/_linalg.py builds linalg.norm, norm and dist on them.
 
 #include <nanobind/stl/string.h>
@@ -55,9 +56,38 @@ void bind_nan_reduce(nb::module_& m, nb::class_<Tensor>& tensor, const char* nam
       "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(), doc);
 }
 
+using AddProduct = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, Scalar, Scalar);
+
+// pf.<name>(input, first, second, *, beta=1, alpha=1) and its Tensor method.
+void bind_add_product(nb::module_& m, nb::class_<Tensor>& tensor, const char* name, AddProduct op, const char* first,
+                      const char* second, const char* doc) {
+  m.def(
+      name,
+      [op](const Tensor& input, const Tensor& a, const Tensor& b, nb::handle beta, nb::handle alpha) {
+        return op(input, a, b, as_scalar(beta, "beta"), as_scalar(alpha, "alpha"));
+      },
+      "input"_a, nb::arg(first), nb::arg(second), nb::kw_only(), "beta"_a = 1, "alpha"_a = 1, doc);
+  tensor.def(
+      name,
+      [op](const Tensor& self, const Tensor& a, const Tensor& b, nb::handle beta, nb::handle alpha) {
+        return op(self, a, b, as_scalar(beta, "beta"), as_scalar(alpha, "alpha"));
+      },
+      nb::arg(first), nb::arg(second), nb::kw_only(), "beta"_a = 1, "alpha"_a = 1, doc);
+}
+
 }  // namespace
 
 void bind_linalg(nb::module_& m, nb::class_<Tensor>& tensor) {
+  bind_add_product(m, tensor, "addmm", &pyflame::addmm, "mat1", "mat2",
+                   "beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape, as torch.addmm.");
+  bind_add_product(m, tensor, "addmv", &pyflame::addmv, "mat", "vec",
+                   "beta * input + alpha * (mat @ vec), as torch.addmv.");
+  bind_add_product(m, tensor, "addr", &pyflame::addr, "vec1", "vec2",
+                   "beta * input + alpha * outer(vec1, vec2), as torch.addr.");
+  bind_add_product(m, tensor, "baddbmm", &pyflame::baddbmm, "batch1", "batch2",
+                   "beta * input + alpha * bmm(batch1, batch2), as torch.baddbmm.");
+  bind_add_product(m, tensor, "addbmm", &pyflame::addbmm, "batch1", "batch2",
+                   "beta * input + alpha * (the sum over the batch of batch1[i] @ batch2[i]), as torch.addbmm.");
   m.def(
       "linalg_vector_norm",
       [](const Tensor& x, nb::handle ord, nb::handle dim, bool keepdim, nb::handle dtype) {

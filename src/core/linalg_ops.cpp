@@ -1,5 +1,5 @@
 // The op layer of include/pyflame/linalg_ops.h: the norms of torch.linalg,
-// logsumexp, nansum and nanmean as composite ops. Each infer holds every check
+// logsumexp, nansum, nanmean and the add-product family (addmm & co.) as composite ops. Each infer holds every check
 // of its op, with torch's messages (which name the norms as linalg.vector_norm); each
 // decomposition is the table's elementwise ops and reductions (the vector
 // norm's in float32 for a half-precision input, as PyTorch's).
@@ -231,6 +231,121 @@ PF_REGISTER_INFER(nanmean, &infer_nan_reduce);
 PF_REGISTER_COMPOSITE(nansum, &nansum_composite);
 PF_REGISTER_COMPOSITE(nanmean, &nanmean_composite);
 
+// ---- addmm, addmv, addr, baddbmm, addbmm
+
+// "2x3", as PyTorch's product messages print a shape.
+std::string shape_text(const Shape& shape) {
+  std::string text;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (d) text += 'x';
+    text += std::to_string(shape[d]);
+  }
+  return text;
+}
+
+// The product's shape, after the checks of its operands' ranks and sizes.
+Shape product_shape(ir::OpType op, const Tensor& a, const Tensor& b) {
+  const char* name = op_name(op);
+  switch (op) {
+    case ir::OpType::addmm:
+      PF_CHECK(a.dim() == 2, ValueError, "mat1 must be a matrix, got ", a.dim(), "-D tensor");
+      PF_CHECK(b.dim() == 2, ValueError, "mat2 must be a matrix, got ", b.dim(), "-D tensor");
+      PF_CHECK(a.shape()[1] == b.shape()[0], ValueError, "mat1 and mat2 shapes cannot be multiplied (",
+               shape_text(a.shape()), " and ", shape_text(b.shape()), ")");
+      return {a.shape()[0], b.shape()[1]};
+    case ir::OpType::addmv:
+      PF_CHECK(a.dim() == 2 && b.dim() == 1, ValueError, "vector + matrix @ vector expected, got ", a.dim(),
+               "-D matrix and ", b.dim(), "-D vector");
+      PF_CHECK(a.shape()[1] == b.shape()[0], ValueError, "addmv: size mismatch, mat (", shape_text(a.shape()),
+               "), vec (", b.shape()[0], ")");
+      return {a.shape()[0]};
+    case ir::OpType::addr:
+      PF_CHECK(a.dim() == 1, ValueError, "addr: Expected 1-D argument vec1, but got ", a.dim(), "-D");
+      PF_CHECK(b.dim() == 1, ValueError, "addr: Expected 1-D argument vec2, but got ", b.dim(), "-D");
+      return {a.shape()[0], b.shape()[0]};
+    default:  // baddbmm, addbmm
+      PF_CHECK(a.dim() == 3, ValueError, name, ": batch1 must be a 3D tensor, got shape ", a.shape());
+      PF_CHECK(b.dim() == 3, ValueError, name, ": batch2 must be a 3D tensor, got shape ", b.shape());
+      PF_CHECK(a.shape()[0] == b.shape()[0] && a.shape()[2] == b.shape()[1], ValueError,
+               "Expected size for first two dimensions of batch2 tensor to be: [", a.shape()[0], ", ",
+               a.shape()[2], "] but got: [", b.shape()[0], ", ", b.shape()[1], "].");
+      if (op == ir::OpType::addbmm) return {a.shape()[1], b.shape()[2]};
+      return {a.shape()[0], a.shape()[1], b.shape()[2]};
+  }
+}
+
+// addr promotes its operands, as PyTorch's; the others take one dtype.
+DType add_product_dtype(const OpCall& call) {
+  return call.op == ir::OpType::addr ? result_type(call.inputs) : call.inputs[1].dtype();
+}
+
+Inferred infer_add_product(OpCall& call) {
+  const char* name = op_name(call.op);
+  const Tensor &input = call.inputs[0], &a = call.inputs[1], &b = call.inputs[2];
+  const Shape shape = product_shape(call.op, a, b);
+  const DType dtype = add_product_dtype(call);
+  if (call.op == ir::OpType::addr) {
+    const AddProductAttrs& attrs = call.attr<AddProductAttrs>();
+    for (const auto& [arg, value] : {std::pair{"beta", attrs.beta}, std::pair{"alpha", attrs.alpha}})
+      PF_CHECK(is_floating(dtype) || value.kind != Scalar::Kind::Float, TypeError,
+               "For integral input tensors, argument ", arg, " must not be a floating point number.");
+  } else {
+    PF_CHECK(input.dtype() == dtype && b.dtype() == dtype, TypeError, name,
+             ": input tensors must have the same dtype, but got ", torch_type_name(input.dtype()), ", ",
+             torch_type_name(dtype), " and ", torch_type_name(b.dtype()));
+    PF_CHECK(dtype != DType::Bool, TypeError, name, ": not supported for bool tensors");
+  }
+  PF_CHECK(broadcast_shapes(input.shape(), shape, name) == shape, ValueError, "The input of shape ",
+           input.shape(), " cannot be broadcast to the product's shape ", shape);
+  return {current_device(), {InputPlan{}, InputPlan{}, InputPlan{}}, {{shape, dtype}}, {}};
+}
+
+// t * s where s is not 1; integer tensors take s truncated to an integer, as PyTorch's.
+Tensor scaled(const Tensor& t, Scalar s) {
+  if (!is_floating(t.dtype()) && s.kind == Scalar::Kind::Float) s = Scalar(s.i);
+  return s.f == 1 ? t : mul(t, s);
+}
+
+std::vector<Tensor> add_product_composite(const OpCall& call) {
+  const DType dtype = add_product_dtype(call);
+  const Tensor &a = call.inputs[1], &b = call.inputs[2];
+  Tensor product;
+  switch (call.op) {
+    case ir::OpType::addr:
+      product = mul(reshape(to(a, dtype), {-1, 1}), reshape(to(b, dtype), {1, -1}));
+      break;
+    case ir::OpType::baddbmm:
+      product = batch_matmul(a, b);
+      break;
+    case ir::OpType::addbmm: {
+      // One product: the batch joins the contracted dim, (n, batch * m) @ (batch * m, p).
+      const int64_t batch = a.shape()[0], n = a.shape()[1], m = a.shape()[2];
+      product = matmul(reshape(permute(a, {1, 0, 2}), {n, batch * m}), reshape(b, {batch * m, b.shape()[2]}));
+      break;
+    }
+    default:  // addmm, addmv
+      product = matmul(a, b);
+  }
+  const AddProductAttrs& attrs = call.attr<AddProductAttrs>();
+  product = scaled(product, attrs.alpha);
+  const Tensor input = to(call.inputs[0], dtype);
+  // beta 0 ignores the input's values, NaN included, as PyTorch's; the input still
+  // takes part (a where that never picks it), so its gradient is zeros as there.
+  if (attrs.beta.f == 0) return {where(Tensor::scalar(Scalar(false)), input, product)};
+  return {add(scaled(input, attrs.beta), product)};
+}
+
+PF_REGISTER_INFER(addmm, &infer_add_product);
+PF_REGISTER_INFER(addmv, &infer_add_product);
+PF_REGISTER_INFER(addr, &infer_add_product);
+PF_REGISTER_INFER(baddbmm, &infer_add_product);
+PF_REGISTER_INFER(addbmm, &infer_add_product);
+PF_REGISTER_COMPOSITE(addmm, &add_product_composite);
+PF_REGISTER_COMPOSITE(addmv, &add_product_composite);
+PF_REGISTER_COMPOSITE(addr, &add_product_composite);
+PF_REGISTER_COMPOSITE(baddbmm, &add_product_composite);
+PF_REGISTER_COMPOSITE(addbmm, &add_product_composite);
+
 }  // namespace
 
 Tensor linalg_vector_norm(const Tensor& x, double ord, const std::vector<int64_t>& dims, bool keepdim,
@@ -260,6 +375,26 @@ Tensor nansum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, s
 
 Tensor nanmean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, std::optional<DType> dtype) {
   return apply_one(ir::OpType::nanmean, {x}, NanReduceAttrs{dims, keepdim, dtype});
+}
+
+Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, Scalar beta, Scalar alpha) {
+  return apply_one(ir::OpType::addmm, {input, mat1, mat2}, AddProductAttrs{beta, alpha});
+}
+
+Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta, Scalar alpha) {
+  return apply_one(ir::OpType::addmv, {input, mat, vec}, AddProductAttrs{beta, alpha});
+}
+
+Tensor addr(const Tensor& input, const Tensor& vec1, const Tensor& vec2, Scalar beta, Scalar alpha) {
+  return apply_one(ir::OpType::addr, {input, vec1, vec2}, AddProductAttrs{beta, alpha});
+}
+
+Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, Scalar beta, Scalar alpha) {
+  return apply_one(ir::OpType::baddbmm, {input, batch1, batch2}, AddProductAttrs{beta, alpha});
+}
+
+Tensor addbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, Scalar beta, Scalar alpha) {
+  return apply_one(ir::OpType::addbmm, {input, batch1, batch2}, AddProductAttrs{beta, alpha});
 }
 
 }  // namespace pyflame

@@ -1,6 +1,6 @@
-"""OpInfos of torch.linalg's norms, logsumexp, nansum and nanmean (composite ops): linalg_vector_norm,
-linalg_matrix_norm, logsumexp, nansum and nanmean against torch.linalg.vector_norm, matrix_norm and
-torch.logsumexp, nansum and nanmean, values and gradients.
+"""OpInfos of torch.linalg's norms, logsumexp, nansum, nanmean and addmm & co. (composite ops):
+linalg_vector_norm, linalg_matrix_norm, logsumexp, nansum, nanmean, addmm, addmv, addr, baddbmm and addbmm
+against torch's, values and gradients.
 
 linalg.norm, norm and dist, which choose between the norms, the errors and logsumexp's infinities are tested in
 test_linalg_reductions.py."""
@@ -9,7 +9,8 @@ import math
 
 import torch
 
-from op_registry import ALL_DTYPES, FLOAT_DTYPES, REDUCE_CLASSES, TORCH_DTYPE, OpInfo, Sample, _x
+from op_registry import (ALL_DTYPES, FLOAT_DTYPES, MATMUL_CLASSES, NONBOOL_DTYPES, REDUCE_CLASSES, TORCH_DTYPE,
+                         OpInfo, Sample, _x)
 
 # Away from 0, where the gradients of |x|^p with p < 1 and of the negative ords grow without bound.
 _DOM = dict(low=-2, high=2, nonzero=True)
@@ -147,6 +148,51 @@ def _with_torch_dtype(fn):
     return lambda *args, **kwargs: fn(*args, **_torch_dtype(kwargs))
 
 
+# (input, first, second) shapes of the add-product ops by shape class: the input as the product's shape
+# first, then broadcast to it.
+_ADD_PRODUCT_SHAPES = {
+    "addmm": {"plain": [((3, 5), (3, 4), (4, 5))], "broadcast": [((5,), (3, 4), (4, 5)), ((), (3, 4), (4, 5)),
+                                                                   ((3, 1), (3, 4), (4, 5))],
+              "empty": [((0, 5), (0, 4), (4, 5)), ((3, 5), (3, 0), (0, 5))], "size1": [((1, 1), (1, 1), (1, 1))]},
+    "addmv": {"plain": [((3,), (3, 4), (4,))], "broadcast": [((), (3, 4), (4,)), ((1,), (3, 4), (4,))],
+              "empty": [((0,), (0, 4), (4,)), ((3,), (3, 0), (0,))], "size1": [((1,), (1, 1), (1,))]},
+    "addr": {"plain": [((3, 5), (3,), (5,))], "broadcast": [((5,), (3,), (5,)), ((3, 1), (3,), (5,))],
+             "empty": [((0, 5), (0,), (5,))], "size1": [((1, 1), (1,), (1,))]},
+    "baddbmm": {"plain": [((2, 3, 5), (2, 3, 4), (2, 4, 5))],
+                "broadcast": [((3, 5), (2, 3, 4), (2, 4, 5)), ((1, 1, 5), (2, 3, 4), (2, 4, 5))],
+                "empty": [((0, 3, 5), (0, 3, 4), (0, 4, 5)), ((2, 3, 5), (2, 3, 0), (2, 0, 5))],
+                "size1": [((1, 1, 1), (1, 1, 1), (1, 1, 1))]},
+    "addbmm": {"plain": [((3, 5), (2, 3, 4), (2, 4, 5))], "broadcast": [((5,), (2, 3, 4), (2, 4, 5))],
+               "empty": [((3, 5), (0, 3, 4), (0, 4, 5)), ((3, 5), (2, 3, 0), (2, 0, 5))],
+               "size1": [((1, 1), (1, 1, 1), (1, 1, 1))]},
+}
+
+
+def _add_product_samples(name):
+    """beta and alpha as torch takes them: numbers of the operands' kind (addr refuses floats for integers; the
+    others truncate them, as torch), 0 for beta (the input ignored); small values keep int8 products in range."""
+    def gen(rng, dtype, cls):
+        def x(shape, layout="contig"):
+            return _x(rng, shape, dtype, dict(low=-1, high=1, ilow=0, ihigh=3), layout)
+
+        if dtype in FLOAT_DTYPES:
+            scalars = ({}, dict(beta=0.5, alpha=-1.5), dict(beta=0))
+        else:
+            scalars = ({}, dict(beta=2, alpha=3), dict(beta=0)) + (() if name == "addr" else (dict(beta=1.5, alpha=2.7),))
+        shapes = _ADD_PRODUCT_SHAPES[name]
+        if cls == "plain":
+            return [Sample(tuple(x(s) for s in shapes["plain"][0]), kw) for kw in scalars]
+        if cls == "noncontig":
+            layouts = ("T" if len(shape) >= 2 else "strided" for shape in shapes["plain"][0])
+            return [Sample(tuple(x(s, layout) for s, layout in zip(shapes["plain"][0], layouts)), scalars[1])]
+        return [Sample(tuple(x(s) for s in args), scalars[i % len(scalars)])
+                for i, args in enumerate(shapes.get(cls, []))]
+
+    return gen
+
+
+_ADD_PRODUCT_TOL = {"float16": (2e-3, 4e-3), "bfloat16": (1.6e-2, 3e-2)}
+
 OP_INFOS = [
     OpInfo("logsumexp", "CUSTOM", ALL_DTYPES, _logsumexp_samples, torch.logsumexp, REDUCE_CLASSES),
     OpInfo("nansum", "CUSTOM", ALL_DTYPES, _nan_reduce_samples(True), _with_torch_dtype(torch.nansum), REDUCE_CLASSES),
@@ -156,4 +202,5 @@ OP_INFOS = [
            method=False),
     OpInfo("linalg_matrix_norm", "CUSTOM", FLOAT_DTYPES, _matrix_norm_samples, _matrix_norm_ref,
            ("plain", "noncontig", "empty", "size1"), method=False),
-]
+] + [OpInfo(name, "CUSTOM", NONBOOL_DTYPES, _add_product_samples(name), getattr(torch, name), MATMUL_CLASSES,
+            tol=_ADD_PRODUCT_TOL) for name in _ADD_PRODUCT_SHAPES]

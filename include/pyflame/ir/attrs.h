@@ -281,6 +281,15 @@ struct AddcAttrs {
   template <class V> void fields(V&& v) const { v("value", value); }
 };
 
+// addmm, addmv, addr, baddbmm and addbmm: beta * input + alpha * the product,
+// beta and alpha numbers as PyTorch's Scalars.
+struct AddProductAttrs {
+  Scalar beta = Scalar(int64_t{1});
+  Scalar alpha = Scalar(int64_t{1});
+  bool operator==(const AddProductAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("beta", beta), v("alpha", alpha); }
+};
+
 // isclose: |input - other| <= atol + rtol * |other|, NaNs close to each other
 // only with equal_nan (PyTorch's arguments).
 struct IscloseAttrs {
@@ -346,7 +355,7 @@ struct RmspropAttrs {
   X(ElementwiseAttrs) X(ClampAttrs) X(ReduceAttrs) X(IndexAttrs) X(SearchAttrs) X(DimAttrs) X(ViewAttrs)        \
   X(ConvAttrs) X(PoolAttrs) X(NormAttrs) X(RandomAttrs) X(LossAttrs) X(CopyAttrs) X(FillAttrs) X(AdamAttrs)     \
   X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs)                  \
-  X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs)
+  X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs) X(AddProductAttrs)
 #define PF_ATTRS_ALTERNATIVE(A) , A
 using OpAttrs = std::variant<NoAttrs PF_FOR_EACH_ATTRS(PF_ATTRS_ALTERNATIVE)>;
 #undef PF_ATTRS_ALTERNATIVE
