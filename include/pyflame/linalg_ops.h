@@ -1,7 +1,8 @@
 #pragma once
-// The norms of torch.linalg, logsumexp, nansum, nanmean and addmm & co., with PyTorch's names, arguments and
-// semantics: ops of the table with a decomposition (composite ops) into its
-// elementwise ops and reductions, so they run on every device and autograd
+// The norms of torch.linalg, logsumexp, nansum, nanmean, addmm & co. and
+// linalg.cross, with PyTorch's names, arguments and semantics: ops of the table
+// with a decomposition (composite ops) into its elementwise ops, reductions and
+// products, so they run on every device and autograd
 // differentiates them through those ops. Validation is in
 // src/core/linalg_ops.cpp. The norms take floating inputs only; `dtype`
 // converts the input first. pf.linalg.norm, pf.norm and pf.dist choose between
@@ -43,6 +44,11 @@ PF_API Tensor nansum(const Tensor& x, const std::vector<int64_t>& dims = {}, boo
 // torch.nanmean: floating inputs only (TypeError), in `dtype` when given.
 PF_API Tensor nanmean(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false,
                       std::optional<DType> dtype = std::nullopt);
+
+// The cross product of 3-vectors along `dim` of input and other broadcast
+// together (that dim of size 3), in their promoted dtype, as torch.linalg.cross
+// (which takes one dtype and rank). pf.cross chooses torch.cross's default dim.
+PF_API Tensor linalg_cross(const Tensor& input, const Tensor& other, int64_t dim = -1);
 
 // beta * input + alpha * a product, input broadcast to the product's shape, as
 // PyTorch's: mat1 @ mat2 (addmm), mat @ vec (addmv), the outer product of vec1

@@ -458,23 +458,13 @@ def kron(input, other):
 
 def cross(input, other, dim=None):
     """The cross product of 3-vectors along dim (torch.cross: the first dim of size 3 when None;
-    torch.linalg.cross: -1)."""
-    shape = _broadcast_shape(input.shape, other.shape)
+    torch.linalg.cross: -1): the table's linalg_cross."""
     if dim is None:
+        shape = _broadcast_shape(input.shape, other.shape)
         dim = next((d for d, s in enumerate(shape) if s == 3), None)
         if dim is None:
             raise _C.InvalidArgumentError(f"cross: no dimension of size 3 in input of shape {tuple(shape)}")
-    dim = _wrap_dim(dim, len(shape), "cross")
-    if shape[dim] != 3:
-        raise _C.InvalidArgumentError(f"cross: dimension {dim} does not have size 3 (shape {tuple(shape)})")
-    a, b = input.expand(shape), other.expand(shape)
-
-    def part(t, i):
-        return _C.select(t, dim, i)
-
-    comps = [_C.sub(_C.mul(part(a, (i + 1) % 3), part(b, (i + 2) % 3)),
-                    _C.mul(part(a, (i + 2) % 3), part(b, (i + 1) % 3))) for i in range(3)]
-    return _C.stack(comps, dim)
+    return _C.linalg_cross(input, other, dim=dim)
 
 
 def cdist(x1, x2, p=2.0):

@@ -1,7 +1,7 @@
 // Python bindings of include/pyflame/linalg_ops.h with torch's argument names,
 // order and defaults: pf.linalg.vector_norm, pf.linalg.matrix_norm and
 // pf.logsumexp, pf.nansum, pf.nanmean, pf.addmm, addmv, addr, baddbmm and addbmm
-// (and their Tensor methods) are these functions;
+// (and their Tensor methods) and pf.linalg.cross are these functions;
 // python/pyflame/_linalg.py builds linalg.norm, norm and dist on them.
 
 #include <nanobind/stl/string.h>
@@ -78,6 +78,8 @@ void bind_add_product(nb::module_& m, nb::class_<Tensor>& tensor, const char* na
 }  // namespace
 
 void bind_linalg(nb::module_& m, nb::class_<Tensor>& tensor) {
+  m.def("linalg_cross", &pyflame::linalg_cross, "input"_a, "other"_a, nb::kw_only(), "dim"_a = -1,
+        "The cross product of 3-vectors along dim (input and other broadcast), as torch.linalg.cross.");
   bind_add_product(m, tensor, "addmm", &pyflame::addmm, "mat1", "mat2",
                    "beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape, as torch.addmm.");
   bind_add_product(m, tensor, "addmv", &pyflame::addmv, "mat", "vec",

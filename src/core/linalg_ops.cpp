@@ -1,5 +1,5 @@
 // The op layer of include/pyflame/linalg_ops.h: the norms of torch.linalg,
-// logsumexp, nansum, nanmean and the add-product family (addmm & co.) as composite ops. Each infer holds every check
+// logsumexp, nansum, nanmean, the add-product family (addmm & co.) and linalg_cross as composite ops. Each infer holds every check
 // of its op, with torch's messages (which name the norms as linalg.vector_norm); each
 // decomposition is the table's elementwise ops and reductions (the vector
 // norm's in float32 for a half-precision input, as PyTorch's).
@@ -15,6 +15,7 @@
 #include "core/op_utils.h"
 #include "pyflame/error.h"
 #include "pyflame/ops.h"
+#include "pyflame/shape_ops.h"
 
 namespace pyflame {
 
@@ -346,6 +347,38 @@ PF_REGISTER_COMPOSITE(addr, &add_product_composite);
 PF_REGISTER_COMPOSITE(baddbmm, &add_product_composite);
 PF_REGISTER_COMPOSITE(addbmm, &add_product_composite);
 
+// ---- linalg_cross
+
+// (input, other) broadcast together, their dim `attrs.dim` of size 3; the promoted dtype.
+Inferred infer_linalg_cross(OpCall& call) {
+  const Tensor &input = call.inputs[0], &other = call.inputs[1];
+  const Shape shape = broadcast_shapes(input.shape(), other.shape(), "linalg.cross");
+  auto& attrs = std::get<DimAttrs>(call.attrs);
+  attrs.dim = wrap_dim(attrs.dim, static_cast<int64_t>(shape.size()), "linalg.cross");
+  PF_CHECK(shape[attrs.dim] == 3, ValueError, "linalg.cross: dimension ", attrs.dim,
+           " does not have size 3 (broadcast shape ", shape, ")");
+  const DType dtype = result_type(call.inputs);
+  PF_CHECK(dtype != DType::Bool, TypeError, "linalg.cross: not supported for bool tensors");
+  return {current_device(), {InputPlan{}, InputPlan{}}, {{shape, dtype}}, {}};
+}
+
+// Component i: a[i+1] b[i+2] - a[i+2] b[i+1], indices mod 3.
+std::vector<Tensor> linalg_cross_composite(const OpCall& call) {
+  const Shape shape = broadcast_shapes(call.inputs[0].shape(), call.inputs[1].shape(), "linalg.cross");
+  const DType dtype = result_type(call.inputs);
+  const int64_t dim = call.attr<DimAttrs>().dim;
+  const Tensor a = expand(to(call.inputs[0], dtype), shape), b = expand(to(call.inputs[1], dtype), shape);
+  std::vector<Tensor> components;
+  for (int64_t i = 0; i < 3; ++i) {
+    const int64_t j = (i + 1) % 3, k = (i + 2) % 3;
+    components.push_back(sub(mul(select(a, dim, j), select(b, dim, k)), mul(select(a, dim, k), select(b, dim, j))));
+  }
+  return {stack(components, dim)};
+}
+
+PF_REGISTER_INFER(linalg_cross, &infer_linalg_cross);
+PF_REGISTER_COMPOSITE(linalg_cross, &linalg_cross_composite);
+
 }  // namespace
 
 Tensor linalg_vector_norm(const Tensor& x, double ord, const std::vector<int64_t>& dims, bool keepdim,
@@ -375,6 +408,10 @@ Tensor nansum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, s
 
 Tensor nanmean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, std::optional<DType> dtype) {
   return apply_one(ir::OpType::nanmean, {x}, NanReduceAttrs{dims, keepdim, dtype});
+}
+
+Tensor linalg_cross(const Tensor& input, const Tensor& other, int64_t dim) {
+  return apply_one(ir::OpType::linalg_cross, {input, other}, DimAttrs{dim, std::nullopt});
 }
 
 Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, Scalar beta, Scalar alpha) {

@@ -1,6 +1,6 @@
-"""OpInfos of torch.linalg's norms, logsumexp, nansum, nanmean and addmm & co. (composite ops):
-linalg_vector_norm, linalg_matrix_norm, logsumexp, nansum, nanmean, addmm, addmv, addr, baddbmm and addbmm
-against torch's, values and gradients.
+"""OpInfos of torch.linalg's norms and cross product, logsumexp, nansum, nanmean and addmm & co. (composite
+ops): linalg_vector_norm, linalg_matrix_norm, linalg_cross, logsumexp, nansum, nanmean, addmm, addmv, addr,
+baddbmm and addbmm against torch's, values and gradients.
 
 linalg.norm, norm and dist, which choose between the norms, the errors and logsumexp's infinities are tested in
 test_linalg_reductions.py."""
@@ -191,6 +191,25 @@ def _add_product_samples(name):
     return gen
 
 
+def _cross_samples(rng, dtype, cls):
+    """(input, other) of 3-vectors along dim= (torch.linalg.cross broadcasts operands of one rank); small
+    values keep int8 products in range."""
+    def x(shape, layout="contig"):
+        return _x(rng, shape, dtype, dict(low=-2, high=2, ilow=0, ihigh=3), layout)
+
+    def pair(a, b, dim, la="contig", lb="contig"):
+        return Sample((x(a, la), x(b, lb)), dict(dim=dim))
+
+    table = {
+        "plain": [pair((4, 3), (4, 3), -1), pair((3, 5), (3, 5), 0), pair((2, 3, 4), (2, 3, 4), 1)],
+        "broadcast": [pair((2, 1, 3), (1, 4, 3), -1), pair((1, 3), (5, 3), 1)],
+        "noncontig": [pair((4, 3), (4, 3), 1, "T", "strided"), pair((3, 4), (3, 4), 0, "strided", "T")],
+        "empty": [pair((0, 3), (0, 3), 1)],
+        "size1": [pair((1, 3), (1, 3), -1)],
+    }
+    return table.get(cls, [])
+
+
 _ADD_PRODUCT_TOL = {"float16": (2e-3, 4e-3), "bfloat16": (1.6e-2, 3e-2)}
 
 OP_INFOS = [
@@ -202,5 +221,7 @@ OP_INFOS = [
            method=False),
     OpInfo("linalg_matrix_norm", "CUSTOM", FLOAT_DTYPES, _matrix_norm_samples, _matrix_norm_ref,
            ("plain", "noncontig", "empty", "size1"), method=False),
+    OpInfo("linalg_cross", "CUSTOM", NONBOOL_DTYPES, _cross_samples, torch.linalg.cross, MATMUL_CLASSES,
+           method=False),
 ] + [OpInfo(name, "CUSTOM", NONBOOL_DTYPES, _add_product_samples(name), getattr(torch, name), MATMUL_CLASSES,
             tol=_ADD_PRODUCT_TOL) for name in _ADD_PRODUCT_SHAPES]
