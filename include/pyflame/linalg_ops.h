@@ -1,6 +1,6 @@
 #pragma once
-// The norms of torch.linalg, logsumexp, nansum, nanmean, addmm & co. and
-// linalg.cross, with PyTorch's names, arguments and semantics: ops of the table
+// The norms of torch.linalg, logsumexp, nansum, nanmean, count_nonzero, kron,
+// addmm & co. and linalg.cross, with PyTorch's names, arguments and semantics: ops of the table
 // with a decomposition (composite ops) into its elementwise ops, reductions and
 // products, so they run on every device and autograd
 // differentiates them through those ops. Validation is in
@@ -44,6 +44,14 @@ PF_API Tensor nansum(const Tensor& x, const std::vector<int64_t>& dims = {}, boo
 // torch.nanmean: floating inputs only (TypeError), in `dtype` when given.
 PF_API Tensor nanmean(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false,
                       std::optional<DType> dtype = std::nullopt);
+
+// The number of nonzero elements (NaN counts) over `dims` ({} = all), int64, as
+// torch.count_nonzero.
+PF_API Tensor count_nonzero(const Tensor& x, const std::vector<int64_t>& dims = {});
+
+// The Kronecker product, the operands' shapes padded with leading 1s to one rank,
+// in their promoted dtype, as torch.kron.
+PF_API Tensor kron(const Tensor& input, const Tensor& other);
 
 // The cross product of 3-vectors along `dim` of input and other broadcast
 // together (that dim of size 3), in their promoted dtype, as torch.linalg.cross

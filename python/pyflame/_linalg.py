@@ -1,12 +1,12 @@
 """Reductions, products and norms as PyTorch has them, composed of table ops.
 
-all/any/count_nonzero/var_mean/std_mean and the matrix
+all/any/var_mean/std_mean and the matrix
 products (mm, bmm, mv, dot, outer, einsum, tensordot) are
 compositions of the op table's reductions, elementwise ops, views and
 batch_matmul, so they run on every device and their derivatives come from the
-table's. logsumexp, nansum, nanmean, addmm & co. and pf.linalg's vector and
-matrix norms are composite ops of the table (logsumexp, nansum, nanmean,
-addmm, addmv, addr, baddbmm, addbmm, linalg_vector_norm, linalg_matrix_norm); norm,
+table's. logsumexp, nansum, nanmean, count_nonzero, addmm & co. and pf.linalg's
+vector and matrix norms are composite ops of the table (logsumexp, nansum, nanmean,
+count_nonzero, addmm, addmv, addr, baddbmm, addbmm, linalg_vector_norm, linalg_matrix_norm); norm,
 linalg.norm and dist choose between the norms. Decompositions (inv, solve,
 svd, ...) have no kernels: pf.linalg raises NotSupportedError for them.
 """
@@ -80,15 +80,11 @@ all = _truth("all", True)  # noqa: A001
 any = _truth("any", False)  # noqa: A001
 
 
-def count_nonzero(input, dim=None):
-    """The number of non-zero elements over `dim` (an int, a tuple or None: all), int64, as torch.count_nonzero."""
-    return _C.sum(_C.ne(input, 0), _reduce_arg(_dims(dim, input.dim(), "count_nonzero")), False)
-
-
 # Ops of the table (include/pyflame/linalg_ops.h); their Tensor methods are bound with them.
 logsumexp = _C.logsumexp
 nansum = _C.nansum
 nanmean = _C.nanmean
+count_nonzero = _C.count_nonzero
 
 
 def _moments_mean(name, moment):
@@ -428,8 +424,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
     return _C.searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
-for _name in ("all", "any", "count_nonzero", "norm", "dist", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger",
-              "inner"):
+for _name in ("all", "any", "norm", "dist", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "inner"):
     setattr(_C.Tensor, _name, globals()[_name])
 del _name
 

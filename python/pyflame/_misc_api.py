@@ -446,14 +446,7 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002 - torch's names
     return _C.scatter_add(full([bins], 0, dtype=input.dtype, device=input), 0, which, inside.to(input.dtype))
 
 
-def kron(input, other):
-    """The Kronecker product, as torch.kron."""
-    nd = builtins.max(input.dim(), other.dim())
-    a = input.reshape([1] * (nd - input.dim()) + list(input.shape))
-    b = other.reshape([1] * (nd - other.dim()) + list(other.shape))
-    pa = a.reshape([s for d in a.shape for s in (d, 1)])
-    pb = b.reshape([s for d in b.shape for s in (1, d)])
-    return _C.mul(pa, pb).reshape([sa * sb for sa, sb in zip(a.shape, b.shape)])
+kron = _C.kron  # a composite op of the table (include/pyflame/linalg_ops.h)
 
 
 def cross(input, other, dim=None):
@@ -519,7 +512,7 @@ for _name, _fn in (
     ("diff", diff), ("positive", positive), ("__pos__", positive), ("bernoulli", bernoulli),
     ("bernoulli_", _bernoulli_), ("exponential_", _exponential_), ("multinomial", multinomial),
     ("where", _where_method), ("bincount", bincount), ("histc", histc),
-    ("kron", kron), ("cross", cross), ("cummax", cummax), ("cummin", cummin),
+    ("cross", cross), ("cummax", cummax), ("cummin", cummin),
 ):
     setattr(_C.Tensor, _name, _fn)
 del _name, _fn

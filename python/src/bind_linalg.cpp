@@ -1,7 +1,7 @@
 // Python bindings of include/pyflame/linalg_ops.h with torch's argument names,
 // order and defaults: pf.linalg.vector_norm, pf.linalg.matrix_norm and
 // pf.logsumexp, pf.nansum, pf.nanmean, pf.addmm, addmv, addr, baddbmm and addbmm
-// (and their Tensor methods) and pf.linalg.cross are these functions;
+// (and their Tensor methods), pf.count_nonzero, pf.kron and pf.linalg.cross are these functions;
 // python/pyflame/_linalg.py builds linalg.norm, norm and dist on them.
 
 #include <nanobind/stl/string.h>
@@ -78,6 +78,19 @@ void bind_add_product(nb::module_& m, nb::class_<Tensor>& tensor, const char* na
 }  // namespace
 
 void bind_linalg(nb::module_& m, nb::class_<Tensor>& tensor) {
+  m.def(
+      "count_nonzero",
+      [](const Tensor& input, nb::handle dim) {
+        return pyflame::count_nonzero(input, reduction_dims(dim, "count_nonzero"));
+      },
+      "input"_a, "dim"_a = nb::none(),
+      "The number of non-zero elements over dim (an int, a tuple or None: all), int64, as torch.count_nonzero.");
+  tensor.def(
+      "count_nonzero",
+      [](const Tensor& self, nb::handle dim) { return pyflame::count_nonzero(self, reduction_dims(dim, "count_nonzero")); },
+      "dim"_a = nb::none(), "The number of non-zero elements over dim, as torch.Tensor.count_nonzero.");
+  m.def("kron", &pyflame::kron, "input"_a, "other"_a, "The Kronecker product, as torch.kron.");
+  tensor.def("kron", &pyflame::kron, "other"_a, "The Kronecker product, as torch.Tensor.kron.");
   m.def("linalg_cross", &pyflame::linalg_cross, "input"_a, "other"_a, nb::kw_only(), "dim"_a = -1,
         "The cross product of 3-vectors along dim (input and other broadcast), as torch.linalg.cross.");
   bind_add_product(m, tensor, "addmm", &pyflame::addmm, "mat1", "mat2",

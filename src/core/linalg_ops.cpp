@@ -1,5 +1,6 @@
 // The op layer of include/pyflame/linalg_ops.h: the norms of torch.linalg,
-// logsumexp, nansum, nanmean, the add-product family (addmm & co.) and linalg_cross as composite ops. Each infer holds every check
+// logsumexp, nansum, nanmean, count_nonzero, kron, the add-product family (addmm & co.) and
+// linalg_cross as composite ops. Each infer holds every check
 // of its op, with torch's messages (which name the norms as linalg.vector_norm); each
 // decomposition is the table's elementwise ops and reductions (the vector
 // norm's in float32 for a half-precision input, as PyTorch's).
@@ -347,6 +348,54 @@ PF_REGISTER_COMPOSITE(addr, &add_product_composite);
 PF_REGISTER_COMPOSITE(baddbmm, &add_product_composite);
 PF_REGISTER_COMPOSITE(addbmm, &add_product_composite);
 
+// ---- count_nonzero, kron
+
+Inferred infer_count_nonzero(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  auto& a = std::get<ReduceAttrs>(call.attrs);
+  a.dims = normalize_dims(a.dims, x.dim(), call.op);
+  return {current_device(), {InputPlan{}}, {{reduced_shape(x.shape(), a.dims, false), DType::Int64}}, {}};
+}
+
+// NaN is nonzero, as PyTorch's.
+std::vector<Tensor> count_nonzero_composite(const OpCall& call) {
+  return {sum(ne(call.inputs[0], Scalar(int64_t{0})), call.attr<ReduceAttrs>().dims, false)};
+}
+
+PF_REGISTER_INFER(count_nonzero, &infer_count_nonzero);
+PF_REGISTER_COMPOSITE(count_nonzero, &count_nonzero_composite);
+
+// The operands' shapes with leading 1s to the larger rank.
+std::pair<Shape, Shape> kron_shapes(const Tensor& a, const Tensor& b) {
+  const size_t rank = std::max(a.shape().size(), b.shape().size());
+  Shape sa(rank - a.shape().size(), 1), sb(rank - b.shape().size(), 1);
+  sa.insert(sa.end(), a.shape().begin(), a.shape().end());
+  sb.insert(sb.end(), b.shape().begin(), b.shape().end());
+  return {sa, sb};
+}
+
+Inferred infer_kron(OpCall& call) {
+  const auto [sa, sb] = kron_shapes(call.inputs[0], call.inputs[1]);
+  Shape shape(sa.size());
+  for (size_t d = 0; d < sa.size(); ++d) shape[d] = sa[d] * sb[d];
+  return {current_device(), {InputPlan{}, InputPlan{}}, {{shape, result_type(call.inputs)}}, {}};
+}
+
+// a as (a0, 1, a1, 1, ...) times b as (1, b0, 1, b1, ...), then each pair of dims merged.
+std::vector<Tensor> kron_composite(const OpCall& call) {
+  const auto [sa, sb] = kron_shapes(call.inputs[0], call.inputs[1]);
+  Shape pa, pb, out;
+  for (size_t d = 0; d < sa.size(); ++d) {
+    pa.insert(pa.end(), {sa[d], 1});
+    pb.insert(pb.end(), {1, sb[d]});
+    out.push_back(sa[d] * sb[d]);
+  }
+  return {reshape(mul(reshape(call.inputs[0], pa), reshape(call.inputs[1], pb)), out)};
+}
+
+PF_REGISTER_INFER(kron, &infer_kron);
+PF_REGISTER_COMPOSITE(kron, &kron_composite);
+
 // ---- linalg_cross
 
 // (input, other) broadcast together, their dim `attrs.dim` of size 3; the promoted dtype.
@@ -409,6 +458,12 @@ Tensor nansum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, s
 Tensor nanmean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, std::optional<DType> dtype) {
   return apply_one(ir::OpType::nanmean, {x}, NanReduceAttrs{dims, keepdim, dtype});
 }
+
+Tensor count_nonzero(const Tensor& x, const std::vector<int64_t>& dims) {
+  return apply_one(ir::OpType::count_nonzero, {x}, ReduceAttrs{dims, false, 0});
+}
+
+Tensor kron(const Tensor& input, const Tensor& other) { return apply_one(ir::OpType::kron, {input, other}, NoAttrs{}); }
 
 Tensor linalg_cross(const Tensor& input, const Tensor& other, int64_t dim) {
   return apply_one(ir::OpType::linalg_cross, {input, other}, DimAttrs{dim, std::nullopt});

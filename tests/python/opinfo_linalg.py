@@ -1,6 +1,6 @@
-"""OpInfos of torch.linalg's norms and cross product, logsumexp, nansum, nanmean and addmm & co. (composite
-ops): linalg_vector_norm, linalg_matrix_norm, linalg_cross, logsumexp, nansum, nanmean, addmm, addmv, addr,
-baddbmm and addbmm against torch's, values and gradients.
+"""OpInfos of torch.linalg's norms and cross product, logsumexp, nansum, nanmean, count_nonzero, kron and
+addmm & co. (composite ops): linalg_vector_norm, linalg_matrix_norm, linalg_cross, logsumexp, nansum, nanmean,
+count_nonzero, kron, addmm, addmv, addr, baddbmm and addbmm against torch's, values and gradients.
 
 linalg.norm, norm and dist, which choose between the norms, the errors and logsumexp's infinities are tested in
 test_linalg_reductions.py."""
@@ -191,6 +191,40 @@ def _add_product_samples(name):
     return gen
 
 
+def _count_nonzero_samples(rng, dtype, cls):
+    """Values with zeros among them (and NaNs for floats: nonzero, as torch), over dim None, an int or a tuple."""
+    def x(shape, layout="contig"):
+        arg = _x(rng, shape, dtype, dict(low=-1, high=1, ilow=0, ihigh=2, discrete=True), layout)
+        if dtype in FLOAT_DTYPES and arg.values.size:
+            arg.values.flat[0] = math.nan
+        return arg
+
+    table = {
+        "plain": [Sample((x((3, 4, 5)), dim)) for dim in (None, 0, -1, (0, 2))],
+        "noncontig": [Sample((x((4, 5), "T"), 0)), Sample((x((3, 4), "strided"), (0, 1)))],
+        "empty": [Sample((x((0, 3)), dim)) for dim in (None, 0, 1)],
+        "size1": [Sample((x((1, 5, 1)), dim)) for dim in (0, (0, 2))],
+        "scalar0d": [Sample((x(()), dim)) for dim in (None, 0)],
+    }
+    return table.get(cls, [])
+
+
+def _kron_samples(rng, dtype, cls):
+    """Operands of one rank and of two (the smaller padded with leading 1s); small values keep int8 in range."""
+    def x(shape, layout="contig"):
+        return _x(rng, shape, dtype, dict(low=-2, high=2, ilow=0, ihigh=3), layout)
+
+    table = {
+        "plain": [Sample((x((2, 3)), x((4, 5)))), Sample((x((3,)), x((2,)))), Sample((x((2, 1, 3)), x((1, 2, 2))))],
+        "broadcast": [Sample((x((2, 3)), x((4,)))), Sample((x((3,)), x((2, 2, 2))))],
+        "noncontig": [Sample((x((3, 4), "T"), x((2, 3), "strided")))],
+        "empty": [Sample((x((0, 3)), x((2, 2)))), Sample((x((2, 2)), x((3, 0))))],
+        "size1": [Sample((x((1, 1)), x((1, 3))))],
+        "scalar0d": [Sample((x(()), x((3,)))), Sample((x(()), x(())))],
+    }
+    return table.get(cls, [])
+
+
 def _cross_samples(rng, dtype, cls):
     """(input, other) of 3-vectors along dim= (torch.linalg.cross broadcasts operands of one rank); small
     values keep int8 products in range."""
@@ -223,5 +257,7 @@ OP_INFOS = [
            ("plain", "noncontig", "empty", "size1"), method=False),
     OpInfo("linalg_cross", "CUSTOM", NONBOOL_DTYPES, _cross_samples, torch.linalg.cross, MATMUL_CLASSES,
            method=False),
+    OpInfo("count_nonzero", "CUSTOM", ALL_DTYPES, _count_nonzero_samples, torch.count_nonzero, REDUCE_CLASSES),
+    OpInfo("kron", "CUSTOM", NONBOOL_DTYPES, _kron_samples, torch.kron, ("broadcast",) + REDUCE_CLASSES),
 ] + [OpInfo(name, "CUSTOM", NONBOOL_DTYPES, _add_product_samples(name), getattr(torch, name), MATMUL_CLASSES,
             tol=_ADD_PRODUCT_TOL) for name in _ADD_PRODUCT_SHAPES]
