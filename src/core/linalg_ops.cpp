@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <string>
 
 #include "core/dispatch.h"
@@ -245,35 +246,78 @@ std::string shape_text(const Shape& shape) {
   return text;
 }
 
-// The product's shape, after the checks of its operands' ranks and sizes.
-Shape product_shape(ir::OpType op, const Tensor& a, const Tensor& b) {
-  const char* name = op_name(op);
-  switch (op) {
-    case ir::OpType::addmm:
-      PF_CHECK(a.dim() == 2, ValueError, "mat1 must be a matrix, got ", a.dim(), "-D tensor");
-      PF_CHECK(b.dim() == 2, ValueError, "mat2 must be a matrix, got ", b.dim(), "-D tensor");
-      PF_CHECK(a.shape()[1] == b.shape()[0], ValueError, "mat1 and mat2 shapes cannot be multiplied (",
-               shape_text(a.shape()), " and ", shape_text(b.shape()), ")");
-      return {a.shape()[0], b.shape()[1]};
-    case ir::OpType::addmv:
-      PF_CHECK(a.dim() == 2 && b.dim() == 1, ValueError, "vector + matrix @ vector expected, got ", a.dim(),
-               "-D matrix and ", b.dim(), "-D vector");
-      PF_CHECK(a.shape()[1] == b.shape()[0], ValueError, "addmv: size mismatch, mat (", shape_text(a.shape()),
-               "), vec (", b.shape()[0], ")");
-      return {a.shape()[0]};
-    case ir::OpType::addr:
-      PF_CHECK(a.dim() == 1, ValueError, "addr: Expected 1-D argument vec1, but got ", a.dim(), "-D");
-      PF_CHECK(b.dim() == 1, ValueError, "addr: Expected 1-D argument vec2, but got ", b.dim(), "-D");
-      return {a.shape()[0], b.shape()[0]};
-    default:  // baddbmm, addbmm
-      PF_CHECK(a.dim() == 3, ValueError, name, ": batch1 must be a 3D tensor, got shape ", a.shape());
-      PF_CHECK(b.dim() == 3, ValueError, name, ": batch2 must be a 3D tensor, got shape ", b.shape());
-      PF_CHECK(a.shape()[0] == b.shape()[0] && a.shape()[2] == b.shape()[1], ValueError,
-               "Expected size for first two dimensions of batch2 tensor to be: [", a.shape()[0], ", ",
-               a.shape()[2], "] but got: [", b.shape()[0], ", ", b.shape()[1], "].");
-      if (op == ir::OpType::addbmm) return {a.shape()[1], b.shape()[2]};
-      return {a.shape()[0], a.shape()[1], b.shape()[2]};
-  }
+// Each add-product op's product: its shape, after the checks of the operands'
+// ranks and sizes, and the product itself.
+Shape addmm_shape(const Tensor& a, const Tensor& b) {
+  PF_CHECK(a.dim() == 2, ValueError, "mat1 must be a matrix, got ", a.dim(), "-D tensor");
+  PF_CHECK(b.dim() == 2, ValueError, "mat2 must be a matrix, got ", b.dim(), "-D tensor");
+  PF_CHECK(a.shape()[1] == b.shape()[0], ValueError, "mat1 and mat2 shapes cannot be multiplied (",
+           shape_text(a.shape()), " and ", shape_text(b.shape()), ")");
+  return {a.shape()[0], b.shape()[1]};
+}
+
+Shape addmv_shape(const Tensor& a, const Tensor& b) {
+  PF_CHECK(a.dim() == 2 && b.dim() == 1, ValueError, "vector + matrix @ vector expected, got ", a.dim(),
+           "-D matrix and ", b.dim(), "-D vector");
+  PF_CHECK(a.shape()[1] == b.shape()[0], ValueError, "addmv: size mismatch, mat (", shape_text(a.shape()),
+           "), vec (", b.shape()[0], ")");
+  return {a.shape()[0]};
+}
+
+Shape addr_shape(const Tensor& a, const Tensor& b) {
+  PF_CHECK(a.dim() == 1, ValueError, "addr: Expected 1-D argument vec1, but got ", a.dim(), "-D");
+  PF_CHECK(b.dim() == 1, ValueError, "addr: Expected 1-D argument vec2, but got ", b.dim(), "-D");
+  return {a.shape()[0], b.shape()[0]};
+}
+
+void check_batches(const Tensor& a, const Tensor& b, const char* name) {
+  PF_CHECK(a.dim() == 3, ValueError, name, ": batch1 must be a 3D tensor, got shape ", a.shape());
+  PF_CHECK(b.dim() == 3, ValueError, name, ": batch2 must be a 3D tensor, got shape ", b.shape());
+  PF_CHECK(a.shape()[0] == b.shape()[0] && a.shape()[2] == b.shape()[1], ValueError,
+           "Expected size for first two dimensions of batch2 tensor to be: [", a.shape()[0], ", ", a.shape()[2],
+           "] but got: [", b.shape()[0], ", ", b.shape()[1], "].");
+}
+
+Shape baddbmm_shape(const Tensor& a, const Tensor& b) {
+  check_batches(a, b, "baddbmm");
+  return {a.shape()[0], a.shape()[1], b.shape()[2]};
+}
+
+Shape addbmm_shape(const Tensor& a, const Tensor& b) {
+  check_batches(a, b, "addbmm");
+  return {a.shape()[1], b.shape()[2]};
+}
+
+Tensor matrix_product(const Tensor& a, const Tensor& b, DType) { return matmul(a, b); }
+Tensor batch_product(const Tensor& a, const Tensor& b, DType) { return batch_matmul(a, b); }
+
+Tensor outer_product(const Tensor& a, const Tensor& b, DType dtype) {
+  return mul(reshape(to(a, dtype), {-1, 1}), reshape(to(b, dtype), {1, -1}));
+}
+
+// One product: the batch joins the contracted dim, (n, batch * m) @ (batch * m, p).
+Tensor summed_batch_product(const Tensor& a, const Tensor& b, DType) {
+  const int64_t batch = a.shape()[0], n = a.shape()[1], m = a.shape()[2];
+  return matmul(reshape(permute(a, {1, 0, 2}), {n, batch * m}), reshape(b, {batch * m, b.shape()[2]}));
+}
+
+struct AddProduct {
+  ir::OpType op;
+  Shape (*shape)(const Tensor&, const Tensor&);
+  Tensor (*product)(const Tensor&, const Tensor&, DType);
+};
+
+constexpr AddProduct kAddProducts[] = {
+    {ir::OpType::addmm, &addmm_shape, &matrix_product},
+    {ir::OpType::addmv, &addmv_shape, &matrix_product},
+    {ir::OpType::addr, &addr_shape, &outer_product},
+    {ir::OpType::baddbmm, &baddbmm_shape, &batch_product},
+    {ir::OpType::addbmm, &addbmm_shape, &summed_batch_product},
+};
+
+const AddProduct& add_product(ir::OpType op) {
+  return *std::find_if(std::begin(kAddProducts), std::end(kAddProducts),
+                       [op](const AddProduct& p) { return p.op == op; });
 }
 
 // addr promotes its operands, as PyTorch's; the others take one dtype.
@@ -284,7 +328,7 @@ DType add_product_dtype(const OpCall& call) {
 Inferred infer_add_product(OpCall& call) {
   const char* name = op_name(call.op);
   const Tensor &input = call.inputs[0], &a = call.inputs[1], &b = call.inputs[2];
-  const Shape shape = product_shape(call.op, a, b);
+  const Shape shape = add_product(call.op).shape(a, b);
   const DType dtype = add_product_dtype(call);
   if (call.op == ir::OpType::addr) {
     const AddProductAttrs& attrs = call.attr<AddProductAttrs>();
@@ -310,26 +354,8 @@ Tensor scaled(const Tensor& t, Scalar s) {
 
 std::vector<Tensor> add_product_composite(const OpCall& call) {
   const DType dtype = add_product_dtype(call);
-  const Tensor &a = call.inputs[1], &b = call.inputs[2];
-  Tensor product;
-  switch (call.op) {
-    case ir::OpType::addr:
-      product = mul(reshape(to(a, dtype), {-1, 1}), reshape(to(b, dtype), {1, -1}));
-      break;
-    case ir::OpType::baddbmm:
-      product = batch_matmul(a, b);
-      break;
-    case ir::OpType::addbmm: {
-      // One product: the batch joins the contracted dim, (n, batch * m) @ (batch * m, p).
-      const int64_t batch = a.shape()[0], n = a.shape()[1], m = a.shape()[2];
-      product = matmul(reshape(permute(a, {1, 0, 2}), {n, batch * m}), reshape(b, {batch * m, b.shape()[2]}));
-      break;
-    }
-    default:  // addmm, addmv
-      product = matmul(a, b);
-  }
   const AddProductAttrs& attrs = call.attr<AddProductAttrs>();
-  product = scaled(product, attrs.alpha);
+  const Tensor product = scaled(add_product(call.op).product(call.inputs[1], call.inputs[2], dtype), attrs.alpha);
   const Tensor input = to(call.inputs[0], dtype);
   // beta 0 ignores the input's values, NaN included, as PyTorch's; the input still
   // takes part (a where that never picks it), so its gradient is zeros as there.
