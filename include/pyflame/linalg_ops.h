@@ -1,6 +1,6 @@
 #pragma once
-// The norms of torch.linalg, logsumexp, nansum, nanmean, count_nonzero, kron,
-// addmm & co. and linalg.cross, with PyTorch's names, arguments and semantics: ops of the table
+// The norms of torch.linalg, logsumexp, nansum, nanmean, count_nonzero, aminmax,
+// kron, addmm & co. and linalg.cross, with PyTorch's names, arguments and semantics: ops of the table
 // with a decomposition (composite ops) into its elementwise ops, reductions and
 // products, so they run on every device and autograd
 // differentiates them through those ops. Validation is in
@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pyflame/tensor.h"
@@ -48,6 +49,11 @@ PF_API Tensor nanmean(const Tensor& x, const std::vector<int64_t>& dims = {}, bo
 // The number of nonzero elements (NaN counts) over `dims` ({} = all), int64, as
 // torch.count_nonzero.
 PF_API Tensor count_nonzero(const Tensor& x, const std::vector<int64_t>& dims = {});
+
+// (min, max) over `dim` (none: every element, of which there must be one), as
+// torch.aminmax.
+PF_API std::pair<Tensor, Tensor> aminmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt,
+                                         bool keepdim = false);
 
 // The Kronecker product, the operands' shapes padded with leading 1s to one rank,
 // in their promoted dtype, as torch.kron.

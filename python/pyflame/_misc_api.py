@@ -13,7 +13,6 @@ from collections import namedtuple
 
 from . import _C
 from ._creation import arange, full, rand, randn, tensor
-from ._reductions import amax, amin
 
 # --------------------------------------------------------------- helpers
 
@@ -217,10 +216,8 @@ AminmaxResult = namedtuple("aminmax", ["min", "max"])
 
 
 def aminmax(input, *, dim=None, keepdim=False):
-    """(min, max) over dim (None: every element), as torch.aminmax's named tuple."""
-    if input.numel() == 0 and dim is None:
-        raise ValueError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity")
-    return AminmaxResult(amin(input, dim, keepdim), amax(input, dim, keepdim))
+    """(min, max) over dim (None: every element), as torch.aminmax's named tuple: the table's aminmax."""
+    return AminmaxResult(*_C.aminmax(input, dim=dim, keepdim=keepdim))
 
 
 CummaxResult = namedtuple("cummax", ["values", "indices"])

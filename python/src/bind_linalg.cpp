@@ -1,9 +1,12 @@
 // Python bindings of include/pyflame/linalg_ops.h with torch's argument names,
 // order and defaults: pf.linalg.vector_norm, pf.linalg.matrix_norm and
 // pf.logsumexp, pf.nansum, pf.nanmean, pf.addmm, addmv, addr, baddbmm and addbmm
-// (and their Tensor methods), pf.count_nonzero, pf.kron and pf.linalg.cross are these functions;
+// (and their Tensor methods), pf.count_nonzero, pf.aminmax, pf.kron and pf.linalg.cross are these
+// functions;
 // python/pyflame/_linalg.py builds linalg.norm, norm and dist on them.
 
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 
 #include "bindings.h"
@@ -89,6 +92,8 @@ void bind_linalg(nb::module_& m, nb::class_<Tensor>& tensor) {
       "count_nonzero",
       [](const Tensor& self, nb::handle dim) { return pyflame::count_nonzero(self, reduction_dims(dim, "count_nonzero")); },
       "dim"_a = nb::none(), "The number of non-zero elements over dim, as torch.Tensor.count_nonzero.");
+  m.def("aminmax", &pyflame::aminmax, "input"_a, nb::kw_only(), "dim"_a = nb::none(), "keepdim"_a = false,
+        "(min, max) over dim (None: every element), as torch.aminmax (pf.aminmax names the pair).");
   m.def("kron", &pyflame::kron, "input"_a, "other"_a, "The Kronecker product, as torch.kron.");
   tensor.def("kron", &pyflame::kron, "other"_a, "The Kronecker product, as torch.Tensor.kron.");
   m.def("linalg_cross", &pyflame::linalg_cross, "input"_a, "other"_a, nb::kw_only(), "dim"_a = -1,

@@ -1,6 +1,6 @@
 // The op layer of include/pyflame/linalg_ops.h: the norms of torch.linalg,
-// logsumexp, nansum, nanmean, count_nonzero, kron, the add-product family (addmm & co.) and
-// linalg_cross as composite ops. Each infer holds every check
+// logsumexp, nansum, nanmean, count_nonzero, aminmax, kron, the add-product family (addmm & co.)
+// and linalg_cross as composite ops. Each infer holds every check
 // of its op, with torch's messages (which name the norms as linalg.vector_norm); each
 // decomposition is the table's elementwise ops and reductions (the vector
 // norm's in float32 for a half-precision input, as PyTorch's).
@@ -391,6 +391,25 @@ std::vector<Tensor> count_nonzero_composite(const OpCall& call) {
 PF_REGISTER_INFER(count_nonzero, &infer_count_nonzero);
 PF_REGISTER_COMPOSITE(count_nonzero, &count_nonzero_composite);
 
+// Over every element (dims {}) there must be one, as PyTorch's; min and max check a given dim.
+Inferred infer_aminmax(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  auto& a = std::get<ReduceAttrs>(call.attrs);
+  PF_CHECK(!a.dims.empty() || x.numel() > 0, ValueError,
+           "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity");
+  a.dims = normalize_dims(a.dims, x.dim(), call.op);
+  const Shape shape = reduced_shape(x.shape(), a.dims, a.keepdim);
+  return {current_device(), {InputPlan{}}, {{shape, x.dtype()}, {shape, x.dtype()}}, {}};
+}
+
+std::vector<Tensor> aminmax_composite(const OpCall& call) {
+  const auto& a = call.attr<ReduceAttrs>();
+  return {min(call.inputs[0], a.dims, a.keepdim), max(call.inputs[0], a.dims, a.keepdim)};
+}
+
+PF_REGISTER_INFER(aminmax, &infer_aminmax);
+PF_REGISTER_COMPOSITE(aminmax, &aminmax_composite);
+
 // The operands' shapes with leading 1s to the larger rank.
 std::pair<Shape, Shape> kron_shapes(const Tensor& a, const Tensor& b) {
   const size_t rank = std::max(a.shape().size(), b.shape().size());
@@ -487,6 +506,13 @@ Tensor nanmean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, 
 
 Tensor count_nonzero(const Tensor& x, const std::vector<int64_t>& dims) {
   return apply_one(ir::OpType::count_nonzero, {x}, ReduceAttrs{dims, false, 0});
+}
+
+std::pair<Tensor, Tensor> aminmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  std::vector<int64_t> dims;
+  if (dim) dims.push_back(*dim);
+  std::vector<Tensor> out = apply({ir::OpType::aminmax, {x}, ReduceAttrs{dims, keepdim, 0}, {}});
+  return {std::move(out[0]), std::move(out[1])};
 }
 
 Tensor kron(const Tensor& input, const Tensor& other) { return apply_one(ir::OpType::kron, {input, other}, NoAttrs{}); }

@@ -1,6 +1,6 @@
-"""OpInfos of torch.linalg's norms and cross product, logsumexp, nansum, nanmean, count_nonzero, kron and
-addmm & co. (composite ops): linalg_vector_norm, linalg_matrix_norm, linalg_cross, logsumexp, nansum, nanmean,
-count_nonzero, kron, addmm, addmv, addr, baddbmm and addbmm against torch's, values and gradients.
+"""OpInfos of torch.linalg's norms and cross product, logsumexp, nansum, nanmean, count_nonzero, aminmax, kron
+and addmm & co. (composite ops): linalg_vector_norm, linalg_matrix_norm, linalg_cross, logsumexp, nansum,
+nanmean, count_nonzero, aminmax, kron, addmm, addmv, addr, baddbmm and addbmm against torch's, values and gradients.
 
 linalg.norm, norm and dist, which choose between the norms, the errors and logsumexp's infinities are tested in
 test_linalg_reductions.py."""
@@ -209,6 +209,21 @@ def _count_nonzero_samples(rng, dtype, cls):
     return table.get(cls, [])
 
 
+def _aminmax_samples(rng, dtype, cls):
+    """Over every element (dim None) or one dim; an empty tensor only over a non-empty dim, as torch."""
+    def x(shape, layout="contig"):
+        return _x(rng, shape, dtype, _DOM, layout)
+
+    table = {
+        "plain": [Sample((x((3, 4, 5)),), dict(dim=dim, keepdim=k)) for dim in (None, 0, -1) for k in (False, True)],
+        "noncontig": [Sample((x((4, 5), "T"),), dict(dim=0)), Sample((x((3, 4), "strided"),))],
+        "empty": [Sample((x((0, 3)),), dict(dim=1)), Sample((x((2, 0, 3)),), dict(dim=2, keepdim=True))],
+        "size1": [Sample((x((1, 5, 1)),), dict(dim=0)), Sample((x((1, 1)),))],
+        "scalar0d": [Sample((x(()),)), Sample((x(()),), dict(dim=0, keepdim=True))],
+    }
+    return table.get(cls, [])
+
+
 def _kron_samples(rng, dtype, cls):
     """Operands of one rank and of two (the smaller padded with leading 1s); small values keep int8 in range."""
     def x(shape, layout="contig"):
@@ -258,6 +273,7 @@ OP_INFOS = [
     OpInfo("linalg_cross", "CUSTOM", NONBOOL_DTYPES, _cross_samples, torch.linalg.cross, MATMUL_CLASSES,
            method=False),
     OpInfo("count_nonzero", "CUSTOM", ALL_DTYPES, _count_nonzero_samples, torch.count_nonzero, REDUCE_CLASSES),
+    OpInfo("aminmax", "CUSTOM", ALL_DTYPES, _aminmax_samples, torch.aminmax, REDUCE_CLASSES, exact_float=True),
     OpInfo("kron", "CUSTOM", NONBOOL_DTYPES, _kron_samples, torch.kron, ("broadcast",) + REDUCE_CLASSES),
 ] + [OpInfo(name, "CUSTOM", NONBOOL_DTYPES, _add_product_samples(name), getattr(torch, name), MATMUL_CLASSES,
             tol=_ADD_PRODUCT_TOL) for name in _ADD_PRODUCT_SHAPES]

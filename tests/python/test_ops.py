@@ -135,8 +135,9 @@ def test_tensor_method_matches_function(name, rng):
         args = [make_pf(a, dtype) if isinstance(a, Arg) else a for a in s.args]
         f = op.fn(*args, **s.kwargs)
         m = getattr(args[0], op.python_name or name)(*args[1:], **s.kwargs)
-        assert m.dtype == f.dtype and m.shape == f.shape
-        np.testing.assert_array_equal(pf_to_numpy(m), pf_to_numpy(f))
+        for got, want in zip(m, f) if isinstance(f, tuple) else [(m, f)]:  # ops of several outputs: each
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(pf_to_numpy(got), pf_to_numpy(want))
 
 
 @pytest.mark.parametrize("name", [op.name for op in OP_INFOS if op.family in ("UNARY", "UNARY_FLOAT")])
