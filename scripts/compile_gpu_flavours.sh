@@ -12,15 +12,18 @@ python -m pip install -q nanobind scipy-openblas32
 targets=(pyflame_rocm _rocm)
 
 echo "== ROCm backend, NVIDIA flavour (nvcc)"
-# cuBLAS, cuBLASLt and cuDNN headers and libraries (to link against) from NVIDIA's PyPI wheels.
+# cuBLAS, cuBLASLt and cuDNN headers and libraries (to link against), and NCCL's header (its
+# library is opened at run time), from NVIDIA's PyPI wheels.
 nvlibs=build/nvidia-libs
 if [ ! -f $nvlibs/nvidia/cudnn/include/cudnn.h ] || [ ! -f $nvlibs/nvidia/cu13/include/cublas_v2.h ] \
-   || ! compgen -G "$nvlibs/nvidia/cu13/lib/libcublasLt.so*" > /dev/null; then
+   || ! compgen -G "$nvlibs/nvidia/cu13/lib/libcublasLt.so*" > /dev/null || [ ! -f $nvlibs/nvidia/nccl/include/nccl.h ]; then
   mkdir -p $nvlibs/wheels
-  python -m pip download -q --no-deps -d $nvlibs/wheels "nvidia-cublas>=13,<14" "nvidia-cudnn-cu13>=9,<10"
+  python -m pip download -q --no-deps -d $nvlibs/wheels "nvidia-cublas>=13,<14" "nvidia-cudnn-cu13>=9,<10" \
+    "nvidia-nccl-cu13>=2.18,<3"
   (cd $nvlibs && unzip -q -o 'wheels/nvidia_cublas-*.whl' 'nvidia/cu13/include/*' 'nvidia/cu13/lib/libcublas.so*' \
      'nvidia/cu13/lib/libcublasLt.so*' \
      && unzip -q -o 'wheels/nvidia_cudnn_cu13-*.whl' 'nvidia/cudnn/include/*' 'nvidia/cudnn/lib/libcudnn.so.9' \
+     && unzip -q -o 'wheels/nvidia_nccl_cu13-*.whl' 'nvidia/nccl/include/nccl.h' \
      && rm -rf wheels)
 fi
 cmake -S . -B build/ci-nvidia -G Ninja -DPYFLAME_USE_ROCM=ON -DPYFLAME_HIP_PLATFORM=nvidia \
@@ -47,17 +50,22 @@ HIP_PLATFORM=amd CMAKE_PREFIX_PATH=/usr/lib/x86_64-linux-gnu/cmake cmake -S . -B
   -DCMAKE_POLICY_VERSION_MINIMUM=3.5 > build/ci-amd.log
 HIP_PLATFORM=amd cmake --build build/ci-amd --target "${targets[@]}"
 
-echo "== BLAS adapter, AMD flavour (rocBLAS headers from Debian 13; compiled, not linked)"
-# Only the -dev package's headers: the library itself would load at run time on an AMD machine.
-rocblas=build/rocblas-dev
-if [ ! -f $rocblas/usr/include/rocblas/rocblas.h ]; then
-  mkdir -p $rocblas
-  debian=http://deb.debian.org/debian
+echo "== BLAS adapter and NCCL layer, AMD flavour (rocBLAS and RCCL headers from Debian 13; compiled, not linked)"
+# Only the -dev packages' headers: the libraries themselves would load at run time on an AMD machine.
+debian_headers() {  # debian_headers PACKAGE DIR: Debian 13's package unpacked into DIR
+  local debian=http://deb.debian.org/debian deb
+  mkdir -p "$2"
   deb=$(curl -fsSL $debian/dists/trixie/main/binary-amd64/Packages.xz | xz -dc \
-        | awk '/^Package: librocblas-dev$/,/^$/' | sed -n 's/^Filename: //p')
-  curl -fsSL -o $rocblas/librocblas-dev.deb "$debian/$deb"
-  dpkg-deb -x $rocblas/librocblas-dev.deb $rocblas && rm $rocblas/librocblas-dev.deb
-fi
+        | awk "/^Package: $1\$/,/^\$/" | sed -n 's/^Filename: //p')
+  curl -fsSL -o "$2/$1.deb" "$debian/$deb"
+  dpkg-deb -x "$2/$1.deb" "$2" && rm "$2/$1.deb"
+}
+rocblas=build/rocblas-dev
+[ -f $rocblas/usr/include/rocblas/rocblas.h ] || debian_headers librocblas-dev $rocblas
+rccl=build/rccl-dev
+[ -f $rccl/usr/include/rccl/rccl.h ] || debian_headers librccl-dev $rccl
+c++ -D__HIP_PLATFORM_AMD__=1 -Isrc -Iinclude -I$rccl/usr/include -std=c++20 -O2 -fPIC -Wall -Wextra \
+  -Wno-unused-parameter -Werror -c src/rocm/nccl.cpp -o build/ci-amd/nccl_rccl.o
 c++ -D__HIP_PLATFORM_AMD__=1 -Isrc -Iinclude -I$rocblas/usr/include -std=c++20 -O2 -fPIC -Wall -Wextra \
   -Wno-unused-parameter -Werror -c src/rocm/blas.cpp -o build/ci-amd/blas_rocblas.o
 # The kernels that call rocBLAS: the convolutions through im2col (what runs without MIOpen) and

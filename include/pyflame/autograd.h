@@ -81,6 +81,9 @@ class PF_API Node {
 // Accumulates d(roots)/d(leaf) into every leaf's .grad. `grad_roots[i]` may be
 // undefined for a one-element root (then 1).
 PF_API void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots, bool retain_graph);
+// From a hook during backward(): `fn` runs once that backward pass has ended (PyTorch's
+// queue_callback; DistributedDataParallel ends its gradient reduction there).
+PF_API void queue_callback(std::function<void()> fn);
 // d(outputs)/d(inputs), returned rather than accumulated. An input the outputs
 // do not depend on raises unless allow_unused (then undefined).
 PF_API std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
@@ -111,6 +114,8 @@ struct PF_API AutogradMeta {
   bool retains_grad = false;
   std::weak_ptr<autograd::Node> accumulator;  // a leaf's AccumulateGrad, shared by its uses
   std::vector<autograd::TensorHook> hooks;      // a leaf's gradient hooks
+  // A leaf's hooks on its .grad once a backward has accumulated into it (the slot is unused).
+  std::vector<autograd::TensorHook> accumulated_hooks;
   // Set on a view made by a view op in grad mode: the tensor it views (the
   // first non-view of a chain of views), so that an in-place op on the view
   // can rebase that tensor's history (PyTorch's CopySlices).

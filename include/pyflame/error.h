@@ -32,6 +32,9 @@ struct PF_API DeviceError : ROCmError { using ROCmError::ROCmError; };
 struct PF_API ROCmMemoryError : ROCmError { using ROCmError::ROCmError; };
 struct PF_API HIPCompilationError : ROCmError { using ROCmError::ROCmError; };
 
+// A collective that failed or timed out (pyflame.distributed's backends). Python: DistBackendError.
+struct PF_API DistBackendError : std::runtime_error { using std::runtime_error::runtime_error; };
+
 namespace detail {
 inline std::string to_piece(const std::string& s) { return s; }
 inline std::string to_piece(const char* s) { return s; }

@@ -167,6 +167,10 @@ class PF_API Tensor {
   // leaf, before it accumulates into .grad); a defined result replaces the gradient. Returns
   // an id for remove_hook. PyTorch's Tensor.register_hook.
   uint64_t register_hook(std::function<Tensor(const Tensor&)> hook);
+  // A leaf's: calls `hook` with .grad each time a backward has accumulated into it (its
+  // result is ignored). DistributedDataParallel starts a bucket's all-reduce from it, as
+  // PyTorch's register_post_accumulate_grad_hook. Returns an id for remove_hook.
+  uint64_t register_grad_accumulated_hook(std::function<Tensor(const Tensor&)> hook);
   void remove_hook(uint64_t id);
   Tensor detach() const;  // the same memory, no history, not requiring grad
   // x.data = y: this tensor takes y's memory, view, dtype and placement and keeps its own

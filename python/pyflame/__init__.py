@@ -175,3 +175,4 @@ from . import _pickle  # noqa: E402,F401  (copy.deepcopy and pickle of tensors)
 from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import distributions  # noqa: E402,F401
+from . import distributed  # noqa: E402,F401  (torch.distributed's names)

@@ -147,6 +147,15 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor) {
             });
           },
           "hook"_a)
+      .def(
+          "_register_grad_accumulated_hook",
+          [](Tensor& t, nb::callable hook) {
+            return t.register_grad_accumulated_hook([hook](const Tensor& grad) -> Tensor {
+              hook(grad);
+              return Tensor();
+            });
+          },
+          "hook"_a)
       .def("_remove_hook", &Tensor::remove_hook, "id"_a)
       .def(
           "_become", [](nb::handle self, const Tensor& other) { return in_place(self, [&](Tensor& t) { t = other; }); },
@@ -181,6 +190,9 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor) {
         ag::backward(outs, optional_tensors(grad_outputs, outs.size(), "backward"), retain_graph);
       },
       "tensors"_a, "grad_tensors"_a.none(), "retain_graph"_a);
+  m.def(
+      "_queue_backward_callback", [](nb::callable fn) { ag::queue_callback([fn] { fn(); }); }, "fn"_a,
+      "From a hook during backward: fn() runs once that backward pass has ended.");
   m.def(
       "_grad",
       [](nb::handle outputs, nb::handle inputs, nb::handle grad_outputs, bool retain_graph, bool allow_unused) {

@@ -24,6 +24,7 @@ PyObject* g_rocm_not_available_error;
 PyObject* g_device_error;
 PyObject* g_rocm_memory_error;
 PyObject* g_hip_compilation_error;
+PyObject* g_dist_backend_error;
 
 void translate(const std::exception_ptr& p, void*) {
   try {
@@ -50,6 +51,8 @@ void translate(const std::exception_ptr& p, void*) {
     PyErr_SetString(g_hip_compilation_error, e.what());
   } catch (const pyflame::ROCmError& e) {
     PyErr_SetString(g_rocm_error, e.what());
+  } catch (const pyflame::DistBackendError& e) {
+    PyErr_SetString(g_dist_backend_error, e.what());
   }
 }
 
@@ -175,8 +178,11 @@ void bind_errors(nb::module_& m) {
   g_rocm_memory_error = new_exception(m, "ROCmMemoryError", mem_bases.ptr(), "GPU out of memory.");
   g_hip_compilation_error =
       new_exception(m, "HIPCompilationError", g_rocm_error, "Runtime compilation of a GPU kernel failed.");
+  // torch.distributed's family (the rendezvous store's errors derive from DistError in Python).
+  PyObject* dist_error = new_exception(m, "DistError", PyExc_RuntimeError, "Base class of pyflame.distributed's errors.");
+  g_dist_backend_error =
+      new_exception(m, "DistBackendError", dist_error, "A collective failed or timed out in its backend (NCCL, gloo).");
   nb::register_exception_translator(&translate);
-
 }
 
 }  // namespace pyflame::python

@@ -67,8 +67,17 @@ double median_alloc_free_ns(rocm::ROCmMemoryManager& mm, size_t bytes, int iters
 
 }  // namespace
 
+#if defined(PYFLAME_WITH_NCCL)
+namespace pyflame::python {
+void bind_nccl(nb::module_& m);
+}
+#endif
+
 NB_MODULE(_rocm, m) {
-  m.doc() = "PyFlame's ROCm backend (streams, events, memory)";
+  m.doc() = "PyFlame's ROCm backend (streams, events, memory, NCCL communicators)";
+#if defined(PYFLAME_WITH_NCCL)
+  pyflame::python::bind_nccl(m);
+#endif
 
   nb::class_<rocm::Stream>(m, "Stream")
       .def(nb::init<int, int>(), "device"_a = -1, "priority"_a = 0)

@@ -116,6 +116,8 @@ class AccumulateGrad : public Node {
     } else {
       binary_op_(ir::OpType::add, meta_->grad, g);
     }
+    const std::vector<TensorHook> hooks = meta_->accumulated_hooks;  // a hook may remove itself
+    for (const TensorHook& h : hooks) h.fn(meta_->grad);
     return {};
   }
 
@@ -599,6 +601,15 @@ Tensor root_grad(const Tensor& t, const Tensor& g) {
 
 }  // namespace
 
+namespace {
+thread_local std::vector<std::function<void()>>* backward_callbacks = nullptr;  // of the backward running
+}  // namespace
+
+void queue_callback(std::function<void()> fn) {
+  PF_CHECK(backward_callbacks, AutogradError, "queue_callback() outside a backward pass");
+  backward_callbacks->push_back(std::move(fn));
+}
+
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots, bool retain_graph) {
   std::vector<Edge> edges;
   std::vector<Tensor> grads;
@@ -606,7 +617,16 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_
     edges.push_back(root_edge(roots[i], i));
     grads.push_back(root_grad(roots[i], i < grad_roots.size() ? grad_roots[i] : Tensor()));
   }
-  run_graph(edges, grads, retain_graph, {});
+  std::vector<std::function<void()>> callbacks, *outer = backward_callbacks;
+  backward_callbacks = &callbacks;
+  try {
+    run_graph(edges, grads, retain_graph, {});
+  } catch (...) {
+    backward_callbacks = outer;
+    throw;
+  }
+  backward_callbacks = outer;
+  for (const std::function<void()>& fn : callbacks) fn();
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
@@ -680,19 +700,35 @@ void Tensor::retain_grad() {
 
 bool Tensor::retains_grad() const { return autograd_ && autograd_->retains_grad; }
 
+namespace {
+uint64_t next_hook_id() {
+  static std::atomic<uint64_t> next{1};
+  return next++;
+}
+}  // namespace
+
 uint64_t Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
   PF_CHECK(requires_grad(), AutogradError, "cannot register a hook on a tensor that doesn't require gradient");
-  static std::atomic<uint64_t> next_id{1};
-  const uint64_t id = next_id++;
+  const uint64_t id = next_hook_id();
   if (is_leaf()) autograd_->hooks.push_back({id, 0, std::move(hook)});
   else autograd_->grad_fn->hooks().push_back({id, autograd_->output_nr, std::move(hook)});
+  return id;
+}
+
+uint64_t Tensor::register_grad_accumulated_hook(std::function<Tensor(const Tensor&)> hook) {
+  PF_CHECK(is_leaf() && requires_grad(), AutogradError,
+           "a hook on accumulated gradients needs a leaf tensor that requires grad");
+  const uint64_t id = next_hook_id();
+  autograd_->accumulated_hooks.push_back({id, 0, std::move(hook)});
   return id;
 }
 
 void Tensor::remove_hook(uint64_t id) {
   if (!autograd_) return;
   std::vector<autograd::TensorHook>& hooks = autograd_->grad_fn ? autograd_->grad_fn->hooks() : autograd_->hooks;
-  std::erase_if(hooks, [id](const autograd::TensorHook& h) { return h.id == id; });
+  auto same = [id](const autograd::TensorHook& h) { return h.id == id; };
+  std::erase_if(hooks, same);
+  std::erase_if(autograd_->accumulated_hooks, same);
 }
 
 void Tensor::set_data(const Tensor& other) {

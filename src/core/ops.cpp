@@ -163,7 +163,8 @@ Inferred infer_where(OpCall& call) {
   const DType dtype = result_type({a, b});
   const Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   Inferred inf{current_device(), {}, {{shape, dtype}}, {}};
-  inf.inputs.push_back(operand_plan(cond, DType::Bool, shape, true));
+  // The kernels take a branch from the host by value, but always read the condition on the device.
+  inf.inputs.push_back(operand_plan(cond, DType::Bool, shape, false));
   for (const Tensor& t : {a, b}) inf.inputs.push_back(operand_plan(t, dtype, shape, true));
   return inf;
 }

@@ -119,3 +119,4 @@ from .transformer import (  # noqa: F401
     TransformerEncoderLayer,
 )
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
+from . import parallel  # noqa: E402,F401  (DistributedDataParallel)

@@ -1,0 +1,5 @@
+"""Parallel training of one module over several processes (see docs/distributed.md)."""
+
+from .distributed import DistributedDataParallel
+
+__all__ = ["DistributedDataParallel"]
