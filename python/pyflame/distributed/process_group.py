@@ -240,7 +240,7 @@ class ProcessGroup:
         comm = self._nccl.get(device)
         if comm is None:
             rocm = _nccl_module()
-            key = f"nccl_unique_id/{device}/{len(self._nccl)}"
+            key = f"nccl_unique_id/{len(self._nccl)}"  # each rank's n-th communicator, whatever its GPU
             if self._rank == 0:
                 self._store.set(key, rocm.nccl_unique_id())
             comm = rocm.NcclCommunicator(device, self._rank, self.size(), self._store.get(key),

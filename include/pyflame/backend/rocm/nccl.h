@@ -17,8 +17,7 @@
 //
 // A collective whose peers never arrive would block the device forever: a watchdog thread
 // aborts a communicator whose oldest unfinished collective is older than the timeout; the
-// next call on it then raises. Joining times out too where the library has non-blocking
-// communicators (NCCL 2.14 and later; older RCCL joins blocking).
+// next call on it then raises. Joining gives up after the timeout too.
 
 #include <cstdint>
 #include <memory>

@@ -5,8 +5,8 @@ gradients are averaged over the ranks during backward, so each rank's optimizer 
 same step. At construction the replicas take rank 0's parameters and buffers (broadcast).
 
 Buckets: the parameters, in reverse order of registration (roughly the order backward
-reaches them), are packed into buckets of at most `bucket_cap_mb` (one dtype and device
-each), each with one flat tensor. When backward has accumulated a parameter's .grad, a
+reaches them), are packed into buckets of at most `bucket_cap_mb` (the first of at most
+1 MiB; one dtype and device each), each with one flat tensor. When backward has accumulated a parameter's .grad, a
 hook copies it into its bucket; when a bucket is complete, its all-reduce (AVG) starts
 asynchronously, so the communication of late layers overlaps the backward of earlier
 ones. When the backward pass ends (an engine callback) every bucket is waited for and
@@ -23,6 +23,8 @@ import weakref
 from ... import _C
 from ... import distributed as dist
 from ..module import Module
+
+_FIRST_BUCKET_BYTES = 1024 * 1024
 
 
 class _Bucket:
@@ -56,7 +58,9 @@ class _Reducer:
         self.buckets = []
         current, size = [], 0
         for p in reversed(params):
-            if current and (size + p.numel() * p.element_size() > bucket_bytes or p.dtype != current[0].dtype
+            # The first bucket is small (1 MiB, as PyTorch's), so that communication starts early.
+            cap = min(bucket_bytes, _FIRST_BUCKET_BYTES) if not self.buckets else bucket_bytes
+            if current and (size + p.numel() * p.element_size() > cap or p.dtype != current[0].dtype
                             or p.device != current[0].device):
                 self.buckets.append(_Bucket(current))
                 current, size = [], 0
