@@ -1,8 +1,6 @@
 // Copies between two GPUs. Where the runtime reports peer access between two
-// devices, it is enabled once per ordered pair (the first copy pays for it) and
-// the source device writes into the destination's memory directly (NVLink, xGMI
-// or PCIe peer-to-peer; pushing is faster than pulling over NVLink: 376 against
-// 321 GB/s on two H200s); elsewhere hipMemcpyPeerAsync stages through host
+// devices, it is enabled both ways once (the first copy pays for it) and the copy
+// goes directly between the two memories (NVLink, xGMI or PCIe peer-to-peer); elsewhere hipMemcpyPeerAsync stages through host
 // memory itself. The copy runs on the source's current stream after the work
 // queued so far on the destination's current stream (an event), and the
 // destination's stream waits for the copy before its later work: neither host
@@ -62,11 +60,17 @@ bool can_access_peer(int device, int peer) {
 void copy_between_devices(void* dst, int dst_device, const void* src, int src_device, size_t bytes) {
   if (bytes == 0) return;
   enable_peer_access(src_device, dst_device);
+  enable_peer_access(dst_device, src_device);
   const hipStream_t src_stream = current_stream(src_device), dst_stream = current_stream(dst_device);
   wait_for(src_stream, src_device, dst_stream, dst_device);
   {
     DeviceGuard guard(src_device);
-    HIP_CHECK(hipMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, src_stream));
+    // With peer access both ways, a plain device-to-device copy (unified addresses) is the
+    // runtime's fastest path, as in PyTorch; hipMemcpyPeerAsync stages where there is none.
+    if (can_access_peer(src_device, dst_device) && can_access_peer(dst_device, src_device))
+      HIP_CHECK(hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToDevice, src_stream));
+    else
+      HIP_CHECK(hipMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, src_stream));
   }
   wait_for(dst_stream, dst_device, src_stream, src_device);
 }
