@@ -8,8 +8,8 @@
 #   scripts/gpu_check.sh [--wheel FILE] [STEP...]
 #
 # Steps, in this order (default: all): build, cpp_tests, sanitizer, python_tests, demo,
-# rocm_benchmark, training_benchmark, models, shapes; `tests` names cpp_tests to demo and
-# `benchmarks` the last four. All of them take longer than one device call may run (10
+# rocm_benchmark, training_benchmark, models, shapes, distributed (two GPUs); `tests` names
+# cpp_tests to demo and `benchmarks` the last five. All of them take longer than one device call may run (10
 # minutes), so the check runs in parts: `build tests` first, whose wheel comes back in
 # $OUT/wheel (parts under 16 MiB: cat them together), then `--wheel FILE sanitizer` and
 # `--wheel FILE benchmarks` (or single benchmarks) on that wheel instead of a build.
@@ -30,9 +30,9 @@ if [ "${1:-}" = "--wheel" ]; then
   WHEEL=$2
   shift 2
 fi
-ALL_STEPS="build cpp_tests sanitizer python_tests demo rocm_benchmark training_benchmark models shapes"
+ALL_STEPS="build cpp_tests sanitizer python_tests demo rocm_benchmark training_benchmark models shapes distributed"
 REQUESTED=" $(echo "${*:-$ALL_STEPS}" | sed -e 's/\btests\b/cpp_tests python_tests demo/' \
-  -e 's/\bbenchmarks\b/rocm_benchmark training_benchmark models shapes/') "
+  -e 's/\bbenchmarks\b/rocm_benchmark training_benchmark models shapes distributed/') "
 wanted() { [[ "$REQUESTED" == *" $1 "* ]]; }
 
 # The benchmarks record the commit measured; the GPU machine's copy of the tree may carry a stale
@@ -108,6 +108,15 @@ fi
 if wanted shapes; then
   step shapes python3 benchmarks/shapes.py --json "$OUT/shapes.json"
   sed -n '/== summary/,$p' "$LOGS/shapes.log"
+fi
+# Peer copies, all_reduce and DDP next to torch.distributed (issue 24): on a machine with two GPUs.
+if wanted distributed; then
+  if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+    step distributed python3 benchmarks/distributed_benchmark.py --json "$OUT/distributed.json"
+    cat "$LOGS/distributed.log"
+  else
+    echo "distributed                  skipped: one GPU (use a two-GPU machine kind)" | tee -a "$SUMMARY"
+  fi
 fi
 tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$LOGS"
 cat "$SUMMARY"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a virtual environment (.venv) with PyFlame built from this checkout.
 # Sourced by demo.sh and test.sh; installs only from PyPI and Debian.
+# Debian's gloo (libgloo-dev) gives pyflame.distributed its CPU backend; without apt the
+# build goes on without it.
 #   PYFLAME_TEST_DEPS=1   also install what the tests need (PyTorch CPU, pytest,
 #                         safetensors, doctest for the C++ tests)
 set -euo pipefail
@@ -16,14 +18,19 @@ python -m pip install -q --upgrade pip >/dev/null
 python -m pip install -q cmake ninja
 python -m pip install -q tqdm matplotlib  # the demo's progress bar and plot
 
+debian_install() {  # debian_install FILE PACKAGE: the package, unless FILE is there or there is no apt
+  [ -e "$1" ] && return
+  command -v apt-get > /dev/null || { echo "== no apt-get: $2 not installed"; return; }
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  [ -n "${APT_UPDATED:-}" ] || { $sudo apt-get update -qq; APT_UPDATED=1; }
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$2" > /dev/null
+}
+debian_install /usr/share/cmake/Gloo/GlooConfig.cmake libgloo-dev
+
 if [ "${PYFLAME_TEST_DEPS:-0}" = 1 ]; then
   python -m pip install -q "torch==2.13.0" pytest safetensors
-  if [ ! -f /usr/include/doctest/doctest.h ]; then
-    SUDO=""
-    [ "$(id -u)" = 0 ] || SUDO=sudo
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq doctest-dev >/dev/null
-  fi
+  debian_install /usr/include/doctest/doctest.h doctest-dev
 fi
 
 echo "== building and installing PyFlame (C++ core and Python extension; a GPU flavour where"

@@ -24,8 +24,8 @@ SIGHUP received by the launcher are forwarded to the ranks the same way before i
 128 + the signal. On Linux each child also gets SIGKILL should the launcher itself die
 (PR_SET_PDEATHSIG), so no rank outlives it.
 
-Only the standard library is imported: the launcher stays light and never initialises
-PyFlame's C++ extension or a GPU in the parent process.
+The launcher's own code uses only the standard library and starts no GPU work; being a module
+of the package, it is imported after `pyflame` itself (about half a second).
 """
 
 import argparse

@@ -19,6 +19,7 @@ from .dataset import (
     TensorDataset,
     random_split,
 )
+from .distributed import DistributedSampler
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "ChainDataset",
     "ConcatDataset",
     "DataLoader",
+    "DistributedSampler",
     "Dataset",
     "IterableDataset",
     "RandomSampler",
