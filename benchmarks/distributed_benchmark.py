@@ -102,7 +102,6 @@ def worker(out_path, steps):
         bus = 2 * (world - 1) / world * n * 4
         results["all_reduce"].append({"mb": mb, "pyflame_us": ours * 1e6, "torch_us": theirs * 1e6,
                                       "pyflame_busbw_gbps": bus / ours / 1e9, "torch_busbw_gbps": bus / theirs / 1e9})
-        del x, t
 
     rng = np.random.default_rng(rank)
     for which in ("mlp", "linear8x4096"):

@@ -162,7 +162,7 @@ def test_failing_rank_stops_the_others(tmp_path, fail, code, message):
     proc, elapsed = launch("--nproc-per-node", 2, "fail.py", cwd=tmp_path, env=dict(os.environ, FAIL=fail))
     assert proc.returncode == code, proc.stderr
     assert elapsed < 10, "the launcher waited for the sleeping rank"
-    assert f"rank 1 (local_rank 1, pid " in proc.stderr and message in proc.stderr
+    assert "rank 1 (local_rank 1, pid " in proc.stderr and message in proc.stderr
     assert (tmp_path / "sigterm0").exists(), "rank 0 was not given a SIGTERM to shut down cleanly"
     assert_gone(int((tmp_path / "pid0").read_text()))
 

@@ -4,6 +4,7 @@ Clients run in threads and in real subprocesses. Every store gets a short timeou
 store fails the test in seconds instead of hanging for the default 300 s.
 """
 
+import contextlib
 import datetime
 import gc
 import signal
@@ -101,15 +102,21 @@ def test_set_get_between_threads(master, stores):
     assert master.get("from_b") == b"overwritten"
 
 
-def test_get_blocks_until_a_later_set(master, stores):
-    client = stores(master.port)
-    timer = threading.Timer(0.3, lambda: client.set("late", b"value"))
-    start = time.monotonic()
+@contextlib.contextmanager
+def _set_later(client, key, value, delay):
+    timer = threading.Timer(delay, lambda: client.set(key, value))
     timer.start()
     try:
-        assert master.get("late") == b"value"
+        yield
     finally:
         timer.join()
+
+
+def test_get_blocks_until_a_later_set(master, stores):
+    client = stores(master.port)
+    start = time.monotonic()
+    with _set_later(client, "late", b"value", 0.3):
+        assert master.get("late") == b"value"
     assert time.monotonic() - start >= 0.25
 
 
@@ -423,11 +430,7 @@ def test_delete_key_num_keys_check(master, stores):
 def test_blocked_get_does_not_spin(master, stores):
     # A parked get must cost (almost) no CPU in the client or the in-process server thread.
     client = stores(master.port)
-    timer = threading.Timer(0.6, lambda: client.set("slow", b"1"))
     cpu0 = time.process_time()
-    timer.start()
-    try:
+    with _set_later(client, "slow", b"1", 0.6):
         assert master.get("slow") == b"1"
-    finally:
-        timer.join()
     assert time.process_time() - cpu0 < 0.15

@@ -451,18 +451,23 @@ def _check_same(a, b, what, a_name, b_name):
                          "must have one dtype and one device")
 
 
+def _group_of_blocks(what, group, whole, part, whole_name, part_name):
+    """The group, once `whole` holds one block of `part`'s size per rank (one dtype and device)."""
+    g = _group(group, what)
+    for t in (whole, part):
+        _check_tensor(t, what)
+    _check_same(whole, part, what, whole_name, part_name)
+    if whole.numel() != part.numel() * g.size():
+        raise ValueError(f"{what}(): {whole_name} has {whole.numel()} elements; expected {g.size()} x {part.numel()}")
+    return g
+
+
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     """Every rank's `input_tensor`, in rank order, into `output_tensor` (group size times as
     many elements: concatenated along dim 0, or stacked)."""
     if _skip(group):
         return None
-    g = _group(group, "all_gather_into_tensor")
-    for t in (output_tensor, input_tensor):
-        _check_tensor(t, "all_gather_into_tensor")
-    _check_same(output_tensor, input_tensor, "all_gather_into_tensor", "output_tensor", "input_tensor")
-    if output_tensor.numel() != input_tensor.numel() * g.size():
-        raise ValueError(f"all_gather_into_tensor(): output_tensor has {output_tensor.numel()} elements; expected "
-                         f"{g.size()} x {input_tensor.numel()}")
+    g = _group_of_blocks("all_gather_into_tensor", group, output_tensor, input_tensor, "output_tensor", "input_tensor")
     engine = g._engine(input_tensor, "all_gather_into_tensor")
     return _run(engine.all_gather(output_tensor.data_ptr(), input_tensor.data_ptr(), input_tensor.numel(),
                                   _dtype_name(input_tensor)), (output_tensor, input_tensor), async_op)
@@ -498,13 +503,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     """Reduces `input` (group size blocks of `output`'s size) across the group; rank r gets block r."""
     if _skip(group):
         return None
-    g = _group(group, "reduce_scatter_tensor")
-    for t in (output, input):
-        _check_tensor(t, "reduce_scatter_tensor")
-    _check_same(output, input, "reduce_scatter_tensor", "output", "input")
-    if input.numel() != output.numel() * g.size():
-        raise ValueError(f"reduce_scatter_tensor(): input has {input.numel()} elements; expected {g.size()} x "
-                         f"{output.numel()}")
+    g = _group_of_blocks("reduce_scatter_tensor", group, input, output, "input", "output")
     engine = g._engine(input, "reduce_scatter_tensor")
     return _run(engine.reduce_scatter(output.data_ptr(), input.data_ptr(), output.numel(), _dtype_name(input),
                                       int(ReduceOp(op))), (output, input), async_op)
