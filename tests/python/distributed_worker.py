@@ -232,6 +232,21 @@ def check_ddp_unused_parameter_raises():
     np.testing.assert_array_equal(numpy(both[0]), numpy(both[1]))
 
 
+def check_ddp_broadcasts_buffers():
+    model = pf.nn.Sequential(pf.nn.Linear(4, 4), pf.nn.BatchNorm1d(4)).to(DEVICE)
+    with pf.no_grad():
+        model[1].running_mean.fill_(float(RANK))  # differs per rank until DDP copies rank 0's
+    ddp = pf.nn.parallel.DistributedDataParallel(model)
+    assert numpy(model[1].running_mean).tolist() == [0.0] * 4
+    ddp(tensor(data(RANK, 8, "float32").reshape(2, 4), "float32"))  # training: each rank's own statistics
+    ddp.eval()
+    with pf.no_grad():
+        ddp(tensor(data(RANK, 8, "float32").reshape(2, 4), "float32"))  # rank 0's buffers, then no update
+    both = [tensor(np.zeros(4, np.float32), "float32") for _ in range(WORLD)]
+    dist.all_gather(both, model[1].running_mean)
+    np.testing.assert_array_equal(numpy(both[0]), numpy(both[1]))
+
+
 CHECKS = {name[len("check_"):]: f for name, f in globals().items() if name.startswith("check_")}
 
 

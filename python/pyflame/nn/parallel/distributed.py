@@ -174,7 +174,7 @@ class DistributedDataParallel(Module):
         self.reducer = _Reducer(params, group, int(bucket_cap_mb * 1024 * 1024), find_unused_parameters)
 
     def forward(self, *args, **kwargs):
-        if self.broadcast_buffers and _C.is_grad_enabled():
+        if self.broadcast_buffers:
             for b in self.module.buffers():
                 dist.broadcast(b.detach(), src=self._source, group=self.process_group)
         return self.module(*args, **kwargs)
