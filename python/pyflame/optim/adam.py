@@ -37,10 +37,10 @@ class Adam(Optimizer):
     @_no_grad_step
     def step(self):
         for group in self.param_groups:
-            lr, (beta1, beta2), eps, weight_decay, amsgrad, decoupled, maximize = (
-                group[k] for k in ("lr", "betas", "eps", "weight_decay", "amsgrad", "decoupled_weight_decay", "maximize"))
+            lr, (beta1, beta2), eps, weight_decay, amsgrad, decoupled, maximize = self._hyperparameters(
+                group, "lr", "betas", "eps", "weight_decay", "amsgrad", "decoupled_weight_decay", "maximize")
             buffers = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
-            params = self._params_with_grad(group, lambda p: {b: _C._full_like(p, 0) for b in buffers})
+            params = self._params_with_grad(group, buffers)
             # the bias corrections depend on each parameter's step count
             for (_, _, step), batch in _fused_batches(params, lambda p: self.state[p]["step"].item()):
                 states = [self.state[p] for p in batch]

@@ -192,18 +192,22 @@ class Optimizer:
         """Performs one optimization step; `closure` re-evaluates the model and returns the loss."""
         raise NotImplementedError
 
-    def _params_with_grad(self, group, new_state=None):
-        """The group's parameters that have a gradient. For the optimizers that count steps, new_state(p)
-        gives the buffers of a parameter's state, made on its first step; every step is counted."""
+    def _params_with_grad(self, group, buffers=None):
+        """The group's parameters that have a gradient. For the optimizers that count steps, `buffers`
+        names the zero-filled tensors of a parameter's state, made on its first step; every step is counted."""
         params = [p for p in group["params"] if p.grad is not None]
-        if new_state is not None:
+        if buffers is not None:
             for p in params:
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _zero_step()
-                    state.update(new_state(p))
+                    state.update({b: _C._full_like(p, 0) for b in buffers})
                 state["step"].add_(1)
         return params
+
+    @staticmethod
+    def _hyperparameters(group, *names):
+        return tuple(group[k] for k in names)
 
     # ------------------------------------------------------------ state dicts
 

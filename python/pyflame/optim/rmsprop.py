@@ -30,10 +30,10 @@ class RMSprop(Optimizer):
     @_no_grad_step
     def step(self):
         for group in self.param_groups:
-            lr, alpha, eps, weight_decay, momentum, centered = (
-                group[k] for k in ("lr", "alpha", "eps", "weight_decay", "momentum", "centered"))
+            lr, alpha, eps, weight_decay, momentum, centered = self._hyperparameters(
+                group, "lr", "alpha", "eps", "weight_decay", "momentum", "centered")
             buffers = ("square_avg",) + ("momentum_buffer",) * (momentum > 0) + ("grad_avg",) * centered
-            params = self._params_with_grad(group, lambda p: {b: _C._full_like(p, 0) for b in buffers})
+            params = self._params_with_grad(group, buffers)
             for _, batch in _fused_batches(params):
                 states = [self.state[p] for p in batch]
                 _C.rmsprop_step_(batch, [p.grad for p in batch], [s["square_avg"] for s in states],
