@@ -90,3 +90,29 @@ def test_rsample_is_differentiable(device):
         D.kl_divergence(D.Normal(0.0, 1.0), D.Uniform(0.0, 1.0))
     with pytest.raises(ValueError, match="not both"):
         D.Bernoulli(probs=pf.tensor([0.5]), logits=pf.tensor([0.0]))
+
+
+@pytest.mark.parametrize("ndims", [0, 1, 2])
+def test_independent_as_torch(device, rng, ndims):
+    """Normal and Categorical bases with 0-2 batch dims read as event dims: shapes, densities,
+    entropies, moments, KL and samples as torch's."""
+    for (name, args, kwargs, values), (_, args2, kwargs2, _) in zip(_cases(rng), _cases(rng)):
+        if name not in ("Normal", "Categorical"):
+            continue
+        p = D.Independent(_make(pf, name, args, kwargs, device), ndims)
+        tp = T.Independent(_make(torch, name, args, kwargs, device), ndims)
+        assert (tuple(p.batch_shape), tuple(p.event_shape)) == (tuple(tp.batch_shape), tuple(tp.event_shape))
+        assert p.has_rsample == tp.has_rsample
+        v = values.astype(np.int64 if name == "Categorical" else np.float32)
+        np.testing.assert_allclose(pf_to_numpy(p.log_prob(pf.tensor(v, device=device))),
+                                   tp.log_prob(torch.from_numpy(v)).numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(pf_to_numpy(p.entropy()), tp.entropy().numpy(), rtol=1e-5, atol=1e-5)
+        q = D.Independent(_make(pf, name, args2, kwargs2, device), ndims)
+        tq = T.Independent(_make(torch, name, args2, kwargs2, device), ndims)
+        np.testing.assert_allclose(pf_to_numpy(D.kl_divergence(p, q)), T.kl_divergence(tp, tq).numpy(), rtol=1e-4,
+                                   atol=1e-5)
+        assert tuple(p.sample((5,)).shape) == tuple(tp.sample((5,)).shape)
+        if name == "Normal":
+            np.testing.assert_allclose(pf_to_numpy(p.mean), tp.mean.numpy(), rtol=1e-6)
+    with pytest.raises(ValueError, match="reinterpreted_batch_ndims"):
+        D.Independent(D.Normal(pf.zeros(2, device=device), pf.ones(2, device=device)), 2)

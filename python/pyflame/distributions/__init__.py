@@ -1,10 +1,10 @@
 """pyflame.distributions, as torch.distributions: Normal, Uniform, Bernoulli and Categorical with
-sample, rsample (the reparameterised ones), log_prob, entropy, mean, variance and stddev, and
-kl_divergence between two of one family. Parameters broadcast to the batch shape and may live on any
-device; samples are drawn there.
+sample, rsample (the reparameterised ones), log_prob, entropy, mean, variance and stddev,
+Independent (batch dims read as event dims), and kl_divergence between two of one family.
+Parameters broadcast to the batch shape and may live on any device; samples are drawn there.
 
-Not here yet (AttributeError): Beta, Gamma, Dirichlet, MultivariateNormal, Independent and the rest of
-torch's families, transforms and constraints; validate_args is accepted and checks nothing.
+Not here yet (AttributeError): Beta, Gamma, Dirichlet, MultivariateNormal and the rest of torch's
+families, transforms and constraints; validate_args is accepted and checks nothing.
 """
 
 import math
@@ -16,7 +16,7 @@ from .._shape_api import Size, broadcast_tensors, finfo
 from ..autograd import no_grad
 from ..nn import functional as F
 
-__all__ = ["Distribution", "Normal", "Uniform", "Bernoulli", "Categorical", "kl_divergence"]
+__all__ = ["Distribution", "Normal", "Uniform", "Bernoulli", "Categorical", "Independent", "kl_divergence"]
 
 
 def _as_tensor(value, like=None):
@@ -237,11 +237,67 @@ class Categorical(Distribution):
         return f"Categorical(probs: {self.probs})"
 
 
+class Independent(Distribution):
+    """`base_distribution` with its rightmost `reinterpreted_batch_ndims` batch dims read as event
+    dims (torch.distributions.Independent): log_prob and entropy sum over them."""
+
+    def __init__(self, base_distribution, reinterpreted_batch_ndims, validate_args=None):
+        batch = tuple(base_distribution.batch_shape)
+        if not 0 <= reinterpreted_batch_ndims <= len(batch):
+            raise ValueError(f"Expected reinterpreted_batch_ndims <= len(base_distribution.batch_shape), actual "
+                             f"{reinterpreted_batch_ndims} vs {len(batch)}")
+        self.base_dist = base_distribution
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+        split = len(batch) - reinterpreted_batch_ndims
+        super().__init__(batch[:split], batch[split:] + tuple(base_distribution.event_shape))
+
+    @property
+    def has_rsample(self):
+        return self.base_dist.has_rsample
+
+    def _sum_reinterpreted(self, value):
+        n = self.reinterpreted_batch_ndims
+        return value.sum(tuple(range(-n, 0))) if n else value
+
+    @property
+    def mean(self):
+        return self.base_dist.mean
+
+    @property
+    def mode(self):
+        return self.base_dist.mode
+
+    @property
+    def variance(self):
+        return self.base_dist.variance
+
+    def sample(self, sample_shape=()):
+        return self.base_dist.sample(sample_shape)
+
+    def rsample(self, sample_shape=()):
+        return self.base_dist.rsample(sample_shape)
+
+    def log_prob(self, value):
+        return self._sum_reinterpreted(self.base_dist.log_prob(value))
+
+    def entropy(self):
+        return self._sum_reinterpreted(self.base_dist.entropy())
+
+    def __repr__(self):
+        return f"Independent({self.base_dist!r}, {self.reinterpreted_batch_ndims})"
+
+
 def kl_divergence(p, q):
-    """KL(p || q) for two distributions of one family (Normal, Uniform, Bernoulli, Categorical)."""
+    """KL(p || q) for two distributions of one family (Normal, Uniform, Bernoulli, Categorical, and
+    Independent ones of one family reinterpreting as many dims)."""
     if type(p) is not type(q):
         raise _C.NotSupportedError(f"kl_divergence({type(p).__name__}, {type(q).__name__}) is not implemented; "
                                    "pyflame has it for two distributions of one family")
+    if isinstance(p, Independent):
+        if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+            raise _C.NotSupportedError("kl_divergence of two Independent distributions reinterpreting different "
+                                       "numbers of dims is not implemented")
+        return p._sum_reinterpreted(kl_divergence(p.base_dist, q.base_dist))
     if isinstance(p, Normal):
         var_ratio = (p.scale / q.scale).pow(2)
         t1 = ((p.loc - q.loc) / q.scale).pow(2)
