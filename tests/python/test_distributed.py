@@ -125,3 +125,18 @@ def test_single_process_group_over_tcp(tmp_path):
     finally:
         dist.destroy_process_group()
     assert not dist.is_initialized()
+
+
+def test_a_given_store_stays_the_callers():
+    _backend_skip("gloo")
+    store = dist.TCPStore("127.0.0.1", 0, 1, is_master=True)
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+    try:
+        t = pf.ones(3)
+        dist.broadcast(t, src=0)
+        assert t.tolist() == [1.0, 1.0, 1.0]
+    finally:
+        dist.destroy_process_group()
+    store.set("still", b"open")
+    assert store.get("still") == b"open"
+    store.close()

@@ -264,6 +264,7 @@ class _World:
     def __init__(self):
         self.default_group = None
         self.store = None
+        self.own_store = False
         self.groups = 0  # groups made so far (each all ranks make, in one order)
 
 
@@ -334,6 +335,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         else:
             raise ValueError(f"init_process_group(): unsupported init_method {method!r} (env:// or tcp://host:port)")
         store = TCPStore(host, port, world_size, is_master=rank == 0, timeout=timeout)
+        _world.own_store = True  # closed by destroy_process_group; a store given stays the caller's
         address = _local_address(host, port)
     else:
         address = _local_address("127.0.0.1", 0) if world_size == 1 else socket.gethostbyname(socket.gethostname())
@@ -352,10 +354,11 @@ def destroy_process_group(group=None):
     if group is None or group is _world.default_group:
         if _world.default_group is not None:
             _world.default_group.shutdown()
-        if _world.store is not None and hasattr(_world.store, "close"):
+        if _world.own_store:
             _world.store.close()
         _world.default_group = None
         _world.store = None
+        _world.own_store = False
         _world.groups = 0
     elif group is not GroupMember.NON_GROUP_MEMBER:
         group.shutdown()
