@@ -11,6 +11,7 @@
 #include "pyflame/backend/rocm/stream.h"
 #include "rocm/device_guard.h"
 #include "rocm/kernels/launch.h"
+#include "rocm/peer.h"
 
 namespace pyflame::backend::rocm {
 namespace {
@@ -107,9 +108,9 @@ void launch_fill(Tensor& out, const Scalar& value, hipStream_t stream) {
   check_launch("fill", "shape " + detail::to_piece(out.shape()) + " (" + dtype_name(out.dtype()) + ")");
 }
 
-// A source on the host (or another GPU) comes over by the memory manager:
-// straight into the output when no conversion or layout change is needed,
-// else into a device buffer that the copy kernel then converts.
+// A source on the host or another GPU comes over straight into the output when
+// no conversion or layout change is needed (the memory manager, a peer copy), else
+// into a device buffer that the copy kernel then converts.
 void copy_entry(OpCall& call) {
   Tensor& out = call.out();
   const int device = out.device().index;
@@ -117,7 +118,11 @@ void copy_entry(OpCall& call) {
   Tensor src = call.inputs[0];
   if (src.device() != out.device()) {
     src = src.contiguous();
-    if (src.device().is_cpu() && out.is_contiguous() && out.dtype() == src.dtype()) {
+    if (out.is_contiguous() && out.dtype() == src.dtype()) {
+      if (!src.device().is_cpu()) {
+        copy_between_devices(out.data_ptr(), device, src.data_ptr(), src.device().index, src.nbytes());
+        return;
+      }
       ROCmMemoryManager& memory = get_memory_manager(device);
       hipStream_t stream = current_stream(device);
       // non_blocking from a pinned tensor: straight from its memory, without
