@@ -9,8 +9,8 @@ something only one of them knows (an NCCL unique id of 128 bytes, gloo's listeni
 "everybody is here"). The one thing all ranks share is MASTER_ADDR:MASTER_PORT, so rank 0 runs
 this small server there and every rank (rank 0 included) is a client of it. It carries only
 these few small values: collectives never go through it, so the design favours simplicity and
-clear failures over throughput. Only the standard library is used so that the launcher and
-tests can load it without PyFlame's C++ extension.
+clear failures over throughput. It is plain Python over the standard library; its errors
+derive from pyflame.DistError.
 
 Shape: the master binds ``host_name:port`` on all interfaces (port 0 picks a free port, read
 back from ``store.port``) and serves from one daemon thread; every ``TCPStore`` object, master
