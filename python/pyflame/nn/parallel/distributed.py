@@ -32,21 +32,17 @@ class _Bucket:
         from ... import empty
 
         self.params = params
-        self.offsets = []
-        total = 0
+        self.flat = empty(sum(p.numel() for p in params), dtype=params[0].dtype, device=params[0].device)
+        # Each parameter's slice of the flat tensor, shaped as the parameter (made once: hooks run every step).
+        self.views, offset = [], 0
         for p in params:
-            self.offsets.append(total)
-            total += p.numel()
-        self.flat = empty(total, dtype=params[0].dtype, device=params[0].device)
+            self.views.append(self.flat[offset:offset + p.numel()].view(tuple(p.shape)))
+            offset += p.numel()
         self.reset()
 
     def reset(self):
         self.ready = set()
         self.work = None
-
-    def view(self, i):
-        p = self.params[i]
-        return self.flat[self.offsets[i]:self.offsets[i] + p.numel()].view(tuple(p.shape))
 
 
 class _Reducer:
@@ -84,7 +80,7 @@ class _Reducer:
             self.finishing = True
             _C._queue_backward_callback(_make_finish(weakref.ref(self)))
         bucket, i = self.where[key]
-        bucket.view(i).copy_(grad)
+        bucket.views[i].copy_(grad)
         bucket.ready.add(i)
         if len(bucket.ready) == len(bucket.params):
             self.start(bucket)
@@ -108,15 +104,15 @@ class _Reducer:
         for b in incomplete:  # unused parameters count as zero gradients
             for i in range(len(b.params)):
                 if i not in b.ready:
-                    b.view(i).zero_()
+                    b.views[i].zero_()
             self.start(b)
         for b in self.buckets:
             b.work.wait()
             for i, p in enumerate(b.params):
                 if p.grad is None:
-                    p.grad = b.view(i).clone()
+                    p.grad = b.views[i].clone()
                 else:
-                    p.grad.copy_(b.view(i))
+                    p.grad.copy_(b.views[i])
             b.reset()
 
     def remove(self):
