@@ -132,6 +132,16 @@ def check_large():
     assert float(t[0]) == s and float(t[n // 2]) == s and float(t[n - 1]) == 0.5 * s, "64M-element all_reduce"
 
 
+def check_objects():
+    got = [None] * WORLD
+    mine = {"rank": RANK, "text": "x" * (10 + 1000 * RANK)}  # lengths differ: padded on the way
+    dist.all_gather_object(got, mine)
+    assert got == [{"rank": r, "text": "x" * (10 + 1000 * r)} for r in range(WORLD)], got
+    objects = [("from", RANK), None] if RANK == 1 else [None, None]
+    dist.broadcast_object_list(objects, src=1)
+    assert objects == [("from", 1), None], objects
+
+
 def check_groups():
     solo = dist.new_group([0])
     both = dist.new_group([0, 1])

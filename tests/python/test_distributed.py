@@ -46,7 +46,7 @@ def worker_results(request, tmp_path_factory):
 
 
 CHECKS = ["error_before_init", "all_reduce", "avg_rejects_integers", "broadcast_from_rank_1", "all_gather",
-          "reduce_scatter", "send_recv", "async_handles", "large", "groups", "wrong_device",
+          "reduce_scatter", "send_recv", "async_handles", "large", "objects", "groups", "wrong_device",
           "ddp_equals_one_process", "ddp_no_sync", "ddp_unused_parameter_raises", "ddp_broadcasts_buffers"]
 
 

@@ -18,8 +18,11 @@ import datetime
 import enum
 import glob
 import os
+import pickle
 import socket
 import sys
+
+import numpy as np
 
 from .. import _C
 from .store import PrefixStore, TCPStore
@@ -551,6 +554,75 @@ def irecv(tensor, src, group=None, tag=0):
     if src is None:
         raise _C.NotSupportedError("irecv(): src=None (from any rank) is not supported; name the sender")
     return None if _skip(group) else _run(_point_to_point("irecv", tensor, src, group, tag), (tensor,), True)
+
+
+def _object_device(g):
+    """Where objects travel as bytes: the CPU where the group has gloo, else this rank's GPU."""
+    if g._backends.get("cpu"):
+        return "cpu"
+    from .. import cuda
+
+    return f"rocm:{cuda.current_device()}"
+
+
+def _to_bytes(obj, device):
+    from .. import from_numpy
+
+    return from_numpy(np.frombuffer(pickle.dumps(obj), dtype=np.uint8).copy()).to(device)
+
+
+def _from_bytes(t, size):
+    return pickle.loads(t[:size].cpu().numpy().tobytes())
+
+
+def _gather_bytes(g, mine):
+    """Every rank's byte tensor (padded to the longest) and its length, in rank order."""
+    from .. import int64, tensor, zeros
+
+    device = mine.device
+    sizes = zeros(g.size(), dtype=int64, device=device)
+    all_gather_into_tensor(sizes, tensor([mine.numel()], dtype=int64, device=device), group=g)
+    sizes = sizes.tolist()
+    padded = zeros(max(sizes), dtype=mine.dtype, device=device)
+    padded[:mine.numel()] = mine
+    out = zeros(g.size() * max(sizes), dtype=mine.dtype, device=device)
+    all_gather_into_tensor(out, padded, group=g)
+    return out.reshape(g.size(), max(sizes)), sizes
+
+
+def all_gather_object(object_list, obj, group=None):
+    """Every rank's picklable `obj` into `object_list[rank]` (pickle, so only with ranks you trust)."""
+    if _skip(group):
+        return
+    g = _group(group, "all_gather_object")
+    if len(object_list) != g.size():
+        raise ValueError(f"all_gather_object(): object_list has {len(object_list)} entries; the group has "
+                         f"{g.size()} ranks")
+    rows, sizes = _gather_bytes(g, _to_bytes(obj, _object_device(g)))
+    for r in range(g.size()):
+        object_list[r] = _from_bytes(rows[r], sizes[r])
+
+
+def broadcast_object_list(object_list, src=0, group=None, device=None):
+    """Global rank `src`'s picklable objects into `object_list` on every rank (same length everywhere)."""
+    if _skip(group):
+        return
+    g = _group(group, "broadcast_object_list")
+    device = device or _object_device(g)
+    from .. import int64, tensor, uint8, zeros
+
+    sending = g.ranks[g.rank()] == src
+    data = _to_bytes(list(object_list), device) if sending else None
+    size = tensor([data.numel() if sending else 0], dtype=int64, device=device)
+    broadcast(size, src=src, group=g)
+    if not sending:
+        data = zeros(int(size.item()), dtype=uint8, device=device)
+    broadcast(data, src=src, group=g)
+    objects = _from_bytes(data, data.numel())
+    if len(objects) != len(object_list):
+        raise ValueError(f"broadcast_object_list(): rank {src} sent {len(objects)} objects; this rank's list "
+                         f"has {len(object_list)}")
+    object_list[:] = objects
 
 
 def barrier(group=None, async_op=False, device_ids=None):
