@@ -25,6 +25,7 @@ import sys
 import numpy as np
 
 from .. import _C
+from ..backend.rocm import _dtype_name
 from .store import PrefixStore, TCPStore
 
 DistError = _C.DistError
@@ -234,10 +235,8 @@ class ProcessGroup:
                              f"(it serves: {served}); init_process_group(backend=...) chooses")
         if kind == "cpu":
             if self._gloo is None:
-                store = self._store
-                self._gloo = _gloo_module().GlooGroup(self._rank, self.size(), lambda k, v: store.set(k, v),
-                                                      lambda k: store.get(k), self._timeout.total_seconds(),
-                                                      self._address)
+                self._gloo = _gloo_module().GlooGroup(self._rank, self.size(), self._store.set, self._store.get,
+                                                      self._timeout.total_seconds(), self._address)
             return self._gloo
         device = tensor.device.index or 0
         comm = self._nccl.get(device)
@@ -404,10 +403,6 @@ def _check_tensor(t, what):
         raise TypeError(f"{what}(): expected a pyflame Tensor, got {type(t).__name__}")
     if not t.is_contiguous():
         raise ValueError(f"{what}(): tensors must be contiguous")
-
-
-def _dtype_name(t):
-    return str(t.dtype).rsplit(".", 1)[-1]
 
 
 def _group_rank(group, global_rank, what):
