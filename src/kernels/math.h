@@ -72,6 +72,7 @@ PF_MATH_FORWARD2(atan2)
 PF_MATH_FORWARD2(hypot)
 PF_MATH_FORWARD2(fmod)
 PF_MATH_FORWARD2(copysign)
+PF_MATH_FORWARD2(fmax)  // NaN ignored: the other argument
 
 PF_HOST_DEVICE float tanh(float x) {
 #if PF_DEVICE_PASS

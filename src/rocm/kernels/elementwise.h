@@ -30,7 +30,7 @@ static __global__ void unary_contiguous(O* out, const T* in, int64_t n, F f) {
   const int64_t nvec = n / V;
   for (int64_t base = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; base < nvec;
        base += stride * kUnaryUnroll) {
-    Vec<T, V> x[kUnaryUnroll];
+    Vec<T, V> x[kUnaryUnroll]{};
 #pragma unroll
     for (int u = 0; u < kUnaryUnroll; ++u)
       if (base + u * stride < nvec) x[u] = reinterpret_cast<const Vec<T, V>*>(in)[base + u * stride];

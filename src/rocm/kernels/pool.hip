@@ -131,21 +131,21 @@ struct Tile {
 template <class T> using Vector = Vec<T, kVec<T>>;
 
 // ceil(a / b) for a >= 0, b >= 1; the common b == 1 skips the division.
-__device__ __forceinline__ int64_t div_up(int64_t a, int64_t b) { return b == 1 ? a : (a + b - 1) / b; }
+template <class Int> __device__ __forceinline__ Int div_up(Int a, Int b) { return b == 1 ? a : (a + b - 1) / b; }
 
 // The taps t in [0, k) whose position start + t * d lies in [0, in): [lo, hi).
-__device__ __forceinline__ void tap_range(int64_t start, int64_t k, int64_t d, int64_t in, int64_t& lo, int64_t& hi) {
+template <class Int> __device__ __forceinline__ void tap_range(Int start, Int k, Int d, Int in, Int& lo, Int& hi) {
   lo = start >= 0 ? 0 : div_up(-start, d);
   hi = start >= in ? 0 : std::min(k, div_up(in - start, d));
   hi = std::max(lo, hi);
 }
 
 // The divisor's part from one dim of an average window at output position o (the CPU's avg_extent).
-__device__ __forceinline__ int64_t avg_extent(int64_t o, int64_t k, int64_t s, int64_t p, int64_t in,
-                                              bool count_include_pad) {
-  const int64_t start = o * s - p, end = std::min(start + k, in + p);
+template <class Int>
+__device__ __forceinline__ Int avg_extent(Int o, Int k, Int s, Int p, Int in, bool count_include_pad) {
+  const Int start = o * s - p, end = std::min(start + k, in + p);
   if (count_include_pad) return end - start;
-  return std::min(end, in) - std::max<int64_t>(start, 0);
+  return std::min(end, in) - std::max<Int>(start, 0);
 }
 
 template <class A, Pool kPool> __device__ __forceinline__ A pool_identity() {
@@ -165,10 +165,8 @@ template <class A, Pool kPool> __device__ __forceinline__ A pool_combine(A acc, 
 
 // avg_extent along dim i in int arithmetic, for the tiled kernel (plan_tiles keeps its sizes in int range).
 __device__ __forceinline__ int tile_extent(int o, const PoolGeometry& g, int i) {
-  const int k = static_cast<int>(g.k[i]), p = static_cast<int>(g.p[i]), in = static_cast<int>(g.in[i]);
-  const int start = o * static_cast<int>(g.s[i]) - p, end = min(start + k, in + p);
-  if (g.count_include_pad) return end - start;
-  return min(end, in) - max(start, 0);
+  return avg_extent<int>(o, static_cast<int>(g.k[i]), static_cast<int>(g.s[i]), static_cast<int>(g.p[i]),
+                         static_cast<int>(g.in[i]), g.count_include_pad);
 }
 
 __device__ __forceinline__ Band locate_band(const PoolGeometry& g, const TilePlan& tp, int64_t band, int64_t col_tile,
@@ -366,9 +364,25 @@ static __global__ void __launch_bounds__(kPoolThreads, kPoolMinBlocks)
 
 // ---- direct kernels: one output per thread
 
+// PoolGeometry in the index type of a kernel (int32_t where the tensors allow: 64-bit divisions
+// per output cost more than a small window's loads).
+template <class Int> struct Geometry {
+  Int in[3], out[3], k[3], s[3], p[3], d[3];
+  bool count_include_pad;
+  Int divisor_override;
+
+  explicit Geometry(const PoolGeometry& g) : count_include_pad(g.count_include_pad) {
+    for (int i = 0; i < 3; ++i) {
+      in[i] = static_cast<Int>(g.in[i]), out[i] = static_cast<Int>(g.out[i]), k[i] = static_cast<Int>(g.k[i]);
+      s[i] = static_cast<Int>(g.s[i]), p[i] = static_cast<Int>(g.p[i]), d[i] = static_cast<Int>(g.d[i]);
+    }
+    divisor_override = static_cast<Int>(g.divisor_override);
+  }
+};
+
 // The average of `sum` over the window at (od, oh, ow), divided as the CPU does.
-template <class A>
-__device__ __forceinline__ A pool_average(A sum, const PoolGeometry& g, int64_t od, int64_t oh, int64_t ow) {
+template <class A, class Int>
+__device__ __forceinline__ A pool_average(A sum, const Geometry<Int>& g, Int od, Int oh, Int ow) {
   if (g.divisor_override) return sum / static_cast<A>(g.divisor_override);
   const bool pad = g.count_include_pad;
   const A outer = static_cast<A>(avg_extent(od, g.k[0], g.s[0], g.p[0], g.in[0], pad) *
@@ -376,26 +390,28 @@ __device__ __forceinline__ A pool_average(A sum, const PoolGeometry& g, int64_t 
   return sum / (outer * static_cast<A>(avg_extent(ow, g.k[2], g.s[2], g.p[2], g.in[2], pad)));
 }
 
-// Windows too large to stage: each output reads its window, clipped to the input once.
-template <class T, Pool kPool, class O>
-static __global__ void direct_pool_kernel(O* out, const T* in, PoolGeometry g, int64_t n) {
+// Windows too large to stage, and small planes: each output reads its window, clipped to the input once.
+template <class T, Pool kPool, class O, class Int>
+static __global__ void direct_pool_kernel(O* out, const T* in, Geometry<Int> g, Int n) {
   using A = acc_t<T>;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t ow = i % g.out[2], oh = i / g.out[2] % g.out[1], od = i / (g.out[2] * g.out[1]) % g.out[0];
-    const int64_t plane = i / (g.out[2] * g.out[1] * g.out[0]);
-    const int64_t ds = od * g.s[0] - g.p[0], hs = oh * g.s[1] - g.p[1], ws = ow * g.s[2] - g.p[2];
-    int64_t kd_lo, kd_hi, kh_lo, kh_hi, kw_lo, kw_hi;
+  for (Int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    Int rest = i / g.out[2];
+    const Int ow = i - rest * g.out[2];
+    const Int oh = rest % g.out[1];
+    rest /= g.out[1];
+    const Int od = rest % g.out[0], plane = rest / g.out[0];
+    const Int ds = od * g.s[0] - g.p[0], hs = oh * g.s[1] - g.p[1], ws = ow * g.s[2] - g.p[2];
+    Int kd_lo, kd_hi, kh_lo, kh_hi, kw_lo, kw_hi;
     tap_range(ds, g.k[0], g.d[0], g.in[0], kd_lo, kd_hi);
     tap_range(hs, g.k[1], g.d[1], g.in[1], kh_lo, kh_hi);
     tap_range(ws, g.k[2], g.d[2], g.in[2], kw_lo, kw_hi);
     const T* src = in + plane * g.in[0] * g.in[1] * g.in[2];
     A acc = pool_identity<A, kPool>();
     uint32_t at = kNoTap<uint32_t>;  // argmax: the tap acc came from
-    for (int64_t kd = kd_lo; kd < kd_hi; ++kd)
-      for (int64_t kh = kh_lo; kh < kh_hi; ++kh) {
+    for (Int kd = kd_lo; kd < kd_hi; ++kd)
+      for (Int kh = kh_lo; kh < kh_hi; ++kh) {
         const T* row = src + ((ds + kd * g.d[0]) * g.in[1] + hs + kh * g.d[1]) * g.in[2] + ws;
-        for (int64_t kw = kw_lo; kw < kw_hi; ++kw) {
+        for (Int kw = kw_lo; kw < kw_hi; ++kw) {
           const A v = static_cast<A>(row[kw * g.d[2]]);
           if constexpr (kPool == Pool::argmax) {
             if (takes_over(v, acc)) acc = v, at = static_cast<uint32_t>((kd * g.k[1] + kh) * g.k[2] + kw);
@@ -783,7 +799,12 @@ void launch_pool(O* out, const T* in, const PoolGeometry& g, int64_t planes, int
     tiled_pool_kernel<T, kPool, O><<<grid, kPoolThreads, 0, stream>>>(out, in, g, tp);
   } else {
     const int64_t n = planes * g.out[0] * g.out[1] * g.out[2];
-    direct_pool_kernel<T, kPool, O><<<grid_for(n), kThreads, 0, stream>>>(out, in, g, n);
+    // int32_t: every offset, and the grid-stride walk past n (at most 2^28 threads), stays below 2^31.
+    if (n < (int64_t{1} << 30) && planes * g.in[0] * g.in[1] * g.in[2] < (int64_t{1} << 31))
+      direct_pool_kernel<T, kPool, O, int32_t><<<grid_for(n), kThreads, 0, stream>>>(out, in, Geometry<int32_t>(g),
+                                                                                     static_cast<int32_t>(n));
+    else
+      direct_pool_kernel<T, kPool, O, int64_t><<<grid_for(n), kThreads, 0, stream>>>(out, in, Geometry<int64_t>(g), n);
   }
 }
 

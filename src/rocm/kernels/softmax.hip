@@ -55,23 +55,34 @@ template <int N> using Int = std::integral_constant<int, N>;
 // reductions: 83 registers, 22% of the warps resident and 44% of the DRAM
 // bandwidth (H200, softmax 8x12x1024x1024: 365 us, PyTorch's 48-register kernel
 // 199 us). More than 8 loads a lane (rows not in vectors) or double values
-// spill under that cap: those stay uncapped.
-template <class A, int kVecs> constexpr int cached_min_blocks() { return sizeof(A) == 4 && kVecs <= 8 ? 4 : 1; }
+// spill under that cap: those stay uncapped. At most 8 values a lane fit in
+// 32 registers (8 blocks: every warp slot filled).
+template <class A, int kVecs, int V> constexpr int cached_min_blocks() {
+  return sizeof(A) != 4 || kVecs > 8 ? 1 : kVecs * V <= 8 ? 8 : 4;
+}
+
+// A row's maximum, NaN ignored: a NaN still reaches every output of its row
+// through the sum of exponentials, and NaN-propagating compares in the
+// shuffles cost a fifth of a short row's time.
+template <class A> struct RowMax {
+  __device__ __forceinline__ A operator()(A a, A b) const { return math::fmax(a, b); }
+};
 
 // ---- rows held in registers
 
 // Rows of at most kVecs * V elements per team thread, held in registers, one
-// row per team (kBlock: the block; else `width` lanes); thread `rank` holds
-// vectors rank + k * width (V > 1: rows V-aligned, len % V == 0). softmax
-// keeps exp(x - max) from the sum for the output: one exp per element.
-template <class T, bool kLog, int kVecs, int V, bool kBlock>
-static __global__ void __launch_bounds__(kSoftmaxThreads, (cached_min_blocks<acc_t<T>, kVecs>()))
+// row per team (kBlock: the block; else `width` lanes, kWholeWarp: all of
+// them, known at compile time so that offsets and shuffles are unrolled);
+// thread `rank` holds vectors rank + k * width (V > 1: rows V-aligned, len % V == 0). softmax keeps
+// exp(x - max) from the sum for the output: one exp per element.
+template <class T, bool kLog, int kVecs, int V, bool kBlock, bool kWholeWarp>
+static __global__ void __launch_bounds__(kSoftmaxThreads, (cached_min_blocks<acc_t<T>, kVecs, V>()))
     softmax_rows_cached(T* out, const T* in, int64_t rows, int64_t len, int width) {
   using A = acc_t<T>;
-  const kernels::MaxReduce<A> max_of;
+  const RowMax<A> max_of;
   const kernels::SumReduce<A> sum_of;
   const int nvec = static_cast<int>(len / V);  // rows here hold at most kSoftmaxThreads * kMaxCached elements
-  for (RowTeam<kBlock> team(width); team.first < rows; team.next()) {
+  for (RowTeam<kBlock> team(kWholeWarp ? PF_WARP_SIZE : width); team.first < rows; team.next()) {
     const int64_t row = team.row();
     const bool live_row = row < rows;
     // This thread's first vector; the k-th is k * width further (32-bit offsets: fewer registers).
@@ -83,7 +94,7 @@ static __global__ void __launch_bounds__(kSoftmaxThreads, (cached_min_blocks<acc
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
       const bool live = k * team.width < held;
-      Vec<T, V> xv;
+      Vec<T, V> xv{};
       if (live) xv = x[k * team.width];
 #pragma unroll
       for (int j = 0; j < V; ++j) {
@@ -135,7 +146,7 @@ static __global__ void __launch_bounds__(kSoftmaxThreads)
     for (int k = 0; k < kVecs; ++k) {
       const int64_t i = team.rank + static_cast<int64_t>(k) * team.width;
       const bool live = live_row && i < nvec;
-      Vec<T, V> a, b;
+      Vec<T, V> a{}, b{};
       if (live) a = gr[i], b = yr[i];
 #pragma unroll
       for (int j = 0; j < V; ++j) {
@@ -366,20 +377,27 @@ int64_t row_parts(int64_t rows, int64_t len, int v, int device) {
 
 unsigned item_grid(int64_t items) { return static_cast<unsigned>(std::min<int64_t>(items, int64_t{1} << 20)); }
 
-// Rows in registers, kVecs vectors per thread chosen from the elements per thread.
+// Rows in registers, kVecs vectors per thread chosen from the elements per
+// thread. Teams narrower than a warp hold at most two vectors a lane (team_width).
 template <class T, bool kLog, int V, bool kBlock>
-void launch_cached(T* out, const T* in, int64_t rows, int64_t len, int width, hipStream_t stream) {
+void launch_cached(T* out, const T* in, int64_t rows, int64_t len, int width, int warp, hipStream_t stream) {
   const int64_t nvec = len / V, per = (nvec + width - 1) / width * V;  // elements per thread
   const int64_t teams = kSoftmaxThreads / width;
   const unsigned grid = item_grid((rows + teams - 1) / teams);
-  auto run = [&](auto elems) {
+  auto run = [&](auto elems, auto whole_warp) {
     constexpr int kVecs = std::max<int>(decltype(elems)::value, V) / V;
-    softmax_rows_cached<T, kLog, kVecs, V, kBlock><<<grid, kSoftmaxThreads, 0, stream>>>(out, in, rows, len, width);
+    softmax_rows_cached<T, kLog, kVecs, V, kBlock, decltype(whole_warp)::value>
+        <<<grid, kSoftmaxThreads, 0, stream>>>(out, in, rows, len, width);
   };
-  if (per <= 4) run(Int<4>());
-  else if (per <= 8) run(Int<8>());
-  else if (per <= 16) run(Int<16>());
-  else run(Int<kMaxCached>());
+  auto by_elements = [&](auto whole_warp) {
+    if (per <= 4) run(Int<4>(), whole_warp);
+    else if (per <= 8) run(Int<8>(), whole_warp);
+    else if (per <= 16) run(Int<16>(), whole_warp);
+    else run(Int<kMaxCached>(), whole_warp);
+  };
+  if constexpr (kBlock) by_elements(std::false_type());
+  else if (width < warp) run(Int<2 * V>(), std::false_type());
+  else by_elements(std::true_type());
 }
 
 template <class T, bool kLog>
@@ -413,12 +431,12 @@ void launch_softmax(T* out, const T* in, int64_t rows, int64_t len, const Device
   // A warp's lanes hold the row: a team of lanes per row.
   if ((nvec + warp - 1) / warp * (vector ? kV : 1) <= kMaxCached) {
     const int width = team_width(nvec, warp);
-    if (vector) launch_cached<T, kLog, kV, false>(out, in, rows, len, width, stream);
-    else launch_cached<T, kLog, 1, false>(out, in, rows, len, width, stream);
+    if (vector) launch_cached<T, kLog, kV, false>(out, in, rows, len, width, warp, stream);
+    else launch_cached<T, kLog, 1, false>(out, in, rows, len, width, warp, stream);
   } else if (vector) {
-    launch_cached<T, kLog, kV, true>(out, in, rows, len, kSoftmaxThreads, stream);
+    launch_cached<T, kLog, kV, true>(out, in, rows, len, kSoftmaxThreads, warp, stream);
   } else {
-    launch_cached<T, kLog, 1, true>(out, in, rows, len, kSoftmaxThreads, stream);
+    launch_cached<T, kLog, 1, true>(out, in, rows, len, kSoftmaxThreads, warp, stream);
   }
 }
 
