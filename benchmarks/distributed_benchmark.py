@@ -141,6 +141,21 @@ def worker(out_path, steps):
             json.dump(results, f)
 
 
+def _print_tables(results):
+    p = results["peer_copy"]
+    print(f"peer copy 256 MB: pyflame {p['pyflame_gbps']:.1f} GB/s, torch {p['torch_gbps']:.1f} GB/s, "
+          f"ratio {p['ratio']:.2f}x")
+    print(f"{'all_reduce':>12} {'pyflame us':>11} {'torch us':>9} {'pf busbw':>9} {'torch busbw':>12} {'ratio':>6}")
+    for r in results["all_reduce"]:
+        print(f"{r['mb']:>9} MB {r['pyflame_us']:>11.1f} {r['torch_us']:>9.1f} {r['pyflame_busbw_gbps']:>9.1f} "
+              f"{r['torch_busbw_gbps']:>12.1f} {r['torch_us'] / r['pyflame_us']:>5.2f}x")
+    print(f"{'DDP step':>14} {'pf 1 GPU':>9} {'pf DDP':>8} {'torch 1 GPU':>12} {'torch DDP':>10} {'ratio DDP':>10}")
+    for r in results["ddp"]:
+        print(f"{r['model']:>14} {r['pyflame_one_gpu_us']:>9.0f} {r['pyflame_ddp_us']:>8.0f} "
+              f"{r['torch_one_gpu_us']:>12.0f} {r['torch_ddp_us']:>10.0f} "
+              f"{r['torch_ddp_us'] / r['pyflame_ddp_us']:>9.2f}x")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", help="write the results here")
@@ -158,18 +173,7 @@ def main():
                         os.path.abspath(__file__), "--worker", out, "--steps", str(args.steps)], check=True)
         with open(out) as f:
             results.update(json.load(f))
-    p = results["peer_copy"]
-    print(f"peer copy 256 MB: pyflame {p['pyflame_gbps']:.1f} GB/s, torch {p['torch_gbps']:.1f} GB/s, "
-          f"ratio {p['ratio']:.2f}x")
-    print(f"{'all_reduce':>12} {'pyflame us':>11} {'torch us':>9} {'pf busbw':>9} {'torch busbw':>12} {'ratio':>6}")
-    for r in results["all_reduce"]:
-        print(f"{r['mb']:>9} MB {r['pyflame_us']:>11.1f} {r['torch_us']:>9.1f} {r['pyflame_busbw_gbps']:>9.1f} "
-              f"{r['torch_busbw_gbps']:>12.1f} {r['torch_us'] / r['pyflame_us']:>5.2f}x")
-    print(f"{'DDP step':>14} {'pf 1 GPU':>9} {'pf DDP':>8} {'torch 1 GPU':>12} {'torch DDP':>10} {'ratio DDP':>10}")
-    for r in results["ddp"]:
-        print(f"{r['model']:>14} {r['pyflame_one_gpu_us']:>9.0f} {r['pyflame_ddp_us']:>8.0f} "
-              f"{r['torch_one_gpu_us']:>12.0f} {r['torch_ddp_us']:>10.0f} "
-              f"{r['torch_ddp_us'] / r['pyflame_ddp_us']:>9.2f}x")
+    _print_tables(results)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -155,17 +155,26 @@ def _same_dtype(a, b, message):
                                         _torch_dtype_name(a.dtype), _torch_dtype_name(b.dtype)))
 
 
+def _checked_matmul(input, other, size_message, dtype_message):
+    """input @ other for operands of the right ranks, with torch's errors: `size_message()` when input's last
+    size is not other's first (a callable, so that the message is only built for the error), then
+    `dtype_message` (as _same_dtype's) when their dtypes differ."""
+    if input.shape[-1] != other.shape[0]:
+        raise _C.InvalidArgumentError(size_message())
+    _same_dtype(input, other, dtype_message)
+    return _C.matmul(input, other)
+
+
 def mm(input, mat2):
     """The matrix product of two 2-D tensors of one dtype, as torch.mm."""
     if input.dim() != 2:
         raise _C.InvalidArgumentError("self must be a matrix")
     if mat2.dim() != 2:
         raise _C.InvalidArgumentError("mat2 must be a matrix")
-    if input.shape[1] != mat2.shape[0]:
-        raise _C.InvalidArgumentError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_str(input)} and "
-                                      f"{_shape_str(mat2)})")
-    _same_dtype(input, mat2, "expected m1 and m2 to have the same dtype, but got: {0} != {1}")
-    return _C.matmul(input, mat2)
+    return _checked_matmul(
+        input, mat2,
+        lambda: f"mat1 and mat2 shapes cannot be multiplied ({_shape_str(input)} and {_shape_str(mat2)})",
+        "expected m1 and m2 to have the same dtype, but got: {0} != {1}")
 
 
 def _check_bmm(input, mat2):
@@ -191,23 +200,21 @@ def mv(input, vec):
     if input.dim() != 2 or vec.dim() != 1:
         raise _C.InvalidArgumentError(f"vector + matrix @ vector expected, got {input.dim()}D matrix and {vec.dim()}D "
                                       "vector")
-    if input.shape[1] != vec.shape[0]:
-        raise _C.InvalidArgumentError(f"size mismatch, got input ({input.shape[0]}), mat ({_shape_str(input)}), "
-                                      f"vec ({vec.shape[0]})")
-    _same_dtype(input, vec, "expected scalar type {2} but found {3}")
-    return _C.matmul(input, vec)
+    return _checked_matmul(
+        input, vec,
+        lambda: f"size mismatch, got input ({input.shape[0]}), mat ({_shape_str(input)}), vec ({vec.shape[0]})",
+        "expected scalar type {2} but found {3}")
 
 
 def dot(input, other):
     """The inner product of two 1-D tensors of one dtype and size, as torch.dot."""
     if input.dim() != 1 or other.dim() != 1:
         raise _C.InvalidArgumentError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
-    if input.shape[0] != other.shape[0]:
-        raise _C.InvalidArgumentError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
-                                      f"[{other.shape[0]}] to have the same number of elements, but got "
-                                      f"{input.shape[0]} and {other.shape[0]} elements respectively")
-    _same_dtype(input, other, "dot : expected both vectors to have same dtype, but found {2} and {3}")
-    return _C.matmul(input, other)
+    return _checked_matmul(
+        input, other,
+        lambda: (f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{other.shape[0]}] to have "
+                 f"the same number of elements, but got {input.shape[0]} and {other.shape[0]} elements respectively"),
+        "dot : expected both vectors to have same dtype, but found {2} and {3}")
 
 
 def vdot(input, other):
@@ -275,7 +282,7 @@ def _einsum_parse(equation, operands):
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(operands):
-        raise ValueError(f"einsum(): more operands were provided than specified in the equation"
+        raise ValueError("einsum(): more operands were provided than specified in the equation"
                          if len(operands) > len(terms) else
                          "einsum(): fewer operands were provided than specified in the equation")
     ell_dims = 0

@@ -9,21 +9,8 @@ addcdiv's in-place forms, mixed dtypes and errors."""
 import numpy as np
 import torch
 
-from op_registry import (
-    ALL_DTYPES,
-    BINARY_CLASSES,
-    FLOAT_DTYPES,
-    NONBOOL_DTYPES,
-    UNARY_CLASSES,
-    Arg,
-    OpInfo,
-    Sample,
-    _binary,
-    _binary_samples,
-    _float_unary,
-    _unary_samples,
-    make_values,
-)
+from op_registry import (ALL_DTYPES, BINARY_CLASSES, FLOAT_DTYPES, NONBOOL_DTYPES, UNARY_CLASSES, Arg, OpInfo, Sample,
+                         _binary, _binary_samples, _float_unary, _unary_samples, make_values)
 from opinfo_shape import SHAPE_CLASSES, _index, _x
 
 _STD = dict(low=-5, high=5, ilow=-9, ihigh=9)

@@ -10,28 +10,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from op_registry import (
-    ALL_DTYPES,
-    BINARY_CLASSES,
-    FLOAT_DTYPES,
-    NONBOOL_DTYPES,
-    REDUCE_CLASSES,
-    UNARY_CLASSES,
-    _STD,
-    Arg,
-    OpInfo,
-    Sample,
-    _binary,
-    _binary_samples,
-    _float_unary,
-    _reduce_samples,
-    _exact,
-    _softmax_samples,
-    _unary_samples,
-    _x,
-    is_float,
-    make_values,
-)
+from op_registry import (ALL_DTYPES, BINARY_CLASSES, FLOAT_DTYPES, NONBOOL_DTYPES, REDUCE_CLASSES, UNARY_CLASSES, _STD,
+                         Arg, OpInfo, Sample, _binary, _binary_samples, _float_unary, _reduce_samples, _exact,
+                         _softmax_samples, _unary_samples, _x, is_float, make_values)
 
 _TIES = dict(low=-5, high=5, ilow=-9, ihigh=9, discrete=True)  # multiples of 0.5: round's ties
 _TRUTH = dict(low=-1, high=1, ilow=-1, ihigh=1, discrete=True)  # zeros are frequent

@@ -47,6 +47,16 @@ def _rnn_step(gi, h, w_hh, b_hh, relu):
     return F.relu(pre) if relu else F.tanh(pre)
 
 
+def _check_input(module, input, ranks, rank_tail, size_message):
+    """torch's errors for an input whose rank is not one of the two `ranks`, or whose features are not
+    module.input_size; the layers and the cells word them differently (`rank_tail`, `size_message`)."""
+    if input.dim() not in ranks:
+        raise _C.InvalidArgumentError(f"{type(module).__name__}: Expected input to be {ranks[0]}D or {ranks[1]}D, got "
+                                      f"{input.dim()}D {rank_tail}")
+    if input.shape[-1] != module.input_size:
+        raise _C.InvalidArgumentError(size_message.format(expected=module.input_size, got=input.shape[-1]))
+
+
 class RNNBase(Module):
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
                  bidirectional=False, proj_size=0, device=None, dtype=None):
@@ -134,12 +144,8 @@ class RNNBase(Module):
         if not isinstance(input, _C.Tensor):
             raise TypeError(f"{type(self).__name__}: input must be a Tensor or a PackedSequence, got "
                             f"{type(input).__name__}")
-        if input.dim() not in (2, 3):
-            raise _C.InvalidArgumentError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D "
-                                          "input instead")
-        if input.shape[-1] != self.input_size:
-            raise _C.InvalidArgumentError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
-                                          f"got {input.shape[-1]}")
+        _check_input(self, input, (2, 3), "input instead",
+                     "input.size(-1) must be equal to input_size. Expected {expected}, got {got}")
         batched = input.dim() == 3
         if not batched:
             input = input.unsqueeze(1)
@@ -351,12 +357,8 @@ class RNNCellBase(Module):
     reset_parameters = RNNBase.reset_parameters
 
     def _prepare(self, input, hx):
-        if input.dim() not in (1, 2):
-            raise _C.InvalidArgumentError(f"{type(self).__name__}: Expected input to be 1D or 2D, got {input.dim()}D "
-                                          "instead")
-        if input.shape[-1] != self.input_size:
-            raise _C.InvalidArgumentError(f"input has inconsistent input_size: got {input.shape[-1]} expected "
-                                          f"{self.input_size}")
+        _check_input(self, input, (1, 2), "instead",
+                     "input has inconsistent input_size: got {got} expected {expected}")
         if hx is not None and hx.dim() != input.dim():
             raise _C.InvalidArgumentError(f"{type(self).__name__}: Expected hidden to be {input.dim()}D, got "
                                           f"{hx.dim()}D instead")

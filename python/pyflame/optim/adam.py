@@ -36,9 +36,8 @@ class Adam(Optimizer):
 
     @_no_grad_step
     def step(self):
-        for group in self.param_groups:
-            lr, (beta1, beta2), eps, weight_decay, amsgrad, decoupled, maximize = self._hyperparameters(
-                group, "lr", "betas", "eps", "weight_decay", "amsgrad", "decoupled_weight_decay", "maximize")
+        for group, (lr, (beta1, beta2), eps, weight_decay, amsgrad, decoupled, maximize) in self._groups_with(
+                "lr", "betas", "eps", "weight_decay", "amsgrad", "decoupled_weight_decay", "maximize"):
             buffers = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
             params = self._params_with_grad(group, buffers)
             # the bias corrections depend on each parameter's step count

@@ -205,9 +205,10 @@ class Optimizer:
                 state["step"].add_(1)
         return params
 
-    @staticmethod
-    def _hyperparameters(group, *names):
-        return tuple(group[k] for k in names)
+    def _groups_with(self, *names):
+        """Each parameter group, with the values of its options `names`, in that order."""
+        for group in self.param_groups:
+            yield group, tuple(group[k] for k in names)
 
     # ------------------------------------------------------------ state dicts
 

@@ -29,9 +29,8 @@ class RMSprop(Optimizer):
 
     @_no_grad_step
     def step(self):
-        for group in self.param_groups:
-            lr, alpha, eps, weight_decay, momentum, centered = self._hyperparameters(
-                group, "lr", "alpha", "eps", "weight_decay", "momentum", "centered")
+        for group, (lr, alpha, eps, weight_decay, momentum, centered) in self._groups_with(
+                "lr", "alpha", "eps", "weight_decay", "momentum", "centered"):
             buffers = ("square_avg",) + ("momentum_buffer",) * (momentum > 0) + ("grad_avg",) * centered
             params = self._params_with_grad(group, buffers)
             for _, batch in _fused_batches(params):

@@ -34,9 +34,8 @@ class SGD(Optimizer):
 
     @_no_grad_step
     def step(self):
-        for group in self.param_groups:
-            lr, momentum, dampening, weight_decay, nesterov = self._hyperparameters(
-                group, "lr", "momentum", "dampening", "weight_decay", "nesterov")
+        for group, (lr, momentum, dampening, weight_decay, nesterov) in self._groups_with(
+                "lr", "momentum", "dampening", "weight_decay", "nesterov"):
             params = self._params_with_grad(group)
             if momentum == 0:
                 for _, batch in _fused_batches(params):
