@@ -1,9 +1,12 @@
 #pragma once
-// PyTorch's pointwise functions of python/pyflame/_misc_api.py that are ops of
-// the table (addcmul, addcdiv, isclose), with PyTorch's names, arguments and semantics: composite ops (a
-// decomposition into the table's elementwise ops), so they run on every device
-// and autograd differentiates them through those ops. Validation is in
+// PyTorch's functions of python/pyflame/_misc_api.py that are ops of the table
+// (addcmul, addcdiv, isclose, index_add, index_copy, index_fill, diff, cummax,
+// cummin), with PyTorch's names, arguments and semantics: composite ops (a
+// decomposition into the table's ops), so they run on every device and
+// autograd differentiates them through those ops. Validation is in
 // src/core/misc_ops.cpp.
+
+#include <utility>
 
 #include "pyflame/tensor.h"
 
@@ -30,5 +33,25 @@ PF_API Tensor& addcdiv_(Tensor& input, const Tensor& tensor1, const Tensor& tens
 // (TypeError) and the tolerances be non-negative (ValueError).
 PF_API Tensor isclose(const Tensor& input, const Tensor& other, double rtol = 1e-05, double atol = 1e-08,
                       bool equal_nan = false);
+
+// input with alpha * source added, source copied, or value written at the
+// positions index (0-d or 1-D, int64 or int32) names along dim, as
+// torch.index_add, index_copy and index_fill: source has input's dtype
+// (TypeError) and its shape with dim's size len(index) (ValueError).
+PF_API Tensor index_add(const Tensor& input, int64_t dim, const Tensor& index, const Tensor& source,
+                        Scalar alpha = Scalar(int64_t{1}));
+PF_API Tensor index_copy(const Tensor& input, int64_t dim, const Tensor& index, const Tensor& source);
+PF_API Tensor index_fill(const Tensor& input, int64_t dim, const Tensor& index, Scalar value);
+
+// The n-th forward difference along dim after joining prepend and append
+// there (either may be undefined), as torch.diff; bool tensors give logical xor.
+PF_API Tensor diff(const Tensor& input, int64_t n = 1, int64_t dim = -1, const Tensor& prepend = Tensor(),
+                   const Tensor& append = Tensor());
+
+// (values, int64 indices) of the running maximum (minimum) along dim, as
+// torch.cummax (cummin): a tie or a NaN moves the index to the later element,
+// a NaN stays the extreme.
+PF_API std::pair<Tensor, Tensor> cummax(const Tensor& input, int64_t dim);
+PF_API std::pair<Tensor, Tensor> cummin(const Tensor& input, int64_t dim);
 
 }  // namespace pyflame

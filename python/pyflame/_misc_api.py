@@ -86,55 +86,21 @@ def equal(input, other):
 # --------------------------------------------------------------- indexing
 
 
-def _index_along(name, x, dim, index, n_dim_size=None):
-    """index (0-d or 1-D integer) spread over x's shape with dim's size replaced by len(index)."""
-    if index.dim() > 1:
-        raise ValueError(f"{name}: index must be 0-d or 1-D, got shape {tuple(index.shape)}")
-    if index.dtype not in (_C.dtype.int64, _C.dtype.int32):
-        raise TypeError(f"{name}: index must be an int64 or int32 tensor, got {index.dtype}")
-    index = index.reshape(-1)
-    shape = list(x.shape) if x.dim() else [1]
-    shape[dim] = index.shape[0]
-    view = [1] * len(shape)
-    view[dim] = index.shape[0]
-    return index.reshape(*view).expand(*shape), tuple(shape)
-
-
-def _as_1d(x):
-    return x.reshape(1) if x.dim() == 0 else x
-
-
-def _check_source(name, x, source, shape):
-    if source.dtype != x.dtype:
-        raise TypeError(f"{name}: self ({x.dtype}) and source ({source.dtype}) must have the same dtype")
-    if tuple(_as_1d(source).shape) != shape:
-        raise ValueError(f"{name}: source of shape {tuple(source.shape)} does not match the indexed shape {shape}")
-
-
 def index_add(input, dim, index, source, *, alpha=1):
     """input with alpha * source added at the positions index names along dim, as torch.index_add."""
-    dim = _wrap_dim(dim, input.dim(), "index_add")
-    idx, shape = _index_along("index_add", input, dim, index)
-    _check_source("index_add", input, source, shape)
-    src = _as_1d(source) if alpha == 1 else _C.mul(_as_1d(source), alpha).to(input.dtype)
-    return _C.scatter_add(_as_1d(input), dim, idx, src).reshape(*input.shape)
+    return _C.index_add(input, dim, index, source, alpha)
 
 
 def index_copy(input, dim, index, source):
     """input with source written at the positions index names along dim, as torch.index_copy."""
-    dim = _wrap_dim(dim, input.dim(), "index_copy")
-    idx, shape = _index_along("index_copy", input, dim, index)
-    _check_source("index_copy", input, source, shape)
-    return _C.scatter(_as_1d(input), dim, idx, _as_1d(source)).reshape(*input.shape)
+    return _C.index_copy(input, dim, index, source)
 
 
 def index_fill(input, dim, index, value):
     """input with value written at the positions index names along dim, as torch.index_fill."""
-    dim = _wrap_dim(dim, input.dim(), "index_fill")
-    idx, _ = _index_along("index_fill", input, dim, index)
     if isinstance(value, _C.Tensor) and value.dim() != 0:
         raise ValueError(f"index_fill: value must be a number or a 0-d tensor, got shape {tuple(value.shape)}")
-    return _C.scatter(_as_1d(input), dim, idx, value=_scalar(value)).reshape(*input.shape)
+    return _C.index_fill(input, dim, index, _scalar(value))
 
 
 def _in_place(fn):
@@ -224,66 +190,25 @@ CummaxResult = namedtuple("cummax", ["values", "indices"])
 CumminResult = namedtuple("cummin", ["values", "indices"])
 
 
-def _cumulative_extreme(input, dim, larger, name):
-    """(values, indices) of the running maximum (or minimum) along dim, as torch's: a tie or a NaN moves the
-    index to the later element, a NaN stays the extreme. The indices come from a scan of log2(n) steps over
-    (value, index) pairs, each a where over shifted halves; the values are input gathered at them, so
-    autograd sends each gradient to the element that was the extreme, as torch does."""
-    result = CummaxResult if larger else CumminResult
-    if input.dim() == 0:
-        _wrap_dim(dim, 0, name)
-        return result(input.clone(), full((), 0, dtype=_C.dtype.int64, device=input.device))
-    d = _wrap_dim(dim, input.dim(), name)
-    n = input.shape[d]
-    values = input.detach()
-    where_shape = [1] * input.dim()
-    where_shape[d] = n
-    indices = arange(n, device=input.device).view(where_shape).expand(input.shape).contiguous()
-    step = 1
-    while step < n:
-        early_v, late_v = values.narrow(d, 0, n - step), values.narrow(d, step, n - step)
-        early_i, late_i = indices.narrow(d, 0, n - step), indices.narrow(d, step, n - step)
-        better = (early_v > late_v) if larger else (early_v < late_v)
-        if values.dtype.is_floating_point:
-            better = better | (early_v.isnan() & ~late_v.isnan())
-        values = _C.cat([values.narrow(d, 0, step), _C.where(better, early_v, late_v)], d)
-        indices = _C.cat([indices.narrow(d, 0, step), _C.where(better, early_i, late_i)], d)
-        step *= 2
-    return result(input.gather(d, indices), indices)
-
-
 def cummax(input, dim):
     """The running maximum along dim and where it was, as torch.cummax's named tuple (values, indices)."""
-    return _cumulative_extreme(input, dim, True, "cummax")
+    return CummaxResult(*_C.cummax(input, dim))
 
 
 def cummin(input, dim):
     """The running minimum along dim and where it was, as torch.cummin's named tuple (values, indices)."""
-    return _cumulative_extreme(input, dim, False, "cummin")
+    return CumminResult(*_C.cummin(input, dim))
 
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """The n-th forward difference along dim, after joining prepend and append there, as torch.diff
-    (bool tensors give logical xor)."""
-    if input.dim() == 0:
-        raise ValueError("diff expects input to be at least one-dimensional")
-    if n < 0:
-        raise ValueError(f"order must be non-negative but got {n}")
-    dim = _wrap_dim(dim, input.dim(), "diff")
-    parts = [p for p in (prepend, input, append) if p is not None]
-    for i, p in enumerate(parts):
-        if not isinstance(p, _C.Tensor):  # a number stands for a slice of that value
-            shape = list(input.shape)
-            shape[dim] = 1
-            parts[i] = full(tuple(shape), p, dtype=input.dtype, device=input)
-    x = _C.cat(parts, dim) if len(parts) > 1 else input
-    for _ in range(n):
-        length = x.shape[dim]
-        if length == 0:
-            break
-        hi, lo = _C.slice(x, dim, 1, length), _C.slice(x, dim, 0, length - 1)
-        x = _C.ne(hi, lo) if x.dtype == _C.dtype.bool else _C.sub(hi, lo)
-    return x
+    (bool tensors give logical xor); a number for prepend or append stands for a slice of that value."""
+    if input.dim() > 0:
+        shape = list(input.shape)
+        shape[_wrap_dim(dim, input.dim(), "diff")] = 1
+        prepend, append = (full(tuple(shape), p, dtype=input.dtype, device=input)
+                           if p is not None and not isinstance(p, _C.Tensor) else p for p in (prepend, append))
+    return _C.diff(input, n, dim, prepend, append)
 
 
 # --------------------------------------------------------------- random draws

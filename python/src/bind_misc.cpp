@@ -1,8 +1,13 @@
 // Python bindings of include/pyflame/misc_ops.h with torch's argument names,
 // order and defaults: pf.addcmul and pf.addcdiv, and the Tensor methods with
 // their in-place forms; pf.isclose and Tensor.isclose (python/pyflame/_misc_api.py
-// exports them).
+// exports them); index_add/copy/fill, diff, cummax and cummin, whose argument
+// handling (numbers for tensors, named tuples) is _misc_api.py's.
 
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+
+#include <optional>
 #include <string>
 
 #include "bindings.h"
@@ -52,6 +57,28 @@ void bind_misc(nb::module_& m, nb::class_<Tensor>& tensor) {
         "equal_nan"_a = false, isclose_doc);
   tensor.def("isclose", &pyflame::isclose, "other"_a, "rtol"_a = 1e-05, "atol"_a = 1e-08, "equal_nan"_a = false,
              isclose_doc);
+  m.def(
+      "index_add",
+      [](const Tensor& input, int64_t dim, const Tensor& index, const Tensor& source, nb::handle alpha) {
+        return pyflame::index_add(input, dim, index, source, as_scalar(alpha, "alpha"));
+      },
+      "input"_a, "dim"_a, "index"_a, "source"_a, "alpha"_a = 1);
+  m.def("index_copy", &pyflame::index_copy, "input"_a, "dim"_a, "index"_a, "source"_a);
+  m.def(
+      "index_fill",
+      [](const Tensor& input, int64_t dim, const Tensor& index, nb::handle value) {
+        return pyflame::index_fill(input, dim, index, as_scalar(value, "value"));
+      },
+      "input"_a, "dim"_a, "index"_a, "value"_a);
+  m.def(
+      "diff",
+      [](const Tensor& input, int64_t n, int64_t dim, const std::optional<Tensor>& prepend,
+         const std::optional<Tensor>& append) {
+        return pyflame::diff(input, n, dim, prepend.value_or(Tensor()), append.value_or(Tensor()));
+      },
+      "input"_a, "n"_a, "dim"_a, "prepend"_a = nb::none(), "append"_a = nb::none());
+  m.def("cummax", &pyflame::cummax, "input"_a, "dim"_a);
+  m.def("cummin", &pyflame::cummin, "input"_a, "dim"_a);
 }
 
 }  // namespace pyflame::python

@@ -1,19 +1,23 @@
-// The op layer of include/pyflame/misc_ops.h: addcmul, addcdiv and isclose as
-// composite ops. Each infer holds every check, with the messages PyFlame has
-// always given (PyTorch's rules). addcmul's and addcdiv's decomposition converts
+// The op layer of include/pyflame/misc_ops.h: addcmul, addcdiv, isclose,
+// index_add/copy/fill, diff, cummax and cummin as composite ops. Each infer
+// holds every check, with the messages PyFlame has always given (PyTorch's rules). addcmul's and addcdiv's decomposition converts
 // the operands to the promoted dtype (float32 for float16/bfloat16, rounded
 // once, as PyTorch's kernels) and runs mul or div, mul by value and add;
 // isclose's compares as PyTorch's formula.
 
 #include "pyflame/misc_ops.h"
 
+#include <algorithm>
 #include <charconv>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/dispatch.h"
 #include "core/op_utils.h"
 #include "pyflame/error.h"
 #include "pyflame/ops.h"
+#include "pyflame/shape_ops.h"
 
 namespace pyflame {
 
@@ -90,6 +94,153 @@ std::vector<Tensor> isclose_composite(const OpCall& call) {
 PF_REGISTER_INFER(isclose, &infer_isclose);
 PF_REGISTER_COMPOSITE(isclose, &isclose_composite);
 
+// ---- index_add, index_copy, index_fill: a scatter with the index spread over the other dims
+
+// input (a 0-d one as 1-D), index and (index_add, index_copy) source of input's
+// dtype and of its shape with dim's size len(index).
+Inferred infer_index_along(OpCall& call) {
+  const char* name = op_name(call.op);
+  const Tensor &input = call.inputs[0], &index = call.inputs[1], &source = call.inputs[2];
+  auto& a = std::get<IndexAlongAttrs>(call.attrs);
+  a.dim = wrap_dim(a.dim, input.dim(), name);
+  PF_CHECK(index.dim() <= 1, ValueError, name, ": index must be 0-d or 1-D, got shape ", index.shape());
+  PF_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32, TypeError, name,
+           ": index must be an int64 or int32 tensor, got pyflame.", dtype_name(index.dtype()));
+  if (source.defined()) {
+    PF_CHECK(source.dtype() == input.dtype(), TypeError, name, ": self (pyflame.", dtype_name(input.dtype()),
+             ") and source (pyflame.", dtype_name(source.dtype()), ") must have the same dtype");
+    Shape indexed = input.dim() ? input.shape() : Shape{1};
+    indexed[a.dim] = index.numel();
+    PF_CHECK((source.dim() ? source.shape() : Shape{1}) == indexed, ValueError, name, ": source of shape ",
+             source.shape(), " does not match the indexed shape ", indexed);
+  }
+  return {current_device(), {InputPlan{}, InputPlan{}, InputPlan{}}, {{input.shape(), input.dtype()}}, {}};
+}
+
+// x (at least 1-D), and index as a view of x's shape with dim's size len(index): scatter's index.
+std::pair<Tensor, Tensor> spread_index(const OpCall& call) {
+  const Tensor &input = call.inputs[0], &index = call.inputs[1];
+  const int64_t dim = call.attr<IndexAlongAttrs>().dim, n = index.numel();
+  const Tensor x = input.dim() ? input : reshape(input, {1});
+  Shape shape = x.shape(), along(x.dim(), 1);
+  shape[dim] = along[dim] = n;
+  return {x, expand(reshape(index, along), shape)};
+}
+
+// source (a 0-d one as 1-D).
+Tensor source_rows(const OpCall& call) {
+  const Tensor& source = call.inputs[2];
+  return source.dim() ? source : reshape(source, {1});
+}
+
+std::vector<Tensor> index_add_composite(const OpCall& call) {
+  const auto [x, index] = spread_index(call);
+  const Scalar alpha = call.attr<IndexAlongAttrs>().value;
+  const bool unit = alpha.kind == Scalar::Kind::Float ? alpha.f == 1 : alpha.i == 1;
+  const Tensor source = unit ? source_rows(call) : to(mul(source_rows(call), alpha), x.dtype());
+  return {reshape(scatter_add(x, call.attr<IndexAlongAttrs>().dim, index, source), call.inputs[0].shape())};
+}
+
+std::vector<Tensor> index_copy_composite(const OpCall& call) {
+  const auto [x, index] = spread_index(call);
+  return {reshape(scatter(x, call.attr<IndexAlongAttrs>().dim, index, source_rows(call)), call.inputs[0].shape())};
+}
+
+std::vector<Tensor> index_fill_composite(const OpCall& call) {
+  const auto [x, index] = spread_index(call);
+  const auto& a = call.attr<IndexAlongAttrs>();
+  return {reshape(scatter(x, a.dim, index, a.value), call.inputs[0].shape())};
+}
+
+PF_REGISTER_INFER(index_add, &infer_index_along);
+PF_REGISTER_INFER(index_copy, &infer_index_along);
+PF_REGISTER_INFER(index_fill, &infer_index_along);
+PF_REGISTER_COMPOSITE(index_add, &index_add_composite);
+PF_REGISTER_COMPOSITE(index_copy, &index_copy_composite);
+PF_REGISTER_COMPOSITE(index_fill, &index_fill_composite);
+
+// ---- diff
+
+// (input, prepend, append) joined in the order prepend, input, append (either may be undefined).
+std::vector<Tensor> joined_parts(const OpCall& call) {
+  std::vector<Tensor> parts;
+  for (int i : {1, 0, 2})
+    if (call.inputs[i].defined()) parts.push_back(call.inputs[i]);
+  return parts;
+}
+
+// The joined length less n along dim, at least 0.
+Inferred infer_diff(OpCall& call) {
+  const Tensor& input = call.inputs[0];
+  auto& a = std::get<DiffAttrs>(call.attrs);
+  PF_CHECK(input.dim() > 0, ValueError, "diff expects input to be at least one-dimensional");
+  PF_CHECK(a.n >= 0, ValueError, "order must be non-negative but got ", a.n);
+  a.dim = wrap_dim(a.dim, input.dim(), "diff");
+  const std::vector<Tensor> parts = joined_parts(call);
+  Shape shape = input.shape();
+  shape[a.dim] = 0;
+  for (const Tensor& t : parts) {
+    PF_CHECK(t.dim() == input.dim(), ValueError, "diff: prepend and append must have the input's ", input.dim(),
+             " dimension(s), got shape ", t.shape());
+    shape[a.dim] += t.shape()[a.dim];
+  }
+  shape[a.dim] = std::max<int64_t>(shape[a.dim] - a.n, 0);
+  return {current_device(), {InputPlan{}, InputPlan{}, InputPlan{}}, {{shape, result_type(parts)}}, {}};
+}
+
+std::vector<Tensor> diff_composite(const OpCall& call) {
+  const auto& a = call.attr<DiffAttrs>();
+  const std::vector<Tensor> parts = joined_parts(call);
+  Tensor x = parts.size() > 1 ? cat(parts, a.dim) : parts[0];
+  for (int64_t k = 0; k < a.n && x.shape()[a.dim] > 0; ++k) {
+    const int64_t length = x.shape()[a.dim];
+    const Tensor hi = slice(x, a.dim, 1, length), lo = slice(x, a.dim, 0, length - 1);
+    x = x.dtype() == DType::Bool ? ne(hi, lo) : sub(hi, lo);
+  }
+  return {x};
+}
+
+PF_REGISTER_INFER(diff, &infer_diff);
+PF_REGISTER_COMPOSITE(diff, &diff_composite);
+
+// ---- cummax, cummin
+
+Inferred infer_cumulative_extreme(OpCall& call) {
+  const Tensor& input = call.inputs[0];
+  auto& a = std::get<DimAttrs>(call.attrs);
+  a.dim = wrap_dim(a.dim, input.dim(), op_name(call.op));
+  return {current_device(), {InputPlan{}}, {{input.shape(), input.dtype()}, {input.shape(), DType::Int64}}, {}};
+}
+
+// The indices from a scan of log2(n) steps over (value, index) pairs, each a
+// where over shifted halves (a tie or a NaN takes the later element, a NaN
+// stays); the values are the input gathered at them, so autograd sends each
+// gradient to the element that was the extreme, as PyTorch does.
+std::vector<Tensor> cumulative_extreme_composite(const OpCall& call) {
+  const Tensor& input = call.inputs[0];
+  const bool larger = call.op == ir::OpType::cummax;
+  if (input.dim() == 0) return {clone(input), full({}, Scalar(int64_t{0}), DType::Int64)};
+  const int64_t d = call.attr<DimAttrs>().dim, n = input.shape()[d];
+  Tensor values = input.detach();
+  Shape along(input.dim(), 1);
+  along[d] = n;
+  Tensor indices = expand(reshape(arange(Scalar(int64_t{0}), Scalar(n)), along), input.shape());
+  for (int64_t step = 1; step < n; step *= 2) {
+    const Tensor early_v = slice(values, d, 0, n - step), late_v = slice(values, d, step, n);
+    const Tensor early_i = slice(indices, d, 0, n - step), late_i = slice(indices, d, step, n);
+    Tensor better = larger ? gt(early_v, late_v) : lt(early_v, late_v);
+    if (is_floating(values.dtype())) better = logical_or(better, logical_and(isnan(early_v), logical_not(isnan(late_v))));
+    values = cat({slice(values, d, 0, step), where(better, early_v, late_v)}, d);
+    indices = cat({slice(indices, d, 0, step), where(better, early_i, late_i)}, d);
+  }
+  return {gather(input, d, indices), indices};
+}
+
+PF_REGISTER_INFER(cummax, &infer_cumulative_extreme);
+PF_REGISTER_INFER(cummin, &infer_cumulative_extreme);
+PF_REGISTER_COMPOSITE(cummax, &cumulative_extreme_composite);
+PF_REGISTER_COMPOSITE(cummin, &cumulative_extreme_composite);
+
 }  // namespace
 
 Tensor addcmul(const Tensor& input, const Tensor& tensor1, const Tensor& tensor2, Scalar value) {
@@ -110,6 +261,32 @@ Tensor& addcdiv_(Tensor& input, const Tensor& tensor1, const Tensor& tensor2, Sc
 
 Tensor isclose(const Tensor& input, const Tensor& other, double rtol, double atol, bool equal_nan) {
   return apply_one(ir::OpType::isclose, {input, other}, IscloseAttrs{rtol, atol, equal_nan});
+}
+
+Tensor index_add(const Tensor& input, int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha) {
+  return apply_one(ir::OpType::index_add, {input, index, source}, IndexAlongAttrs{dim, alpha});
+}
+
+Tensor index_copy(const Tensor& input, int64_t dim, const Tensor& index, const Tensor& source) {
+  return apply_one(ir::OpType::index_copy, {input, index, source}, IndexAlongAttrs{dim});
+}
+
+Tensor index_fill(const Tensor& input, int64_t dim, const Tensor& index, Scalar value) {
+  return apply_one(ir::OpType::index_fill, {input, index, Tensor()}, IndexAlongAttrs{dim, value});
+}
+
+Tensor diff(const Tensor& input, int64_t n, int64_t dim, const Tensor& prepend, const Tensor& append) {
+  return apply_one(ir::OpType::diff, {input, prepend, append}, DiffAttrs{n, dim});
+}
+
+std::pair<Tensor, Tensor> cummax(const Tensor& input, int64_t dim) {
+  std::vector<Tensor> out = apply({ir::OpType::cummax, {input}, DimAttrs{dim}, {}});
+  return {std::move(out[0]), std::move(out[1])};
+}
+
+std::pair<Tensor, Tensor> cummin(const Tensor& input, int64_t dim) {
+  std::vector<Tensor> out = apply({ir::OpType::cummin, {input}, DimAttrs{dim}, {}});
+  return {std::move(out[0]), std::move(out[1])};
 }
 
 }  // namespace pyflame

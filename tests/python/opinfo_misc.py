@@ -2,9 +2,10 @@
 lgamma, digamma, fmax/fmin, scatter_reduce, and the composite ops addcmul,
 addcdiv and isclose.
 
-The compositions around them (allclose, index_add, diff, the random draws, ...)
+The compositions around them (allclose, index_put, the random draws, ...)
 have no op-table entry and are tested in test_misc_api.py, as are addcmul's and
-addcdiv's in-place forms, mixed dtypes and errors."""
+addcdiv's in-place forms, mixed dtypes and errors; index_add/copy/fill, diff,
+cummax and cummin are in opinfo_index.py."""
 
 import numpy as np
 import torch

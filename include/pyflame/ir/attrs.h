@@ -300,6 +300,23 @@ struct IscloseAttrs {
   template <class V> void fields(V&& v) const { v("rtol", rtol), v("atol", atol), v("equal_nan", equal_nan); }
 };
 
+// index_add, index_copy and index_fill along dim: value is index_add's alpha
+// and index_fill's value (numbers as PyTorch's Scalars; index_copy has none).
+struct IndexAlongAttrs {
+  int64_t dim = 0;
+  Scalar value = Scalar(int64_t{1});
+  bool operator==(const IndexAlongAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("dim", dim), v("value", value); }
+};
+
+// diff: the n-th forward difference along dim.
+struct DiffAttrs {
+  int64_t n = 1;
+  int64_t dim = -1;
+  bool operator==(const DiffAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("n", n), v("dim", dim); }
+};
+
 // copy: non_blocking lets a copy from pinned host memory run without the host
 // waiting or staging (the source must then not change until it has run, as in PyTorch).
 struct CopyAttrs {
@@ -355,7 +372,8 @@ struct RmspropAttrs {
   X(ElementwiseAttrs) X(ClampAttrs) X(ReduceAttrs) X(IndexAttrs) X(SearchAttrs) X(DimAttrs) X(ViewAttrs)        \
   X(ConvAttrs) X(PoolAttrs) X(NormAttrs) X(RandomAttrs) X(LossAttrs) X(CopyAttrs) X(FillAttrs) X(AdamAttrs)     \
   X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs)                  \
-  X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs) X(AddProductAttrs)
+  X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs) X(AddProductAttrs) X(IndexAlongAttrs)  \
+  X(DiffAttrs)
 #define PF_ATTRS_ALTERNATIVE(A) , A
 using OpAttrs = std::variant<NoAttrs PF_FOR_EACH_ATTRS(PF_ATTRS_ALTERNATIVE)>;
 #undef PF_ATTRS_ALTERNATIVE
