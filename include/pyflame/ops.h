@@ -61,6 +61,7 @@ PF_API Tensor squeeze(const Tensor& x, const std::vector<int64_t>& dims = {});
 PF_API Tensor unsqueeze(const Tensor& x, int64_t dim);
 PF_API Tensor select(const Tensor& x, int64_t dim, int64_t index);
 PF_API Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t stop, int64_t step = 1);
+PF_API Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step);  // Tensor.unfold, a view
 PF_API Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);  // a reshape
 
 // Copies as ops (Tensor's own copy_/fill_/to are the raw, unrecorded forms).

@@ -131,6 +131,8 @@ class PF_API Tensor {
   Tensor expand(const Shape& shape) const;  // -1 keeps a size; new leading dims allowed
   Tensor select(int64_t dim, int64_t index) const;
   Tensor slice(int64_t dim, int64_t start, int64_t stop, int64_t step) const;  // Python slice semantics, step > 0
+  // Windows of `size` elements `step` apart along dim, as a new last dim (overlapping when step < size).
+  Tensor unfold(int64_t dim, int64_t size, int64_t step) const;
   Tensor as_strided(Shape shape, Shape strides, int64_t offset) const;
 
   // Copies.

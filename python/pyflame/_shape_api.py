@@ -755,6 +755,7 @@ for _name, _fn in {
     "uniform_": _random_fill("uniform_", True, _uniform), "normal_": _random_fill("normal_", True, _normal),
     "fill_diagonal_": _fill_diagonal_,
     "ndimension": _C.Tensor.dim, "nelement": _C.Tensor.numel,
+    "unfold": lambda self, dimension, size, step: _C.unfold(self, dimension, size, step),
 }.items():
     setattr(_C.Tensor, _name, _fn)
 

@@ -246,6 +246,8 @@ void bind_ops(nb::module_& m, nb::class_<Tensor>& tensor) {
   m.def("select", &pyflame::select, "input"_a, "dim"_a, "index"_a);
   m.def("slice", &pyflame::slice, "input"_a, "dim"_a, "start"_a, "stop"_a, "step"_a = 1,
         "input[..., start:stop:step, ...] along dim (the view x[...] makes).");
+  m.def("unfold", &pyflame::unfold, "input"_a, "dimension"_a, "size"_a, "step"_a,
+        "Windows of size elements step apart along dimension, as a new last dim (Tensor.unfold, a view).");
   m.def("flatten", &pyflame::flatten, "input"_a, "start_dim"_a = 0, "end_dim"_a = -1);
   m.def("op_table", [] {
     std::vector<std::pair<std::string, std::string>> ops;

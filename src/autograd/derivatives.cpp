@@ -13,6 +13,7 @@
 #include "autograd/derivatives.h"
 #include "core/dispatch.h"
 #include "pyflame/error.h"
+#include "pyflame/misc_ops.h"
 #include "pyflame/nn_ops.h"
 #include "pyflame/ops.h"
 
@@ -408,6 +409,28 @@ Grads d_select_slice(const GradContext& c) {
   return {z};
 }
 Grads d_copy(const GradContext& c) { return {c.grad()}; }  // the engine converts and sums broadcast dims
+// unfold: windows may overlap, so each window's gradient is added at its positions
+// (window w, offset k: w * step + k along dim): the windows' dim and the last
+// merged, then index_add into zeros.
+Grads d_unfold(const GradContext& c) {
+  const ViewAttrs& a = c.attr<ViewAttrs>();
+  const Shape& s = c.input_shape(0);
+  const Tensor& g = c.grad();
+  if (s.empty()) return {sum(g)};  // a 0-d input: one window of at most one element
+  const int64_t n = static_cast<int64_t>(s.size()), d = wrap_dim(a.dims[0], n, "unfold");
+  const int64_t size = a.positions[0], step = a.positions[1], windows = g.shape()[d];
+  const Tensor starts = mul(arange(Scalar(int64_t{0}), Scalar(windows)), Scalar(step));
+  const Tensor positions = add(unsqueeze(starts, 1), unsqueeze(arange(Scalar(int64_t{0}), Scalar(size)), 0));
+  std::vector<int64_t> order;  // the window's elements (the last dim) next to the windows' dim
+  for (int64_t i = 0; i < n; ++i) {
+    order.push_back(i);
+    if (i == d) order.push_back(n);
+  }
+  Shape merged = s;
+  merged[d] = windows * size;
+  const Tensor rows = reshape(permute(g, order), merged);
+  return {index_add(zeros_like_shape(s, g), d, reshape(positions, {-1}), rows)};
+}
 
 // ---------------------------------------------------------------- indexing
 
@@ -877,6 +900,7 @@ PF_REGISTER_DERIVATIVE(permute, &d_permute, kSavesNothing);
 PF_REGISTER_DERIVATIVE(transpose, &d_transpose, kSavesNothing);
 PF_REGISTER_DERIVATIVE(select, &d_select_slice, kSavesNothing);
 PF_REGISTER_DERIVATIVE(slice, &d_select_slice, kSavesNothing);
+PF_REGISTER_DERIVATIVE(unfold, &d_unfold, kSavesNothing);
 PF_REGISTER_DERIVATIVE(copy, &d_copy, kSavesNothing);
 
 PF_REGISTER_DERIVATIVE(index_select, &d_index_select, kSavesInputs);

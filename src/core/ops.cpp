@@ -321,6 +321,7 @@ Tensor make_select(const Tensor& x, const ViewAttrs& a) { return x.select(a.dims
 Tensor make_slice(const Tensor& x, const ViewAttrs& a) {
   return x.slice(a.dims.at(0), a.positions.at(0), a.positions.at(1), a.positions.at(2));
 }
+Tensor make_unfold(const Tensor& x, const ViewAttrs& a) { return x.unfold(a.dims.at(0), a.positions.at(0), a.positions.at(1)); }
 
 // Views run on the input's device and allocate nothing (but a reshape that
 // must copy). A shape given with -1 entries becomes the shape it resolves to.
@@ -572,6 +573,10 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
 }
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t stop, int64_t step) {
   return apply_one(ir::OpType::slice, {x}, ViewAttrs{{dim}, {}, {start, stop, step}});
+}
+
+Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step) {
+  return apply_one(ir::OpType::unfold, {x}, ViewAttrs{{dim}, {}, {size, step}});
 }
 
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {

@@ -371,6 +371,22 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t stop, int64_t step) const
   return as_strided(s, st, offset_ + (len > 0 ? start * strides_[d] : 0));
 }
 
+Tensor Tensor::unfold(int64_t d, int64_t size, int64_t step) const {
+  d = wrap_dim(d, dim(), "unfold");
+  const int64_t length = dim() ? shape_[d] : 1, stride = dim() ? strides_[d] : 1;
+  PF_CHECK(size >= 0 && size <= length, ValueError, "unfold: maximum size for tensor at dimension ", d, " is ",
+           length, " but size is ", size);
+  PF_CHECK(step > 0, ValueError, "unfold: step is ", step, " but must be > 0");
+  Shape s = shape_, st = strides_;
+  if (dim()) {
+    s[d] = (length - size) / step + 1;
+    st[d] = stride * step;
+  }
+  s.push_back(size);
+  st.push_back(stride);
+  return as_strided(s, st, offset_);
+}
+
 // ---------------------------------------------------------------- copies
 
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }

@@ -1,6 +1,6 @@
 """OpInfos of the view ops (VIEW family, beside transpose in op_registry.py):
-view, reshape, permute, expand, squeeze, unsqueeze, select and slice, each
-against the PyTorch op or Tensor method of the same meaning."""
+view, reshape, permute, expand, squeeze, unsqueeze, select, slice and unfold,
+each against the PyTorch op or Tensor method of the same meaning."""
 
 import torch
 
@@ -52,6 +52,13 @@ _slice = _samples(plain=[((6, 4), "contig", 0, 1, 5, 2), ((3, 8), "contig", 1, -
                   empty=[((0, 4), "contig", 1, 1, 3, 1), ((3, 4), "contig", 0, 2, 2, 1)],
                   size1=[((1, 5), "contig", 0, 0, 1, 1)], scalar0d=[((1,), "contig", 0, -1, 1, 1)])
 
+# (dim, size, step): overlapping windows (step < size), gaps (step > size), a whole dim, none left over.
+_unfold = _samples(plain=[((10,), "contig", 0, 3, 2), ((4, 7), "contig", 1, 2, 3), ((3, 5, 2), "contig", 1, 5, 1),
+                          ((6, 3), "contig", -2, 1, 1)],
+                   noncontig=[((4, 6), "T", 0, 2, 1), ((3, 8), "strided", 1, 3, 2)],
+                   empty=[((0, 4), "contig", 1, 2, 2), ((3, 4), "contig", 1, 0, 1)],
+                   size1=[((1, 5), "contig", 0, 1, 1)], scalar0d=[((), "contig", 0, 1, 1)])
+
 
 def _slice_ref(x, dim, start, stop, step):
     return x[(slice(None),) * (dim % x.dim()) + (slice(start, stop, step),)]
@@ -70,4 +77,6 @@ OP_INFOS = [
     OpInfo("unsqueeze", "VIEW", ALL_DTYPES, _unsqueeze, torch.unsqueeze, REDUCE_CLASSES, exact_float=True),
     OpInfo("select", "VIEW", ALL_DTYPES, _select, torch.select, REDUCE_CLASSES, exact_float=True, method=False),
     OpInfo("slice", "VIEW", ALL_DTYPES, _slice, _slice_ref, REDUCE_CLASSES, exact_float=True, method=False),
+    OpInfo("unfold", "VIEW", ALL_DTYPES, _unfold, lambda x, dim, size, step: x.unfold(dim, size, step), REDUCE_CLASSES,
+           exact_float=True),
 ]
