@@ -6,6 +6,7 @@
 // autograd differentiates them through those ops. Validation is in
 // src/core/misc_ops.cpp.
 
+#include <optional>
 #include <utility>
 
 #include "pyflame/tensor.h"
@@ -47,6 +48,20 @@ PF_API Tensor index_fill(const Tensor& input, int64_t dim, const Tensor& index, 
 // there (either may be undefined), as torch.diff; bool tensors give logical xor.
 PF_API Tensor diff(const Tensor& input, int64_t n = 1, int64_t dim = -1, const Tensor& prepend = Tensor(),
                    const Tensor& append = Tensor());
+
+// input + weight * (end - input), as torch.lerp: input and end floating of one
+// dtype (TypeError), weight a number or a tensor, all broadcast together.
+PF_API Tensor lerp(const Tensor& input, const Tensor& end, const Tensor& weight);
+PF_API Tensor lerp(const Tensor& input, const Tensor& end, double weight);
+
+// log(p / (1 - p)), p = input clamped to [eps, 1 - eps] when eps is given, as
+// torch.logit; integer inputs give the default float dtype.
+PF_API Tensor logit(const Tensor& input, std::optional<double> eps = std::nullopt);
+
+// The p-norm distance between each row of x1 (..., P, M) and each of x2 (..., R,
+// M), batch dims broadcast: (..., P, R), as torch.cdist (ValueError unless both
+// are at least 2-D with one M).
+PF_API Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2.0);
 
 // (values, int64 indices) of the running maximum (minimum) along dim, as
 // torch.cummax (cummin): a tie or a NaN moves the index to the later element,

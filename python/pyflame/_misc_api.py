@@ -383,18 +383,9 @@ def cross(input, other, dim=None):
 
 
 def cdist(x1, x2, p=2.0):
-    """The p-norm distance between each row of x1 (..., P, M) and each of x2 (..., R, M), as torch.cdist."""
-    if x1.dim() < 2 or x2.dim() < 2 or x1.shape[-1] != x2.shape[-1]:
-        raise _C.InvalidArgumentError(f"cdist: X1 and X2 must have the same number of columns, got shapes "
-                                      f"{tuple(x1.shape)} and {tuple(x2.shape)}")
-    d = _C.abs(_C.sub(x1.unsqueeze(-2), x2.unsqueeze(-3)))
-    if p == float("inf"):
-        return _C.max(d, -1)
-    if p == 0:
-        return _C.sum(_C.ne(d, 0).to(x1.dtype), -1)
-    if p == 1:
-        return _C.sum(d, -1)
-    return _C.pow(_C.sum(_C.pow(d, p), -1), 1.0 / p)
+    """The p-norm distance between each row of x1 (..., P, M) and each of x2 (..., R, M), as torch.cdist
+    (the table's cdist)."""
+    return _C.cdist(x1, x2, p)
 
 
 # --------------------------------------------------------------- Tensor methods

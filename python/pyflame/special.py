@@ -20,7 +20,6 @@ sinc = _C.sinc
 
 
 def logit(input, eps=None):
-    """log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given, as torch.special.logit."""
-    p = input if eps is None else _C.clamp(input, eps, 1.0 - eps)
-    return _C.sub(_C.log(p), _C.log1p(_C.neg(p)))
+    """log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given, as torch.special.logit (the table's logit)."""
+    return _C.logit(input, eps)
 

@@ -1,8 +1,9 @@
 // Python bindings of include/pyflame/misc_ops.h with torch's argument names,
 // order and defaults: pf.addcmul and pf.addcdiv, and the Tensor methods with
 // their in-place forms; pf.isclose and Tensor.isclose (python/pyflame/_misc_api.py
-// exports them); index_add/copy/fill, diff, cummax and cummin, whose argument
-// handling (numbers for tensors, named tuples) is _misc_api.py's.
+// exports them); index_add/copy/fill, diff, cummax, cummin, lerp, logit and
+// cdist, whose argument handling (numbers for tensors, named tuples) is
+// _misc_api.py's, _elementwise.py's and special.py's.
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -77,6 +78,15 @@ void bind_misc(nb::module_& m, nb::class_<Tensor>& tensor) {
         return pyflame::diff(input, n, dim, prepend.value_or(Tensor()), append.value_or(Tensor()));
       },
       "input"_a, "n"_a, "dim"_a, "prepend"_a = nb::none(), "append"_a = nb::none());
+  m.def(
+      "lerp",
+      [](const Tensor& input, const Tensor& end, nb::handle weight) {
+        if (nb::isinstance<Tensor>(weight)) return pyflame::lerp(input, end, nb::cast<const Tensor&>(weight));
+        return pyflame::lerp(input, end, nb::cast<double>(weight));
+      },
+      "input"_a, "end"_a, "weight"_a);
+  m.def("logit", &pyflame::logit, "input"_a, "eps"_a = nb::none());
+  m.def("cdist", &pyflame::cdist, "x1"_a, "x2"_a, "p"_a = 2.0);
   m.def("cummax", &pyflame::cummax, "input"_a, "dim"_a);
   m.def("cummin", &pyflame::cummin, "input"_a, "dim"_a);
 }

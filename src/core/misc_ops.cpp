@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -237,6 +239,83 @@ std::vector<Tensor> cumulative_extreme_composite(const OpCall& call) {
   return {gather(input, d, indices), indices};
 }
 
+// ---- lerp, logit, cdist
+
+// (input, end, weight or undefined): input and end floating of one dtype; all broadcast.
+Inferred infer_lerp(OpCall& call) {
+  const Tensor &input = call.inputs[0], &end = call.inputs[1], &weight = call.inputs[2];
+  PF_CHECK(is_floating(input.dtype()), TypeError, "lerp(): needs floating-point tensors, got pyflame.",
+           dtype_name(input.dtype()));
+  PF_CHECK(end.dtype() == input.dtype(), TypeError, "lerp(): expected dtype pyflame.", dtype_name(input.dtype()),
+           " for `end` but got dtype pyflame.", dtype_name(end.dtype()));
+  Shape shape = broadcast_shapes(input.shape(), end.shape(), "lerp");
+  if (weight.defined()) shape = broadcast_shapes(shape, weight.shape(), "lerp");
+  return {current_device(), {InputPlan{}, InputPlan{}, InputPlan{}}, {{shape, input.dtype()}}, {}};
+}
+
+// PyTorch's two-sided form, exact at weight 0 and 1: input + w (end - input) where |w| < 1/2,
+// else end - (1 - w)(end - input); float16/bfloat16 computed in float32 and rounded once.
+std::vector<Tensor> lerp_composite(const OpCall& call) {
+  const DType dtype = call.inputs[0].dtype(), compute = compute_dtype(dtype);
+  const Tensor input = to(call.inputs[0], compute), end = to(call.inputs[1], compute);
+  const Tensor diff = sub(end, input);
+  Tensor out;
+  if (call.inputs[2].defined()) {
+    const Tensor w = to(call.inputs[2], compute);
+    out = where(lt(abs(w), Scalar(0.5)), add(input, mul(w, diff)), sub(end, mul(diff, neg(sub(w, Scalar(1.0))))));
+  } else {
+    const double w = call.attr<LerpAttrs>().weight;
+    out = std::abs(w) < 0.5 ? add(input, mul(diff, Scalar(w))) : sub(end, mul(diff, Scalar(1.0 - w)));
+  }
+  return {to(out, dtype)};
+}
+
+// Integer inputs give the default float dtype.
+Inferred infer_logit(OpCall& call) {
+  const Tensor& input = call.inputs[0];
+  return {current_device(), {InputPlan{}}, {{input.shape(), is_floating(input.dtype()) ? input.dtype() : default_float()}},
+          {}};
+}
+
+std::vector<Tensor> logit_composite(const OpCall& call) {
+  const Tensor& input = call.inputs[0];
+  const std::optional<double> eps = call.attr<LogitAttrs>().eps;
+  Tensor p = is_floating(input.dtype()) ? input : to(input, default_float());
+  if (eps) p = clamp(p, std::optional<Scalar>(*eps), std::optional<Scalar>(1.0 - *eps));
+  return {sub(log(p), log1p(neg(p)))};
+}
+
+// x1 (..., P, M) and x2 (..., R, M), batch dims broadcast: (..., P, R) in their promoted dtype.
+Inferred infer_cdist(OpCall& call) {
+  const Tensor &x1 = call.inputs[0], &x2 = call.inputs[1];
+  PF_CHECK(x1.dim() >= 2 && x2.dim() >= 2 && x1.shape().back() == x2.shape().back(), ValueError,
+           "cdist: X1 and X2 must have the same number of columns, got shapes ", x1.shape(), " and ", x2.shape());
+  PF_CHECK(call.attr<CdistAttrs>().p >= 0, ValueError, "cdist only supports non-negative p values");
+  Shape batch = broadcast_shapes(Shape(x1.shape().begin(), x1.shape().end() - 2),
+                                 Shape(x2.shape().begin(), x2.shape().end() - 2), "cdist");
+  batch.push_back(x1.shape()[x1.dim() - 2]);
+  batch.push_back(x2.shape()[x2.dim() - 2]);
+  return {current_device(), {InputPlan{}, InputPlan{}}, {{batch, result_type(call.inputs)}}, {}};
+}
+
+// |x1 rows - x2 rows| over M: summed (p = 1), the largest (inf), counted nonzero (0), else the p-norm.
+std::vector<Tensor> cdist_composite(const OpCall& call) {
+  const Tensor &x1 = call.inputs[0], &x2 = call.inputs[1];
+  const double p = call.attr<CdistAttrs>().p;
+  const Tensor d = abs(sub(unsqueeze(x1, -2), unsqueeze(x2, -3)));
+  if (std::isinf(p)) return {max(d, {-1}, false)};
+  if (p == 0) return {sum(to(ne(d, Scalar(int64_t{0})), d.dtype()), {-1}, false)};
+  if (p == 1) return {sum(d, {-1}, false)};
+  return {pow(sum(pow(d, Scalar(p)), {-1}, false), Scalar(1.0 / p))};
+}
+
+PF_REGISTER_INFER(lerp, &infer_lerp);
+PF_REGISTER_INFER(logit, &infer_logit);
+PF_REGISTER_INFER(cdist, &infer_cdist);
+PF_REGISTER_COMPOSITE(lerp, &lerp_composite);
+PF_REGISTER_COMPOSITE(logit, &logit_composite);
+PF_REGISTER_COMPOSITE(cdist, &cdist_composite);
+
 PF_REGISTER_INFER(cummax, &infer_cumulative_extreme);
 PF_REGISTER_INFER(cummin, &infer_cumulative_extreme);
 PF_REGISTER_COMPOSITE(cummax, &cumulative_extreme_composite);
@@ -278,6 +357,22 @@ Tensor index_fill(const Tensor& input, int64_t dim, const Tensor& index, Scalar 
 
 Tensor diff(const Tensor& input, int64_t n, int64_t dim, const Tensor& prepend, const Tensor& append) {
   return apply_one(ir::OpType::diff, {input, prepend, append}, DiffAttrs{n, dim});
+}
+
+Tensor lerp(const Tensor& input, const Tensor& end, const Tensor& weight) {
+  return apply_one(ir::OpType::lerp, {input, end, weight}, LerpAttrs{});
+}
+
+Tensor lerp(const Tensor& input, const Tensor& end, double weight) {
+  return apply_one(ir::OpType::lerp, {input, end, Tensor()}, LerpAttrs{weight});
+}
+
+Tensor logit(const Tensor& input, std::optional<double> eps) {
+  return apply_one(ir::OpType::logit, {input}, LogitAttrs{eps});
+}
+
+Tensor cdist(const Tensor& x1, const Tensor& x2, double p) {
+  return apply_one(ir::OpType::cdist, {x1, x2}, CdistAttrs{p});
 }
 
 std::pair<Tensor, Tensor> cummax(const Tensor& input, int64_t dim) {

@@ -317,6 +317,27 @@ struct DiffAttrs {
   template <class V> void fields(V&& v) const { v("n", n), v("dim", dim); }
 };
 
+// lerp: the weight when it is a number (a weight tensor is the op's third input).
+struct LerpAttrs {
+  double weight = 0;
+  bool operator==(const LerpAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("weight", weight); }
+};
+
+// logit: p clamped to [eps, 1 - eps] first when eps is given.
+struct LogitAttrs {
+  std::optional<double> eps;
+  bool operator==(const LogitAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("eps", eps); }
+};
+
+// cdist: the p of the p-norm distances.
+struct CdistAttrs {
+  double p = 2;
+  bool operator==(const CdistAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("p", p); }
+};
+
 // copy: non_blocking lets a copy from pinned host memory run without the host
 // waiting or staging (the source must then not change until it has run, as in PyTorch).
 struct CopyAttrs {
@@ -373,7 +394,7 @@ struct RmspropAttrs {
   X(ConvAttrs) X(PoolAttrs) X(NormAttrs) X(RandomAttrs) X(LossAttrs) X(CopyAttrs) X(FillAttrs) X(AdamAttrs)     \
   X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs)                  \
   X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs) X(AddProductAttrs) X(IndexAlongAttrs)  \
-  X(DiffAttrs)
+  X(DiffAttrs) X(LerpAttrs) X(LogitAttrs) X(CdistAttrs)
 #define PF_ATTRS_ALTERNATIVE(A) , A
 using OpAttrs = std::variant<NoAttrs PF_FOR_EACH_ATTRS(PF_ATTRS_ALTERNATIVE)>;
 #undef PF_ATTRS_ALTERNATIVE
