@@ -9,6 +9,7 @@
 #include "core/op_utils.h"
 #include "pyflame/error.h"
 #include "pyflame/generator.h"
+#include "pyflame/nn_ops.h"
 #include "pyflame/ops.h"
 
 namespace pyflame {
@@ -118,6 +119,10 @@ Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype)
   PF_CHECK((end.f - start.f) * step.f >= 0, ValueError, "arange: the range from ", start.f, " to ", end.f,
            " is inconsistent with the sign of step ", step.f);
   int64_t n = static_cast<int64_t>(std::ceil((end.f - start.f) / step.f));
+  // Integer ranges on a GPU are counted there (a cumulative sum of the steps: exact), not filled on
+  // the host and copied: ops that number positions (cummax, unfold's gradient) make no host copy.
+  if (!any_float && !current_device().is_cpu() && n > 0)
+    return to(add(cumsum(filled({n}, DType::Int64, step), 0), Scalar(start.i - step.i)), dt);
   Tensor t = Tensor::empty({n}, dt, Device::cpu());
   visit_dtype(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -18,7 +18,6 @@
 #include "core/dispatch.h"
 #include "core/op_utils.h"
 #include "pyflame/error.h"
-#include "pyflame/nn_ops.h"
 #include "pyflame/ops.h"
 #include "pyflame/shape_ops.h"
 
@@ -225,9 +224,9 @@ std::vector<Tensor> cumulative_extreme_composite(const OpCall& call) {
   if (input.dim() == 0) return {clone(input), full({}, Scalar(int64_t{0}), DType::Int64)};
   const int64_t d = call.attr<DimAttrs>().dim, n = input.shape()[d];
   Tensor values = input.detach();
-  // Positions 0, 1, ... along d, numbered where the input lives (arange fills on the host: a copy to the GPU).
-  const Tensor ones = expand(full(Shape(input.dim(), 1), Scalar(int64_t{1}), DType::Int64), input.shape());
-  Tensor indices = sub(cumsum(ones, d), Scalar(int64_t{1}));
+  Shape along(input.dim(), 1);
+  along[d] = n;
+  Tensor indices = expand(reshape(arange(Scalar(int64_t{0}), Scalar(n)), along), input.shape());
   for (int64_t step = 1; step < n; step *= 2) {
     const Tensor early_v = slice(values, d, 0, n - step), late_v = slice(values, d, step, n);
     const Tensor early_i = slice(indices, d, 0, n - step), late_i = slice(indices, d, step, n);

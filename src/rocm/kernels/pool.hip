@@ -88,11 +88,24 @@ enum class Pool { max, avg, argmax };
 template <class I> constexpr I kNoTap = std::numeric_limits<I>::max();
 
 // Per (depth, height, width): input and output sizes, kernel size, stride, padding, dilation.
-struct PoolGeometry {
-  int64_t in[3], out[3], k[3], s[3], p[3], d[3];
+// Int: int64_t for the host's plan and the tiled kernel; the direct kernel takes
+// its int32_t copy where the tensors allow (64-bit divisions per output cost more
+// than a small window's loads).
+template <class Int> struct BasicPoolGeometry {
+  Int in[3], out[3], k[3], s[3], p[3], d[3];
   bool count_include_pad;
-  int64_t divisor_override;  // 0: none
+  Int divisor_override;  // 0: none
+
+  BasicPoolGeometry() = default;
+  template <class From> explicit BasicPoolGeometry(const BasicPoolGeometry<From>& g)
+      : count_include_pad(g.count_include_pad), divisor_override(static_cast<Int>(g.divisor_override)) {
+    for (int i = 0; i < 3; ++i) {
+      in[i] = static_cast<Int>(g.in[i]), out[i] = static_cast<Int>(g.out[i]), k[i] = static_cast<Int>(g.k[i]);
+      s[i] = static_cast<Int>(g.s[i]), p[i] = static_cast<Int>(g.p[i]), d[i] = static_cast<Int>(g.d[i]);
+    }
+  }
 };
+using PoolGeometry = BasicPoolGeometry<int64_t>;
 
 // How the output is cut into tiles of tile_h x tile_w outputs (tile_w a
 // multiple of kStrip), and a tile's input staged in shared memory: per depth
@@ -364,25 +377,9 @@ static __global__ void __launch_bounds__(kPoolThreads, kPoolMinBlocks)
 
 // ---- direct kernels: one output per thread
 
-// PoolGeometry in the index type of a kernel (int32_t where the tensors allow: 64-bit divisions
-// per output cost more than a small window's loads).
-template <class Int> struct Geometry {
-  Int in[3], out[3], k[3], s[3], p[3], d[3];
-  bool count_include_pad;
-  Int divisor_override;
-
-  explicit Geometry(const PoolGeometry& g) : count_include_pad(g.count_include_pad) {
-    for (int i = 0; i < 3; ++i) {
-      in[i] = static_cast<Int>(g.in[i]), out[i] = static_cast<Int>(g.out[i]), k[i] = static_cast<Int>(g.k[i]);
-      s[i] = static_cast<Int>(g.s[i]), p[i] = static_cast<Int>(g.p[i]), d[i] = static_cast<Int>(g.d[i]);
-    }
-    divisor_override = static_cast<Int>(g.divisor_override);
-  }
-};
-
 // The average of `sum` over the window at (od, oh, ow), divided as the CPU does.
 template <class A, class Int>
-__device__ __forceinline__ A pool_average(A sum, const Geometry<Int>& g, Int od, Int oh, Int ow) {
+__device__ __forceinline__ A pool_average(A sum, const BasicPoolGeometry<Int>& g, Int od, Int oh, Int ow) {
   if (g.divisor_override) return sum / static_cast<A>(g.divisor_override);
   const bool pad = g.count_include_pad;
   const A outer = static_cast<A>(avg_extent(od, g.k[0], g.s[0], g.p[0], g.in[0], pad) *
@@ -392,7 +389,7 @@ __device__ __forceinline__ A pool_average(A sum, const Geometry<Int>& g, Int od,
 
 // Windows too large to stage, and small planes: each output reads its window, clipped to the input once.
 template <class T, Pool kPool, class O, class Int>
-static __global__ void direct_pool_kernel(O* out, const T* in, Geometry<Int> g, Int n) {
+static __global__ void direct_pool_kernel(O* out, const T* in, BasicPoolGeometry<Int> g, Int n) {
   using A = acc_t<T>;
   for (Int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     Int rest = i / g.out[2];
@@ -801,10 +798,10 @@ void launch_pool(O* out, const T* in, const PoolGeometry& g, int64_t planes, int
     const int64_t n = planes * g.out[0] * g.out[1] * g.out[2];
     // int32_t: every offset, and the grid-stride walk past n (at most 2^28 threads), stays below 2^31.
     if (n < (int64_t{1} << 30) && planes * g.in[0] * g.in[1] * g.in[2] < (int64_t{1} << 31))
-      direct_pool_kernel<T, kPool, O, int32_t><<<grid_for(n), kThreads, 0, stream>>>(out, in, Geometry<int32_t>(g),
-                                                                                     static_cast<int32_t>(n));
+      direct_pool_kernel<T, kPool, O, int32_t><<<grid_for(n), kThreads, 0, stream>>>(
+          out, in, BasicPoolGeometry<int32_t>(g), static_cast<int32_t>(n));
     else
-      direct_pool_kernel<T, kPool, O, int64_t><<<grid_for(n), kThreads, 0, stream>>>(out, in, Geometry<int64_t>(g), n);
+      direct_pool_kernel<T, kPool, O, int64_t><<<grid_for(n), kThreads, 0, stream>>>(out, in, g, n);
   }
 }
 
