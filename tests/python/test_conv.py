@@ -55,6 +55,31 @@ def test_conv2d_large_images(batch, dtype, rng):
                    F.conv_transpose2d(tx, twt, stride=2, padding=1, groups=2), tol, tol, what="conv_transpose2d")
 
 
+@pytest.mark.parametrize("batch", [1, 7, 40])
+def test_conv2d_small_planes_span_images(batch, rng):
+    """Planes too small for a wide product alone put several whole images in one
+    block (with a shorter last block): forward, transposed, and both gradients."""
+    x, tx = _pair(rng, (batch, 6, 5, 4))
+    w, tw = _pair(rng, (8, 3, 3, 3))
+    b, tb = _pair(rng, (8,))
+    for t in (x, w, b, tx, tw, tb):
+        t.requires_grad_(True)
+    for kw in (dict(padding=1, groups=2), dict(stride=2, padding=(0, 1), groups=2)):
+        out, tout = pf.conv2d(x, w, b, **kw), F.conv2d(tx, tw, tb, **kw)
+        assert_matches(out, tout, 1e-5, 1e-5, what=f"conv2d {kw}")
+        g, tg = _pair(rng, tuple(tout.shape))
+        grads = pf.autograd.grad(out, [x, w, b], g)
+        want = torch.autograd.grad(tout, [tx, tw, tb], tg)
+        for got, ref, name in zip(grads, want, ("input", "weight", "bias")):
+            assert_matches(got, ref, 1e-4, 1e-4, what=f"conv2d {kw} d/d{name}")
+    one, tone = _pair(rng, (8, 6, 1, 1))
+    assert_matches(pf.conv2d(x, one), F.conv2d(tx, tone), 1e-5, 1e-5, what="conv2d 1x1")
+    wt, twt = _pair(rng, (6, 4, 3, 3))
+    assert_matches(pf.conv_transpose2d(x, wt, b[:8], stride=2, padding=1, groups=2),
+                   F.conv_transpose2d(tx, twt, tb[:8], stride=2, padding=1, groups=2), 1e-5, 1e-5,
+                   what="conv_transpose2d")
+
+
 def test_conv2d_spec_example(rng):
     """The user guide's example (224x224 RGB, 64 filters 7x7, stride 2, padding 3), on 2 images."""
     x, tx = _pair(rng, (2, 3, 224, 224))
