@@ -12,6 +12,7 @@
 
 #include "autograd/derivatives.h"
 #include "core/dispatch.h"
+#include "core/matrix_layout.h"
 #include "pyflame/error.h"
 #include "pyflame/misc_ops.h"
 #include "pyflame/nn_ops.h"
@@ -323,6 +324,10 @@ Grads d_matmul(const GradContext& c) {
   const bool a_vec = a.dim() == 1, b_vec = b.dim() == 1;
   if (a_vec) a = unsqueeze(a, 0), g = unsqueeze(g, g.dim() - (b_vec ? 0 : 1));
   if (b_vec) b = unsqueeze(b, 1), g = unsqueeze(g, g.dim());
+  // g feeds both products: where BLAS cannot take it as it is, one copy serves both.
+  if (c.needs[0] && c.needs[1] && matmul_operand_needs_copy(g, Shape(g.shape().begin(), g.shape().end() - 2),
+                                                             g.device().type))
+    g = contiguous(g);
   Grads r(2);
   if (c.needs[0]) {
     Tensor ga = matmul(g, transpose(b, -1, -2));

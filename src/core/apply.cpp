@@ -15,6 +15,7 @@
 #include "core/op_utils.h"
 #include "core/thread_state.h"
 #include "pyflame/error.h"
+#include "pyflame/ops.h"
 
 namespace pyflame {
 
@@ -384,8 +385,19 @@ std::vector<Tensor> apply(OpCall call) {
     return outputs;
   };
   if (!mode.grad_enabled || decompose) return run();
-  if (hooks.should_record(call))
+  if (hooks.should_record(call)) {
+    // Inputs the kernel reads as contiguous copies are copied before the call is
+    // recorded (the copy recorded too), so a derivative's saved inputs are the
+    // copies, not views it would copy again.
+    if (!in_place)
+      for (size_t i = 0; i < call.inputs.size(); ++i) {
+        Tensor& t = call.inputs[i];
+        const InputPlan& p = inf.inputs[i];
+        if (p.contiguous && t.defined() && !t.is_contiguous() && t.device() == inf.device && !p.dtype)
+          t = contiguous(t);
+      }
     return hooks.record(call, [](void* ctx) { return (*static_cast<decltype(run)*>(ctx))(); }, &run);
+  }
   if (in_place || call.inputs.empty() || !call.inputs[0].autograd_meta() || op_family(call.op) != OpFamily::VIEW)
     return run();
   const Tensor input = call.inputs[0];

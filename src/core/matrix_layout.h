@@ -33,6 +33,36 @@ inline MatrixLayout matrix_layout(Tensor& t) {
   return l;
 }
 
+// Whether one strided-batched call reaches every matrix of t, its batch dims
+// (all but the last two) broadcast to `batch`: they must step by one stride.
+inline bool batch_collapses(const Tensor& t, const Shape& batch) {
+  const int64_t nb = static_cast<int64_t>(batch.size()), lead = nb - std::max<int64_t>(t.dim() - 2, 0);
+  int64_t inner = 1, stride = 0;
+  for (int64_t d = nb - 1; d >= 0; --d) {
+    if (batch[d] == 1) continue;
+    const int64_t td = d - lead;  // t's dim, < 0 where t lacks it (broadcast)
+    const int64_t s = td < 0 || t.shape()[td] == 1 ? 0 : t.strides()[td];
+    if (inner == 1) stride = s;
+    else if (s != stride * inner) return false;
+    inner *= batch[d];
+  }
+  return true;
+}
+
+// Whether a matmul operand (at least 2-D) must be copied before BLAS takes
+// it: its matrices are not BLAS-addressable, or, on a GPU, its batch dims do
+// not collapse (cuBLAS and rocBLAS take one batch stride; the CPU kernel loops
+// over the matrices). Attention's q, k and v, permuted views of one
+// projection, are copied so. The op layer makes the copy (InputPlan), so that
+// autograd saves what the kernel read, as PyTorch's matmul saves its reshaped
+// copies, and the backward pass does not copy them again.
+inline bool matmul_operand_needs_copy(const Tensor& t, const Shape& batch, DeviceType device) {
+  MatrixLayout l;
+  const int64_t nd = t.dim();
+  if (!blas_layout(t.size(-2), t.size(-1), t.strides()[nd - 2], t.strides()[nd - 1], l)) return true;
+  return device != DeviceType::CPU && !batch_collapses(t, batch);
+}
+
 // Element offset of batch b of t (batch dims = all but the last two).
 inline int64_t batch_offset(const Tensor& t, int64_t b) {
   int64_t off = 0;

@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "core/dispatch.h"
+#include "core/matrix_layout.h"
 #include "core/op_utils.h"
 #include "kernels/functors.h"
 #include "pyflame/error.h"
@@ -265,10 +266,13 @@ Inferred infer_matmul(OpCall& call) {
   if (a.dim() > 1) result.push_back(m);
   if (b.dim() > 1) result.push_back(n);
   InputPlan pa, pb;
+  const Device device = current_device();
   if (a.dim() == 1) pa.reshape = sa2;
+  else pa.contiguous = matmul_operand_needs_copy(a, batch, device.type);
   if (b.dim() == 1) pb.reshape = sb2;
+  else pb.contiguous = matmul_operand_needs_copy(b, batch, device.type);
   pa.expand = sa, pb.expand = sb;
-  Inferred inf{current_device(), {pa, pb}, {{so, a.dtype()}}, {}};
+  Inferred inf{device, {pa, pb}, {{so, a.dtype()}}, {}};
   if (result != so) inf.outputs[0].result = result;
   if (k == 0) inf.constant = Scalar(int64_t{0});
   return inf;

@@ -363,34 +363,19 @@ namespace {
 
 rocblas_operation op_of(const MatrixLayout& l) { return l.trans ? rocblas_operation_transpose : rocblas_operation_none; }
 
-// Whether t's batch dims (all but the last two, sized as out's) step by one
-// stride, so that a strided-batched call reaches every matrix.
-bool batch_collapses(const Tensor& t, const Tensor& out) {
-  int64_t inner = 1, stride = 0;
-  for (int64_t d = out.dim() - 3; d >= 0; --d) {
-    const int64_t size = out.shape()[d];
-    if (size == 1) continue;
-    if (inner == 1) stride = t.strides()[d];
-    else if (t.strides()[d] != stride * inner) return false;
-    inner *= size;
-  }
-  return true;
-}
-
 // matmul / batch_matmul on the device. A row-major product C = A B is the
 // column-major product C^T = B^T A^T, so B goes first. Batch dims that
 // flatten to one stride in both operands become one strided-batched call. An
 // operand whose batch dims do not (attention's q, k and v, permuted views of
-// one projection) is copied into batch order first, as PyTorch's matmul does:
-// one pass over it instead of a GEMM launch per outer batch (a 64-image ViT
-// ran 768 small GEMMs a step). Outer dims beyond INT_MAX batches loop.
+// one projection) arrives copied into batch order (matmul_operand_needs_copy),
+// as PyTorch's matmul copies it: one pass over it instead of a GEMM launch per
+// outer batch (a 64-image ViT ran 768 small GEMMs a step). Outer dims beyond
+// INT_MAX batches loop.
 void matmul_entry(OpCall& call) {
   Tensor a = call.inputs[0], b = call.inputs[1];
   Tensor& out = call.out();
   if (out.numel() == 0) return;
   if (!is_floating(a.dtype())) return integer_matmul(call);
-  if (!batch_collapses(a, out)) a = a.contiguous();
-  if (!batch_collapses(b, out)) b = b.contiguous();
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   for (int64_t s : {m, n, k})
     PF_CHECK(s <= INT_MAX, NotSupportedError, op_name(call.op), ": matrix dimension ", s,

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import pyflame as pf
-from op_registry import OP_INFOS, OPS, Arg, is_float, make_pf, make_torch, pf_to_numpy
+from op_registry import OP_INFOS, OPS, Arg, assert_matches, is_float, make_pf, make_torch, pf_to_numpy
 
 # The classes whose samples keep inputs small enough for finite differences.
 GRAD_CLASSES = ("plain", "broadcast", "noncontig", "size1", "scalar0d", "pyscalar")
@@ -562,3 +562,40 @@ def test_tensor_hook_removal_and_errors():
     with pytest.raises(TypeError, match="must return a Tensor or None"):
         (x * x).sum().backward()
     handle.remove()
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_matmul_records_the_copies_blas_needs(device, rng):
+    """Attention's q, k and v are permuted views of one projection: on a GPU their batch dims have
+    no single stride, and an operand strided in both matrix dims suits no BLAS anywhere. Such an
+    operand is copied before autograd records the product (PyTorch's matmul saves its reshaped
+    copies the same way), so the backward pass reuses the copy; gradients as torch's."""
+    _use_device(device, "matmul")
+    pf.set_device("cpu")  # the tensors are placed: they, not the current device, decide
+    B, T, nh, hs = 3, 5, 2, 4
+    C = nh * hs
+    values = dict(x=(B, T, 3 * C), gy=(B, nh, T, hs), m=(4, 6, 8), w=(4, 4, 5), gmw=(4, 3, 5))
+    v = {k: rng.uniform(-1, 1, size=s).astype(np.float32) for k, s in values.items()}
+
+    def attention(x):
+        q, k, v = (t.view(B, T, nh, hs).transpose(1, 2) for t in x.split(C, dim=2))
+        att = q @ k.transpose(-2, -1)
+        return att, att.softmax(-1) @ v
+
+    x = pf.tensor(v["x"], device=device, requires_grad=True)
+    tx = torch.tensor(v["x"], requires_grad=True)
+    att, y = attention(x)
+    copied = [f.name() == "CopyBackward0" for f, _ in att.grad_fn.next_functions]
+    assert copied == [device == "rocm"] * 2, f"{device}: {att.grad_fn.next_functions}"
+    y.backward(pf.tensor(v["gy"], device=device))
+    attention(tx)[1].backward(torch.tensor(v["gy"]))
+    assert_matches(x.grad.to("cpu"), tx.grad, 1e-5, 1e-5, what=f"attention d/dx on {device}")
+
+    m, w = (pf.tensor(v[k], device=device, requires_grad=True) for k in ("m", "w"))
+    tm, tw = (torch.tensor(v[k], requires_grad=True) for k in ("m", "w"))
+    out = m[:, ::2, ::2] @ w
+    assert out.grad_fn.next_functions[0][0].name() == "CopyBackward0"
+    out.backward(pf.tensor(v["gmw"], device=device))
+    (tm[:, ::2, ::2] @ tw).backward(torch.tensor(v["gmw"]))
+    assert_matches(m.grad.to("cpu"), tm.grad, 1e-5, 1e-5, what=f"strided matmul d/dm on {device}")
+    assert_matches(w.grad.to("cpu"), tw.grad, 1e-5, 1e-5, what=f"strided matmul d/dw on {device}")
