@@ -100,6 +100,29 @@ def test_pools_large(device, rng):
                    what="adaptive_avg_pool2d")
 
 
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+@pytest.mark.parametrize("plane", [(4, 4), (5, 5), (7, 7), (9, 13), (17, 17), (64, 70)])
+def test_global_average_pooling(device, plane, rng):
+    """Global pooling as ResNet heads write it, adaptive_avg_pool2d(x, 1) and avg_pool2d with the
+    plane as window (on a GPU both run the cell kernels: a thread, part of a warp, a warp or a
+    block per plane by its size), over a number of planes that leaves the last warp part-filled;
+    forward and backward against torch."""
+    _use_device(device, "adaptive_avg_pool2d")
+    pf.set_device("cpu")  # placed tensors decide
+    v = make_values(rng, (3, 7) + plane, "float32", low=-2, high=2)
+    g = make_values(rng, (3, 7, 1, 1), "float32", low=-1, high=1)
+    for name, call in (("adaptive_avg_pool2d", lambda m, x: m.adaptive_avg_pool2d(x, 1)),
+                       ("avg_pool2d", lambda m, x: m.avg_pool2d(x, plane)),
+                       ("avg_pool2d ceil_mode", lambda m, x: m.avg_pool2d(x, plane, stride=2, ceil_mode=True))):
+        x = pf.tensor(v, device=device, requires_grad=True)
+        tx = torch.tensor(v, requires_grad=True)
+        out, want = call(pf.nn.functional, x), call(F, tx)
+        assert_matches(out.to("cpu"), want, 1e-5, 1e-6, what=f"{name} {plane} on {device}")
+        out.backward(pf.tensor(g, device=device))
+        want.backward(torch.tensor(g))
+        assert_matches(x.grad.to("cpu"), tx.grad, 1e-5, 1e-6, what=f"{name} {plane} d/dx on {device}")
+
+
 def test_thread_count_does_not_change_results(rng):
     x, _ = _pair(rng, (4, 6, 20, 20))
     w, _ = _pair(rng, (8, 6, 3, 3))

@@ -492,27 +492,32 @@ template <class T, int V> __device__ __forceinline__ acc_t<T> run_part(const T* 
 }
 
 // A cell of ih x iw planes pooled to oh x ow, each summed by a team
-// (kBlock: a block, else a warp); V > 1 only for cells of whole rows whose
-// runs are V-aligned (ow == 1, launch_adaptive_cells checks). Sizes below 2^31 per dim.
+// (kBlock: a block, else team_width lanes of a warp); V > 1 only for cells of
+// whole rows whose runs are V-aligned (ow == 1, launch_adaptive_cells checks).
+// Sizes below 2^31 per dim.
 template <class T, int V, bool kBlock>
 static __global__ void __launch_bounds__(kCellThreads)
-    adaptive_avg_pool_cells(T* out, const T* in, int64_t ih, int64_t iw, int64_t oh, int64_t ow, int64_t cells) {
+    adaptive_avg_pool_cells(T* out, const T* in, int64_t ih, int64_t iw, int64_t oh, int64_t ow, int64_t cells,
+                            int team_width) {
   using A = acc_t<T>;
-  for (RowTeam<kBlock> team(PF_WARP_SIZE); team.first < cells; team.next()) {
-    const int64_t i = team.row();  // teams are whole warps: i == team.first
-    const int64_t q = i % ow, r = i / ow % oh, plane = i / (ow * oh);
-    const int64_t h0 = adaptive_start(r, ih, oh), h1 = adaptive_end(r, ih, oh);
-    const int64_t w0 = adaptive_start(q, iw, ow), w1 = adaptive_end(q, iw, ow);
-    const T* src = in + (plane * ih + h0) * iw + w0;
-    A part = A(0);
-    if (w1 - w0 == iw) {
-      part = run_part<T, V>(src, (h1 - h0) * iw, team.rank, team.width);
-    } else {
-      for (Walk w(team.rank, team.width, static_cast<int>(w1 - w0)); w.row < h1 - h0; w.step())
-        part += static_cast<A>(src[w.row * iw + w.col]);
+  for (RowTeam<kBlock> team(team_width); team.first < cells; team.next()) {
+    const int64_t i = team.row();  // past the last cell for some teams of the last warp
+    A part = A(0), size = A(1);
+    if (i < cells) {
+      const int64_t q = i % ow, r = i / ow % oh, plane = i / (ow * oh);
+      const int64_t h0 = adaptive_start(r, ih, oh), h1 = adaptive_end(r, ih, oh);
+      const int64_t w0 = adaptive_start(q, iw, ow), w1 = adaptive_end(q, iw, ow);
+      const T* src = in + (plane * ih + h0) * iw + w0;
+      size = static_cast<A>((h1 - h0) * (w1 - w0));
+      if (w1 - w0 == iw) {
+        part = run_part<T, V>(src, (h1 - h0) * iw, team.rank, team.width);
+      } else {
+        for (Walk w(team.rank, team.width, static_cast<int>(w1 - w0)); w.row < h1 - h0; w.step())
+          part += static_cast<A>(src[w.row * iw + w.col]);
+      }
     }
     const A sum = team.template all_reduce<kCellThreads>(part, kernels::SumReduce<A>());
-    if (team.rank == 0) out[i] = static_cast<T>(sum / static_cast<A>((h1 - h0) * (w1 - w0)));
+    if (team.rank == 0 && i < cells) out[i] = static_cast<T>(sum / size);
   }
 }
 
@@ -816,29 +821,40 @@ CellTeam cell_team(int64_t cells, int64_t cell_size) {
 // The most elements of a cell along a dim of `in` pooled to `out` (cells overlap where out does not divide in).
 int64_t max_extent(int64_t in, int64_t out) { return in % out == 0 ? in / out : in / out + 2; }
 
-// Blocks of kCellThreads for `items` items, one per warp or (kBlock) per block.
-template <bool kBlock> unsigned team_blocks(int64_t items, int device) {
-  const int64_t per_block = kBlock ? 1 : kCellThreads / warp_size(device);
+// Blocks of kCellThreads for `items` items, one per team of `width` lanes or (kBlock) per block.
+template <bool kBlock> unsigned team_blocks(int64_t items, int width) {
+  const int64_t per_block = kBlock ? 1 : kCellThreads / width;
   return static_cast<unsigned>(std::min<int64_t>((items + per_block - 1) / per_block, int64_t{1} << 20));
+}
+
+// Lanes of a warp team for cells of `cell_size`: about kLanesLoads loads each
+// (ResNet's 7x7 global pooling on a whole warp was 0.58x PyTorch, most lanes
+// idle after one load), a power of two from 4 to the warp.
+constexpr int64_t kLaneLoads = 8;
+int cell_team_width(int64_t cell_size, int device) {
+  int width = 4;
+  while (width < warp_size(device) && width * kLaneLoads < cell_size) width *= 2;
+  return width;
 }
 
 template <class T, bool kBlock>
 void launch_adaptive_cells(T* out, const T* in, int64_t ih, int64_t iw, int64_t oh, int64_t ow, int64_t cells,
-                           int device, hipStream_t stream) {
+                           int64_t cell_size, int device, hipStream_t stream) {
   constexpr int V = kVec<T>;
-  const unsigned blocks = team_blocks<kBlock>(cells, device);
+  const int width = kBlock ? kCellThreads : cell_team_width(cell_size, device);
+  const unsigned blocks = team_blocks<kBlock>(cells, width);
   // Cells of whole rows: runs start on a multiple of the plane (one cell per plane) or of the row.
   if (ow == 1 && (oh == 1 ? ih * iw : iw) % V == 0 && aligned(in, sizeof(Vec<T, V>)))
-    adaptive_avg_pool_cells<T, V, kBlock><<<blocks, kCellThreads, 0, stream>>>(out, in, ih, iw, oh, ow, cells);
+    adaptive_avg_pool_cells<T, V, kBlock><<<blocks, kCellThreads, 0, stream>>>(out, in, ih, iw, oh, ow, cells, width);
   else
-    adaptive_avg_pool_cells<T, 1, kBlock><<<blocks, kCellThreads, 0, stream>>>(out, in, ih, iw, oh, ow, cells);
+    adaptive_avg_pool_cells<T, 1, kBlock><<<blocks, kCellThreads, 0, stream>>>(out, in, ih, iw, oh, ow, cells, width);
 }
 
 template <class T, bool kBlock>
 void launch_global_backward(T* grad_in, const T* grad_out, int64_t planes, int64_t plane_size, int device,
                             hipStream_t stream) {
   constexpr int V = kVec<T>;
-  const unsigned blocks = team_blocks<kBlock>(planes, device);
+  const unsigned blocks = team_blocks<kBlock>(planes, warp_size(device));
   if (plane_size % V == 0 && aligned(grad_in, sizeof(Vec<T, V>)))
     global_avg_pool_backward<T, V, kBlock><<<blocks, kCellThreads, 0, stream>>>(grad_in, grad_out, planes, plane_size);
   else
@@ -861,18 +877,45 @@ DnnPoolHook g_dnn_avg_pool2d = nullptr;
 
 namespace {
 
+// Adaptive average pooling of planes ih x iw to oh x ow (n outputs in all): a
+// thread, a warp team or a block per output cell, by the cell's size.
+template <class T>
+void launch_adaptive(T* dst, const T* src, int64_t ih, int64_t iw, int64_t oh, int64_t ow, int64_t n, int device,
+                     hipStream_t stream) {
+  // The teams walk a cell's rows with int counters.
+  constexpr int64_t kIntLimit = int64_t{1} << 31;
+  const int64_t cell_size = max_extent(ih, oh) * max_extent(iw, ow);
+  const CellTeam team = ih < kIntLimit && iw < kIntLimit ? cell_team(n, cell_size) : CellTeam::thread;
+  if (team == CellTeam::thread)
+    adaptive_avg_pool_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(dst, src, ih, iw, oh, ow, n);
+  else if (team == CellTeam::warp)
+    launch_adaptive_cells<T, false>(dst, src, ih, iw, oh, ow, n, cell_size, device, stream);
+  else
+    launch_adaptive_cells<T, true>(dst, src, ih, iw, oh, ow, n, cell_size, device, stream);
+}
+
 template <Pool kPool> void sliding_pool_entry(OpCall& call) {
   const int device = call.out().device().index;
   DeviceGuard guard(device);
   const Tensor& x = call.inputs[0];
   Tensor& out = call.out();
   if (out.numel() == 0) return;
-  if (call.op == ir::OpType::avg_pool2d && g_dnn_avg_pool2d && g_dnn_avg_pool2d(call)) return;
-  const PoolGeometry g = make_geometry(x.shape(), out.shape(), call.attr<PoolAttrs>());
+  const PoolAttrs& a = call.attr<PoolAttrs>();
+  // A window over the whole unpadded plane is global pooling, where the cell
+  // kernels beat cuDNN (ResNet's 4x4 head, 128x512 planes: 5.8 us, cuDNN 9.9).
+  const bool global = call.op == ir::OpType::avg_pool2d && x.dim() == 4 && a.divisor_override == 0 &&
+                      a.kernel_size[0] == x.shape()[2] && a.kernel_size[1] == x.shape()[3] && a.padding[0] == 0 &&
+                      a.padding[1] == 0;
+  if (!global && call.op == ir::OpType::avg_pool2d && g_dnn_avg_pool2d && g_dnn_avg_pool2d(call)) return;
+  const PoolGeometry g = make_geometry(x.shape(), out.shape(), a);
   const int64_t planes = x.shape()[0] * x.shape()[1];
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (is_float_v<T>)
+    if constexpr (!is_float_v<T>) return;
+    else if (global)
+      launch_adaptive<T>(out.data<T>(), x.data<T>(), x.shape()[2], x.shape()[3], 1, 1, planes, device,
+                         current_stream(device));
+    else
       launch_pool<T, kPool, T>(out.data<T>(), x.data<T>(), g, planes, device, current_stream(device));
   });
   check_launch(op_name(call.op), describe(call, x.shape(), out.shape()));
@@ -883,26 +926,12 @@ void adaptive_avg_pool2d_entry(OpCall& call) {
   DeviceGuard guard(device);
   const Tensor& x = call.inputs[0];
   Tensor& out = call.out();
-  const int64_t n = out.numel();
-  if (n == 0) return;
-  const int64_t ih = x.shape()[2], iw = x.shape()[3], oh = out.shape()[2], ow = out.shape()[3];
-  // The teams walk a cell's rows with int counters.
-  constexpr int64_t kIntLimit = int64_t{1} << 31;
-  const CellTeam team =
-      ih < kIntLimit && iw < kIntLimit ? cell_team(n, max_extent(ih, oh) * max_extent(iw, ow)) : CellTeam::thread;
-  const hipStream_t stream = current_stream(device);
+  if (out.numel() == 0) return;
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (is_float_v<T>) {
-      T* dst = out.data<T>();
-      const T* src = x.data<T>();
-      if (team == CellTeam::thread)
-        adaptive_avg_pool_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(dst, src, ih, iw, oh, ow, n);
-      else if (team == CellTeam::warp)
-        launch_adaptive_cells<T, false>(dst, src, ih, iw, oh, ow, n, device, stream);
-      else
-        launch_adaptive_cells<T, true>(dst, src, ih, iw, oh, ow, n, device, stream);
-    }
+    if constexpr (is_float_v<T>)
+      launch_adaptive<T>(out.data<T>(), x.data<T>(), x.shape()[2], x.shape()[3], out.shape()[2], out.shape()[3],
+                         out.numel(), device, current_stream(device));
   });
   check_launch(op_name(call.op), describe(call, x.shape(), out.shape()));
 }
