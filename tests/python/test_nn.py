@@ -155,14 +155,15 @@ def test_cross_entropy_large_logits_are_stable(dtype):
         close(got, F.cross_entropy(tx, torch.from_numpy(target), reduction=r, label_smoothing=0.1), dtype, r)
 
 
-# The GPU's passes over contiguous rows (rocm/kernels/loss.hip): a warp per row
-# under 16 KiB of logits, a block per row from there (4096 float32 classes);
+# The GPU's passes over contiguous rows (rocm/kernels/loss.hip): a team of a
+# warp's lanes per row under 16 KiB of logits (short rows share a warp, the
+# last warp part-filled), a block per row from there (4096 float32 classes);
 # C not a multiple of the 16-byte vector, rows that start off 16 bytes
 # (offset: the logits are a view that many elements into a buffer), C under a
 # warp's lanes. Without label smoothing the first and last classes are -inf
 # (never the target); the gradient checks the logsumexp the forward keeps.
-_CE_ROWS = [((70, 3), 0), ((64, 37), 1), ((33, 1000), 1), ((6, 4096), 0), ((5, 8192), 3), ((4, 5003), 0),
-            ((3, 8200), 5), ((2, 16384), 1)]
+_CE_ROWS = [((70, 3), 0), ((64, 37), 1), ((37, 65), 2), ((33, 1000), 1), ((6, 4096), 0), ((5, 8192), 3),
+            ((4, 5003), 0), ((3, 8200), 5), ((2, 16384), 1)]
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)

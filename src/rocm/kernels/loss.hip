@@ -96,9 +96,10 @@ template <class A> struct LogitSums {
   }
 };
 
-// Every lane gets the warp's sums (the smoothing sums only when `smoothing`: uniform).
-template <class A> __device__ LogitSums<A> warp_merge(LogitSums<A> s, bool smoothing) {
-  for (int mask = PF_WARP_SIZE / 2; mask > 0; mask >>= 1) {
+// Every lane gets its team's sums (teams of `width` lanes, a power of two; the
+// smoothing sums only when `smoothing`: uniform).
+template <class A> __device__ LogitSums<A> warp_merge(LogitSums<A> s, bool smoothing, int width = PF_WARP_SIZE) {
+  for (int mask = width / 2; mask > 0; mask >>= 1) {
     LogitSums<A> o{s.exps.shuffled(mask), 0.0, 0.0};
     if (smoothing) {
       o.weighted = shfl_xor(s.weighted, mask);
@@ -204,59 +205,64 @@ static __global__ void nll_elements(T* out, double* block_sums, acc_t<T>* lse_ou
 }
 
 // cross_entropy with the classes contiguous (S == 1): a block (kBlock) or a
-// warp per row; kSmooth: label smoothing is on, so the pass also sums w[c] x[c].
+// team of `width` lanes per row, so that short rows share a warp (rows of 65
+// classes took a warp each, half its lanes idle: 0.84x PyTorch); kSmooth: label
+// smoothing is on, so the pass also sums w[c] x[c].
 template <class T, bool kBlock, bool kSmooth>
 static __global__ void __launch_bounds__(kLossThreads, rows_min_blocks<T>(kSmooth))
     cross_entropy_rows(T* out, double* block_sums, acc_t<T>* lse_out, const T* logits, const int64_t* target,
-                       NllProblem p) {
+                       NllProblem p, int width) {
   using A = acc_t<T>;
   constexpr int V = kVec<T>;
-  constexpr int kGroup = kBlock ? kLossThreads : PF_WARP_SIZE;  // threads per row
-  constexpr int64_t kGroups = kLossThreads / kGroup, kRound = int64_t{kUnroll} * kGroup;
-  const int rank = threadIdx.x % kGroup;
-  double loss_sum = 0, weight_sum = 0;  // the leader (rank 0) of each group
-  for (int64_t k = blockIdx.x * kGroups + threadIdx.x / kGroup; k < p.n; k += gridDim.x * kGroups) {
-    const int64_t t = target[k];
-    if (!counted(out, lse_out, k, t, p, rank == 0)) continue;  // the same for the whole group
-    const T* row = logits + k * p.c;
-    const double xt = rank == 0 ? static_cast<double>(row[t]) : 0.0;  // loaded early, used at the end
-    // Classes [head, rest) in V-aligned vectors; the fewer than V before and after them one each.
-    const int64_t to_aligned = (V - static_cast<int64_t>(reinterpret_cast<uintptr_t>(row) / sizeof(T) % V)) % V;
-    const int64_t head = to_aligned < p.c ? to_aligned : p.c, nvec = (p.c - head) / V, rest = head + nvec * V;
+  double loss_sum = 0, weight_sum = 0;  // the leader (rank 0) of each team
+  for (RowTeam<kBlock> team(width); team.first < p.n; team.next()) {
+    const int64_t k = team.row(), round = int64_t{kUnroll} * team.width;
+    const int rank = team.rank;
+    // Every lane runs the merge below: a team past the last row, or whose target does not count, adds nothing.
+    const int64_t t = k < p.n ? target[k] : p.ignore_index;
+    const bool kept = k < p.n && counted(out, lse_out, k, t, p, rank == 0);
     LogitSums<A> sums = LogitSums<A>::none();
-    auto add_one = [&](int64_t q) {
-      const A x[1] = {static_cast<A>(row[q])};
-      sums.add(x);
-      if constexpr (kSmooth) sums.smooth(x[0], p.weight ? p.weight[q] : 1.0);
-    };
-    if (rank < head) add_one(rank);
-    if (rank < p.c - rest) add_one(rest + rank);
-    const Vec<T, V>* body = reinterpret_cast<const Vec<T, V>*>(row + head);
-    for (int64_t i = rank; i < nvec; i += kRound) {
-      Vec<T, V> v[kUnroll]{};
+    double xt = 0.0;
+    if (kept) {
+      const T* row = logits + k * p.c;
+      if (rank == 0) xt = static_cast<double>(row[t]);  // loaded early, used at the end
+      // Classes [head, rest) in V-aligned vectors; the fewer than V before and after them one each.
+      const int64_t to_aligned = (V - static_cast<int64_t>(reinterpret_cast<uintptr_t>(row) / sizeof(T) % V)) % V;
+      const int64_t head = to_aligned < p.c ? to_aligned : p.c, nvec = (p.c - head) / V, rest = head + nvec * V;
+      auto add_one = [&](int64_t q) {
+        const A x[1] = {static_cast<A>(row[q])};
+        sums.add(x);
+        if constexpr (kSmooth) sums.smooth(x[0], p.weight ? p.weight[q] : 1.0);
+      };
+      if (rank < head) add_one(rank);
+      if (rank < p.c - rest) add_one(rest + rank);
+      const Vec<T, V>* body = reinterpret_cast<const Vec<T, V>*>(row + head);
+      for (int64_t i = rank; i < nvec; i += round) {
+        Vec<T, V> v[kUnroll]{};
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        if (i + u * kGroup < nvec) v[u] = body[i + u * kGroup];
-      A x[kUnroll * V];
+        for (int u = 0; u < kUnroll; ++u)
+          if (i + u * team.width < nvec) v[u] = body[i + u * team.width];
+        A x[kUnroll * V];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
+        for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
-        for (int j = 0; j < V; ++j)
-          x[u * V + j] = i + u * kGroup < nvec ? static_cast<A>(v[u].v[j]) : ExpSums<A>::kNone;
-      sums.add(x);
-      if constexpr (kSmooth) {
+          for (int j = 0; j < V; ++j)
+            x[u * V + j] = i + u * team.width < nvec ? static_cast<A>(v[u].v[j]) : ExpSums<A>::kNone;
+        sums.add(x);
+        if constexpr (kSmooth) {
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          if (i + u * kGroup >= nvec) break;
-          const int64_t q = head + (i + u * kGroup) * V;
+          for (int u = 0; u < kUnroll; ++u) {
+            if (i + u * team.width >= nvec) break;
+            const int64_t q = head + (i + u * team.width) * V;
 #pragma unroll
-          for (int j = 0; j < V; ++j) sums.smooth(x[u * V + j], p.weight ? p.weight[q + j] : 1.0);
+            for (int j = 0; j < V; ++j) sums.smooth(x[u * V + j], p.weight ? p.weight[q + j] : 1.0);
+          }
         }
       }
     }
     if constexpr (kBlock) sums = block_merge(sums, kSmooth);
-    else sums = warp_merge(sums, kSmooth);
-    if (rank != 0) continue;
+    else sums = warp_merge(sums, kSmooth, team.width);
+    if (rank != 0 || !kept) continue;
     const double lse = sums.logsumexp();
     finish_element(out, lse_out, k, t, xt, lse, lse * sums.weights - sums.weighted, p, loss_sum, weight_sum);
   }
@@ -276,6 +282,14 @@ template <class T> static __global__ void nll_total(T* out, const double* block_
   if (threadIdx.x == 0) out[0] = static_cast<T>(static_cast<acc_t<T>>(mean ? loss_sum / weight_sum : loss_sum));
 }
 
+// Lanes per row of cross_entropy_rows for rows of c classes (vec per load):
+// about two loads a lane, a power of two from 4 to the warp.
+int row_team_width(int64_t c, int vec, int device) {
+  int width = 4;
+  while (width < warp_size(device) && 2 * width * vec < c) width *= 2;
+  return width;
+}
+
 template <bool kFromLogits> void nll_loss_entry(OpCall& call) {
   Tensor& out = call.out();
   const Device dev = out.device();
@@ -286,7 +300,7 @@ template <bool kFromLogits> void nll_loss_entry(OpCall& call) {
                      call.inputs[2].defined() ? call.inputs[2].data<double>() : nullptr, static_cast<int32_t>(call.op),
                      kernel_error_slot(dev.index)};
   const hipStream_t stream = current_stream(dev.index);
-  const int64_t elements = p.n * p.s, warps_per_block = kLossThreads / warp_size(dev.index);
+  const int64_t elements = p.n * p.s;
   const bool reduce = at.reduction != Reduction::None;
   if (!reduce && elements == 0) return;  // (then the logsumexp output is empty too)
   const bool smoothing = at.label_smoothing > 0;
@@ -295,7 +309,10 @@ template <bool kFromLogits> void nll_loss_entry(OpCall& call) {
     if constexpr (is_float_v<T>) {
       const bool rows = kFromLogits && p.s == 1;
       const bool block_per_row = rows && p.c >= int64_t{kLossThreads} * kUnroll * kVec<T>;
-      const int64_t per_block = block_per_row ? 1 : warps_per_block;  // elements at once
+      // Threads per element: a block, a team of a warp (rows), or a warp (nll_elements).
+      const int width =
+          block_per_row ? kLossThreads : rows ? row_team_width(p.c, kVec<T>, dev.index) : warp_size(dev.index);
+      const int64_t per_block = kLossThreads / width;  // elements at once
       const int blocks =
           static_cast<int>(std::clamp<int64_t>((elements + per_block - 1) / per_block, 1, kMaxLossBlocks));
       Tensor block_sums = reduce ? Tensor::empty({2 * blocks}, DType::Float64, dev) : Tensor();
@@ -305,11 +322,11 @@ template <bool kFromLogits> void nll_loss_entry(OpCall& call) {
       auto launch_rows = [&](auto block) {
         constexpr bool kBlock = decltype(block)::value;
         if (smoothing)
-          cross_entropy_rows<T, kBlock, true><<<blocks, kLossThreads, 0, stream>>>(loss, sums, lse, logp.data<T>(),
-                                                                                   target.data<int64_t>(), p);
+          cross_entropy_rows<T, kBlock, true><<<blocks, kLossThreads, 0, stream>>>(
+              loss, sums, lse, logp.data<T>(), target.data<int64_t>(), p, width);
         else
-          cross_entropy_rows<T, kBlock, false><<<blocks, kLossThreads, 0, stream>>>(loss, sums, lse, logp.data<T>(),
-                                                                                    target.data<int64_t>(), p);
+          cross_entropy_rows<T, kBlock, false><<<blocks, kLossThreads, 0, stream>>>(
+              loss, sums, lse, logp.data<T>(), target.data<int64_t>(), p, width);
       };
       if (!rows)
         nll_elements<T, kFromLogits><<<blocks, kLossThreads, 0, stream>>>(loss, sums, lse, logp.data<T>(),
