@@ -234,8 +234,8 @@ static __global__ void __launch_bounds__(kLossThreads, rows_min_blocks<T>(kSmoot
         sums.add(x);
         if constexpr (kSmooth) sums.smooth(x[0], p.weight ? p.weight[q] : 1.0);
       };
-      if (rank < head) add_one(rank);
-      if (rank < p.c - rest) add_one(rest + rank);
+      for (int64_t q = rank; q < head; q += team.width) add_one(q);  // a team may have fewer lanes than V
+      for (int64_t q = rest + rank; q < p.c; q += team.width) add_one(q);
       const Vec<T, V>* body = reinterpret_cast<const Vec<T, V>*>(row + head);
       for (int64_t i = rank; i < nvec; i += round) {
         Vec<T, V> v[kUnroll]{};
