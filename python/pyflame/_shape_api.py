@@ -345,21 +345,8 @@ def roll(input, shifts, dims=None):
     """Shifts the elements along `dims` by `shifts`, wrapping around; with dims=None over the flattened tensor
     (shape kept), as torch.roll."""
     shifts = (shifts,) if isinstance(shifts, numbers.Integral) else tuple(int(s) for s in shifts)
-    if dims is None:
-        if len(shifts) != 1:
-            raise _C.InvalidArgumentError(f"roll(): with dims=None, shifts must be a single int, got {shifts}")
-        return roll(input.reshape(-1), shifts, 0).view(input.shape)
-    dims = (dims,) if isinstance(dims, numbers.Integral) else tuple(dims)
-    if len(dims) != len(shifts):
-        raise _C.InvalidArgumentError(f"roll(): shifts and dims must align. shifts: {len(shifts)}, dims:{len(dims)}")
-    out = input.clone()
-    for s, d in zip(shifts, dims):
-        d = _wrap(d, input.dim())
-        n = out.shape[d]
-        s = s % n if n else 0
-        if s:
-            out = _C.cat([_C.slice(out, d, n - s, n), _C.slice(out, d, 0, n - s)], d)
-    return out
+    dims = () if dims is None else (dims,) if isinstance(dims, numbers.Integral) else tuple(dims)
+    return _C.roll(input, shifts, dims)
 
 
 def repeat(self, *sizes):

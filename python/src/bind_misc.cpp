@@ -1,12 +1,13 @@
 // Python bindings of include/pyflame/misc_ops.h with torch's argument names,
 // order and defaults: pf.addcmul and pf.addcdiv, and the Tensor methods with
 // their in-place forms; pf.isclose and Tensor.isclose (python/pyflame/_misc_api.py
-// exports them); index_add/copy/fill, diff, cummax, cummin, lerp, logit and
-// cdist, whose argument handling (numbers for tensors, named tuples) is
-// _misc_api.py's, _elementwise.py's and special.py's.
+// exports them); index_add/copy/fill, diff, roll, cummax, cummin, lerp, logit
+// and cdist, whose argument handling (numbers for tensors, named tuples) is
+// _misc_api.py's, _shape_api.py's, _elementwise.py's and special.py's.
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/vector.h>
 
 #include <optional>
 #include <string>
@@ -78,6 +79,12 @@ void bind_misc(nb::module_& m, nb::class_<Tensor>& tensor) {
         return pyflame::diff(input, n, dim, prepend.value_or(Tensor()), append.value_or(Tensor()));
       },
       "input"_a, "n"_a, "dim"_a, "prepend"_a = nb::none(), "append"_a = nb::none());
+  m.def(
+      "roll",
+      [](const Tensor& input, std::vector<int64_t> shifts, std::vector<int64_t> dims) {
+        return pyflame::roll(input, std::move(shifts), std::move(dims));
+      },
+      "input"_a, "shifts"_a, "dims"_a = std::vector<int64_t>{});
   m.def(
       "lerp",
       [](const Tensor& input, const Tensor& end, nb::handle weight) {

@@ -1,5 +1,5 @@
 // The op layer of include/pyflame/misc_ops.h: addcmul, addcdiv, isclose,
-// index_add/copy/fill, diff, cummax and cummin as composite ops. Each infer
+// index_add/copy/fill, diff, roll, cummax and cummin as composite ops. Each infer
 // holds every check, with the messages PyFlame has always given (PyTorch's rules). addcmul's and addcdiv's decomposition converts
 // the operands to the promoted dtype (float32 for float16/bfloat16, rounded
 // once, as PyTorch's kernels) and runs mul or div, mul by value and add;
@@ -205,6 +205,37 @@ std::vector<Tensor> diff_composite(const OpCall& call) {
 PF_REGISTER_INFER(diff, &infer_diff);
 PF_REGISTER_COMPOSITE(diff, &diff_composite);
 
+// ---- roll
+
+Inferred infer_roll(OpCall& call) {
+  const Tensor& input = call.inputs[0];
+  auto& a = std::get<RollAttrs>(call.attrs);
+  if (a.dims.empty())
+    PF_CHECK(a.shifts.size() == 1, ValueError, "roll(): with dims=None, shifts must be a single int, got ",
+             Shape(a.shifts));
+  else
+    PF_CHECK(a.shifts.size() == a.dims.size(), ValueError, "roll(): shifts and dims must align. shifts: ",
+             a.shifts.size(), ", dims:", a.dims.size());
+  for (int64_t& d : a.dims) d = wrap_dim(d, input.dim(), "roll");
+  return {current_device(), {InputPlan{}}, {{input.shape(), input.dtype()}}, {}};
+}
+
+std::vector<Tensor> roll_composite(const OpCall& call) {
+  const auto& a = call.attr<RollAttrs>();
+  const Tensor& input = call.inputs[0];
+  if (a.dims.empty()) return {reshape(roll(reshape(input, {-1}), a.shifts, {0}), input.shape())};
+  Tensor out = input;
+  for (size_t i = 0; i < a.dims.size(); ++i) {
+    const int64_t d = a.dims[i], n = out.shape()[d];
+    const int64_t s = n == 0 ? 0 : (a.shifts[i] % n + n) % n;  // in [0, n)
+    if (s) out = cat({slice(out, d, n - s, n), slice(out, d, 0, n - s)}, d);
+  }
+  return {out.same_storage(input) ? clone(input) : out};  // a new tensor, as a shift of 0 gives in PyTorch
+}
+
+PF_REGISTER_INFER(roll, &infer_roll);
+PF_REGISTER_COMPOSITE(roll, &roll_composite);
+
 // ---- cummax, cummin
 
 Inferred infer_cumulative_extreme(OpCall& call) {
@@ -358,6 +389,10 @@ Tensor diff(const Tensor& input, int64_t n, int64_t dim, const Tensor& prepend, 
   return apply_one(ir::OpType::diff, {input, prepend, append}, DiffAttrs{n, dim});
 }
 
+Tensor roll(const Tensor& input, std::vector<int64_t> shifts, std::vector<int64_t> dims) {
+  return apply_one(ir::OpType::roll, {input}, RollAttrs{std::move(shifts), std::move(dims)});
+}
+
 Tensor lerp(const Tensor& input, const Tensor& end, const Tensor& weight) {
   return apply_one(ir::OpType::lerp, {input, end, weight}, LerpAttrs{});
 }
@@ -375,12 +410,12 @@ Tensor cdist(const Tensor& x1, const Tensor& x2, double p) {
 }
 
 std::pair<Tensor, Tensor> cummax(const Tensor& input, int64_t dim) {
-  std::vector<Tensor> out = apply({ir::OpType::cummax, {input}, DimAttrs{dim}, {}});
+  std::vector<Tensor> out = apply({ir::OpType::cummax, {input}, DimAttrs{dim, std::nullopt}, {}});
   return {std::move(out[0]), std::move(out[1])};
 }
 
 std::pair<Tensor, Tensor> cummin(const Tensor& input, int64_t dim) {
-  std::vector<Tensor> out = apply({ir::OpType::cummin, {input}, DimAttrs{dim}, {}});
+  std::vector<Tensor> out = apply({ir::OpType::cummin, {input}, DimAttrs{dim, std::nullopt}, {}});
   return {std::move(out[0]), std::move(out[1])};
 }
 

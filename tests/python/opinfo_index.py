@@ -1,5 +1,5 @@
-"""OpInfos of the composite ops that index along one dim (index_add, index_copy, index_fill), diff, and the
-running extremes cummax and cummin, against torch's, values and gradients. test_misc_api.py has their
+"""OpInfos of the composite ops that index along one dim (index_add, index_copy, index_fill), diff, roll and
+the running extremes cummax and cummin, against torch's, values and gradients. test_misc_api.py has their
 in-place forms, number arguments (diff's prepend, index_fill's 0-d value) and errors."""
 
 import torch
@@ -69,6 +69,23 @@ def _diff_samples(rng, dtype, cls):
     return []
 
 
+def _roll_samples(rng, dtype, cls):
+    """(input, shifts[, dims]): negative and overlong shifts, a dim rolled twice, dims=None (flattened)."""
+    x = lambda shape, layout="contig": _x(rng, shape, dtype, layout)  # noqa: E731
+    if cls == "plain":
+        return [Sample((x((4, 6)), 2, 1)), Sample((x((3, 4, 5)), (1, -7), (0, 2))), Sample((x((3, 4)), 5)),
+                Sample((x((5,)), (2, 1), (0, -1))), Sample((x((2, 3)), 0, 0))]
+    if cls == "noncontig":
+        return [Sample((x((4, 5), "T"), -1, 0)), Sample((x((3, 6), "strided"), 4))]
+    if cls == "empty":
+        return [Sample((x((0, 3)), 1, 0)), Sample((x((2, 0)), 3))]
+    if cls == "size1":
+        return [Sample((x((1, 4)), 3, 0)), Sample((x((3, 1)), (1, 2), (1, 0)))]
+    if cls == "scalar0d":
+        return [Sample((x(()), 2))]
+    return []
+
+
 def _cumulative_samples(rng, dtype, cls):
     def x(shape, layout="contig"):  # beyond "plain" (finite differences), repeats: ties move the index later
         return Arg(make_values(rng, shape, dtype, low=-2, high=2, discrete=cls != "plain"), layout)
@@ -93,6 +110,7 @@ OP_INFOS = [
     OpInfo("index_fill", "CUSTOM", ALL_DTYPES, _index_along_samples("fill"), _long_index(torch.index_fill), _INDEX_CLASSES,
            exact_float=True),
     OpInfo("diff", "CUSTOM", ALL_DTYPES, _diff_samples, torch.diff, ("plain", "noncontig", "empty", "size1")),
+    OpInfo("roll", "CUSTOM", ALL_DTYPES, _roll_samples, torch.roll, SHAPE_CLASSES, exact_float=True),
     *[OpInfo(n, "CUSTOM", ALL_DTYPES, _cumulative_samples, getattr(torch, n), SHAPE_CLASSES, exact_float=True)
       for n in ("cummax", "cummin")],
 ]
