@@ -1,6 +1,6 @@
 #pragma once
 // The norms of torch.linalg, logsumexp, nansum, nanmean, count_nonzero, aminmax,
-// kron, addmm & co. and linalg.cross, with PyTorch's names, arguments and semantics: ops of the table
+// kron, tensordot, addmm & co. and linalg.cross, with PyTorch's names, arguments and semantics: ops of the table
 // with a decomposition (composite ops) into its elementwise ops, reductions and
 // products, so they run on every device and autograd
 // differentiates them through those ops. Validation is in
@@ -58,6 +58,11 @@ PF_API std::pair<Tensor, Tensor> aminmax(const Tensor& x, std::optional<int64_t>
 // The Kronecker product, the operands' shapes padded with leading 1s to one rank,
 // in their promoted dtype, as torch.kron.
 PF_API Tensor kron(const Tensor& input, const Tensor& other);
+
+// Sums of products over dims_a of input and dims_b of other (paired in order,
+// same sizes), the result's dims input's others then other's, as torch.tensordot.
+PF_API Tensor tensordot(const Tensor& input, const Tensor& other, std::vector<int64_t> dims_a,
+                        std::vector<int64_t> dims_b);
 
 // The cross product of 3-vectors along `dim` of input and other broadcast
 // together (that dim of size 3), in their promoted dtype, as torch.linalg.cross

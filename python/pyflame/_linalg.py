@@ -258,20 +258,7 @@ def tensordot(a, b, dims=2):
         da, db = list(range(a.dim() - dims, a.dim())), list(range(dims))
     else:
         da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
-        if len(da) != len(db):
-            raise _C.InvalidArgumentError(f"both dimension lists should have same length, got {len(da)} and {len(db)}")
-        da = [_wrap(d, a.dim(), "tensordot") for d in da]
-        db = [_wrap(d, b.dim(), "tensordot") for d in db]
-    for i, j in zip(da, db):
-        if a.shape[i] != b.shape[j]:
-            raise _C.InvalidArgumentError(f"contracted dimensions need to match, but first has size {a.shape[i]} in "
-                                          f"dim {i} and second has size {b.shape[j]} in dim {j}")
-    free_a = [d for d in range(a.dim()) if d not in da]
-    free_b = [d for d in range(b.dim()) if d not in db]
-    k = math.prod(a.shape[d] for d in da)
-    left = a.permute(*(free_a + da)).reshape([math.prod(a.shape[d] for d in free_a), k])
-    right = b.permute(*(db + free_b)).reshape([k, math.prod(b.shape[d] for d in free_b)])
-    return _C.matmul(left, right).reshape([a.shape[d] for d in free_a] + [b.shape[d] for d in free_b])
+    return _C.tensordot(a, b, da, db)
 
 
 # ----------------------------------------------------------------- einsum

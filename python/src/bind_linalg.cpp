@@ -2,12 +2,13 @@
 // order and defaults: pf.linalg.vector_norm, pf.linalg.matrix_norm and
 // pf.logsumexp, pf.nansum, pf.nanmean, pf.addmm, addmv, addr, baddbmm and addbmm
 // (and their Tensor methods), pf.count_nonzero, pf.aminmax, pf.kron and pf.linalg.cross are these
-// functions;
-// python/pyflame/_linalg.py builds linalg.norm, norm and dist on them.
+// functions; python/pyflame/_linalg.py builds linalg.norm, norm and dist on them, and
+// tensordot's (and inner's) argument forms on _C.tensordot.
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include "bindings.h"
 #include "pyflame/error.h"
@@ -95,6 +96,8 @@ void bind_linalg(nb::module_& m, nb::class_<Tensor>& tensor) {
   m.def("aminmax", &pyflame::aminmax, "input"_a, nb::kw_only(), "dim"_a = nb::none(), "keepdim"_a = false,
         "(min, max) over dim (None: every element), as torch.aminmax (pf.aminmax names the pair).");
   m.def("kron", &pyflame::kron, "input"_a, "other"_a, "The Kronecker product, as torch.kron.");
+  m.def("tensordot", &pyflame::tensordot, "a"_a, "b"_a, "dims_a"_a, "dims_b"_a,
+        "Sums of products over dims_a of a and dims_b of b (pyflame.tensordot takes torch's dims forms).");
   tensor.def("kron", &pyflame::kron, "other"_a, "The Kronecker product, as torch.Tensor.kron.");
   m.def("linalg_cross", &pyflame::linalg_cross, "input"_a, "other"_a, nb::kw_only(), "dim"_a = -1,
         "The cross product of 3-vectors along dim (input and other broadcast), as torch.linalg.cross.");

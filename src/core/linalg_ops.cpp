@@ -1,5 +1,5 @@
 // The op layer of include/pyflame/linalg_ops.h: the norms of torch.linalg,
-// logsumexp, nansum, nanmean, count_nonzero, aminmax, kron, the add-product family (addmm & co.)
+// logsumexp, nansum, nanmean, count_nonzero, aminmax, kron, tensordot, the add-product family (addmm & co.)
 // and linalg_cross as composite ops. Each infer holds every check
 // of its op, with torch's messages (which name the norms as linalg.vector_norm); each
 // decomposition is the table's elementwise ops and reductions (the vector
@@ -441,6 +441,59 @@ std::vector<Tensor> kron_composite(const OpCall& call) {
 PF_REGISTER_INFER(kron, &infer_kron);
 PF_REGISTER_COMPOSITE(kron, &kron_composite);
 
+// ---- tensordot
+
+// The dims of a rank-`rank` operand not in `summed`, in order.
+std::vector<int64_t> kept_dims(int64_t rank, const std::vector<int64_t>& summed) {
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < rank; ++d)
+    if (std::find(summed.begin(), summed.end(), d) == summed.end()) kept.push_back(d);
+  return kept;
+}
+
+Inferred infer_tensordot(OpCall& call) {
+  const Tensor &a = call.inputs[0], &b = call.inputs[1];
+  auto& at = std::get<TensordotAttrs>(call.attrs);
+  PF_CHECK(at.dims_a.size() == at.dims_b.size(), ValueError, "both dimension lists should have same length, got ",
+           at.dims_a.size(), " and ", at.dims_b.size());
+  PF_CHECK(a.dtype() == b.dtype(), TypeError, "tensordot: operands must have the same dtype, got ", a.dtype(), " and ",
+           b.dtype(), " (convert one with .to())");
+  for (size_t i = 0; i < at.dims_a.size(); ++i) {
+    const int64_t da = wrap_dim(at.dims_a[i], a.dim(), "tensordot"), db = wrap_dim(at.dims_b[i], b.dim(), "tensordot");
+    PF_CHECK(a.dim() > 0 && b.dim() > 0, IndexError, "tensordot: a 0-d operand has no dims to sum over");
+    for (size_t j = 0; j < i; ++j)
+      PF_CHECK(at.dims_a[j] != da && at.dims_b[j] != db, ValueError, "tensordot: dim ", at.dims_a[j] == da ? da : db,
+               " appears multiple times in the list of dims");
+    PF_CHECK(a.shape()[da] == b.shape()[db], ValueError, "contracted dimensions need to match, but first has size ",
+             a.shape()[da], " in dim ", da, " and second has size ", b.shape()[db], " in dim ", db);
+    at.dims_a[i] = da, at.dims_b[i] = db;
+  }
+  Shape shape;
+  for (int64_t d : kept_dims(a.dim(), at.dims_a)) shape.push_back(a.shape()[d]);
+  for (int64_t d : kept_dims(b.dim(), at.dims_b)) shape.push_back(b.shape()[d]);
+  return {current_device(), {InputPlan{}, InputPlan{}}, {{shape, a.dtype()}}, {}};
+}
+
+// input as a matrix (its kept dims x the summed ones) times other as one (the summed x its kept).
+std::vector<Tensor> tensordot_composite(const OpCall& call) {
+  const Tensor &a = call.inputs[0], &b = call.inputs[1];
+  const auto& at = call.attr<TensordotAttrs>();
+  std::vector<int64_t> order_a = kept_dims(a.dim(), at.dims_a), order_b = at.dims_b;
+  const std::vector<int64_t> kept_b = kept_dims(b.dim(), at.dims_b);
+  int64_t rows = 1, cols = 1, inner = 1;
+  Shape shape;
+  for (int64_t d : order_a) rows *= a.shape()[d], shape.push_back(a.shape()[d]);
+  for (int64_t d : kept_b) cols *= b.shape()[d], shape.push_back(b.shape()[d]);
+  for (int64_t d : at.dims_a) inner *= a.shape()[d];
+  order_a.insert(order_a.end(), at.dims_a.begin(), at.dims_a.end());
+  order_b.insert(order_b.end(), kept_b.begin(), kept_b.end());
+  const Tensor left = reshape(permute(a, order_a), {rows, inner}), right = reshape(permute(b, order_b), {inner, cols});
+  return {reshape(matmul(left, right), shape)};
+}
+
+PF_REGISTER_INFER(tensordot, &infer_tensordot);
+PF_REGISTER_COMPOSITE(tensordot, &tensordot_composite);
+
 // ---- linalg_cross
 
 // (input, other) broadcast together, their dim `attrs.dim` of size 3; the promoted dtype.
@@ -516,6 +569,10 @@ std::pair<Tensor, Tensor> aminmax(const Tensor& x, std::optional<int64_t> dim, b
 }
 
 Tensor kron(const Tensor& input, const Tensor& other) { return apply_one(ir::OpType::kron, {input, other}, NoAttrs{}); }
+
+Tensor tensordot(const Tensor& input, const Tensor& other, std::vector<int64_t> dims_a, std::vector<int64_t> dims_b) {
+  return apply_one(ir::OpType::tensordot, {input, other}, TensordotAttrs{std::move(dims_a), std::move(dims_b)});
+}
 
 Tensor linalg_cross(const Tensor& input, const Tensor& other, int64_t dim) {
   return apply_one(ir::OpType::linalg_cross, {input, other}, DimAttrs{dim, std::nullopt});

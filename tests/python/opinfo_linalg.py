@@ -1,6 +1,6 @@
-"""OpInfos of torch.linalg's norms and cross product, logsumexp, nansum, nanmean, count_nonzero, aminmax, kron
-and addmm & co. (composite ops): linalg_vector_norm, linalg_matrix_norm, linalg_cross, logsumexp, nansum,
-nanmean, count_nonzero, aminmax, kron, addmm, addmv, addr, baddbmm and addbmm against torch's, values and gradients.
+"""OpInfos of torch.linalg's norms and cross product, logsumexp, nansum, nanmean, count_nonzero, aminmax, kron,
+tensordot and addmm & co. (composite ops): linalg_vector_norm, linalg_matrix_norm, linalg_cross, logsumexp, nansum,
+nanmean, count_nonzero, aminmax, kron, tensordot, addmm, addmv, addr, baddbmm and addbmm against torch's, values and gradients.
 
 linalg.norm, norm and dist, which choose between the norms, the errors and logsumexp's infinities are tested in
 test_linalg_reductions.py."""
@@ -224,6 +224,24 @@ def _aminmax_samples(rng, dtype, cls):
     return table.get(cls, [])
 
 
+def _tensordot_samples(rng, dtype, cls):
+    """dims as an int and as a pair of lists (in any order), an outer product (dims=0), empty sums."""
+    def x(shape, layout="contig"):
+        return _x(rng, shape, dtype, dict(low=-2, high=2, ilow=-3, ihigh=3), layout)
+
+    table = {
+        "plain": [Sample((x((2, 3, 4)), x((3, 4, 5)))), Sample((x((3, 4)), x((4, 5)), 1)),
+                  Sample((x((2, 3, 4)), x((4, 3, 2)), ([1, 0], [1, 2]))), Sample((x((4,)), x((4,)), 1)),
+                  Sample((x((2, 3)), x((4,)), 0)), Sample((x((3, 5)), x((5, 2)), ([-1], [0])))],
+        "noncontig": [Sample((x((4, 3), "T"), x((3, 5), "strided"), 1)),
+                      Sample((x((3, 4), "T"), x((2, 3), "T"), ([0], [1])))],
+        "empty": [Sample((x((0, 3)), x((3, 2)), 1)), Sample((x((2, 0)), x((0, 3)), 1))],
+        "size1": [Sample((x((1, 3)), x((3, 1)), 1))],
+        "scalar0d": [Sample((x(()), x((3,)), 0))],
+    }
+    return table.get(cls, [])
+
+
 def _kron_samples(rng, dtype, cls):
     """Operands of one rank and of two (the smaller padded with leading 1s); small values keep int8 in range."""
     def x(shape, layout="contig"):
@@ -275,5 +293,6 @@ OP_INFOS = [
     OpInfo("count_nonzero", "CUSTOM", ALL_DTYPES, _count_nonzero_samples, torch.count_nonzero, REDUCE_CLASSES),
     OpInfo("aminmax", "CUSTOM", ALL_DTYPES, _aminmax_samples, torch.aminmax, REDUCE_CLASSES, exact_float=True),
     OpInfo("kron", "CUSTOM", NONBOOL_DTYPES, _kron_samples, torch.kron, ("broadcast",) + REDUCE_CLASSES),
+    OpInfo("tensordot", "CUSTOM", NONBOOL_DTYPES, _tensordot_samples, torch.tensordot, REDUCE_CLASSES, method=False),
 ] + [OpInfo(name, "CUSTOM", NONBOOL_DTYPES, _add_product_samples(name), getattr(torch, name), MATMUL_CLASSES,
             tol=_ADD_PRODUCT_TOL) for name in _ADD_PRODUCT_SHAPES]

@@ -317,6 +317,14 @@ struct DiffAttrs {
   template <class V> void fields(V&& v) const { v("n", n), v("dim", dim); }
 };
 
+// tensordot: the dims of each operand summed over, paired in order.
+struct TensordotAttrs {
+  std::vector<int64_t> dims_a;
+  std::vector<int64_t> dims_b;
+  bool operator==(const TensordotAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("dims_a", dims_a), v("dims_b", dims_b); }
+};
+
 // roll: the shift along each of dims (dims empty: one shift over the flattened tensor).
 struct RollAttrs {
   std::vector<int64_t> shifts;
@@ -402,7 +410,7 @@ struct RmspropAttrs {
   X(ConvAttrs) X(PoolAttrs) X(NormAttrs) X(RandomAttrs) X(LossAttrs) X(CopyAttrs) X(FillAttrs) X(AdamAttrs)     \
   X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs)                  \
   X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs) X(AddProductAttrs) X(IndexAlongAttrs)  \
-  X(DiffAttrs) X(RollAttrs) X(LerpAttrs) X(LogitAttrs) X(CdistAttrs)
+  X(DiffAttrs) X(RollAttrs) X(TensordotAttrs) X(LerpAttrs) X(LogitAttrs) X(CdistAttrs)
 #define PF_ATTRS_ALTERNATIVE(A) , A
 using OpAttrs = std::variant<NoAttrs PF_FOR_EACH_ATTRS(PF_ATTRS_ALTERNATIVE)>;
 #undef PF_ATTRS_ALTERNATIVE
