@@ -458,9 +458,10 @@ Inferred infer_tensordot(OpCall& call) {
            at.dims_a.size(), " and ", at.dims_b.size());
   PF_CHECK(a.dtype() == b.dtype(), TypeError, "tensordot: operands must have the same dtype, got ", a.dtype(), " and ",
            b.dtype(), " (convert one with .to())");
+  PF_CHECK(at.dims_a.empty() || (a.dim() > 0 && b.dim() > 0), IndexError, "tensordot: dimension specified as ",
+           a.dim() > 0 ? at.dims_b[0] : at.dims_a[0], " but tensor has no dimensions");
   for (size_t i = 0; i < at.dims_a.size(); ++i) {
     const int64_t da = wrap_dim(at.dims_a[i], a.dim(), "tensordot"), db = wrap_dim(at.dims_b[i], b.dim(), "tensordot");
-    PF_CHECK(a.dim() > 0 && b.dim() > 0, IndexError, "tensordot: a 0-d operand has no dims to sum over");
     for (size_t j = 0; j < i; ++j)
       PF_CHECK(at.dims_a[j] != da && at.dims_b[j] != db, ValueError, "tensordot: dim ", at.dims_a[j] == da ? da : db,
                " appears multiple times in the list of dims");

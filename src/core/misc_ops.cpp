@@ -216,6 +216,8 @@ Inferred infer_roll(OpCall& call) {
   else
     PF_CHECK(a.shifts.size() == a.dims.size(), ValueError, "roll(): shifts and dims must align. shifts: ",
              a.shifts.size(), ", dims:", a.dims.size());
+  PF_CHECK(a.dims.empty() || input.dim() > 0, IndexError, "roll(): dimension specified as ", a.dims[0],
+           " but tensor has no dimensions");
   for (int64_t& d : a.dims) d = wrap_dim(d, input.dim(), "roll");
   return {current_device(), {InputPlan{}}, {{input.shape(), input.dtype()}}, {}};
 }

@@ -247,13 +247,12 @@ void col2im(const Window& w, int64_t channels, const std::vector<LinePiece>& pie
   });
 }
 
-// The column matrix of a block (rows: cg channels x the kernel's taps) into
-// col, image by image; group g's channels of image n start at x + (n * channels + g * cg) * in_plane.
+// The column matrix of a block (rows: cg channels x the kernel's taps; `pieces`
+// its line pieces) into col, image by image; group g's channels of image n
+// start at x + (n * channels + g * cg) * in_plane.
 template <class T>
-void block_im2col(const Window& w, const ColumnBlocks::Block& b, const T* x, int64_t channels, int64_t cg, int64_t g,
-                  T* col) {
-  const std::vector<LinePiece> pieces = line_pieces(w, b.p0, b.p1);
-  const std::vector<WidthTap> taps = width_taps(w);
+void block_im2col(const Window& w, const ColumnBlocks::Block& b, const std::vector<LinePiece>& pieces,
+                  const std::vector<WidthTap>& taps, const T* x, int64_t channels, int64_t cg, int64_t g, T* col) {
   for (int64_t n = b.n0; n < b.n1; ++n)
     im2col(w, cg, b.p0, b.p1, pieces, taps, x + (n * channels + g * cg) * w.in_plane(), col + (n - b.n0) * b.width(),
            b.columns());
@@ -288,10 +287,12 @@ template <class T> void conv_forward(ir::OpType op, const std::vector<Tensor>& i
   check_blas_sizes(op, {og, k, blocks.images * blocks.positions});
   const T* bias = in[2].defined() ? in[2].data<T>() : nullptr;
   const int64_t image_size = out_channels * plane;
+  const std::vector<WidthTap> taps = width_taps(w);
   run_tasks<T>(blocks.count(), out_channels * k * blocks.images * blocks.positions, [&](int64_t t, std::vector<T>& buf) {
     const ColumnBlocks::Block b = blocks[t];
     const int64_t cols = b.columns();
     const bool own_columns = !(direct && b.one_image());
+    const std::vector<LinePiece> pieces = own_columns ? line_pieces(w, b.p0, b.p1) : std::vector<LinePiece>();
     // buf: the column matrix, then (several images) the outputs before they go to their images.
     const int64_t col_size = own_columns ? k * cols : 0;
     buf.resize(col_size + (b.one_image() ? 0 : out_channels * cols));
@@ -300,7 +301,7 @@ template <class T> void conv_forward(ir::OpType op, const std::vector<Tensor>& i
       const T* rhs = x.data<T>() + (b.n0 * channels + g * cg) * in_plane + b.p0;
       int64_t ld_rhs = plane;
       if (own_columns) {
-        block_im2col(w, b, x.data<T>(), channels, cg, g, buf.data());
+        block_im2col(w, b, pieces, taps, x.data<T>(), channels, cg, g, buf.data());
         rhs = buf.data();
         ld_rhs = cols;
       }
@@ -333,6 +334,7 @@ void conv_transpose_forward(ir::OpType op, const std::vector<Tensor>& in, Tensor
   const int64_t image_groups = ceil_div(batch, blocks.images), per_image = blocks.per_image();
   const int64_t chunk = ceil_div(og, ceil_div(omp_get_max_threads(), image_groups * groups)), chunks = ceil_div(og, chunk);
   const T* bias = in[2].defined() ? in[2].data<T>() : nullptr;
+  const std::vector<WidthTap> taps = width_taps(w);
   run_tasks<T>(image_groups * groups * chunks, chunk * kvol * cg * blocks.images * x_plane,
                [&](int64_t t, std::vector<T>& buf) {
     const int64_t ig = t / (groups * chunks), g = t / chunks % groups, c0 = t % chunks * chunk;
@@ -355,7 +357,6 @@ void conv_transpose_forward(ir::OpType op, const std::vector<Tensor>& in, Tensor
       }
       gemm<T>(true, false, rows, cols, cg, weight.data<T>() + g * cg * m + c0 * kvol, m, rhs, ld_rhs, buf.data(), cols);
       const std::vector<LinePiece> pieces = line_pieces(w, b.p0, b.p1);
-      const std::vector<WidthTap> taps = width_taps(w);
       for (int64_t n = b.n0; n < b.n1; ++n)
         col2im(w, c1 - c0, pieces, taps, buf.data() + (n - b.n0) * b.width(), cols, y_channels(n));
     }
@@ -384,6 +385,7 @@ void conv_weight_backward(ir::OpType op, const std::vector<Tensor>& in, Tensor& 
   T* dw = out.data<T>();
   std::fill(dw, dw + out.numel(), T(0));
   std::mutex merge;
+  const std::vector<WidthTap> taps = width_taps(w);
   parallel_for(blocks.count(),
                ceil_div(kParallelMacs, std::max<int64_t>(1, out_channels * k * blocks.images * blocks.positions)),
                [&](int64_t t0, int64_t t1) {
@@ -392,8 +394,9 @@ void conv_weight_backward(ir::OpType op, const std::vector<Tensor>& in, Tensor& 
       const ColumnBlocks::Block b = blocks[t];
       const int64_t cols = b.columns();
       col.resize(k * cols);
+      const std::vector<LinePiece> pieces = line_pieces(w, b.p0, b.p1);
       for (int64_t g = 0; g < a.groups; ++g) {
-        block_im2col(w, b, x.data<T>(), channels, cg, g, col.data());
+        block_im2col(w, b, pieces, taps, x.data<T>(), channels, cg, g, col.data());
         const T* lhs = dy.data<T>() + (b.n0 * out_channels + g * og) * plane + b.p0;
         int64_t ld_lhs = plane;
         if (!b.one_image()) {

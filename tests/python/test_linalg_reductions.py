@@ -458,6 +458,10 @@ def test_product_errors(device):
     raises(RuntimeError, lambda: pf.dot(pf.ones(3), pf.ones(3, dtype=pf.float64)), "Float and Double")
     raises(RuntimeError, lambda: pf.outer(f, pf.ones(3)), "Expected 1-D argument self, but got 2-D")
     raises(RuntimeError, lambda: pf.tensordot(f, f, dims=([1], [0])), "size 3 in dim 1", "size 2 in dim 0")
+    raises(IndexError, lambda: pf.tensordot(pf.tensor(2.0), pf.ones(3), ([0], [0])), "tensor has no dimensions")
+    raises(RuntimeError, lambda: pf.tensordot(f, f, ([0, 1], [0])), "same length, got 2 and 1")
+    raises(RuntimeError, lambda: pf.tensordot(f, pf.ones(2, 2), ([0, 0], [0, 1])), "appears multiple times")
+    raises(TypeError, lambda: pf.tensordot(f, f.double(), 1), "same dtype")
 
 
 # ----------------------------------------------------------------- einsum, tensordot

@@ -827,7 +827,7 @@ template <bool kBlock> unsigned team_blocks(int64_t items, int width) {
   return static_cast<unsigned>(std::min<int64_t>((items + per_block - 1) / per_block, int64_t{1} << 20));
 }
 
-// Lanes of a warp team for cells of `cell_size`: about kLanesLoads loads each
+// Lanes of a warp team for cells of `cell_size`: about kLaneLoads loads each
 // (ResNet's 7x7 global pooling on a whole warp was 0.58x PyTorch, most lanes
 // idle after one load), a power of two from 4 to the warp.
 constexpr int64_t kLaneLoads = 8;
