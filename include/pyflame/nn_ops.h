@@ -76,10 +76,15 @@ PF_API Tensor kl_div(const Tensor& input, const Tensor& target, const std::strin
 // the norms and cross_entropy): the gradient of the input. `weight` may be undefined.
 PF_API Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim);
 PF_API Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim);
-PF_API Tensor layer_norm_backward(const Tensor& grad, const Tensor& input, const Shape& normalized_shape,
-                                  const Tensor& weight, double eps);
-PF_API Tensor rms_norm_backward(const Tensor& grad, const Tensor& input, const Shape& normalized_shape,
-                                const Tensor& weight, double eps);
+// layer_norm and rms_norm: the input's gradient, then the weight's (sum of
+// g * xhat over the rows) and, for layer_norm, the bias's (sum of g), in the
+// compute dtype: the statistics each row needs once, and the parameters'
+// sums from the same reads where composing them took four passes more.
+PF_API std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const Tensor& input,
+                                                              const Shape& normalized_shape, const Tensor& weight,
+                                                              double eps);
+PF_API std::tuple<Tensor, Tensor> rms_norm_backward(const Tensor& grad, const Tensor& input,
+                                                    const Shape& normalized_shape, const Tensor& weight, double eps);
 // batch_norm and group_norm: the gradients of the input, the weight and the
 // bias, from one pass over grad and input. batch_norm's input gradient needs
 // the per-channel sums of g and g * xhat, which are the bias's and the

@@ -719,25 +719,16 @@ Grads d_adaptive_avg_pool(const GradContext& c) { return {adaptive_avg_pool2d_ba
 
 // ---------------------------------------------------------------- normalization
 
-// The input's gradient from the fused kernels (layer_norm_backward,
-// rms_norm_backward); the weight's and bias's, when wanted, from xhat (the
-// forward kernel without weight and bias: one pass, where the statistics'
-// composition took seven) summed over the rows by the engine.
-Tensor normalized_rows(const GradContext& c, bool rms) {
-  const NormAttrs& a = c.attr<NormAttrs>();
-  Tensor x = widen(c.input(0));
-  return rms ? rms_norm(x, a.normalized_shape, Tensor(), a.eps) : layer_norm(x, a.normalized_shape, Tensor(), Tensor(), a.eps);
-}
-
+// The fused kernels give the input's, the weight's and (layer_norm) the
+// bias's gradients in one call.
 Grads d_row_norm(const GradContext& c) {
   const NormAttrs& a = c.attr<NormAttrs>();
-  const bool rms = c.call.op == OpType::rms_norm;
-  Grads r(3);
-  if (c.needs[0])
-    r[0] = (rms ? rms_norm_backward : layer_norm_backward)(c.grad(), c.input(0), a.normalized_shape, c.input(1), a.eps);
-  if (c.needs[1]) r[1] = mul(widen(c.grad()), normalized_rows(c, rms));
-  if (c.needs[2]) r[2] = c.grad();
-  return r;
+  if (c.call.op == OpType::rms_norm) {
+    auto [gx, gw] = rms_norm_backward(c.grad(), c.input(0), a.normalized_shape, c.input(1), a.eps);
+    return {gx, gw, {}};  // rms_norm takes (input, weight, bias) as layer_norm
+  }
+  auto [gx, gw, gb] = layer_norm_backward(c.grad(), c.input(0), a.normalized_shape, c.input(1), a.eps);
+  return {gx, gw, gb};
 }
 
 // The fused kernels give the input's, the weight's and the bias's gradients

@@ -236,7 +236,9 @@ Inferred infer_softmax_backward(OpCall& call) {
   return inf;
 }
 
-// layer_norm_backward, rms_norm_backward: as the forward's rows, with grad of the input's shape.
+// layer_norm_backward, rms_norm_backward: as the forward's rows, with grad of
+// the input's shape; the weight's and (layer_norm) the bias's gradients of
+// normalized_shape in the compute dtype.
 Inferred infer_row_norm_backward(OpCall& call) {
   const char* name = op_name(call.op);
   PF_CHECK(call.inputs[0].shape() == call.inputs[1].shape(), ValueError, name, ": grad shape ",
@@ -245,7 +247,11 @@ Inferred infer_row_norm_backward(OpCall& call) {
   Inferred inf = infer_row_norm(forward);
   InputPlan g = inf.inputs[0];
   g.dtype = call.inputs[1].dtype();
-  return {inf.device, {g, inf.inputs[0], inf.inputs[1]}, {inf.outputs[0]}, {}};
+  const Shape& normalized_shape = call.attr<NormAttrs>().normalized_shape;
+  const OutputPlan param{{shape_numel(normalized_shape)}, compute_dtype(call.inputs[1].dtype()), normalized_shape};
+  Inferred r{inf.device, {g, inf.inputs[0], inf.inputs[1]}, {inf.outputs[0], param}, {}};
+  if (call.op == ir::OpType::layer_norm_backward) r.outputs.push_back(param);
+  return r;
 }
 
 // batch_norm_backward, group_norm_backward: g of the input's shape, in its
@@ -605,18 +611,21 @@ Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t di
   return apply_one(ir::OpType::log_softmax_backward, {grad, output}, DimAttrs{dim, std::nullopt});
 }
 
-Tensor layer_norm_backward(const Tensor& grad, const Tensor& input, const Shape& normalized_shape,
-                           const Tensor& weight, double eps) {
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const Tensor& input,
+                                                       const Shape& normalized_shape, const Tensor& weight,
+                                                       double eps) {
   NormAttrs a;
   a.normalized_shape = normalized_shape, a.eps = eps;
-  return apply_one(ir::OpType::layer_norm_backward, {grad, input, weight}, std::move(a));
+  std::vector<Tensor> r = apply({ir::OpType::layer_norm_backward, {grad, input, weight}, std::move(a), {}});
+  return {std::move(r[0]), std::move(r[1]), std::move(r[2])};
 }
 
-Tensor rms_norm_backward(const Tensor& grad, const Tensor& input, const Shape& normalized_shape,
-                         const Tensor& weight, double eps) {
+std::tuple<Tensor, Tensor> rms_norm_backward(const Tensor& grad, const Tensor& input, const Shape& normalized_shape,
+                                             const Tensor& weight, double eps) {
   NormAttrs a;
   a.normalized_shape = normalized_shape, a.eps = eps;
-  return apply_one(ir::OpType::rms_norm_backward, {grad, input, weight}, std::move(a));
+  std::vector<Tensor> r = apply({ir::OpType::rms_norm_backward, {grad, input, weight}, std::move(a), {}});
+  return {std::move(r[0]), std::move(r[1])};
 }
 
 std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad, const Tensor& input,

@@ -69,37 +69,56 @@ template <bool kRms> void row_norm_kernel(OpCall& call) {
   });
 }
 
-// The input gradient of layer_norm (kRms false) and rms_norm: per row, with
+// The gradients of layer_norm (kRms false) and rms_norm: per row, with
 // xhat = (x - mean) rstd and gxhat = g w,
 //   gx = rstd (gxhat - mean(gxhat) - xhat mean(gxhat xhat))   (rms_norm: no mean(gxhat) term),
-// the statistics and both means in double.
+// the statistics and both means in double; the weight's gradient sum(g xhat)
+// and the bias's sum(g) over the rows (outputs 1 and 2). The rows go in at
+// most kParamChunks fixed chunks, each summing its own columns, the chunks
+// added in order: the same sums whatever the thread count.
 template <bool kRms> void row_norm_backward_kernel(OpCall& call) {
+  constexpr int64_t kParamChunks = 64;
   const Tensor &g = call.inputs[0], &x = call.inputs[1];
   const int64_t rows = x.shape()[0], m = x.shape()[1];
   const double eps = call.attr<NormAttrs>().eps;
+  const int64_t chunks = std::min(kParamChunks, rows), chunk_rows = chunks ? (rows + chunks - 1) / chunks : 0;
   for_float(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const std::vector<double> w = param_as<double>(call.inputs[2], m, 1.0);
     const T *gp = g.data<T>(), *xp = x.data<T>();
     T* out = call.out().data<T>();
-    parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(m, 1)), [&](int64_t lo, int64_t hi) {
-      for (int64_t r = lo; r < hi; ++r) {
-        const T *gr = gp + r * m, *xr = xp + r * m;
-        const double mean = kRms ? 0.0 : row_sum(xr, m) / static_cast<double>(m);
-        const double rstd = 1.0 / std::sqrt(row_squared_deviation(xr, m, mean) / static_cast<double>(m) + eps);
-        double sum_g = 0, sum_gx = 0;
-        for (int64_t j = 0; j < m; ++j) {
-          const double gh = static_cast<double>(gr[j]) * w[j];
-          sum_g += gh;
-          sum_gx += gh * (static_cast<double>(xr[j]) - mean) * rstd;
+    std::vector<double> sum_gxhat(chunks * m), sum_g(chunks * m);  // per chunk
+    parallel_for(chunks, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t c = lo; c < hi; ++c)
+        for (int64_t r = c * chunk_rows; r < std::min(rows, (c + 1) * chunk_rows); ++r) {
+          const T *gr = gp + r * m, *xr = xp + r * m;
+          double *cw = sum_gxhat.data() + c * m, *cb = sum_g.data() + c * m;
+          const double mean = kRms ? 0.0 : row_sum(xr, m) / static_cast<double>(m);
+          const double rstd = 1.0 / std::sqrt(row_squared_deviation(xr, m, mean) / static_cast<double>(m) + eps);
+          double row_g = 0, row_gx = 0;
+          for (int64_t j = 0; j < m; ++j) {
+            const double gj = static_cast<double>(gr[j]), xhat = (static_cast<double>(xr[j]) - mean) * rstd;
+            row_g += gj * w[j];
+            row_gx += gj * w[j] * xhat;
+            cw[j] += gj * xhat;
+            cb[j] += gj;
+          }
+          const double mean_g = kRms ? 0.0 : row_g / static_cast<double>(m), mean_gx = row_gx / static_cast<double>(m);
+          for (int64_t j = 0; j < m; ++j) {
+            const double xhat = (static_cast<double>(xr[j]) - mean) * rstd;
+            out[r * m + j] = static_cast<T>(rstd * (static_cast<double>(gr[j]) * w[j] - mean_g - xhat * mean_gx));
+          }
         }
-        const double mean_g = kRms ? 0.0 : sum_g / static_cast<double>(m), mean_gx = sum_gx / static_cast<double>(m);
-        for (int64_t j = 0; j < m; ++j) {
-          const double xhat = (static_cast<double>(xr[j]) - mean) * rstd;
-          out[r * m + j] = static_cast<T>(rstd * (static_cast<double>(gr[j]) * w[j] - mean_g - xhat * mean_gx));
-        }
-      }
     });
+    using P = acc_t<T>;
+    P* gw = call.outputs[1].data<P>();
+    P* gb = kRms ? nullptr : call.outputs[2].data<P>();
+    for (int64_t j = 0; j < m; ++j) {
+      double tw = 0, tb = 0;
+      for (int64_t c = 0; c < chunks; ++c) tw += sum_gxhat[c * m + j], tb += sum_g[c * m + j];
+      gw[j] = static_cast<P>(tw);
+      if (gb) gb[j] = static_cast<P>(tb);
+    }
   });
 }
 

@@ -357,12 +357,17 @@ def _row_norm_backward_samples(rms):
 
 
 def _row_norm_backward_ref(rms):
+    """(grad_input, grad_weight[, grad_bias]), the parameters' in the compute dtype."""
     def ref(grad, x, normalized_shape, weight=None, eps=1e-5):
+        shape = tuple(normalized_shape) if isinstance(normalized_shape, (tuple, list)) else (normalized_shape,)
         x2 = x.detach().double().requires_grad_(True)
-        w = None if weight is None else weight.double()
-        y = F.rms_norm(x2, normalized_shape, w, eps) if rms else F.layer_norm(x2, normalized_shape, w, None, eps)
-        y.backward(grad.double())
-        return x2.grad.to(x.dtype)
+        w = (torch.ones(shape, dtype=torch.float64) if weight is None else weight.double()).requires_grad_(True)
+        if rms:
+            F.rms_norm(x2, shape, w, eps).backward(grad.double())
+            return _norm_grads(x, x2, w)
+        b = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
+        F.layer_norm(x2, shape, w, b, eps).backward(grad.double())
+        return _norm_grads(x, x2, w, b)
 
     return ref
 
@@ -422,11 +427,12 @@ def _batch_norm_backward_ref(grad, x, running_mean=None, running_var=None, weigh
     return _norm_grads(x, x2, w, b)
 
 
-def _norm_grads(x, x2, w, b):
+def _norm_grads(x, x2, *params):
+    """The input's gradient in its dtype, the parameters' in the compute dtype."""
     compute = torch.float64 if x.dtype == torch.float64 else torch.float32
     if x.numel() == 0:  # empty sums (torch's group_norm gives NaN: 0 times the NaN rstd of an empty group)
-        return torch.zeros_like(x), torch.zeros(w.shape, dtype=compute), torch.zeros(w.shape, dtype=compute)
-    return x2.grad.to(x.dtype), w.grad.to(compute), b.grad.to(compute)
+        return (torch.zeros_like(x),) + tuple(torch.zeros(p.shape, dtype=compute) for p in params)
+    return (x2.grad.to(x.dtype),) + tuple(p.grad.to(compute) for p in params)
 
 
 def _group_norm_backward_samples(rng, dtype, cls):

@@ -254,10 +254,11 @@ template <bool kRms> void row_norm_entry(OpCall& call) {
 // formula), one block per row: the statistics of x (Welford, or the mean
 // square), then the block sums of g w and g w xhat, then the row written.
 // x and g are read two or three times; a row is small enough that the later
-// reads mostly hit the cache.
+// reads mostly hit the cache. Each row's (mean, rstd) go to `stats` for the
+// parameters' gradients.
 template <class T, bool kRms, int V>
-static __global__ void row_norm_backward(T* gx, const T* g, const T* x, const acc_t<T>* weight, int64_t rows, int64_t m,
-                                         double eps) {
+static __global__ void row_norm_backward(T* gx, acc_t<T>* stats, const T* g, const T* x, const acc_t<T>* weight,
+                                         int64_t rows, int64_t m, double eps) {
   using A = acc_t<T>;
   const kernels::SumReduce<A> sum_of;
   const int64_t nvec = m / V;
@@ -286,6 +287,7 @@ static __global__ void row_norm_backward(T* gx, const T* g, const T* x, const ac
       mean = st.mean;
       rstd = A(1) / math::sqrt(st.m2 / static_cast<A>(m) + static_cast<A>(eps));
     }
+    if (threadIdx.x == 0) stats[2 * row] = mean, stats[2 * row + 1] = rstd;
     A sum_g = A(0), sum_gx = A(0);
     for (int64_t i = threadIdx.x; i < nvec; i += kNormThreads) {
       const Vec<T, V> xv = xr[i], gv = gr[i];
@@ -319,8 +321,8 @@ static __global__ void row_norm_backward(T* gx, const T* g, const T* x, const ac
 // two passes over registers.
 template <class T, bool kRms, int kVecs, int V>
 static __global__ void __launch_bounds__(kNormThreads)
-    row_norm_backward_cached(T* gx, const T* g, const T* x, const acc_t<T>* weight, int64_t rows, int64_t m,
-                             double eps, int width) {
+    row_norm_backward_cached(T* gx, acc_t<T>* stats, const T* g, const T* x, const acc_t<T>* weight, int64_t rows,
+                             int64_t m, double eps, int width) {
   using A = acc_t<T>;
   const kernels::SumReduce<A> sum_of;
   const int64_t nvec = m / V;
@@ -358,6 +360,7 @@ static __global__ void __launch_bounds__(kNormThreads)
     }
     q = team.template all_reduce<kNormThreads>(q, sum_of);
     const A rstd = A(1) / math::sqrt(q / static_cast<A>(m) + static_cast<A>(eps));
+    if (live_row && team.rank == 0) stats[2 * row] = mean, stats[2 * row + 1] = rstd;
     A sum_g = A(0), sum_gx = A(0);  // dead slots hold zeros
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
@@ -382,13 +385,104 @@ static __global__ void __launch_bounds__(kNormThreads)
   }
 }
 
-// inputs: g (rows, M), x (rows, M), weight (M, float64) or undefined.
+// The weight's and bias's gradients of layer_norm / rms_norm: the column sums
+// of g xhat and g, from the rows' (mean, rstd) that the input gradient's kernel
+// wrote. Block (tile, chunk) sums kColLanes * V columns over its chunk of rows,
+// kRowGroups rows at a time (coalesced along the row; a lane's column set
+// does not depend on the warp size), the row groups' sums added in a fixed
+// order so results repeat; finish_row_norm_params adds the chunks, also in
+// order. Partials: (2, chunks, m), g xhat then g.
+constexpr int kColLanes = 32, kRowGroups = kNormThreads / kColLanes;
+
+template <class T, bool kRms, int V>
+static __global__ void __launch_bounds__(kNormThreads)
+    row_norm_param_partials(acc_t<T>* partials, const T* g, const T* x, const acc_t<T>* stats, int64_t rows,
+                            int64_t m, int64_t chunk_rows) {
+  using A = acc_t<T>;
+  __shared__ A sums[2][kRowGroups][kColLanes * V];
+  const int lane = threadIdx.x % kColLanes, group = threadIdx.x / kColLanes;
+  const int64_t col = (static_cast<int64_t>(blockIdx.x) * kColLanes + lane) * V;
+  const int64_t first = blockIdx.y * chunk_rows, end = first + chunk_rows < rows ? first + chunk_rows : rows;
+  A sum_gxhat[V] = {}, sum_g[V] = {};
+  if (col < m) {
+#pragma unroll 4
+    for (int64_t r = first + group; r < end; r += kRowGroups) {
+      const A mean = stats[2 * r], rstd = stats[2 * r + 1];
+      const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(x + r * m + col);
+      const Vec<T, V> gv = *reinterpret_cast<const Vec<T, V>*>(g + r * m + col);
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const A gj = static_cast<A>(gv.v[j]);
+        sum_gxhat[j] += gj * (static_cast<A>(xv.v[j]) - mean) * rstd;
+        if (!kRms) sum_g[j] += gj;
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < V; ++j) sums[0][group][lane * V + j] = sum_gxhat[j], sums[1][group][lane * V + j] = sum_g[j];
+  __syncthreads();
+  // Thread t of the block adds column t of the tile (two passes when the tile is wider than the block).
+  for (int c = threadIdx.x; c < kColLanes * V; c += kNormThreads) {
+    const int64_t at = static_cast<int64_t>(blockIdx.x) * kColLanes * V + c;
+    if (at >= m) break;
+    A w = A(0), b = A(0);
+    for (int k = 0; k < kRowGroups; ++k) w += sums[0][k][c], b += sums[1][k][c];
+    partials[blockIdx.y * m + at] = w;
+    if (!kRms) partials[(gridDim.y + blockIdx.y) * m + at] = b;
+  }
+}
+
+template <class A>
+static __global__ void finish_row_norm_params(A* grad_weight, A* grad_bias, const A* partials, int64_t chunks,
+                                              int64_t m) {
+  for (int64_t col = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; col < m;
+       col += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    A w = A(0), b = A(0);
+    for (int64_t k = 0; k < chunks; ++k) {
+      w += partials[k * m + col];
+      if (grad_bias) b += partials[(chunks + k) * m + col];
+    }
+    grad_weight[col] = w;
+    if (grad_bias) grad_bias[col] = b;
+  }
+}
+
+// The parameters' gradients (outputs 1 and, for layer_norm, 2) from the rows' statistics.
+template <class T, bool kRms>
+void launch_row_norm_params(OpCall& call, const T* g, const T* x, const acc_t<T>* stats, int64_t rows, int64_t m,
+                            int device, hipStream_t stream) {
+  using A = acc_t<T>;
+  constexpr int kV = kVec<T>;
+  const bool vector = m % kV == 0 && aligned(g, sizeof(T) * kV) && aligned(x, sizeof(T) * kV);
+  const int64_t tile = kColLanes * (vector ? kV : 1), tiles = (m + tile - 1) / tile;
+  // About four blocks a compute unit, each over at least kRowGroups rows.
+  int64_t chunks = std::max<int64_t>(1, 4 * compute_units(device) / tiles);
+  const int64_t chunk_rows = ((rows + chunks - 1) / chunks + kRowGroups - 1) / kRowGroups * kRowGroups;
+  chunks = (rows + chunk_rows - 1) / chunk_rows;
+  PF_CHECK(tiles < (int64_t{1} << 31), NotSupportedError, op_name(call.op), ": rows of ", m, " elements are too long");
+  Tensor partials = Tensor::empty({(kRms ? 1 : 2) * chunks, m}, dtype_of<A>(), call.out().device());
+  A* pp = partials.data<A>();
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(chunks));
+  if (vector) row_norm_param_partials<T, kRms, kV><<<grid, kNormThreads, 0, stream>>>(pp, g, x, stats, rows, m, chunk_rows);
+  else row_norm_param_partials<T, kRms, 1><<<grid, kNormThreads, 0, stream>>>(pp, g, x, stats, rows, m, chunk_rows);
+  HIP_CHECK(hipGetLastError());
+  const unsigned finish_grid = static_cast<unsigned>(std::min<int64_t>((m + kNormThreads - 1) / kNormThreads, 65535));
+  finish_row_norm_params<A><<<finish_grid, kNormThreads, 0, stream>>>(
+      call.outputs[1].data<A>(), kRms ? nullptr : call.outputs[2].data<A>(), pp, chunks, m);
+}
+
+// inputs: g (rows, M), x (rows, M), weight (M, float64) or undefined;
+// outputs: the input's gradient, the weight's and (layer_norm) the bias's.
 template <bool kRms> void row_norm_backward_entry(OpCall& call) {
   const int device = call.out().device().index;
   DeviceGuard guard(device);
   const Tensor &g = call.inputs[0], &x = call.inputs[1];
   const int64_t rows = x.shape()[0], m = x.shape()[1];
-  if (rows == 0 || m == 0) return;
+  if (m == 0) return;
+  if (rows == 0) {  // empty sums
+    for (size_t i = 1; i < call.outputs.size(); ++i) call.outputs[i].fill_(Scalar(0.0));
+    return;
+  }
   const double eps = call.attr<NormAttrs>().eps;
   const hipStream_t stream = current_stream(device);
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(rows, int64_t{1} << 16));
@@ -400,6 +494,8 @@ template <bool kRms> void row_norm_backward_entry(OpCall& call) {
       const A* wp = w.defined() ? w.data<A>() : nullptr;
       T* out = call.out().data<T>();
       const T *gp = g.data<T>(), *xp = x.data<T>();
+      Tensor stats_tensor = Tensor::empty({rows, 2}, dtype_of<A>(), call.out().device());
+      A* stats = stats_tensor.data<A>();
       // A warp's lanes hold the row's x and g (at most kMaxHeld values of each per lane): a team per row.
       constexpr int kV = kVec<T>, kMaxHeld = sizeof(A) > 4 ? kMaxCached / 2 : kMaxCached;
       const bool held_vector =
@@ -413,8 +509,8 @@ template <bool kRms> void row_norm_backward_entry(OpCall& call) {
             static_cast<unsigned>(std::min<int64_t>((rows + teams - 1) / teams, int64_t{1} << 20));
         auto run = [&](auto v_tag, auto per_tag) {
           constexpr int V = decltype(v_tag)::value, kVecs = std::max<int>(decltype(per_tag)::value, V) / V;
-          row_norm_backward_cached<T, kRms, kVecs, V><<<team_grid, kNormThreads, 0, stream>>>(out, gp, xp, wp, rows,
-                                                                                             m, eps, width);
+          row_norm_backward_cached<T, kRms, kVecs, V><<<team_grid, kNormThreads, 0, stream>>>(out, stats, gp, xp, wp,
+                                                                                             rows, m, eps, width);
         };
         auto with_per = [&](auto v_tag) {
           if (per <= 4) run(v_tag, std::integral_constant<int, 4>());
@@ -423,13 +519,15 @@ template <bool kRms> void row_norm_backward_entry(OpCall& call) {
         };
         if (held_vector) with_per(std::integral_constant<int, kV>());
         else with_per(std::integral_constant<int, 1>());
-        return;
+      } else {
+        constexpr int V = kVec<T> < 4 ? kVec<T> : 4;
+        if (m % V == 0 && aligned(out, sizeof(T) * V) && aligned(gp, sizeof(T) * V) && aligned(xp, sizeof(T) * V))
+          row_norm_backward<T, kRms, V><<<grid, kNormThreads, 0, stream>>>(out, stats, gp, xp, wp, rows, m, eps);
+        else
+          row_norm_backward<T, kRms, 1><<<grid, kNormThreads, 0, stream>>>(out, stats, gp, xp, wp, rows, m, eps);
       }
-      constexpr int V = kVec<T> < 4 ? kVec<T> : 4;
-      if (m % V == 0 && aligned(out, sizeof(T) * V) && aligned(gp, sizeof(T) * V) && aligned(xp, sizeof(T) * V))
-        row_norm_backward<T, kRms, V><<<grid, kNormThreads, 0, stream>>>(out, gp, xp, wp, rows, m, eps);
-      else
-        row_norm_backward<T, kRms, 1><<<grid, kNormThreads, 0, stream>>>(out, gp, xp, wp, rows, m, eps);
+      HIP_CHECK(hipGetLastError());
+      launch_row_norm_params<T, kRms>(call, gp, xp, stats, rows, m, device, stream);
     }
   });
   check_launch(op_name(call.op), "rows (" + std::to_string(rows) + ", " + std::to_string(m) + ") (" +
