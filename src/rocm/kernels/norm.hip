@@ -432,19 +432,27 @@ static __global__ void __launch_bounds__(kNormThreads)
   }
 }
 
+// Block b adds the chunks of columns [b kColLanes, (b + 1) kColLanes), each
+// row group every kRowGroups-th chunk (a lane alone would wait on one load
+// after another), the groups then in order.
 template <class A>
-static __global__ void finish_row_norm_params(A* grad_weight, A* grad_bias, const A* partials, int64_t chunks,
-                                              int64_t m) {
-  for (int64_t col = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; col < m;
-       col += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    A w = A(0), b = A(0);
-    for (int64_t k = 0; k < chunks; ++k) {
+static __global__ void __launch_bounds__(kNormThreads)
+    finish_row_norm_params(A* grad_weight, A* grad_bias, const A* partials, int64_t chunks, int64_t m) {
+  __shared__ A sums[2][kRowGroups][kColLanes];
+  const int lane = threadIdx.x % kColLanes, group = threadIdx.x / kColLanes;
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kColLanes + lane;
+  A w = A(0), b = A(0);
+  if (col < m)
+    for (int64_t k = group; k < chunks; k += kRowGroups) {
       w += partials[k * m + col];
-      if (grad_bias) b += partials[(chunks + k) * m + col];
+      b += grad_bias ? partials[(chunks + k) * m + col] : A(0);
     }
-    grad_weight[col] = w;
-    if (grad_bias) grad_bias[col] = b;
-  }
+  sums[0][group][lane] = w, sums[1][group][lane] = b;
+  __syncthreads();
+  if (group != 0 || col >= m) return;
+  for (int k = 1; k < kRowGroups; ++k) w += sums[0][k][lane], b += sums[1][k][lane];
+  grad_weight[col] = w;
+  if (grad_bias) grad_bias[col] = b;
 }
 
 // The parameters' gradients (outputs 1 and, for layer_norm, 2) from the rows' statistics.
@@ -455,19 +463,19 @@ void launch_row_norm_params(OpCall& call, const T* g, const T* x, const acc_t<T>
   constexpr int kV = kVec<T>;
   const bool vector = m % kV == 0 && aligned(g, sizeof(T) * kV) && aligned(x, sizeof(T) * kV);
   const int64_t tile = kColLanes * (vector ? kV : 1), tiles = (m + tile - 1) / tile;
-  // About four blocks a compute unit, each over at least kRowGroups rows.
-  int64_t chunks = std::max<int64_t>(1, 4 * compute_units(device) / tiles);
+  // About two blocks a compute unit, each over at least kRowGroups rows.
+  int64_t chunks = std::max<int64_t>(1, 2 * compute_units(device) / tiles);
   const int64_t chunk_rows = ((rows + chunks - 1) / chunks + kRowGroups - 1) / kRowGroups * kRowGroups;
   chunks = (rows + chunk_rows - 1) / chunk_rows;
-  PF_CHECK(tiles < (int64_t{1} << 31), NotSupportedError, op_name(call.op), ": rows of ", m, " elements are too long");
+  PF_CHECK((m + kColLanes - 1) / kColLanes < (int64_t{1} << 31), NotSupportedError, op_name(call.op), ": rows of ", m,
+           " elements are too long");
   Tensor partials = Tensor::empty({(kRms ? 1 : 2) * chunks, m}, dtype_of<A>(), call.out().device());
   A* pp = partials.data<A>();
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(chunks));
   if (vector) row_norm_param_partials<T, kRms, kV><<<grid, kNormThreads, 0, stream>>>(pp, g, x, stats, rows, m, chunk_rows);
   else row_norm_param_partials<T, kRms, 1><<<grid, kNormThreads, 0, stream>>>(pp, g, x, stats, rows, m, chunk_rows);
   HIP_CHECK(hipGetLastError());
-  const unsigned finish_grid = static_cast<unsigned>(std::min<int64_t>((m + kNormThreads - 1) / kNormThreads, 65535));
-  finish_row_norm_params<A><<<finish_grid, kNormThreads, 0, stream>>>(
+  finish_row_norm_params<A><<<static_cast<unsigned>((m + kColLanes - 1) / kColLanes), kNormThreads, 0, stream>>>(
       call.outputs[1].data<A>(), kRms ? nullptr : call.outputs[2].data<A>(), pp, chunks, m);
 }
 
