@@ -1,8 +1,9 @@
 """Sorting and selection as PyTorch has them, over the op table's sort and nonzero.
 
 sort is one op (a kernel on each device, always stable: ties keep index
-order); topk, kthvalue and median pick from its result with slice, select and
-gather, so their values get sort's gradient. unique and unique_consecutive
+order); topk, kthvalue and median are ops of the table whose decompositions
+pick from its result, so their values get sort's gradient; here they keep
+torch's argument handling and exception classes. unique and unique_consecutive
 compare neighbours of the (sorted) flattened input; nonzero's count comes from
 cumsum. Results of several tensors are named tuples with .values/.indices, as
 torch.return_types.
@@ -73,21 +74,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     dim, n = _size(input, dim, "topk")
     if not 0 <= k <= n:
         raise SelectionRangeError(f"topk: selected index k={k} out of range for dimension {dim} of size {n}")
-    values, indices = _sort(input, dim, bool(largest), True)
-    if input.dim() == 0:
-        return TopkResult(values, indices)
-    return TopkResult(_C.slice(values, dim, 0, k), _C.slice(indices, dim, 0, k))
-
-
-def _pick(values, indices, dim, position, keepdim, input_ndim):
-    """Entries at `position` along dim: an int (select), or a keepdim tensor (gather)."""
-    if input_ndim == 0:
-        return values, indices
-    if isinstance(position, int):
-        v, i = _C.select(values, dim, position), _C.select(indices, dim, position)
-        return (v.unsqueeze(dim), i.unsqueeze(dim)) if keepdim else (v, i)
-    v, i = _C.gather(values, dim, position), _C.gather(indices, dim, position)
-    return (v, i) if keepdim else (v.squeeze(dim), i.squeeze(dim))
+    return TopkResult(*_C.topk(input, k, dim, bool(largest)))
 
 
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
@@ -97,8 +84,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     dim, n = _size(input, dim, "kthvalue")
     if not 1 <= k <= n:
         raise SelectionRangeError(f"kthvalue(): selected number k={k} out of range for dimension {dim} of size {n}")
-    values, indices = _sort(input, dim, False, True)
-    return KthvalueResult(*_pick(values, indices, dim, k - 1, keepdim, input.dim()))
+    return KthvalueResult(*_C.kthvalue(input, k, dim, bool(keepdim)))
 
 
 def median(input, dim=None, keepdim=False, *, out=None):
@@ -118,15 +104,7 @@ def median(input, dim=None, keepdim=False, *, out=None):
     dim, n = _size(input, dim, "median")
     if n == 0:
         raise IndexError(f"median(): Expected reduction dim {dim} to have non-zero size.")
-    values, indices = _sort(input, dim, False, True)
-    position = (n - 1) // 2
-    if input.dtype.is_floating_point and input.dim() > 0:
-        # NaNs sort last, in index order: the first of them is at n - (their count).
-        nans = _C.sum(_C.isnan(values), dim, True)
-        position = _where(_C.gt(nans, 0), _C.sub(n, nans), position)
-    elif input.dtype.is_floating_point:
-        position = 0
-    return MedianResult(*_pick(values, indices, dim, position, keepdim, input.dim()))
+    return MedianResult(*_C.median(input, dim, bool(keepdim)))
 
 
 def _groups(flat, first):

@@ -4,6 +4,10 @@
 //            dtype) and int64 indices of the same shape
 //   nonzero  the inclusive count of nonzero entries, int64 and contiguous in
 //            the input's shape; output (attrs.count, ndim) int64
+// topk, kthvalue and median are composites over sort (the stable ascending or
+// descending order), so their indices break ties by the lower index and their
+// values' gradient is sort's. python/pyflame/_sorting.py raises PyTorch's
+// exception classes for a k out of range before calling them.
 
 #include "pyflame/sort_ops.h"
 
@@ -12,6 +16,7 @@
 #include "pyflame/error.h"
 #include "pyflame/nn_ops.h"
 #include "pyflame/ops.h"
+#include "pyflame/shape_ops.h"
 
 namespace pyflame {
 
@@ -48,12 +53,93 @@ Inferred infer_nonzero(OpCall& call) {
 PF_REGISTER_INFER(sort, &infer_sort);
 PF_REGISTER_INFER(nonzero, &infer_nonzero);
 
+// topk, kthvalue, median: (values, int64 indices) of the input's shape with
+// dim k long (topk) or gone (kthvalue and median without keepdim); a 0-d input
+// counts as one element along dim 0.
+Inferred infer_select(OpCall& call) {
+  const Tensor& input = call.inputs[0];
+  const char* name = op_name(call.op);
+  auto& a = std::get<SelectAttrs>(call.attrs);
+  PF_CHECK(input.dtype() != DType::Bool, TypeError, name, ": bool tensors are not supported (as in PyTorch)");
+  a.dim = wrap_dim(a.dim, input.dim(), name);
+  const int64_t n = input.dim() ? input.shape()[a.dim] : 1;
+  Shape shape = input.shape();
+  if (call.op == ir::OpType::topk) {
+    PF_CHECK(a.k >= 0 && a.k <= n, IndexError, "topk: selected index k=", a.k, " out of range for dimension ", a.dim,
+             " of size ", n);
+    if (input.dim()) shape[a.dim] = a.k;
+  } else {
+    if (call.op == ir::OpType::kthvalue)
+      PF_CHECK(a.k >= 1 && a.k <= n, IndexError, "kthvalue(): selected number k=", a.k,
+               " out of range for dimension ", a.dim, " of size ", n);
+    else
+      PF_CHECK(n > 0, IndexError, "median(): Expected reduction dim ", a.dim, " to have non-zero size.");
+    if (input.dim() && !a.keepdim) shape.erase(shape.begin() + a.dim);
+  }
+  return {current_device(), {InputPlan{}}, {{shape, input.dtype()}, {shape, DType::Int64}}, {}};
+}
+
+std::vector<Tensor> topk_composite(const OpCall& call) {
+  const auto& a = call.attr<SelectAttrs>();
+  auto [values, indices] = sort(call.inputs[0], a.dim, a.largest, true);
+  if (call.inputs[0].dim() == 0) return {values, indices};
+  return {contiguous(slice(values, a.dim, 0, a.k)), contiguous(slice(indices, a.dim, 0, a.k))};
+}
+
+std::vector<Tensor> kthvalue_composite(const OpCall& call) {
+  const auto& a = call.attr<SelectAttrs>();
+  auto [values, indices] = sort(call.inputs[0], a.dim, false, true);
+  if (call.inputs[0].dim() == 0) return {values, indices};
+  Tensor v = slice(values, a.dim, a.k - 1, a.k), i = slice(indices, a.dim, a.k - 1, a.k);
+  if (!a.keepdim) v = squeeze(v, {a.dim}), i = squeeze(i, {a.dim});
+  return {contiguous(v), contiguous(i)};
+}
+
+std::vector<Tensor> median_composite(const OpCall& call) {
+  const auto& a = call.attr<SelectAttrs>();
+  const Tensor& input = call.inputs[0];
+  auto [values, indices] = sort(input, a.dim, false, true);
+  if (input.dim() == 0) return {values, indices};
+  const int64_t n = input.shape()[a.dim];
+  Tensor position = full_like(slice(indices, a.dim, 0, 1), Scalar((n - 1) / 2));
+  if (is_floating(input.dtype())) {
+    // NaNs sort last, in index order: the first of them is at n - (their count).
+    Tensor nans = sum(isnan(values), {a.dim}, true);
+    position = where(gt(nans, Scalar(int64_t{0})), sub(Scalar(n), nans), position);
+  }
+  Tensor v = gather(values, a.dim, position), i = gather(indices, a.dim, position);
+  if (!a.keepdim) v = squeeze(v, {a.dim}), i = squeeze(i, {a.dim});
+  return {v, i};
+}
+
+PF_REGISTER_INFER(topk, &infer_select);
+PF_REGISTER_INFER(kthvalue, &infer_select);
+PF_REGISTER_INFER(median, &infer_select);
+PF_REGISTER_COMPOSITE(topk, &topk_composite);
+PF_REGISTER_COMPOSITE(kthvalue, &kthvalue_composite);
+PF_REGISTER_COMPOSITE(median, &median_composite);
+
 }  // namespace
 
 std::pair<Tensor, Tensor> sort(const Tensor& input, int64_t dim, bool descending, bool stable) {
   SortAttrs a;
   a.dim = dim, a.descending = descending, a.stable = stable;
   std::vector<Tensor> out = apply({ir::OpType::sort, {input}, std::move(a), {}});
+  return {std::move(out[0]), std::move(out[1])};
+}
+
+std::pair<Tensor, Tensor> topk(const Tensor& input, int64_t k, int64_t dim, bool largest) {
+  std::vector<Tensor> out = apply({ir::OpType::topk, {input}, SelectAttrs{k, dim, largest, false}, {}});
+  return {std::move(out[0]), std::move(out[1])};
+}
+
+std::pair<Tensor, Tensor> kthvalue(const Tensor& input, int64_t k, int64_t dim, bool keepdim) {
+  std::vector<Tensor> out = apply({ir::OpType::kthvalue, {input}, SelectAttrs{k, dim, false, keepdim}, {}});
+  return {std::move(out[0]), std::move(out[1])};
+}
+
+std::pair<Tensor, Tensor> median(const Tensor& input, int64_t dim, bool keepdim) {
+  std::vector<Tensor> out = apply({ir::OpType::median, {input}, SelectAttrs{0, dim, false, keepdim}, {}});
   return {std::move(out[0]), std::move(out[1])};
 }
 

@@ -1,19 +1,23 @@
-"""OpInfos of the sorting area's op-table ops: sort and nonzero.
+"""OpInfos of the sorting area's op-table ops: sort, nonzero, topk, kthvalue, median.
 
 sort's samples hold ties (integers, bool, discrete low-precision floats) and
 NaNs, and rows long enough for each of the GPU's paths (a small block, a
 2048-element tile, several tiles); the reference is torch's stable sort, so
 indices must match exactly. float64 values are distinct quarters (no ties) so
-that finite differences of sort's values are meaningful. The compositions (topk,
-median, unique, ...) are tested in test_sort.py.
+that finite differences of sort's values are meaningful. topk, kthvalue and
+median pick from sort: their samples are distinct values (torch leaves the
+index among ties open), with NaNs for median (the first NaN's index); ties and
+the Python-only forms (median of all entries, unique, ...) are tested in
+test_sort.py.
 """
 
 import numpy as np
 import torch
 
-from op_registry import ALL_DTYPES, Arg, OpInfo, Sample, is_float, make_values
+from op_registry import ALL_DTYPES, NONBOOL_DTYPES, Arg, OpInfo, Sample, is_float, make_values
 
 SORT_CLASSES = ("plain", "noncontig", "empty", "size1", "scalar0d")
+PICK_CLASSES = ("plain", "noncontig", "size1", "scalar0d")  # kthvalue and median: no empty dim to pick from
 
 
 def _values(rng, shape, dtype, nan=False):
@@ -81,6 +85,47 @@ def _nonzero_samples(rng, dtype, cls):
     return []
 
 
+def _distinct(rng, shape, dtype, nan=False):
+    """Distinct values (quarters for floats, exact in bfloat16 up to 120 elements) in random order."""
+    n = int(np.prod(shape)) if shape else 1
+    v = rng.permutation(n) - (0 if dtype == "uint8" else n // 2)
+    v = (v / 4 if is_float(dtype) else v).reshape(shape)
+    if nan and is_float(dtype) and n > 3:
+        v.reshape(-1)[rng.choice(n, size=2, replace=False)] = np.nan
+    return v
+
+
+def _select_samples(kind):
+    """Samples of topk (k, dim, largest), kthvalue (k, dim, keepdim) and median (dim, keepdim)."""
+    def args(shape, dim, k):
+        if kind == "topk":
+            return [((k, dim), dict(largest=largest)) for largest in (True, False)]
+        if kind == "kthvalue":
+            return [((max(k, 1), dim), dict(keepdim=keepdim)) for keepdim in (False, True)]
+        return [((dim,), dict(keepdim=keepdim)) for keepdim in (False, True)]
+
+    def gen(rng, dtype, cls):
+        cases = {"plain": [((3, 4, 5), 0, 2), ((3, 4, 5), 1, 3), ((3, 4, 5), -1, 5), ((37,), 0, 6),
+                           ((2, 60), 1, 17)],
+                 "noncontig": [((4, 5), 0, 2), ((5, 6), 1, 4)],
+                 "size1": [((1, 5), 0, 1), ((4, 1), 1, 1)],
+                 "scalar0d": [((), 0, 1), ((), -1, 1)],
+                 "empty": [((0, 3), 1, 2)]}.get(cls, [])
+        out = []
+        for shape, dim, k in cases:
+            layout = "T" if cls == "noncontig" else "contig"
+            for a, kw in args(shape, dim, k):
+                x = _distinct(rng, shape, dtype, nan=kind == "median" and cls == "plain" and dim != 1)
+                out.append(Sample((Arg(x, layout),) + a, kw))
+        return out
+
+    return gen
+
+
+def _torch_median(x, dim, keepdim=False):
+    return torch.median(x, dim, keepdim)
+
+
 def _torch_sort(x, dim=-1, descending=False, stable=False):
     # torch.sort takes dim and descending by position only when stable is not given
     return torch.sort(x, dim=dim, descending=descending, stable=stable)
@@ -90,4 +135,9 @@ OP_INFOS = [
     # The method returns a named tuple: test_sort.py checks Tensor.sort.
     OpInfo("sort", "CUSTOM", ALL_DTYPES, _sort_samples, _torch_sort, SORT_CLASSES, exact_float=True, method=False),
     OpInfo("nonzero", "CUSTOM", ALL_DTYPES, _nonzero_samples, torch.nonzero, SORT_CLASSES),
+    OpInfo("topk", "CUSTOM", NONBOOL_DTYPES, _select_samples("topk"), torch.topk, SORT_CLASSES, exact_float=True),
+    OpInfo("kthvalue", "CUSTOM", NONBOOL_DTYPES, _select_samples("kthvalue"), torch.kthvalue, PICK_CLASSES,
+           exact_float=True),
+    OpInfo("median", "CUSTOM", NONBOOL_DTYPES, _select_samples("median"), _torch_median, PICK_CLASSES,
+           exact_float=True),
 ]

@@ -325,6 +325,17 @@ struct TensordotAttrs {
   template <class V> void fields(V&& v) const { v("dims_a", dims_a), v("dims_b", dims_b); }
 };
 
+// topk, kthvalue and median along dim: k (topk: how many; kthvalue: which,
+// from 1), the largest first (topk), and keepdim (kthvalue, median).
+struct SelectAttrs {
+  int64_t k = 0;
+  int64_t dim = -1;
+  bool largest = true;
+  bool keepdim = false;
+  bool operator==(const SelectAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("k", k), v("dim", dim), v("largest", largest), v("keepdim", keepdim); }
+};
+
 // roll: the shift along each of dims (dims empty: one shift over the flattened tensor).
 struct RollAttrs {
   std::vector<int64_t> shifts;
@@ -408,7 +419,7 @@ struct RmspropAttrs {
 #define PF_FOR_EACH_ATTRS(X)                                                                                   \
   X(ElementwiseAttrs) X(ClampAttrs) X(ReduceAttrs) X(IndexAttrs) X(SearchAttrs) X(DimAttrs) X(ViewAttrs)        \
   X(ConvAttrs) X(PoolAttrs) X(NormAttrs) X(RandomAttrs) X(LossAttrs) X(CopyAttrs) X(FillAttrs) X(AdamAttrs)     \
-  X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs)                  \
+  X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(SelectAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs)                  \
   X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs) X(AddProductAttrs) X(IndexAlongAttrs)  \
   X(DiffAttrs) X(RollAttrs) X(TensordotAttrs) X(LerpAttrs) X(LogitAttrs) X(CdistAttrs)
 #define PF_ATTRS_ALTERNATIVE(A) , A
