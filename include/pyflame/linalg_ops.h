@@ -64,6 +64,11 @@ PF_API Tensor kron(const Tensor& input, const Tensor& other);
 PF_API Tensor tensordot(const Tensor& input, const Tensor& other, std::vector<int64_t> dims_a,
                         std::vector<int64_t> dims_b);
 
+// torch.einsum with an equation string ("ij,jk->ik", "bij,bjk->bik", "ii->i",
+// "...ij,...jk->...ik", implicit outputs "ij,jk"): sums of products over the
+// subscripts the output lacks, size-1 dims broadcasting; operands of one dtype.
+PF_API Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
+
 // The cross product of 3-vectors along `dim` of input and other broadcast
 // together (that dim of size 3), in their promoted dtype, as torch.linalg.cross
 // (which takes one dtype and rank). pf.cross chooses torch.cross's default dim.

@@ -1,21 +1,18 @@
 """Reductions, products and norms as PyTorch has them, composed of table ops.
 
-all/any/var_mean/std_mean and the matrix
-products (mm, bmm, mv, dot, outer, einsum, tensordot) are
-compositions of the op table's reductions, elementwise ops, views and
+all/any/var_mean/std_mean and the matrix products (mm, bmm, mv, dot, outer)
+are compositions of the op table's reductions, elementwise ops, views and
 batch_matmul, so they run on every device and their derivatives come from the
-table's. logsumexp, nansum, nanmean, count_nonzero, addmm & co. and pf.linalg's
-vector and matrix norms are composite ops of the table (logsumexp, nansum, nanmean,
-count_nonzero, addmm, addmv, addr, baddbmm, addbmm, linalg_vector_norm, linalg_matrix_norm); norm,
+table's. einsum, tensordot, logsumexp, nansum, nanmean, count_nonzero, addmm &
+co. and pf.linalg's vector and matrix norms are composite ops of the table
+(one node each, with a registered decomposition); norm,
 linalg.norm and dist choose between the norms. Decompositions (inv, solve,
 svd, ...) have no kernels: pf.linalg raises NotSupportedError for them.
 """
 
 import builtins
-import math
 
 from . import _C
-from ._creation import eye
 
 
 def _shape_str(t):
@@ -264,148 +261,17 @@ def tensordot(a, b, dims=2):
 # ----------------------------------------------------------------- einsum
 
 
-def _einsum_parse(equation, operands):
-    eq = equation.replace(" ", "")
-    lhs, arrow, rhs = eq.partition("->")
-    terms = lhs.split(",")
-    if len(terms) != len(operands):
-        raise ValueError("einsum(): more operands were provided than specified in the equation"
-                         if len(operands) > len(terms) else
-                         "einsum(): fewer operands were provided than specified in the equation")
-    ell_dims = 0
-    parsed = []
-    for k, (term, t) in enumerate(zip(terms, operands)):
-        has_ell = "..." in term
-        letters = term.replace("...", "")
-        if term.count("...") > 1 or "." in letters:
-            raise ValueError(f"einsum(): found '.' for operand {k} that is not part of any ellipsis")
-        for ch in letters:
-            if not ch.isalpha() or not ch.isascii():
-                raise ValueError(f"einsum(): invalid subscript given at index {eq.index(ch)} in the equation "
-                                 "string, subscripts must be in [a-zA-Z]")
-        if (len(letters) > t.dim()) or (not has_ell and len(letters) != t.dim()):
-            raise _C.InvalidArgumentError(f"einsum(): the number of subscripts in the equation ({len(letters)}) "
-                                          f"{'is more than' if has_ell else 'does not match'} the number of dimensions "
-                                          f"({t.dim()}) for operand "
-                                          f"{k}{'' if has_ell else ' and no ellipsis was given'}")
-        n_ell = t.dim() - len(letters) if has_ell else 0
-        ell_dims = builtins.max(ell_dims, n_ell)
-        parsed.append((term, n_ell))
-    # Ellipsis dims become labels of their own, right-aligned: an operand with
-    # fewer of them broadcasts over the others, as a label it lacks.
-    ell = [f"...{i}" for i in range(ell_dims)]
-    labels = []
-    for term, n_ell in parsed:
-        before, _, after = term.partition("...")
-        labels.append(list(before) + (ell[ell_dims - n_ell:] if "..." in term else []) + list(after))
-    if arrow:
-        if rhs.count("...") > 1:
-            raise ValueError("einsum(): found '.' for output that is not part of any ellipsis")
-        before, has_ell, after = rhs.partition("...")
-        out = list(before) + (ell if has_ell else []) + list(after)
-        for ch in before + after:
-            if not ch.isalpha():
-                raise ValueError(f"einsum(): invalid subscript given at index {eq.index(ch)} in the equation "
-                                 "string, subscripts must be in [a-zA-Z]")
-            if (before + after).count(ch) > 1:
-                raise ValueError(f"einsum(): output subscript {ch} appears more than once in the output")
-            if not builtins.any(ch in ls for ls in labels):
-                raise ValueError(f"einsum(): output subscript {ch} does not appear in the equation for any input "
-                                 "operand")
-    else:
-        counts = {}
-        for ls in labels:
-            for ch in ls:
-                if not ch.startswith("..."):
-                    counts[ch] = counts.get(ch, 0) + 1
-        out = ell + sorted(ch for ch, n in counts.items() if n == 1)
-    return labels, out
-
-
-def _einsum_diagonal(t, labels):
-    """Takes the diagonal of every label repeated in one operand ('ii' -> 'i')."""
-    while True:
-        seen = {}
-        for pos, ch in enumerate(labels):
-            if ch in seen:
-                i = seen[ch]
-                if t.shape[i] != t.shape[pos]:
-                    raise _C.InvalidArgumentError(f"einsum(): subscript {ch} is repeated for operand but the sizes "
-                                                  f"don't match, {t.shape[i]} != {t.shape[pos]}")
-                n = t.shape[i]
-                mask_shape = [1] * t.dim()
-                mask_shape[i], mask_shape[pos] = n, n
-                eye_mask = eye(n, dtype=_C.dtype.bool, device=t).reshape(mask_shape)
-                # where, not a product with the identity: off-diagonal NaN or inf must not leak in.
-                t = _C.sum(_C.where(eye_mask, t, 0), [pos], False, dtype=t.dtype)
-                labels = labels[:pos] + labels[pos + 1:]
-                break
-            seen[ch] = pos
-        else:
-            return t, labels
-
-
-def _einsum_pair(a, la, b, lb, keep):
-    """Contracts two operands over their shared labels that `keep` does not hold: one batch_matmul."""
-    sizes = {}
-    for t, ls in ((a, la), (b, lb)):
-        for ch, n in zip(ls, t.shape):
-            if sizes.get(ch, 1) != 1 and n != 1 and sizes[ch] != n:
-                raise _C.InvalidArgumentError(f"einsum(): operands do not broadcast with remapped shapes: subscript "
-                                              f"{ch.replace('...', 'ellipsis dim ')} has sizes {sizes[ch]} and {n}")
-            if sizes.get(ch, 1) == 1:  # a size-1 dim broadcasts (an empty one does not)
-                sizes[ch] = n
-    batch = [ch for ch in la if ch in lb and ch in keep]
-    contract = [ch for ch in la if ch in lb and ch not in keep]
-    left = [ch for ch in la if ch not in lb]
-    right = [ch for ch in lb if ch not in la]
-
-    def arrange(t, ls, order):
-        t = t.permute(*[ls.index(ch) for ch in order]) if order != ls else t
-        target = [sizes[ch] for ch in order]
-        return t.expand(*target) if list(t.shape) != target else t
-
-    n = lambda chs: math.prod(sizes[ch] for ch in chs)  # noqa: E731
-    A = arrange(a, la, batch + left + contract).reshape([n(batch), n(left), n(contract)])
-    B = arrange(b, lb, batch + contract + right).reshape([n(batch), n(contract), n(right)])
-    r = _C.batch_matmul(A, B).reshape([sizes[ch] for ch in batch + left + right])
-    return r, batch + left + right
-
-
 def einsum(equation, *operands):
     """torch.einsum: sums of products named by subscripts ('ij,jk->ik', 'bij,bjk->bik', 'ii->i',
-    '...ij,...jk->...ik'), with implicit outputs and broadcasting. Operands are contracted left to right,
-    each pair as one batch_matmul; repeated subscripts take diagonals."""
+    '...ij,...jk->...ik'), with implicit outputs and broadcasting. An op of the table (one node), whose
+    decomposition contracts the operands left to right, each pair as one batch_matmul, and takes repeated
+    subscripts as diagonals."""
     if not isinstance(equation, str):
         raise _C.NotSupportedError("einsum(): the sublist format (einsum(op1, [0, 1], op2, [1, 2])) is not "
                                    "supported; pass an equation string such as 'ij,jk->ik'")
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    if not operands:
-        raise ValueError("einsum(): must provide at least one operand")
-    labels, out = _einsum_parse(equation, operands)
-    items = []
-    for t, ls in zip(operands, labels):
-        t, ls = _einsum_diagonal(t, ls)
-        items.append((t, ls))
-
-    def needed(rest):
-        return set(out).union(*[set(ls) for _, ls in rest])
-
-    def sum_unneeded(t, ls, rest):
-        drop = [i for i, ch in enumerate(ls) if ch not in needed(rest)]
-        if not drop:
-            return t, ls
-        return _C.sum(t, drop, False), [ch for i, ch in enumerate(ls) if i not in drop]
-
-    t, ls = sum_unneeded(*items[0], items[1:])
-    for k in range(1, len(items)):
-        b, lb = sum_unneeded(*items[k], items[k + 1:] + [(t, ls)])
-        t, ls = _einsum_pair(t, ls, b, lb, needed(items[k + 1:]))
-    t, ls = sum_unneeded(t, ls, [])
-    if ls != out:
-        t = t.permute(*[ls.index(ch) for ch in out])
-    return t
+    return _C.einsum(equation, list(operands))
 
 
 # ----------------------------------------------------------------- searching

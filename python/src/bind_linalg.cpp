@@ -3,7 +3,7 @@
 // pf.logsumexp, pf.nansum, pf.nanmean, pf.addmm, addmv, addr, baddbmm and addbmm
 // (and their Tensor methods), pf.count_nonzero, pf.aminmax, pf.kron and pf.linalg.cross are these
 // functions; python/pyflame/_linalg.py builds linalg.norm, norm and dist on them, and
-// tensordot's (and inner's) argument forms on _C.tensordot.
+// tensordot's (and inner's) argument forms on _C.tensordot and einsum's on _C.einsum.
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -98,6 +98,8 @@ void bind_linalg(nb::module_& m, nb::class_<Tensor>& tensor) {
   m.def("kron", &pyflame::kron, "input"_a, "other"_a, "The Kronecker product, as torch.kron.");
   m.def("tensordot", &pyflame::tensordot, "a"_a, "b"_a, "dims_a"_a, "dims_b"_a,
         "Sums of products over dims_a of a and dims_b of b (pyflame.tensordot takes torch's dims forms).");
+  m.def("einsum", &pyflame::einsum, "equation"_a, "operands"_a,
+        "Sums of products named by the equation's subscripts (pyflame.einsum takes torch's operand forms).");
   tensor.def("kron", &pyflame::kron, "other"_a, "The Kronecker product, as torch.Tensor.kron.");
   m.def("linalg_cross", &pyflame::linalg_cross, "input"_a, "other"_a, nb::kw_only(), "dim"_a = -1,
         "The cross product of 3-vectors along dim (input and other broadcast), as torch.linalg.cross.");

@@ -1,5 +1,5 @@
 // The op layer of include/pyflame/linalg_ops.h: the norms of torch.linalg,
-// logsumexp, nansum, nanmean, count_nonzero, aminmax, kron, tensordot, the add-product family (addmm & co.)
+// logsumexp, nansum, nanmean, count_nonzero, aminmax, kron, tensordot, einsum, the add-product family (addmm & co.)
 // and linalg_cross as composite ops. Each infer holds every check
 // of its op, with torch's messages (which name the norms as linalg.vector_norm); each
 // decomposition is the table's elementwise ops and reductions (the vector
@@ -11,7 +11,10 @@
 #include <cmath>
 #include <cstdio>
 #include <iterator>
+#include <map>
+#include <set>
 #include <string>
+#include <tuple>
 
 #include "core/dispatch.h"
 #include "core/op_utils.h"
@@ -495,6 +498,271 @@ std::vector<Tensor> tensordot_composite(const OpCall& call) {
 PF_REGISTER_INFER(tensordot, &infer_tensordot);
 PF_REGISTER_COMPOSITE(tensordot, &tensordot_composite);
 
+// ---- einsum
+
+using Labels = std::vector<int64_t>;
+
+bool is_letter(char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'); }
+int64_t letter_label(char ch) { return ch >= 'a' && ch <= 'z' ? ch - 'a' : ch - 'A' + 26; }
+
+// A subscript as torch's messages name it: its letter, or "ellipsis dim i".
+std::string label_name(int64_t label) {
+  if (label >= kEinsumEllipsis) return "ellipsis dim " + std::to_string(label - kEinsumEllipsis);
+  return std::string(1, static_cast<char>(label < 26 ? 'a' + label : 'A' + (label - 26)));
+}
+
+// The equation as canonical labels (EinsumAttrs), with torch's messages.
+EinsumAttrs parse_einsum(const std::string& equation, const std::vector<Tensor>& operands) {
+  std::string eq;
+  for (char ch : equation)
+    if (ch != ' ') eq += ch;
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    const size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  PF_CHECK(terms.size() == operands.size(), ValueError, "einsum(): ",
+           operands.size() > terms.size() ? "more" : "fewer", " operands were provided than specified in the equation");
+  auto check_letters = [&](const std::string& letters) {
+    for (char ch : letters)
+      PF_CHECK(is_letter(ch), ValueError, "einsum(): invalid subscript given at index ", eq.find(ch),
+               " in the equation string, subscripts must be in [a-zA-Z]");
+  };
+  // Each term split at its ellipsis; the ellipsis stands for its operand's dims without a letter.
+  std::vector<std::string> before(terms.size()), after(terms.size());
+  std::vector<int64_t> ellipsis_dims(terms.size(), -1);  // -1: no ellipsis
+  int64_t most = 0;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    const size_t dots = terms[k].find("...");
+    before[k] = terms[k].substr(0, dots);
+    after[k] = dots == std::string::npos ? "" : terms[k].substr(dots + 3);
+    PF_CHECK((before[k] + after[k]).find('.') == std::string::npos, ValueError, "einsum(): found '.' for operand ", k,
+             " that is not part of any ellipsis");
+    check_letters(before[k] + after[k]);
+    const int64_t letters = static_cast<int64_t>(before[k].size() + after[k].size()), rank = operands[k].dim();
+    const bool has = dots != std::string::npos;
+    PF_CHECK(letters <= rank && (has || letters == rank), ValueError,
+             "einsum(): the number of subscripts in the equation (", letters, ") ",
+             has ? "is more than" : "does not match", " the number of dimensions (", rank, ") for operand ", k,
+             has ? "" : " and no ellipsis was given");
+    if (has) ellipsis_dims[k] = rank - letters, most = std::max(most, rank - letters);
+  }
+  EinsumAttrs a;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    for (char ch : before[k]) a.labels.push_back(letter_label(ch));
+    for (int64_t i = most - std::max<int64_t>(ellipsis_dims[k], 0); i < most && ellipsis_dims[k] >= 0; ++i)
+      a.labels.push_back(kEinsumEllipsis + i);
+    for (char ch : after[k]) a.labels.push_back(letter_label(ch));
+    a.label_counts.push_back(operands[k].dim());
+  }
+  if (arrow != std::string::npos) {
+    const std::string rhs = eq.substr(arrow + 2);
+    const size_t dots = rhs.find("...");
+    PF_CHECK(dots == std::string::npos || rhs.find("...", dots + 3) == std::string::npos, ValueError,
+             "einsum(): found '.' for output that is not part of any ellipsis");
+    const std::string letters = rhs.substr(0, dots) + (dots == std::string::npos ? "" : rhs.substr(dots + 3));
+    for (char ch : letters) {
+      check_letters(std::string(1, ch));
+      PF_CHECK(std::count(letters.begin(), letters.end(), ch) == 1, ValueError, "einsum(): output subscript ", ch,
+               " appears more than once in the output");
+      PF_CHECK(std::count(a.labels.begin(), a.labels.end(), letter_label(ch)) > 0, ValueError,
+               "einsum(): output subscript ", ch, " does not appear in the equation for any input operand");
+    }
+    for (char ch : rhs.substr(0, dots)) a.output.push_back(letter_label(ch));
+    if (dots != std::string::npos) {
+      for (int64_t i = 0; i < most; ++i) a.output.push_back(kEinsumEllipsis + i);
+      for (char ch : rhs.substr(dots + 3)) a.output.push_back(letter_label(ch));
+    }
+  } else {  // the ellipsis's dims, then the letters used once, in alphabetical (ASCII) order
+    for (int64_t i = 0; i < most; ++i) a.output.push_back(kEinsumEllipsis + i);
+    std::string once;
+    for (const std::string& letters : terms)
+      for (char ch : letters)
+        if (is_letter(ch) && std::count(a.labels.begin(), a.labels.end(), letter_label(ch)) == 1) once += ch;
+    std::sort(once.begin(), once.end());
+    for (char ch : once) a.output.push_back(letter_label(ch));
+  }
+  return a;
+}
+
+// Each operand's labels.
+std::vector<Labels> operand_labels(const EinsumAttrs& a) {
+  std::vector<Labels> out;
+  auto at = a.labels.begin();
+  for (int64_t n : a.label_counts) out.emplace_back(at, at + n), at += n;
+  return out;
+}
+
+// Every label's size: equal within an operand, broadcast (size 1) across them.
+std::map<int64_t, int64_t> label_sizes(const std::vector<Tensor>& operands, const std::vector<Labels>& labels) {
+  std::map<int64_t, int64_t> sizes;
+  for (size_t k = 0; k < operands.size(); ++k) {
+    std::map<int64_t, int64_t> own;
+    for (size_t j = 0; j < labels[k].size(); ++j) {
+      const int64_t l = labels[k][j], n = operands[k].shape()[j];
+      auto [it, fresh] = own.emplace(l, n);
+      PF_CHECK(fresh || it->second == n, ValueError, "einsum(): subscript ", label_name(l),
+               " is repeated for operand but the sizes don't match, ", it->second, " != ", n);
+    }
+    for (auto [l, n] : own) {
+      auto [it, fresh] = sizes.emplace(l, n);
+      PF_CHECK(fresh || it->second == 1 || n == 1 || it->second == n, ValueError,
+               "einsum(): operands do not broadcast with remapped shapes: subscript ", label_name(l), " has sizes ",
+               it->second, " and ", n);
+      if (it->second == 1) it->second = n;  // a size-1 dim broadcasts (an empty one does not)
+    }
+  }
+  return sizes;
+}
+
+Inferred infer_einsum(OpCall& call) {
+  const auto& a = call.attr<EinsumAttrs>();
+  const std::vector<Tensor>& operands = call.inputs;
+  PF_CHECK(!operands.empty(), ValueError, "einsum(): must provide at least one operand");
+  PF_CHECK(a.label_counts.size() == operands.size(), ValueError, "einsum: ", a.label_counts.size(),
+           " operands' subscripts for ", operands.size(), " operands");
+  int64_t total = 0;
+  for (size_t k = 0; k < operands.size(); ++k) {
+    PF_CHECK(a.label_counts[k] == operands[k].dim(), ValueError, "einsum: ", a.label_counts[k],
+             " subscripts for operand ", k, " of ", operands[k].dim(), " dimensions");
+    PF_CHECK(operands[k].dtype() == operands[0].dtype(), TypeError, "einsum(): operands must have the same dtype, got ",
+             operands[0].dtype(), " and ", operands[k].dtype(), " (convert one with .to())");
+    total += a.label_counts[k];
+  }
+  PF_CHECK(total == static_cast<int64_t>(a.labels.size()), ValueError, "einsum: ", a.labels.size(),
+           " subscripts for operands of ", total, " dimensions");
+  const std::vector<Labels> labels = operand_labels(a);
+  const std::map<int64_t, int64_t> sizes = label_sizes(operands, labels);
+  // The decomposition sums a dim away exactly where a subscript the output lacks is
+  // one operand's alone (others meet in a batch_matmul): integers then widen to int64,
+  // as torch's einsum ('ij->i' of int32 is int64, 'i,i->' int32).
+  bool sums = false;
+  for (const auto& [l, n] : sizes) {
+    int64_t holders = 0;
+    for (const Labels& ls : labels) holders += std::find(ls.begin(), ls.end(), l) != ls.end();
+    sums |= holders == 1 && std::find(a.output.begin(), a.output.end(), l) == a.output.end();
+  }
+  const DType dtype = sums && !is_floating(operands[0].dtype()) ? DType::Int64 : operands[0].dtype();
+  Shape shape;
+  for (int64_t l : a.output) {
+    const auto it = sizes.find(l);
+    PF_CHECK(it != sizes.end(), ValueError, "einsum: output subscript ", label_name(l),
+             " is no operand's");
+    shape.push_back(it->second);
+  }
+  Inferred inf{current_device(), {}, {{shape, dtype}}, {}};
+  for (size_t k = 0; k < operands.size(); ++k) inf.inputs.push_back(InputPlan{});
+  return inf;
+}
+
+// A label repeated within an operand ("ii") as the diagonal of its two dims:
+// both moved last and merged, every (n + 1)-th element, a view where the
+// layout allows (no product with an identity: off-diagonal NaN must not leak).
+std::pair<Tensor, Labels> diagonals(Tensor t, Labels ls) {
+  for (;;) {
+    size_t i = 0, j = 0;
+    for (size_t p = 0; p < ls.size() && !j; ++p)
+      for (size_t q = p + 1; q < ls.size() && !j; ++q)
+        if (ls[p] == ls[q]) i = p, j = q;
+    if (!j) return {t, ls};
+    const int64_t n = t.shape()[i];
+    std::vector<int64_t> order;
+    Labels kept;
+    Shape shape;
+    for (size_t d = 0; d < ls.size(); ++d)
+      if (d != i && d != j) order.push_back(static_cast<int64_t>(d)), kept.push_back(ls[d]), shape.push_back(t.shape()[d]);
+    order.push_back(static_cast<int64_t>(i)), order.push_back(static_cast<int64_t>(j));
+    shape.push_back(n * n);
+    kept.push_back(ls[i]);
+    t = slice(reshape(permute(t, order), shape), static_cast<int64_t>(shape.size()) - 1, 0, n * n, n + 1);
+    ls = std::move(kept);
+  }
+}
+
+// t summed over its labels that `needed` lacks.
+std::pair<Tensor, Labels> sum_unneeded(const Tensor& t, const Labels& ls, const std::set<int64_t>& needed) {
+  std::vector<int64_t> drop;
+  Labels kept;
+  for (size_t d = 0; d < ls.size(); ++d)
+    if (needed.count(ls[d])) kept.push_back(ls[d]);
+    else drop.push_back(static_cast<int64_t>(d));
+  if (drop.empty()) return {t, ls};
+  return {sum(t, drop, false), kept};
+}
+
+// Two operands contracted over the labels both hold and `keep` lacks: one batch_matmul of
+// (batch, a's own, contracted) by (batch, contracted, b's own), size-1 dims expanded.
+std::pair<Tensor, Labels> contract_pair(const Tensor& a, const Labels& la, const Tensor& b, const Labels& lb,
+                                        const std::set<int64_t>& keep) {
+  std::map<int64_t, int64_t> sizes;
+  for (auto [t, ls] : {std::pair<const Tensor*, const Labels*>{&a, &la}, {&b, &lb}})
+    for (size_t d = 0; d < ls->size(); ++d) {
+      int64_t& n = sizes.emplace((*ls)[d], 1).first->second;
+      if (n == 1) n = t->shape()[d];
+    }
+  auto has = [](const Labels& ls, int64_t l) { return std::find(ls.begin(), ls.end(), l) != ls.end(); };
+  Labels batch, contracted, left, right;
+  for (int64_t l : la) {
+    if (!has(lb, l)) left.push_back(l);
+    else if (keep.count(l)) batch.push_back(l);
+    else contracted.push_back(l);
+  }
+  for (int64_t l : lb)
+    if (!has(la, l)) right.push_back(l);
+  auto count = [&](const Labels& ls) {
+    int64_t n = 1;
+    for (int64_t l : ls) n *= sizes[l];
+    return n;
+  };
+  auto arrange = [&](const Tensor& t, const Labels& ls, const std::vector<const Labels*>& groups) {
+    std::vector<int64_t> order;
+    Shape target;
+    for (const Labels* g : groups)
+      for (int64_t l : *g) order.push_back(std::find(ls.begin(), ls.end(), l) - ls.begin()), target.push_back(sizes[l]);
+    Tensor r = expand(permute(t, order), target);
+    return reshape(r, {count(*groups[0]), count(*groups[1]), count(*groups[2])});
+  };
+  const Tensor product = batch_matmul(arrange(a, la, {&batch, &left, &contracted}),
+                                      arrange(b, lb, {&batch, &contracted, &right}));
+  Labels out = batch;
+  out.insert(out.end(), left.begin(), left.end());
+  out.insert(out.end(), right.begin(), right.end());
+  Shape shape;
+  for (int64_t l : out) shape.push_back(sizes[l]);
+  return {reshape(product, shape), out};
+}
+
+std::vector<Tensor> einsum_composite(const OpCall& call) {
+  const auto& a = call.attr<EinsumAttrs>();
+  const std::vector<Labels> labels = operand_labels(a);
+  std::vector<std::pair<Tensor, Labels>> items;
+  for (size_t k = 0; k < call.inputs.size(); ++k) items.push_back(diagonals(call.inputs[k], labels[k]));
+  // The labels that the output or an operand after the k-th holds.
+  auto needed_after = [&](size_t k) {
+    std::set<int64_t> needed(a.output.begin(), a.output.end());
+    for (size_t j = k + 1; j < items.size(); ++j) needed.insert(items[j].second.begin(), items[j].second.end());
+    return needed;
+  };
+  auto [t, ls] = sum_unneeded(items[0].first, items[0].second, needed_after(0));
+  for (size_t k = 1; k < items.size(); ++k) {
+    std::set<int64_t> needed = needed_after(k);
+    needed.insert(ls.begin(), ls.end());
+    auto [b, lb] = sum_unneeded(items[k].first, items[k].second, needed);
+    std::tie(t, ls) = contract_pair(t, ls, b, lb, needed_after(k));
+  }
+  std::tie(t, ls) = sum_unneeded(t, ls, needed_after(items.size()));
+  std::vector<int64_t> order;
+  for (int64_t l : a.output) order.push_back(std::find(ls.begin(), ls.end(), l) - ls.begin());
+  return {permute(t, order)};  // a view even in the output's order: '->' and 'ij->ij' give a new tensor, as torch
+}
+
+PF_REGISTER_INFER(einsum, &infer_einsum);
+PF_REGISTER_COMPOSITE(einsum, &einsum_composite);
+
 // ---- linalg_cross
 
 // (input, other) broadcast together, their dim `attrs.dim` of size 3; the promoted dtype.
@@ -573,6 +841,11 @@ Tensor kron(const Tensor& input, const Tensor& other) { return apply_one(ir::OpT
 
 Tensor tensordot(const Tensor& input, const Tensor& other, std::vector<int64_t> dims_a, std::vector<int64_t> dims_b) {
   return apply_one(ir::OpType::tensordot, {input, other}, TensordotAttrs{std::move(dims_a), std::move(dims_b)});
+}
+
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) {
+  PF_CHECK(!operands.empty(), ValueError, "einsum(): must provide at least one operand");
+  return apply_one(ir::OpType::einsum, operands, parse_einsum(equation, operands));
 }
 
 Tensor linalg_cross(const Tensor& input, const Tensor& other, int64_t dim) {

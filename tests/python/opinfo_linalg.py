@@ -1,6 +1,6 @@
 """OpInfos of torch.linalg's norms and cross product, logsumexp, nansum, nanmean, count_nonzero, aminmax, kron,
-tensordot and addmm & co. (composite ops): linalg_vector_norm, linalg_matrix_norm, linalg_cross, logsumexp, nansum,
-nanmean, count_nonzero, aminmax, kron, tensordot, addmm, addmv, addr, baddbmm and addbmm against torch's, values and gradients.
+tensordot, einsum and addmm & co. (composite ops): linalg_vector_norm, linalg_matrix_norm, linalg_cross, logsumexp, nansum,
+nanmean, count_nonzero, aminmax, kron, tensordot, einsum, addmm, addmv, addr, baddbmm and addbmm against torch's, values and gradients.
 
 linalg.norm, norm and dist, which choose between the norms, the errors and logsumexp's infinities are tested in
 test_linalg_reductions.py."""
@@ -242,6 +242,29 @@ def _tensordot_samples(rng, dtype, cls):
     return table.get(cls, [])
 
 
+def _einsum_samples(rng, dtype, cls):
+    """Products, batches, attention's scores, traces and diagonals ("ii"), implicit outputs, three
+    operands, ellipses with broadcasting, size-1 subscripts broadcasting, sums and permutations."""
+    def x(shape, layout="contig"):
+        return _x(rng, shape, dtype, dict(low=-2, high=2, ilow=-3, ihigh=3), layout)
+
+    table = {
+        "plain": [Sample(("ij,jk->ik", x((3, 4)), x((4, 5)))), Sample(("bij,bjk->bik", x((2, 3, 4)), x((2, 4, 2)))),
+                  Sample(("bhqd,bhkd->bhqk", x((2, 2, 3, 4)), x((2, 2, 5, 4)))), Sample(("ii->", x((4, 4)))),
+                  Sample(("ii->i", x((3, 3)))), Sample(("bii->bi", x((2, 3, 3)))), Sample(("ij,jk", x((2, 3)), x((3, 2)))),
+                  Sample(("i,j->ij", x((3,)), x((4,)))), Sample(("ij,jk,kl->il", x((2, 3)), x((3, 4)), x((4, 2)))),
+                  Sample(("...ij,...jk->...ik", x((2, 1, 3, 4)), x((5, 4, 2)))), Sample(("ij->ji", x((2, 3)))),
+                  Sample(("ijk->", x((2, 3, 4)))), Sample(("i,i->", x((5,)), x((5,)))),
+                  Sample(("ij,ij->ij", x((1, 3)), x((2, 3)))), Sample(("iij,jk->ik", x((3, 3, 2)), x((2, 4)))),
+                  Sample(("ba,a", x((3, 4)), x((4,))))],
+        "noncontig": [Sample(("ij,jk->ik", x((3, 4), "T"), x((4, 5), "strided"))),
+                      Sample(("ii->i", x((3, 3), "T")))],
+        "empty": [Sample(("ij,jk->ik", x((0, 3)), x((3, 2)))), Sample(("ij,jk->ik", x((2, 0)), x((0, 3))))],
+        "scalar0d": [Sample((",i->i", x(()), x((3,)))), Sample(("->", x(())))],
+    }
+    return table.get(cls, [])
+
+
 def _kron_samples(rng, dtype, cls):
     """Operands of one rank and of two (the smaller padded with leading 1s); small values keep int8 in range."""
     def x(shape, layout="contig"):
@@ -294,5 +317,7 @@ OP_INFOS = [
     OpInfo("aminmax", "CUSTOM", ALL_DTYPES, _aminmax_samples, torch.aminmax, REDUCE_CLASSES, exact_float=True),
     OpInfo("kron", "CUSTOM", NONBOOL_DTYPES, _kron_samples, torch.kron, ("broadcast",) + REDUCE_CLASSES),
     OpInfo("tensordot", "CUSTOM", NONBOOL_DTYPES, _tensordot_samples, torch.tensordot, REDUCE_CLASSES, method=False),
+    OpInfo("einsum", "CUSTOM", NONBOOL_DTYPES, _einsum_samples, torch.einsum, ("plain", "noncontig", "empty", "scalar0d"),
+           method=False),
 ] + [OpInfo(name, "CUSTOM", NONBOOL_DTYPES, _add_product_samples(name), getattr(torch, name), MATMUL_CLASSES,
             tol=_ADD_PRODUCT_TOL) for name in _ADD_PRODUCT_SHAPES]

@@ -325,6 +325,21 @@ struct TensordotAttrs {
   template <class V> void fields(V&& v) const { v("dims_a", dims_a), v("dims_b", dims_b); }
 };
 
+// einsum: each operand's subscripts, one operand after another (label_counts
+// says how many are each one's), and the result's. Letters are 0-25 (a-z) and
+// 26-51 (A-Z); the ellipsis's dims kEinsumEllipsis + i, right-aligned, so
+// operands with fewer of them broadcast over the others.
+constexpr int64_t kEinsumEllipsis = 52;
+struct EinsumAttrs {
+  std::vector<int64_t> labels;
+  std::vector<int64_t> label_counts;
+  std::vector<int64_t> output;
+  bool operator==(const EinsumAttrs&) const = default;
+  template <class V> void fields(V&& v) const {
+    v("labels", labels), v("label_counts", label_counts), v("output", output);
+  }
+};
+
 // topk, kthvalue and median along dim: k (topk: how many; kthvalue: which,
 // from 1), the largest first (topk), and keepdim (kthvalue, median).
 struct SelectAttrs {
@@ -416,12 +431,12 @@ struct RmspropAttrs {
 };
 
 // Every attribute struct after NoAttrs, once: OpAttrs and attrs_name() come from this list.
-#define PF_FOR_EACH_ATTRS(X)                                                                                   \
-  X(ElementwiseAttrs) X(ClampAttrs) X(ReduceAttrs) X(IndexAttrs) X(SearchAttrs) X(DimAttrs) X(ViewAttrs)        \
-  X(ConvAttrs) X(PoolAttrs) X(NormAttrs) X(RandomAttrs) X(LossAttrs) X(CopyAttrs) X(FillAttrs) X(AdamAttrs)     \
-  X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(SelectAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs)                  \
-  X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs) X(AddProductAttrs) X(IndexAlongAttrs)  \
-  X(DiffAttrs) X(RollAttrs) X(TensordotAttrs) X(LerpAttrs) X(LogitAttrs) X(CdistAttrs)
+#define PF_FOR_EACH_ATTRS(X)                                                                                \
+  X(ElementwiseAttrs) X(ClampAttrs) X(ReduceAttrs) X(IndexAttrs) X(SearchAttrs) X(DimAttrs) X(ViewAttrs)     \
+  X(ConvAttrs) X(PoolAttrs) X(NormAttrs) X(RandomAttrs) X(LossAttrs) X(CopyAttrs) X(FillAttrs) X(AdamAttrs)  \
+  X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(SelectAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs) \
+  X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs) X(AddProductAttrs) X(IndexAlongAttrs)    \
+  X(DiffAttrs) X(RollAttrs) X(TensordotAttrs) X(EinsumAttrs) X(LerpAttrs) X(LogitAttrs) X(CdistAttrs)
 #define PF_ATTRS_ALTERNATIVE(A) , A
 using OpAttrs = std::variant<NoAttrs PF_FOR_EACH_ATTRS(PF_ATTRS_ALTERNATIVE)>;
 #undef PF_ATTRS_ALTERNATIVE
