@@ -317,7 +317,9 @@ OP_INFOS = [
     OpInfo("aminmax", "CUSTOM", ALL_DTYPES, _aminmax_samples, torch.aminmax, REDUCE_CLASSES, exact_float=True),
     OpInfo("kron", "CUSTOM", NONBOOL_DTYPES, _kron_samples, torch.kron, ("broadcast",) + REDUCE_CLASSES),
     OpInfo("tensordot", "CUSTOM", NONBOOL_DTYPES, _tensordot_samples, torch.tensordot, REDUCE_CLASSES, method=False),
+    # Three operands round their first product to float16/bfloat16 before the second: torch's own result
+    # there is up to 1.65x the default tolerance off the exact value (float64 of the same inputs, 30 seeds).
     OpInfo("einsum", "CUSTOM", NONBOOL_DTYPES, _einsum_samples, torch.einsum, ("plain", "noncontig", "empty", "scalar0d"),
-           method=False),
+           tol={"float16": (4e-3, 4e-3), "bfloat16": (3.2e-2, 3.2e-2)}, method=False),
 ] + [OpInfo(name, "CUSTOM", NONBOOL_DTYPES, _add_product_samples(name), getattr(torch, name), MATMUL_CLASSES,
             tol=_ADD_PRODUCT_TOL) for name in _ADD_PRODUCT_SHAPES]
