@@ -1,6 +1,6 @@
 #pragma once
 // PyTorch's functions of python/pyflame/_misc_api.py that are ops of the table
-// (addcmul, addcdiv, isclose, index_add, index_copy, index_fill, diff, roll,
+// (addcmul, addcdiv, isclose, index_add, index_copy, index_fill, diff, roll, flip,
 // cummax, cummin), with PyTorch's names, arguments and semantics: composite ops (a
 // decomposition into the table's ops), so they run on every device and
 // autograd differentiates them through those ops. Validation is in
@@ -52,6 +52,9 @@ PF_API Tensor diff(const Tensor& input, int64_t n = 1, int64_t dim = -1, const T
 // The elements shifted by shifts[i] along dims[i], wrapping around; with dims
 // empty, by one shift over the flattened tensor (shape kept), as torch.roll.
 PF_API Tensor roll(const Tensor& input, std::vector<int64_t> shifts, std::vector<int64_t> dims = {});
+// input with the order of its elements reversed along each of dims (each at
+// most once), a new tensor, as torch.flip.
+PF_API Tensor flip(const Tensor& input, std::vector<int64_t> dims);
 
 // input + weight * (end - input), as torch.lerp: input and end floating of one
 // dtype (TypeError), weight a number or a tensor, all broadcast together.

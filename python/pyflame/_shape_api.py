@@ -316,17 +316,9 @@ def cartesian_prod(*tensors):
 
 # ---------------------------------------------------------------- copies along dims
 
-def _reverse(x, d):
-    n = x.shape[d]
-    return x if n <= 1 else x.index_select(d, _arange(n, x, n - 1, -1))
-
-
 def flip(input, *dims):
-    """input with the order of elements along `dims` reversed (a copy, as torch.flip)."""
-    out = input.clone()
-    for d in _dims(_int_args(dims, "flip dims"), input.dim(), "flip dims"):
-        out = _reverse(out, d)
-    return out
+    """input with the order of elements along `dims` reversed (a copy, as torch.flip; the table op flip)."""
+    return _C.flip(input, _int_args(dims, "flip dims"))
 
 
 def fliplr(input):

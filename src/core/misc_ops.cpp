@@ -1,5 +1,5 @@
 // The op layer of include/pyflame/misc_ops.h: addcmul, addcdiv, isclose,
-// index_add/copy/fill, diff, roll, cummax and cummin as composite ops. Each infer
+// index_add/copy/fill, diff, roll, flip, cummax and cummin as composite ops. Each infer
 // holds every check, with the messages PyFlame has always given (PyTorch's rules). addcmul's and addcdiv's decomposition converts
 // the operands to the promoted dtype (float32 for float16/bfloat16, rounded
 // once, as PyTorch's kernels) and runs mul or div, mul by value and add;
@@ -238,6 +238,32 @@ std::vector<Tensor> roll_composite(const OpCall& call) {
 PF_REGISTER_INFER(roll, &infer_roll);
 PF_REGISTER_COMPOSITE(roll, &roll_composite);
 
+// ---- flip
+
+Inferred infer_flip(OpCall& call) {
+  const Tensor& input = call.inputs[0];
+  auto& a = std::get<FlipAttrs>(call.attrs);
+  for (size_t i = 0; i < a.dims.size(); ++i) {
+    a.dims[i] = wrap_dim(a.dims[i], input.dim(), "flip");
+    for (size_t j = 0; j < i; ++j)
+      PF_CHECK(a.dims[j] != a.dims[i], ValueError, "flip dims: dim ", a.dims[i], " appears more than once");
+  }
+  return {current_device(), {InputPlan{}}, {{input.shape(), input.dtype()}}, {}};
+}
+
+std::vector<Tensor> flip_composite(const OpCall& call) {
+  const Tensor& input = call.inputs[0];
+  Tensor out = input;
+  for (int64_t d : call.attr<FlipAttrs>().dims) {
+    const int64_t n = input.dim() ? input.shape()[d] : 1;
+    if (n > 1) out = index_select(out, d, arange(Scalar(n - 1), Scalar(int64_t{-1}), Scalar(int64_t{-1})));
+  }
+  return {out.same_storage(input) ? clone(input) : out};  // a new tensor whatever the sizes, as torch
+}
+
+PF_REGISTER_INFER(flip, &infer_flip);
+PF_REGISTER_COMPOSITE(flip, &flip_composite);
+
 // ---- cummax, cummin
 
 Inferred infer_cumulative_extreme(OpCall& call) {
@@ -389,6 +415,10 @@ Tensor index_fill(const Tensor& input, int64_t dim, const Tensor& index, Scalar 
 
 Tensor diff(const Tensor& input, int64_t n, int64_t dim, const Tensor& prepend, const Tensor& append) {
   return apply_one(ir::OpType::diff, {input, prepend, append}, DiffAttrs{n, dim});
+}
+
+Tensor flip(const Tensor& input, std::vector<int64_t> dims) {
+  return apply_one(ir::OpType::flip, {input}, FlipAttrs{std::move(dims)});
 }
 
 Tensor roll(const Tensor& input, std::vector<int64_t> shifts, std::vector<int64_t> dims) {

@@ -351,6 +351,13 @@ struct SelectAttrs {
   template <class V> void fields(V&& v) const { v("k", k), v("dim", dim), v("largest", largest), v("keepdim", keepdim); }
 };
 
+// flip: the dims reversed (wrapped, each once).
+struct FlipAttrs {
+  std::vector<int64_t> dims;
+  bool operator==(const FlipAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("dims", dims); }
+};
+
 // roll: the shift along each of dims (dims empty: one shift over the flattened tensor).
 struct RollAttrs {
   std::vector<int64_t> shifts;
@@ -436,7 +443,8 @@ struct RmspropAttrs {
   X(ConvAttrs) X(PoolAttrs) X(NormAttrs) X(RandomAttrs) X(LossAttrs) X(CopyAttrs) X(FillAttrs) X(AdamAttrs)  \
   X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(SelectAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs) \
   X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs) X(AddProductAttrs) X(IndexAlongAttrs)    \
-  X(DiffAttrs) X(RollAttrs) X(TensordotAttrs) X(EinsumAttrs) X(LerpAttrs) X(LogitAttrs) X(CdistAttrs)
+  X(DiffAttrs) X(FlipAttrs) X(RollAttrs) X(TensordotAttrs) X(EinsumAttrs) X(LerpAttrs) X(LogitAttrs)       \
+  X(CdistAttrs)
 #define PF_ATTRS_ALTERNATIVE(A) , A
 using OpAttrs = std::variant<NoAttrs PF_FOR_EACH_ATTRS(PF_ATTRS_ALTERNATIVE)>;
 #undef PF_ATTRS_ALTERNATIVE
