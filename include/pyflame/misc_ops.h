@@ -1,6 +1,6 @@
 #pragma once
 // PyTorch's functions of python/pyflame/_misc_api.py that are ops of the table
-// (addcmul, addcdiv, isclose, index_add, index_copy, index_fill, diff, roll, flip,
+// (addcmul, addcdiv, isclose, index_add, index_copy, index_fill, diff, roll, flip, diag_embed,
 // cummax, cummin), with PyTorch's names, arguments and semantics: composite ops (a
 // decomposition into the table's ops), so they run on every device and
 // autograd differentiates them through those ops. Validation is in
@@ -55,6 +55,10 @@ PF_API Tensor roll(const Tensor& input, std::vector<int64_t> shifts, std::vector
 // input with the order of its elements reversed along each of dims (each at
 // most once), a new tensor, as torch.flip.
 PF_API Tensor flip(const Tensor& input, std::vector<int64_t> dims);
+// Matrices whose diagonal `offset` (above the main one when > 0) holds the
+// last dim of input, in dims dim1 and dim2 of the result, zero elsewhere, as
+// torch.diag_embed.
+PF_API Tensor diag_embed(const Tensor& input, int64_t offset = 0, int64_t dim1 = -2, int64_t dim2 = -1);
 
 // input + weight * (end - input), as torch.lerp: input and end floating of one
 // dtype (TypeError), weight a number or a tensor, all broadcast together.

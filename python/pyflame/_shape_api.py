@@ -475,19 +475,8 @@ _diagonal = diagonal  # for diag, whose argument of that name hides it
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """Matrices whose diagonal `offset` holds the last dim of input, in the dims dim1, dim2 of the result, as
-    torch.diag_embed."""
-    n = input.shape[-1] if input.dim() else 1
-    rdim = input.dim() + 1
-    d1, d2 = _wrap(dim1, rdim, "dim1"), _wrap(dim2, rdim, "dim2")
-    if d1 == d2:
-        raise _C.InvalidArgumentError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    mask = _C._eye(n, None, dtype=_C.dtype.bool, device=input)
-    square = _C.where(mask, input.reshape(tuple(input.shape[:-1]) + (n, 1)),
-                      zeros((), dtype=input.dtype, device=input))
-    k = abs(offset)
-    if k:  # the diagonal moves right (offset > 0) or down (offset < 0) in a matrix k larger
-        square = _C.pad(square, (k, 0, 0, k) if offset > 0 else (0, k, k, 0))
-    return movedim(square, (rdim - 2, rdim - 1), (d1, d2))
+    torch.diag_embed (the table op diag_embed)."""
+    return _C.diag_embed(input, int(offset), int(dim1), int(dim2))
 
 
 def diag(input, diagonal=0):

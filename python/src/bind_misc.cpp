@@ -1,7 +1,7 @@
 // Python bindings of include/pyflame/misc_ops.h with torch's argument names,
 // order and defaults: pf.addcmul and pf.addcdiv, and the Tensor methods with
 // their in-place forms; pf.isclose and Tensor.isclose (python/pyflame/_misc_api.py
-// exports them); index_add/copy/fill, diff, roll, flip, cummax, cummin, lerp, logit
+// exports them); index_add/copy/fill, diff, roll, flip, diag_embed, cummax, cummin, lerp, logit
 // and cdist, whose argument handling (numbers for tensors, named tuples) is
 // _misc_api.py's, _shape_api.py's, _elementwise.py's and special.py's.
 
@@ -79,6 +79,7 @@ void bind_misc(nb::module_& m, nb::class_<Tensor>& tensor) {
         return pyflame::diff(input, n, dim, prepend.value_or(Tensor()), append.value_or(Tensor()));
       },
       "input"_a, "n"_a, "dim"_a, "prepend"_a = nb::none(), "append"_a = nb::none());
+  m.def("diag_embed", &pyflame::diag_embed, "input"_a, "offset"_a = 0, "dim1"_a = -2, "dim2"_a = -1);
   m.def(
       "flip", [](const Tensor& input, std::vector<int64_t> dims) { return pyflame::flip(input, std::move(dims)); },
       "input"_a, "dims"_a);

@@ -1,5 +1,5 @@
 // The op layer of include/pyflame/misc_ops.h: addcmul, addcdiv, isclose,
-// index_add/copy/fill, diff, roll, flip, cummax and cummin as composite ops. Each infer
+// index_add/copy/fill, diff, roll, flip, diag_embed, cummax and cummin as composite ops. Each infer
 // holds every check, with the messages PyFlame has always given (PyTorch's rules). addcmul's and addcdiv's decomposition converts
 // the operands to the promoted dtype (float32 for float16/bfloat16, rounded
 // once, as PyTorch's kernels) and runs mul or div, mul by value and add;
@@ -17,6 +17,7 @@
 
 #include "core/dispatch.h"
 #include "core/op_utils.h"
+#include "pyflame/conv_ops.h"
 #include "pyflame/error.h"
 #include "pyflame/ops.h"
 #include "pyflame/shape_ops.h"
@@ -264,6 +265,44 @@ std::vector<Tensor> flip_composite(const OpCall& call) {
 PF_REGISTER_INFER(flip, &infer_flip);
 PF_REGISTER_COMPOSITE(flip, &flip_composite);
 
+// ---- diag_embed
+
+Inferred infer_diag_embed(OpCall& call) {
+  const Tensor& input = call.inputs[0];
+  auto& a = std::get<DiagonalAttrs>(call.attrs);
+  const int64_t rank = input.dim() + 1;
+  const int64_t d1 = wrap_dim(a.dim1, rank, "diag_embed"), d2 = wrap_dim(a.dim2, rank, "diag_embed");
+  PF_CHECK(d1 != d2, ValueError, "diagonal dimensions cannot be identical ", a.dim1, ", ", a.dim2);
+  a.dim1 = d1, a.dim2 = d2;
+  const int64_t m = (input.dim() ? input.shape().back() : 1) + std::abs(a.offset);
+  Shape shape(input.shape().begin(), input.shape().end() - (input.dim() ? 1 : 0));
+  shape.insert(shape.begin() + std::min(d1, d2), m);
+  shape.insert(shape.begin() + std::max(d1, d2), m);
+  return {current_device(), {InputPlan{}}, {{shape, input.dtype()}}, {}};
+}
+
+// The (n, n) square with the input on its diagonal (a where: NaN elsewhere in
+// the input's row does not leak), padded to the offset's diagonal, its two
+// dims then moved to dim1 and dim2.
+std::vector<Tensor> diag_embed_composite(const OpCall& call) {
+  const Tensor& input = call.inputs[0];
+  const auto& a = call.attr<DiagonalAttrs>();
+  const int64_t n = input.dim() ? input.shape().back() : 1, rank = input.dim() + 1, k = std::abs(a.offset);
+  const Tensor position = arange(Scalar(int64_t{0}), Scalar(n));
+  const Tensor diagonal = eq(unsqueeze(position, 1), position);
+  Shape column(input.shape().begin(), input.shape().end() - (input.dim() ? 1 : 0));
+  column.push_back(n), column.push_back(1);
+  Tensor square = where(diagonal, reshape(input, column), full({}, Scalar(int64_t{0}), input.dtype()));
+  if (k) square = pad(square, a.offset > 0 ? std::vector<int64_t>{k, 0, 0, k} : std::vector<int64_t>{0, k, k, 0});
+  std::vector<int64_t> order;  // result dim -> square's dim: the batch dims in order around dim1 and dim2
+  for (int64_t d = 0, batch = 0; d < rank; ++d)
+    order.push_back(d == a.dim1 ? rank - 2 : d == a.dim2 ? rank - 1 : batch++);
+  return {permute(square, order)};
+}
+
+PF_REGISTER_INFER(diag_embed, &infer_diag_embed);
+PF_REGISTER_COMPOSITE(diag_embed, &diag_embed_composite);
+
 // ---- cummax, cummin
 
 Inferred infer_cumulative_extreme(OpCall& call) {
@@ -415,6 +454,10 @@ Tensor index_fill(const Tensor& input, int64_t dim, const Tensor& index, Scalar 
 
 Tensor diff(const Tensor& input, int64_t n, int64_t dim, const Tensor& prepend, const Tensor& append) {
   return apply_one(ir::OpType::diff, {input, prepend, append}, DiffAttrs{n, dim});
+}
+
+Tensor diag_embed(const Tensor& input, int64_t offset, int64_t dim1, int64_t dim2) {
+  return apply_one(ir::OpType::diag_embed, {input}, DiagonalAttrs{offset, dim1, dim2});
 }
 
 Tensor flip(const Tensor& input, std::vector<int64_t> dims) {

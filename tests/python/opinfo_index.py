@@ -1,6 +1,6 @@
-"""OpInfos of the composite ops that index along one dim (index_add, index_copy, index_fill), diff, roll, flip and
-the running extremes cummax and cummin, against torch's, values and gradients. test_misc_api.py has their
-in-place forms, number arguments (diff's prepend, index_fill's 0-d value) and errors."""
+"""OpInfos of the composite ops that index along one dim (index_add, index_copy, index_fill), diff, roll, flip,
+diag_embed and the running extremes cummax and cummin, against torch's, values and gradients. test_misc_api.py has
+their in-place forms, number arguments (diff's prepend, index_fill's 0-d value) and errors."""
 
 import torch
 
@@ -103,6 +103,21 @@ def _flip_samples(rng, dtype, cls):
     return []
 
 
+def _diag_embed_samples(rng, dtype, cls):
+    """(input, offset, dim1, dim2): the main diagonal, offsets above and below, the matrix dims anywhere."""
+    x = lambda shape, layout="contig": _x(rng, shape, dtype, layout)  # noqa: E731
+    if cls == "plain":
+        return [Sample((x((2, 3)),)), Sample((x((2, 3)), 1, 0, 2)), Sample((x((2, 3)), -2)), Sample((x((4,)),)),
+                Sample((x((2, 3, 2)), 2, 2, 0)), Sample((x((3,)), -1, 1, 0))]
+    if cls == "noncontig":
+        return [Sample((x((4, 5), "T"),)), Sample((x((3, 6), "strided"), 1))]
+    if cls == "empty":
+        return [Sample((x((0, 3)),)), Sample((x((2, 0)), 1))]
+    if cls == "size1":
+        return [Sample((x((1,)),)), Sample((x((3, 1)), -1))]
+    return []
+
+
 def _cumulative_samples(rng, dtype, cls):
     def x(shape, layout="contig"):  # beyond "plain" (finite differences), repeats: ties move the index later
         return Arg(make_values(rng, shape, dtype, low=-2, high=2, discrete=cls != "plain"), layout)
@@ -129,6 +144,8 @@ OP_INFOS = [
     OpInfo("diff", "CUSTOM", ALL_DTYPES, _diff_samples, torch.diff, ("plain", "noncontig", "empty", "size1")),
     OpInfo("roll", "CUSTOM", ALL_DTYPES, _roll_samples, torch.roll, SHAPE_CLASSES, exact_float=True),
     OpInfo("flip", "CUSTOM", ALL_DTYPES, _flip_samples, torch.flip, SHAPE_CLASSES, exact_float=True),
+    OpInfo("diag_embed", "CUSTOM", ALL_DTYPES, _diag_embed_samples, torch.diag_embed,
+           ("plain", "noncontig", "empty", "size1"), exact_float=True),
     *[OpInfo(n, "CUSTOM", ALL_DTYPES, _cumulative_samples, getattr(torch, n), SHAPE_CLASSES, exact_float=True)
       for n in ("cummax", "cummin")],
 ]

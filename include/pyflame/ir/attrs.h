@@ -351,6 +351,16 @@ struct SelectAttrs {
   template <class V> void fields(V&& v) const { v("k", k), v("dim", dim), v("largest", largest), v("keepdim", keepdim); }
 };
 
+// diag_embed: the diagonal (offset above the main one when > 0) of the
+// matrices in dims dim1, dim2 of the result.
+struct DiagonalAttrs {
+  int64_t offset = 0;
+  int64_t dim1 = -2;
+  int64_t dim2 = -1;
+  bool operator==(const DiagonalAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("offset", offset), v("dim1", dim1), v("dim2", dim2); }
+};
+
 // flip: the dims reversed (wrapped, each once).
 struct FlipAttrs {
   std::vector<int64_t> dims;
@@ -443,8 +453,8 @@ struct RmspropAttrs {
   X(ConvAttrs) X(PoolAttrs) X(NormAttrs) X(RandomAttrs) X(LossAttrs) X(CopyAttrs) X(FillAttrs) X(AdamAttrs)  \
   X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(SelectAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs) \
   X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs) X(AddProductAttrs) X(IndexAlongAttrs)    \
-  X(DiffAttrs) X(FlipAttrs) X(RollAttrs) X(TensordotAttrs) X(EinsumAttrs) X(LerpAttrs) X(LogitAttrs)       \
-  X(CdistAttrs)
+  X(DiffAttrs) X(DiagonalAttrs) X(FlipAttrs) X(RollAttrs) X(TensordotAttrs) X(EinsumAttrs) X(LerpAttrs)   \
+  X(LogitAttrs) X(CdistAttrs)
 #define PF_ATTRS_ALTERNATIVE(A) , A
 using OpAttrs = std::variant<NoAttrs PF_FOR_EACH_ATTRS(PF_ATTRS_ALTERNATIVE)>;
 #undef PF_ATTRS_ALTERNATIVE
