@@ -45,6 +45,15 @@ void def_with_method(nb::module_& m, nb::class_<Tensor>& tensor, const char* nam
   tensor.def(name, f, extra...);
 }
 
+// pf.layer_norm_backward and pf.rms_norm_backward: normalized_shape an int or a sequence.
+template <class F> void def_row_norm_backward(nb::module_& m, const char* name, F backward, const char* doc) {
+  m.def(
+      name,
+      [backward](const Tensor& grad, const Tensor& x, nb::handle normalized_shape, std::optional<Tensor> weight,
+                 double eps) { return backward(grad, x, as_shape(nb::make_tuple(normalized_shape)), opt(weight), eps); },
+      "grad"_a, "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = 1e-5, doc);
+}
+
 }  // namespace
 
 void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor) {
@@ -97,22 +106,12 @@ void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor) {
         "The gradient of softmax's input from its output's gradient and its output.");
   m.def("log_softmax_backward", &pyflame::log_softmax_backward, "grad"_a, "output"_a, "dim"_a,
         "The gradient of log_softmax's input from its output's gradient and its output.");
-  m.def(
-      "layer_norm_backward",
-      [](const Tensor& grad, const Tensor& x, nb::handle normalized_shape, std::optional<Tensor> weight, double eps) {
-        return pyflame::layer_norm_backward(grad, x, as_shape(nb::make_tuple(normalized_shape)), opt(weight), eps);
-      },
-      "grad"_a, "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = 1e-5,
-      "(grad_input, grad_weight, grad_bias) of layer_norm (the statistics recomputed from the input); the last two "
-      "of normalized_shape in the compute dtype.");
-  m.def(
-      "rms_norm_backward",
-      [](const Tensor& grad, const Tensor& x, nb::handle normalized_shape, std::optional<Tensor> weight, double eps) {
-        return pyflame::rms_norm_backward(grad, x, as_shape(nb::make_tuple(normalized_shape)), opt(weight), eps);
-      },
-      "grad"_a, "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = 1e-5,
-      "(grad_input, grad_weight) of rms_norm (the statistics recomputed from the input); the weight's of "
-      "normalized_shape in the compute dtype.");
+  def_row_norm_backward(m, "layer_norm_backward", &pyflame::layer_norm_backward,
+                        "(grad_input, grad_weight, grad_bias) of layer_norm (the statistics recomputed from the "
+                        "input); the last two of normalized_shape in the compute dtype.");
+  def_row_norm_backward(m, "rms_norm_backward", &pyflame::rms_norm_backward,
+                        "(grad_input, grad_weight) of rms_norm (the statistics recomputed from the input); the "
+                        "weight's of normalized_shape in the compute dtype.");
   m.def(
       "batch_norm_backward",
       [](const Tensor& grad, const Tensor& x, std::optional<Tensor> running_mean, std::optional<Tensor> running_var,

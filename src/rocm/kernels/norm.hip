@@ -421,7 +421,7 @@ static __global__ void __launch_bounds__(kNormThreads)
 #pragma unroll
   for (int j = 0; j < V; ++j) sums[0][group][lane * V + j] = sum_gxhat[j], sums[1][group][lane * V + j] = sum_g[j];
   __syncthreads();
-  // Thread t of the block adds column t of the tile (two passes when the tile is wider than the block).
+  // Thread t of the block adds column t of the tile (at most kNormThreads wide: 32 lanes of 8 halves).
   for (int c = threadIdx.x; c < kColLanes * V; c += kNormThreads) {
     const int64_t at = static_cast<int64_t>(blockIdx.x) * kColLanes * V + c;
     if (at >= m) break;
