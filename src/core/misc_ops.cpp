@@ -273,9 +273,9 @@ Inferred infer_diag_embed(OpCall& call) {
   const int64_t rank = input.dim() + 1;
   const int64_t d1 = wrap_dim(a.dim1, rank, "diag_embed"), d2 = wrap_dim(a.dim2, rank, "diag_embed");
   PF_CHECK(d1 != d2, ValueError, "diagonal dimensions cannot be identical ", a.dim1, ", ", a.dim2);
-  a.dim1 = d1, a.dim2 = d2;
-  const int64_t m = (input.dim() ? input.shape().back() : 1) + std::abs(a.offset);
-  Shape shape(input.shape().begin(), input.shape().end() - (input.dim() ? 1 : 0));
+  a.dim1 = d1, a.dim2 = d2;  // two distinct dims: the input has a last dim (a 0-d input failed above)
+  const int64_t m = input.shape().back() + std::abs(a.offset);
+  Shape shape(input.shape().begin(), input.shape().end() - 1);
   shape.insert(shape.begin() + std::min(d1, d2), m);
   shape.insert(shape.begin() + std::max(d1, d2), m);
   return {current_device(), {InputPlan{}}, {{shape, input.dtype()}}, {}};
@@ -287,10 +287,10 @@ Inferred infer_diag_embed(OpCall& call) {
 std::vector<Tensor> diag_embed_composite(const OpCall& call) {
   const Tensor& input = call.inputs[0];
   const auto& a = call.attr<DiagonalAttrs>();
-  const int64_t n = input.dim() ? input.shape().back() : 1, rank = input.dim() + 1, k = std::abs(a.offset);
+  const int64_t n = input.shape().back(), rank = input.dim() + 1, k = std::abs(a.offset);
   const Tensor position = arange(Scalar(int64_t{0}), Scalar(n));
   const Tensor diagonal = eq(unsqueeze(position, 1), position);
-  Shape column(input.shape().begin(), input.shape().end() - (input.dim() ? 1 : 0));
+  Shape column(input.shape().begin(), input.shape().end() - 1);
   column.push_back(n), column.push_back(1);
   Tensor square = where(diagonal, reshape(input, column), full({}, Scalar(int64_t{0}), input.dtype()));
   if (k) square = pad(square, a.offset > 0 ? std::vector<int64_t>{k, 0, 0, k} : std::vector<int64_t>{0, k, k, 0});
