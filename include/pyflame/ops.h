@@ -104,6 +104,14 @@ PF_API Tensor rand(const Shape& shape, DType dtype = DType::Float32, Generator* 
 PF_API Tensor randn(const Shape& shape, DType dtype = DType::Float32, Generator* generator = nullptr);  // N(0, 1)
 PF_API Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = DType::Int64,
                       Generator* generator = nullptr);
+// 1 with the probability probs holds (broadcast to like's shape), or p where
+// probs is undefined, else 0: like's shape and dtype and device (torch.bernoulli).
+PF_API Tensor bernoulli(const Tensor& like, const Tensor& probs, double p = 0.5, Generator* generator = nullptr);
+// N(mean, stddev^2) samples, as torch.normal: mean and stddev tensors (broadcast;
+// the result has mean's dtype) or, where undefined, the numbers; with neither,
+// of `shape` and `dtype`.
+PF_API Tensor normal(const Tensor& mean, const Tensor& stddev, double mean_value = 0.0, double std_value = 1.0,
+                     const Shape& shape = {}, DType dtype = DType::Float32, Generator* generator = nullptr);
 
 }  // namespace pyflame
 #include "pyflame/shape_ops.h"

@@ -1,10 +1,10 @@
-"""PyTorch functions composed of table ops: equal and allclose, the
-index_* family, index_put, masked_select, take, aminmax, diff, unary plus, and
-the random draws normal, bernoulli, multinomial, Tensor.bernoulli_ and
-Tensor.exponential_; addcmul, addcdiv and isclose, which are composite ops of the table.
+"""PyTorch functions over table ops: equal and allclose, the index_* family,
+index_put, masked_select, take, aminmax, diff, unary plus, and the random draws
+normal, bernoulli, multinomial, Tensor.bernoulli_ and Tensor.exponential_;
+addcmul, addcdiv, isclose, normal and bernoulli are composite ops of the table.
 
-The random draws compose pf.rand/pf.randn, which draw on the tensor's device
-from one Philox stream: a seed gives the same numbers on the CPU and the GPU.
+The random draws are pf.rand/pf.randn's, drawn on the tensor's device from one
+Philox stream: a seed gives the same numbers on the CPU and the GPU.
 """
 
 import builtins
@@ -12,7 +12,7 @@ import math
 from collections import namedtuple
 
 from . import _C
-from ._creation import arange, full, rand, randn, tensor
+from ._creation import _float_dtype, arange, full, rand, tensor
 
 # --------------------------------------------------------------- helpers
 
@@ -225,25 +225,20 @@ def _check_std(std):
 def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """Normal samples, in torch.normal's four forms: normal(mean_tensor, std_tensor),
     normal(mean_float, std_tensor), normal(mean_tensor, std_float=1.0) (the tensors'
-    shapes broadcast), and normal(mean_float, std_float, size). Drawn as pf.randn."""
+    shapes broadcast; mean's dtype), and normal(mean_float, std_float, size): the table's normal.
+    The result is a constant to autograd (torch gives mean and std zero gradients)."""
     _check_std(std)
-    tensors = [t for t in (mean, std) if isinstance(t, _C.Tensor)]
-    if not tensors:
+    mean_t, std_t = (t if isinstance(t, _C.Tensor) else None for t in (mean, std))
+    if mean_t is None and std_t is None:
         if size is None:
             raise TypeError("normal(mean, std, size): with a number mean and std the size is needed")
-        size = (size,) if isinstance(size, int) else tuple(size)
-        z = randn(*size, dtype=dtype, generator=generator, device=device)
-        out = _C.add(_C.mul(z, float(std)), float(mean)) if (mean, std) != (0.0, 1.0) else z
+        out = _C.normal(None, None, float(mean), float(std), size, dtype=_float_dtype(dtype), generator=generator,
+                         device=device)
         return out.requires_grad_(True) if requires_grad else out
     if size is not None:
         raise TypeError("normal: size is given only with a number mean and std (normal(0.0, 1.0, size))")
-    for t in tensors:
-        if not t.dtype.is_floating_point:
-            raise TypeError(f"normal expects floating-point mean and std tensors, got {t.dtype}")
-    shape = _broadcast_shape(*[tuple(t.shape) for t in tensors])
-    like = tensors[0]
-    z = randn(*shape, dtype=like.dtype, generator=generator, device=like)
-    return _C.add(_C.mul(z, std), mean)
+    return _C.normal(mean_t, std_t, 0.0 if mean_t is not None else float(mean),
+                      1.0 if std_t is not None else float(std), generator=generator)
 
 
 def _uniform_like(t, generator):
@@ -261,18 +256,18 @@ def bernoulli(input, p=None, *, generator=None):
     """0 or 1 for each element, 1 with probability input (or p), in input's dtype, as torch.bernoulli."""
     if not input.dtype.is_floating_point:
         raise TypeError(f"bernoulli: input must be a floating-point tensor of probabilities, got {input.dtype}")
-    u = _uniform_like(input, generator)
     if p is None:
-        return _C.lt(u, input).to(input.dtype)
+        return _C.bernoulli(input, input, 0.5, generator)
     _check_p(p)
-    return _C.lt(u, float(p)).to(input.dtype)
+    return _C.bernoulli(input, None, float(p), generator)
 
 
 def _bernoulli_(self, p=0.5, *, generator=None):
     """Fills self with 0/1 draws, 1 with probability p (a number or a tensor broadcasting to self)."""
-    if not isinstance(p, _C.Tensor):
-        _check_p(p)
-    return self.copy_(_C.lt(_uniform_like(self, generator), p).to(self.dtype))
+    if isinstance(p, _C.Tensor):
+        return self.copy_(_C.bernoulli(self, p, 0.5, generator))
+    _check_p(p)
+    return self.copy_(_C.bernoulli(self, None, float(p), generator))
 
 
 def _exponential_(self, lambd=1.0, *, generator=None):

@@ -48,6 +48,16 @@ def _not_bool(input, name):
         raise TypeError(f"{name}: bool tensors are not supported (as in PyTorch); convert with .to(pf.uint8)")
 
 
+def _selection_dim(name, input, dim, k, lowest_k, out, what):
+    """The wrapped dim of a selection of the k-th entry (topk, kthvalue), after torch's checks."""
+    _no_out(name, out)
+    _not_bool(input, name)
+    dim, n = _size(input, dim, name)
+    if not lowest_k <= k <= n:
+        raise SelectionRangeError(f"{what} k={k} out of range for dimension {dim} of size {n}")
+    return dim
+
+
 def sort(input, dim=-1, descending=False, *, stable=False, out=None):
     """(values, indices) of input sorted along dim, as torch.sort. NaN sorts above every
     number; ties keep index order whatever `stable` says (every sort here is stable)."""
@@ -69,21 +79,13 @@ def msort(input, *, out=None):
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """The k largest (smallest) entries along dim and their indices, as torch.topk.
     The result is always sorted (torch leaves the order open when sorted=False)."""
-    _no_out("topk", out)
-    _not_bool(input, "topk")
-    dim, n = _size(input, dim, "topk")
-    if not 0 <= k <= n:
-        raise SelectionRangeError(f"topk: selected index k={k} out of range for dimension {dim} of size {n}")
+    dim = _selection_dim("topk", input, dim, k, 0, out, "topk: selected index")
     return TopkResult(*_C.topk(input, k, dim, bool(largest)))
 
 
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """The k-th smallest entry along dim (k from 1) and its index, as torch.kthvalue."""
-    _no_out("kthvalue", out)
-    _not_bool(input, "kthvalue")
-    dim, n = _size(input, dim, "kthvalue")
-    if not 1 <= k <= n:
-        raise SelectionRangeError(f"kthvalue(): selected number k={k} out of range for dimension {dim} of size {n}")
+    dim = _selection_dim("kthvalue", input, dim, k, 1, out, "kthvalue(): selected number")
     return KthvalueResult(*_C.kthvalue(input, k, dim, bool(keepdim)))
 
 

@@ -165,6 +165,20 @@ void bind_creation(nb::module_& m) {
                               as_generator(generator));
     });
   }, "low"_a, "high"_a, "size"_a, "dtype"_a = nb::none(), "generator"_a = nb::none(), "device"_a = nb::none());
+  // The table's composite draws: pyflame.bernoulli/normal and Tensor.bernoulli_ give them torch's forms.
+  m.def("bernoulli", [](const Tensor& like, std::optional<Tensor> probs, double p, nb::handle generator) {
+    return pyflame::bernoulli(like, probs.value_or(Tensor()), p, as_generator(generator));
+  }, "like"_a, "probs"_a.none(), "p"_a, "generator"_a = nb::none());
+  m.def("normal", [](std::optional<Tensor> mean, std::optional<Tensor> std, double mean_value, double std_value,
+                      nb::handle size, nb::handle dtype, nb::handle generator, nb::handle device) {
+    auto draw = [&] {
+      return pyflame::normal(mean.value_or(Tensor()), std.value_or(Tensor()), mean_value, std_value,
+                             size.is_none() ? Shape{} : as_shape(nb::make_tuple(size)),
+                             as_opt_dtype(dtype).value_or(DType::Float32), as_generator(generator));
+    };
+    return mean || std ? draw() : on(device, draw);
+  }, "mean"_a.none(), "std"_a.none(), "mean_value"_a, "std_value"_a, "size"_a = nb::none(), "dtype"_a = nb::none(),
+        "generator"_a = nb::none(), "device"_a = nb::none());
   m.def("from_numpy", &tensor_from_numpy, "array"_a, "A CPU tensor sharing memory with a NumPy array.");
 }
 

@@ -166,7 +166,8 @@ Grads d_fextremum(const GradContext& c, OpType wins) {
 }
 Grads d_fmax(const GradContext& c) { return d_fextremum(c, OpType::gt); }
 Grads d_fmin(const GradContext& c) { return d_fextremum(c, OpType::lt); }
-// Rounded quotients are piecewise constant: zero gradients (torch.div(rounding_mode=)'s).
+// Zero gradients for both inputs: rounded quotients are piecewise constant (torch.div(rounding_mode=)'s);
+// a normal sample gives its mean and std none (torch.normal's: no reparameterisation).
 Grads d_zero2(const GradContext& c) { return {zeros_like(c.grad()), zeros_like(c.grad())}; }
 // remainder(a, b) = a - floor(a / b) b and fmod(a, b) = a - trunc(a / b) b, the quotient held constant.
 Grads d_remainder(const GradContext& c) {
@@ -857,6 +858,7 @@ PF_REGISTER_DERIVATIVE(copysign, &d_copysign, kSavesBoth);
 PF_REGISTER_DERIVATIVE(xlogy, &d_xlogy, kSavesInputs);
 PF_REGISTER_DERIVATIVE(floor_divide, &d_zero2, kSavesNothing);
 PF_REGISTER_DERIVATIVE(trunc_divide, &d_zero2, kSavesNothing);
+PF_REGISTER_DERIVATIVE(normal, &d_zero2, kSavesNothing);
 PF_REGISTER_DERIVATIVE(remainder, &d_remainder, kSavesInputs);
 PF_REGISTER_DERIVATIVE(fmod, &d_fmod, kSavesInputs);
 

@@ -1,5 +1,8 @@
 // Creation ops. Random tensors are ops of the table (rand, randn, randint),
-// drawn by the kernel of the device they are made on; filled tensors are a
+// drawn by the kernel of the device they are made on; bernoulli and normal,
+// whose probabilities or moments may be tensors, are composites of rand/randn
+// and elementwise ops, drawing the range reserved when they were called (so a
+// seed gives the same numbers whichever way they run); filled tensors are a
 // fill op into a new tensor; ranges are computed on the host and copied to
 // the current device.
 
@@ -38,14 +41,100 @@ PF_REGISTER_INFER(rand, &infer_random);
 PF_REGISTER_INFER(randn, &infer_random);
 PF_REGISTER_INFER(randint, &infer_random);
 
+// a with the next shape_numel(a.shape) draws of the generator reserved for it.
+RandomAttrs reserved(RandomAttrs a, Generator* generator) {
+  PhiloxRange r = generator_or_default(generator).reserve(static_cast<uint64_t>(shape_numel(a.shape)));
+  a.seed = r.seed, a.offset = r.offset;
+  return a;
+}
+
 Tensor random(ir::OpType op, const Shape& shape, DType dtype, double low, double high, Generator* generator) {
   check_sizes(shape, op_name(op));
   RandomAttrs a;
   a.shape = shape, a.dtype = dtype, a.low = low, a.high = high;
-  PhiloxRange r = generator_or_default(generator).reserve(static_cast<uint64_t>(shape_numel(shape)));
-  a.seed = r.seed, a.offset = r.offset;
+  return apply_one(op, {}, reserved(std::move(a), generator));
+}
+
+// rand/randn of `shape` and `dtype` over the draws `range` reserved.
+Tensor draw(ir::OpType op, const Shape& shape, DType dtype, double low, double high, const RandomAttrs& range) {
+  RandomAttrs a = range;
+  a.shape = shape, a.dtype = dtype, a.low = low, a.high = high;
   return apply_one(op, {}, std::move(a));
 }
+
+// ---- bernoulli: inputs (like, probs); the result has like's shape and dtype,
+// 1 where a uniform draw is below the probability (probs broadcast, else attrs.p).
+
+Inferred infer_bernoulli(OpCall& call) {
+  const Tensor &like = call.inputs[0], &probs = call.inputs[1];
+  if (probs.defined()) {
+    PF_CHECK(is_floating(probs.dtype()), TypeError,
+             "bernoulli: the probabilities must be a floating-point tensor, got ", probs.dtype());
+    PF_CHECK(broadcast_shapes(probs.shape(), like.shape(), "bernoulli") == like.shape(), ValueError,
+             "bernoulli: probabilities of shape ", probs.shape(), " do not broadcast to the result's shape ",
+             like.shape());
+  } else {
+    const double p = call.attr<RandomAttrs>().p;
+    PF_CHECK(p >= 0 && p <= 1, ValueError, "bernoulli: p must be in [0, 1], got ", p);
+  }
+  return {current_device(), {InputPlan{}, InputPlan{}}, {{like.shape(), like.dtype()}}, {}};
+}
+
+// Uniforms in float64 for a float64 result, else float32 (as the draws of rand).
+std::vector<Tensor> bernoulli_composite(const OpCall& call) {
+  const Tensor &like = call.inputs[0], &probs = call.inputs[1];
+  const auto& a = call.attr<RandomAttrs>();
+  const DType uniform = like.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  const Tensor u = draw(ir::OpType::rand, like.shape(), uniform, 0.0, 1.0, a);
+  return {to(probs.defined() ? lt(u, probs) : lt(u, Scalar(a.p)), like.dtype())};
+}
+
+PF_REGISTER_INFER(bernoulli, &infer_bernoulli);
+PF_REGISTER_COMPOSITE(bernoulli, &bernoulli_composite);
+
+// ---- normal: inputs (mean, std), either undefined for the number attrs.low,
+// attrs.high; infer writes the result's shape and dtype into the attributes.
+
+// The tensors' broadcast shape, else `given` (normal of two numbers).
+Shape normal_shape(const Tensor& mean, const Tensor& stddev, const Shape& given) {
+  if (mean.defined() && stddev.defined()) return broadcast_shapes(mean.shape(), stddev.shape(), "normal");
+  return mean.defined() ? mean.shape() : stddev.defined() ? stddev.shape() : given;
+}
+
+Inferred infer_normal(OpCall& call) {
+  const Tensor &mean = call.inputs[0], &stddev = call.inputs[1];
+  auto& a = std::get<RandomAttrs>(call.attrs);
+  for (const Tensor* t : {&mean, &stddev})
+    PF_CHECK(!t->defined() || is_floating(t->dtype()), TypeError,
+             "normal expects floating-point mean and std tensors, got ", t->dtype());
+  if (!stddev.defined()) PF_CHECK(a.high >= 0, ValueError, "normal expects std >= 0.0, but found std ", a.high);
+  a.shape = normal_shape(mean, stddev, a.shape);
+  if (mean.defined() || stddev.defined()) a.dtype = (mean.defined() ? mean : stddev).dtype();  // torch: mean's dtype
+  else PF_CHECK(is_floating(a.dtype), TypeError, "normal: dtype must be floating point, got ", a.dtype);
+  check_sizes(a.shape, "normal");
+  return {current_device(), {InputPlan{}, InputPlan{}}, {{a.shape, a.dtype}}, {}};
+}
+
+// mean + std * N(0, 1), numbers among them in randn's own low/high; with a
+// tensor among them, drawn and combined in float32 (float64 for float64) and
+// rounded to the result's dtype once.
+std::vector<Tensor> normal_composite(const OpCall& call) {
+  const Tensor &mean = call.inputs[0], &stddev = call.inputs[1];
+  const auto& a = call.attr<RandomAttrs>();
+  const DType compute = a.dtype == DType::Float64 ? DType::Float64 : DType::Float32;
+  if (!mean.defined() && !stddev.defined()) return {draw(ir::OpType::randn, a.shape, a.dtype, a.low, a.high, a)};
+  Tensor r;
+  if (stddev.defined()) {
+    r = mul(draw(ir::OpType::randn, a.shape, compute, 0.0, 1.0, a), stddev);
+    r = mean.defined() ? add(r, mean) : add(r, Scalar(a.low));
+  } else {
+    r = add(draw(ir::OpType::randn, a.shape, compute, 0.0, a.high, a), mean);
+  }
+  return {to(r, a.dtype)};
+}
+
+PF_REGISTER_INFER(normal, &infer_normal);
+PF_REGISTER_COMPOSITE(normal, &normal_composite);
 
 Tensor filled(const Shape& shape, DType dtype, Scalar value) {
   Tensor t = Tensor::empty(shape, dtype);
@@ -96,6 +185,20 @@ Tensor randn(const Shape& shape, DType dtype, Generator* generator) {
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Generator* generator) {
   return random(ir::OpType::randint, shape, dtype, static_cast<double>(low), static_cast<double>(high), generator);
+}
+
+Tensor bernoulli(const Tensor& like, const Tensor& probs, double p, Generator* generator) {
+  RandomAttrs a;
+  a.shape = like.shape(), a.p = p;
+  return apply_one(ir::OpType::bernoulli, {like, probs}, reserved(std::move(a), generator));
+}
+
+Tensor normal(const Tensor& mean, const Tensor& stddev, double mean_value, double std_value, const Shape& shape,
+              DType dtype, Generator* generator) {
+  RandomAttrs a;
+  a.shape = normal_shape(mean, stddev, shape), a.dtype = dtype, a.low = mean_value, a.high = std_value;
+  check_sizes(a.shape, "normal");  // before the draws are reserved
+  return apply_one(ir::OpType::normal, {mean, stddev}, reserved(std::move(a), generator));
 }
 
 Tensor zeros(const Shape& shape, DType dtype) { return filled(shape, dtype, Scalar(int64_t{0})); }

@@ -1,4 +1,5 @@
-"""OpInfos of the random ops (rand, randn, randint).
+"""OpInfos of the random ops (rand, randn, randint) and of the draws shaped by
+tensors (bernoulli, normal: composites of rand and randn).
 
 The reference is an independent NumPy implementation of the draws PyFlame
 promises (Philox4x32-10, element i from counter offset + i; see
@@ -11,7 +12,7 @@ import numpy as np
 import torch
 
 import pyflame as pf
-from op_registry import ALL_DTYPES, FLOAT_DTYPES, PF_DTYPE, TORCH_DTYPE, OpInfo, pf_dtype_name
+from op_registry import ALL_DTYPES, FLOAT_DTYPES, PF_DTYPE, TORCH_DTYPE, Arg, OpInfo, Sample, make_values, pf_dtype_name
 
 _M32 = np.uint64(0xFFFFFFFF)
 
@@ -68,8 +69,6 @@ RANDOM_CLASSES = tuple(_SHAPES)
 
 def _samples(op):
     def samples(rng, dtype, cls):
-        from op_registry import Sample
-
         out = []
         for shape in _SHAPES[cls]:
             g = pf.Generator().manual_seed(int(rng.integers(0, 2**63)))
@@ -97,6 +96,71 @@ def _ref(op):
     return ref
 
 
+# ---- bernoulli, normal: their references draw from the generator's state when the sample was made
+# (the placement test calls the reference after PyFlame has drawn).
+
+_STATE_AT_SAMPLE = {}  # id(generator) -> (seed, offset)
+_TENSOR_SHAPES = {"plain": [(3, 5), (2, 3, 4), (700,)], "noncontig": [(4, 6), (3, 2, 5)], "empty": [(0,), (3, 0)],
+                  "scalar0d": [()]}
+DRAW_CLASSES = tuple(_TENSOR_SHAPES)
+
+
+def _fresh_generator(rng):
+    g = pf.Generator().manual_seed(int(rng.integers(0, 2**63)))
+    if rng.random() < 0.5:  # a generator that has drawn before: the offset matters
+        pf.rand(5, generator=g)
+    _STATE_AT_SAMPLE[id(g)] = generator_state(g)
+    return g
+
+
+def _draws_at_sample(op, shape, dtype, g, low=0.0, high=1.0):
+    seed, offset = _STATE_AT_SAMPLE[id(g)]
+    replay = pf.Generator()
+    replay.set_state(pf.tensor(np.frombuffer(np.array([seed, offset], dtype="<u8").tobytes(), dtype=np.uint8)))
+    return draws(op, shape, dtype, replay, low, high)
+
+
+def _bernoulli_samples(rng, dtype, cls):
+    out = []
+    for shape in _TENSOR_SHAPES[cls]:
+        layout = "T" if cls == "noncontig" else "contig"
+        probs = make_values(rng, shape, dtype, low=0.0, high=1.0)
+        out.append(Sample((Arg(probs, layout),), {"generator": _fresh_generator(rng)}))
+        p = float(rng.choice([0.0, 0.3, 1.0]))
+        out.append(Sample((Arg(make_values(rng, shape, dtype), layout),), {"p": p, "generator": _fresh_generator(rng)}))
+    return out
+
+
+def _bernoulli_ref(input, p=None, *, generator):
+    uniform = "float64" if input.dtype == torch.float64 else "float32"
+    u = _draws_at_sample("rand", tuple(input.shape), uniform, generator)
+    return (u < (input if p is None else p)).to(input.dtype)
+
+
+def _normal_samples(rng, dtype, cls):
+    out = []
+    for shape in _TENSOR_SHAPES[cls]:
+        layout = "T" if cls == "noncontig" else "contig"
+        mean, std = make_values(rng, shape, dtype), make_values(rng, shape, dtype, low=0.1, high=3.0)
+        for args in ((Arg(mean, layout), Arg(std, layout)), (Arg(mean, layout), 2.5), (-1.5, Arg(std, layout))):
+            out.append(Sample(args, {"generator": _fresh_generator(rng)}))
+        if cls != "noncontig":  # (no tensor to lay out)
+            out.append(Sample((0.5, 2.0, shape), {"dtype": PF_DTYPE[dtype], "generator": _fresh_generator(rng)}))
+    if cls == "plain":  # mean and std broadcast together; the result has mean's dtype
+        mean, std = make_values(rng, (3, 1), dtype), make_values(rng, (4,), "float64", low=0.1, high=3.0)
+        out.append(Sample((Arg(mean), Arg(std, dtype="float64")), {"generator": _fresh_generator(rng)}))
+    return out
+
+
+def _normal_ref(mean, std=1.0, size=None, *, generator, dtype=None):
+    tensors = [t for t in (mean, std) if isinstance(t, torch.Tensor)]
+    shape = tuple(torch.broadcast_shapes(*[t.shape for t in tensors])) if tensors else tuple(size)
+    out_dtype = tensors[0].dtype if tensors else TORCH_DTYPE[pf_dtype_name(dtype)]
+    z = _draws_at_sample("randn", shape, "float64", generator)
+    as64 = [t.to(torch.float64) if isinstance(t, torch.Tensor) else t for t in (mean, std)]
+    return (as64[0] + as64[1] * z).to(out_dtype)
+
+
 OP_INFOS = [
     OpInfo("rand", "RANDOM", FLOAT_DTYPES, _samples("rand"), _ref("rand"), RANDOM_CLASSES, exact_float=True,
            method=False),
@@ -105,4 +169,7 @@ OP_INFOS = [
            tol={"float32": (1e-6, 1e-7), "float64": (1e-14, 1e-14)}),
     OpInfo("randint", "RANDOM", ALL_DTYPES, _samples("randint"), _ref("randint"), RANDOM_CLASSES, exact_float=True,
            method=False),
+    OpInfo("bernoulli", "CUSTOM", FLOAT_DTYPES, _bernoulli_samples, _bernoulli_ref, DRAW_CLASSES, exact_float=True,
+           method=False),  # (a method that draws again cannot equal the function's draws)
+    OpInfo("normal", "CUSTOM", FLOAT_DTYPES, _normal_samples, _normal_ref, DRAW_CLASSES, method=False),
 ]

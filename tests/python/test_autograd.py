@@ -19,7 +19,7 @@ NOT_DIFFERENTIATED = {"batch_norm": {1, 2}, "nll_loss": {2}, "cross_entropy": {2
 # (remainder and fmod, piecewise linear, jump there too).
 PIECEWISE_CONSTANT = {"floor", "ceil", "round", "sign", "floor_divide", "trunc_divide", "remainder", "fmod"}
 # Random ops draw other numbers than PyTorch: their derivative has its own test below.
-OWN_TEST = {"dropout"}
+OWN_TEST = {"dropout", "normal"}  # normal: test_misc_api.py
 
 
 def _grad_params():
