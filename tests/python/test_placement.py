@@ -143,8 +143,9 @@ def _first_dtype(op):
     return "float32" if "float32" in op.dtypes else op.dtypes[0]
 
 
-# Ops whose result's shape depends on the input's values read them on the host, as in PyTorch.
-READS_VALUES = {"nonzero", "unique", "masked_select", "bincount"}
+# Ops whose result's shape depends on the input's values read them on the host, as in PyTorch;
+# so does normal's check that a std tensor holds no negative value (torch's too).
+READS_VALUES = {"nonzero", "unique", "masked_select", "bincount", "normal"}
 
 
 @needs_gpu
