@@ -80,11 +80,13 @@ PF_API Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int
 // g * xhat over the rows) and, for layer_norm, the bias's (sum of g), in the
 // compute dtype: the statistics each row needs once, and the parameters'
 // sums from the same reads where composing them took four passes more.
+// With param_grads false, only the input's gradient is made (the others undefined).
 PF_API std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const Tensor& input,
                                                               const Shape& normalized_shape, const Tensor& weight,
-                                                              double eps);
+                                                              double eps, bool param_grads = true);
 PF_API std::tuple<Tensor, Tensor> rms_norm_backward(const Tensor& grad, const Tensor& input,
-                                                    const Shape& normalized_shape, const Tensor& weight, double eps);
+                                                    const Shape& normalized_shape, const Tensor& weight, double eps,
+                                                    bool param_grads = true);
 // batch_norm and group_norm: the gradients of the input, the weight and the
 // bias, from one pass over grad and input. batch_norm's input gradient needs
 // the per-channel sums of g and g * xhat, which are the bias's and the

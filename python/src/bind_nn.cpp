@@ -7,6 +7,8 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <tuple>
+
 #include "bindings.h"
 #include "pyflame/error.h"
 #include "pyflame/nn_ops.h"
@@ -50,8 +52,12 @@ template <class F> void def_row_norm_backward(nb::module_& m, const char* name, 
   m.def(
       name,
       [backward](const Tensor& grad, const Tensor& x, nb::handle normalized_shape, std::optional<Tensor> weight,
-                 double eps) { return backward(grad, x, as_shape(nb::make_tuple(normalized_shape)), opt(weight), eps); },
-      "grad"_a, "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = 1e-5, doc);
+                 double eps, bool param_grads) {
+        auto grads = backward(grad, x, as_shape(nb::make_tuple(normalized_shape)), opt(weight), eps, param_grads);
+        return std::apply([](const auto&... t) { return nb::make_tuple((t.defined() ? nb::cast(t) : nb::none())...); },
+                          grads);
+      },
+      "grad"_a, "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = 1e-5, "param_grads"_a = true, doc);
 }
 
 }  // namespace
@@ -108,10 +114,10 @@ void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor) {
         "The gradient of log_softmax's input from its output's gradient and its output.");
   def_row_norm_backward(m, "layer_norm_backward", &pyflame::layer_norm_backward,
                         "(grad_input, grad_weight, grad_bias) of layer_norm (the statistics recomputed from the "
-                        "input); the last two of normalized_shape in the compute dtype.");
+                        "input); the last two of normalized_shape in the compute dtype (None with param_grads=False).");
   def_row_norm_backward(m, "rms_norm_backward", &pyflame::rms_norm_backward,
                         "(grad_input, grad_weight) of rms_norm (the statistics recomputed from the input); the "
-                        "weight's of normalized_shape in the compute dtype.");
+                        "weight's of normalized_shape in the compute dtype (None with param_grads=False).");
   m.def(
       "batch_norm_backward",
       [](const Tensor& grad, const Tensor& x, std::optional<Tensor> running_mean, std::optional<Tensor> running_var,

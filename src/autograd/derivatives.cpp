@@ -724,11 +724,12 @@ Grads d_adaptive_avg_pool(const GradContext& c) { return {adaptive_avg_pool2d_ba
 // bias's gradients in one call.
 Grads d_row_norm(const GradContext& c) {
   const NormAttrs& a = c.attr<NormAttrs>();
+  const bool param_grads = c.needs[1] || c.needs[2];
   if (c.call.op == OpType::rms_norm) {
-    auto [gx, gw] = rms_norm_backward(c.grad(), c.input(0), a.normalized_shape, c.input(1), a.eps);
+    auto [gx, gw] = rms_norm_backward(c.grad(), c.input(0), a.normalized_shape, c.input(1), a.eps, param_grads);
     return {gx, gw, {}};  // rms_norm takes (input, weight, bias) as layer_norm
   }
-  auto [gx, gw, gb] = layer_norm_backward(c.grad(), c.input(0), a.normalized_shape, c.input(1), a.eps);
+  auto [gx, gw, gb] = layer_norm_backward(c.grad(), c.input(0), a.normalized_shape, c.input(1), a.eps, param_grads);
   return {gx, gw, gb};
 }
 

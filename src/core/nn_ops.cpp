@@ -249,7 +249,9 @@ Inferred infer_row_norm_backward(OpCall& call) {
   g.dtype = call.inputs[1].dtype();
   const Shape& normalized_shape = call.attr<NormAttrs>().normalized_shape;
   const OutputPlan param{{shape_numel(normalized_shape)}, compute_dtype(call.inputs[1].dtype()), normalized_shape};
-  Inferred r{inf.device, {g, inf.inputs[0], inf.inputs[1]}, {inf.outputs[0], param}, {}};
+  Inferred r{inf.device, {g, inf.inputs[0], inf.inputs[1]}, {inf.outputs[0]}, {}};
+  if (!call.attr<NormAttrs>().param_grads) return r;
+  r.outputs.push_back(param);
   if (call.op == ir::OpType::layer_norm_backward) r.outputs.push_back(param);
   return r;
 }
@@ -613,18 +615,20 @@ Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t di
 
 std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const Tensor& input,
                                                        const Shape& normalized_shape, const Tensor& weight,
-                                                       double eps) {
+                                                       double eps, bool param_grads) {
   NormAttrs a;
-  a.normalized_shape = normalized_shape, a.eps = eps;
+  a.normalized_shape = normalized_shape, a.eps = eps, a.param_grads = param_grads;
   std::vector<Tensor> r = apply({ir::OpType::layer_norm_backward, {grad, input, weight}, std::move(a), {}});
+  r.resize(3);
   return {std::move(r[0]), std::move(r[1]), std::move(r[2])};
 }
 
 std::tuple<Tensor, Tensor> rms_norm_backward(const Tensor& grad, const Tensor& input, const Shape& normalized_shape,
-                                             const Tensor& weight, double eps) {
+                                             const Tensor& weight, double eps, bool param_grads) {
   NormAttrs a;
-  a.normalized_shape = normalized_shape, a.eps = eps;
+  a.normalized_shape = normalized_shape, a.eps = eps, a.param_grads = param_grads;
   std::vector<Tensor> r = apply({ir::OpType::rms_norm_backward, {grad, input, weight}, std::move(a), {}});
+  r.resize(2);
   return {std::move(r[0]), std::move(r[1])};
 }
 

@@ -73,7 +73,7 @@ template <bool kRms> void row_norm_kernel(OpCall& call) {
 // xhat = (x - mean) rstd and gxhat = g w,
 //   gx = rstd (gxhat - mean(gxhat) - xhat mean(gxhat xhat))   (rms_norm: no mean(gxhat) term),
 // the statistics and both means in double; the weight's gradient sum(g xhat)
-// and the bias's sum(g) over the rows (outputs 1 and 2). The rows go in at
+// and the bias's sum(g) over the rows (outputs 1 and 2, where asked for). The rows go in at
 // most kParamChunks fixed chunks, each summing its own columns, the chunks
 // added in order: the same sums whatever the thread count.
 template <bool kRms> void row_norm_backward_kernel(OpCall& call) {
@@ -110,6 +110,7 @@ template <bool kRms> void row_norm_backward_kernel(OpCall& call) {
           }
         }
     });
+    if (call.outputs.size() == 1) return;  // no parameters' gradients asked for
     using P = acc_t<T>;
     P* gw = call.outputs[1].data<P>();
     P* gb = kRms ? nullptr : call.outputs[2].data<P>();

@@ -647,6 +647,31 @@ def test_row_norms_gpu_paths(dtype, rng):
                      f"group_norm {shape} G={groups} ({dtype})", scale=2)
 
 
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_row_norm_input_gradient_alone(device, rng):
+    """With parameters that require no grad, autograd asks the fused backward for the input's
+    gradient alone (param_grads=False): the same gradient, the parameters' left out."""
+    if device == "rocm":
+        _gpu_or_skip()
+    for rows, m in ((64, 384), (5, 33)):
+        x, g = make_values(rng, (rows, m), "float32"), make_values(rng, (rows, m), "float32")
+        w, b = make_values(rng, (m,), "float32", low=0.5, high=2), make_values(rng, (m,), "float32")
+        px, pg, pw, pb = (pf.tensor(v, device=device) for v in (x, g, w, b))
+        full = pf.layer_norm_backward(pg, px, (m,), pw)
+        alone = pf.layer_norm_backward(pg, px, (m,), pw, param_grads=False)
+        assert alone[1] is None and alone[2] is None
+        np.testing.assert_array_equal(pf_to_numpy(alone[0]), pf_to_numpy(full[0]))
+        gx, gw = pf.rms_norm_backward(pg, px, (m,), pw, param_grads=False)
+        assert gw is None
+        np.testing.assert_array_equal(pf_to_numpy(gx), pf_to_numpy(pf.rms_norm_backward(pg, px, (m,), pw)[0]))
+        px.requires_grad_(True)
+        pf.layer_norm(px, (m,), pw, pb).backward(pg)
+        tx = torch.from_numpy(x).requires_grad_(True)
+        F.layer_norm(tx, (m,), torch.from_numpy(w), torch.from_numpy(b)).backward(torch.from_numpy(g))
+        assert pw.grad is None
+        assert_matches(px.grad.to("cpu"), tx.grad, 1e-4, 1e-5, what=f"layer_norm input gradient ({rows}, {m})")
+
+
 # batch_norm's GPU paths: up to 32768 values per channel (small feature maps: 128x64x8x8,
 # 128x128x16x16, 64x512x7x7; runs of one value, of odd lengths) one launch with a block per channel,
 # forward and backward, training and eval; more (4x3x8200, 2x3x40000) the three launches. Running

@@ -173,10 +173,13 @@ struct NormAttrs {
   bool training = false;
   double momentum = 0;
   double eps = 0;
+  // layer_norm_backward, rms_norm_backward: whether the parameters' gradients are
+  // made too (autograd asks for them only when a parameter requires grad).
+  bool param_grads = true;
   bool operator==(const NormAttrs&) const = default;
   template <class V> void fields(V&& v) const {
     v("normalized_shape", normalized_shape), v("num_groups", num_groups), v("training", training),
-        v("momentum", momentum), v("eps", eps);
+        v("momentum", momentum), v("eps", eps), v("param_grads", param_grads);
   }
 };
 

@@ -480,7 +480,7 @@ void launch_row_norm_params(OpCall& call, const T* g, const T* x, const acc_t<T>
 }
 
 // inputs: g (rows, M), x (rows, M), weight (M, float64) or undefined;
-// outputs: the input's gradient, the weight's and (layer_norm) the bias's.
+// outputs: the input's gradient, then (attrs.param_grads) the weight's and (layer_norm) the bias's.
 template <bool kRms> void row_norm_backward_entry(OpCall& call) {
   const int device = call.out().device().index;
   DeviceGuard guard(device);
@@ -535,7 +535,7 @@ template <bool kRms> void row_norm_backward_entry(OpCall& call) {
           row_norm_backward<T, kRms, 1><<<grid, kNormThreads, 0, stream>>>(out, stats, gp, xp, wp, rows, m, eps);
       }
       HIP_CHECK(hipGetLastError());
-      launch_row_norm_params<T, kRms>(call, gp, xp, stats, rows, m, device, stream);
+      if (call.outputs.size() > 1) launch_row_norm_params<T, kRms>(call, gp, xp, stats, rows, m, device, stream);
     }
   });
   check_launch(op_name(call.op), "rows (" + std::to_string(rows) + ", " + std::to_string(m) + ") (" +
