@@ -29,6 +29,25 @@ using kernels::make_window;
 using kernels::valid_range;
 using kernels::Window;
 
+// The taps of output row (od, oh): for each kernel tap inside the input in
+// depth and height, visit(row, off, lo, hi) with row the input row's first
+// element, off the tap's width offset; outputs o in [lo, hi) read row + o * s + off.
+template <class F> void for_each_row_tap(const Window& w, int64_t od, int64_t oh, int64_t width, const F& visit) {
+  for (int64_t kd = 0; kd < w.k[0]; ++kd) {
+    const int64_t id = od * w.s[0] - w.p[0] + kd * w.d[0];
+    if (id < 0 || id >= w.in[0]) continue;
+    for (int64_t kh = 0; kh < w.k[1]; ++kh) {
+      const int64_t ih = oh * w.s[1] - w.p[1] + kh * w.d[1];
+      if (ih < 0 || ih >= w.in[1]) continue;
+      for (int64_t kw = 0; kw < w.k[2]; ++kw) {
+        const int64_t off = kw * w.d[2] - w.p[2];
+        const auto [lo, hi] = valid_range(off, w.s[2], w.in[2], width);
+        visit((id * w.in[1] + ih) * w.in[2], off, lo, hi);
+      }
+    }
+  }
+}
+
 // The divisor's part from one dim of an average window at output position o:
 // the window clipped to the padded input (count_include_pad) or to the input.
 int64_t avg_extent(int64_t o, int64_t k, int64_t s, int64_t p, int64_t in, bool count_include_pad) {
@@ -52,25 +71,16 @@ template <class T, bool kMax> void sliding_pool(const Window& w, const PoolAttrs
       for (int64_t od = 0; od < w.out[0]; ++od)
         for (int64_t oh = 0; oh < w.out[1]; ++oh, dst += width) {
           std::fill(acc.begin(), acc.end(), kMax ? -std::numeric_limits<A>::infinity() : A(0));
-          for (int64_t kd = 0; kd < w.k[0]; ++kd) {
-            const int64_t id = od * w.s[0] - w.p[0] + kd * w.d[0];
-            if (id < 0 || id >= w.in[0]) continue;
-            for (int64_t kh = 0; kh < w.k[1]; ++kh) {
-              const int64_t ih = oh * w.s[1] - w.p[1] + kh * w.d[1];
-              if (ih < 0 || ih >= w.in[1]) continue;
-              const T* row = src + (id * w.in[1] + ih) * w.in[2];
-              for (int64_t kw = 0; kw < w.k[2]; ++kw) {
-                const int64_t off = kw * w.d[2] - w.p[2], s = w.s[2];
-                const auto [lo, hi] = valid_range(off, s, w.in[2], width);
-                A* acc_p = acc.data();
-                for (int64_t o = lo; o < hi; ++o) {
-                  const A v = static_cast<A>(row[o * s + off]);
-                  if constexpr (kMax) acc_p[o] = (v > acc_p[o] || v != v) ? v : acc_p[o];  // NaN wins, as in torch
-                  else acc_p[o] += v;
-                }
-              }
+          const int64_t s = w.s[2];
+          for_each_row_tap(w, od, oh, width, [&](int64_t row, int64_t off, int64_t lo, int64_t hi) {
+            const T* r = src + row;
+            A* acc_p = acc.data();
+            for (int64_t o = lo; o < hi; ++o) {
+              const A v = static_cast<A>(r[o * s + off]);
+              if constexpr (kMax) acc_p[o] = (v > acc_p[o] || v != v) ? v : acc_p[o];  // NaN wins, as in torch
+              else acc_p[o] += v;
             }
-          }
+          });
           if constexpr (kMax) {
             for (int64_t o = 0; o < width; ++o) dst[o] = static_cast<T>(acc[o]);
           } else if (a.divisor_override) {
@@ -186,24 +196,13 @@ void max_pool_backward_kernel(OpCall& call) {
           for (int64_t oh = 0; oh < w.out[1]; ++oh, gy += width) {
             std::fill(m.begin(), m.end(), -std::numeric_limits<A>::infinity());
             std::fill(best.begin(), best.end(), int64_t{-1});
-            for (int64_t kd = 0; kd < w.k[0]; ++kd) {
-              const int64_t id = od * w.s[0] - w.p[0] + kd * w.d[0];
-              if (id < 0 || id >= w.in[0]) continue;
-              for (int64_t kh = 0; kh < w.k[1]; ++kh) {
-                const int64_t ih = oh * w.s[1] - w.p[1] + kh * w.d[1];
-                if (ih < 0 || ih >= w.in[1]) continue;
-                const int64_t row = (id * w.in[1] + ih) * w.in[2];
-                for (int64_t kw = 0; kw < w.k[2]; ++kw) {
-                  const int64_t off = kw * w.d[2] - w.p[2], s = w.s[2];
-                  const auto [lo, hi] = valid_range(off, s, w.in[2], width);
-                  for (int64_t o = lo; o < hi; ++o) {
-                    const int64_t at = row + o * s + off;
-                    const A v = static_cast<A>(src[at]);
-                    if (best[o] < 0 || v > m[o] || v != v) m[o] = v, best[o] = at;
-                  }
-                }
+            for_each_row_tap(w, od, oh, width, [&](int64_t row, int64_t off, int64_t lo, int64_t hi) {
+              for (int64_t o = lo; o < hi; ++o) {
+                const int64_t at = row + o * w.s[2] + off;
+                const A v = static_cast<A>(src[at]);
+                if (best[o] < 0 || v > m[o] || v != v) m[o] = v, best[o] = at;
               }
-            }
+            });
             for (int64_t o = 0; o < width; ++o)
               if (best[o] >= 0) acc[best[o]] += static_cast<A>(gy[o]);
           }
