@@ -8,8 +8,8 @@
 #   scripts/gpu_check.sh [--wheel FILE] [STEP...]
 #
 # Steps, in this order (default: all): build, cpp_tests, sanitizer, python_tests, demo,
-# rocm_benchmark, training_benchmark, models, shapes, distributed (two GPUs); `tests` names
-# cpp_tests to demo and `benchmarks` the last five. All of them take longer than one device call may run (10
+# rocm_benchmark, training_benchmark, compile_benchmark, models, shapes, distributed (two GPUs); `tests` names
+# cpp_tests to demo and `benchmarks` the last six. All of them take longer than one device call may run (10
 # minutes), so the check runs in parts: `build tests` first, whose wheel comes back in
 # $OUT/wheel (parts under 16 MiB: cat them together), then `--wheel FILE sanitizer` and
 # `--wheel FILE benchmarks` (or single benchmarks) on that wheel instead of a build.
@@ -30,9 +30,10 @@ if [ "${1:-}" = "--wheel" ]; then
   WHEEL=$2
   shift 2
 fi
-ALL_STEPS="build cpp_tests sanitizer python_tests demo rocm_benchmark training_benchmark models shapes distributed"
+ALL_STEPS="build cpp_tests sanitizer python_tests demo"
+ALL_STEPS+=" rocm_benchmark training_benchmark compile_benchmark models shapes distributed"
 REQUESTED=" $(echo "${*:-$ALL_STEPS}" | sed -e 's/\btests\b/cpp_tests python_tests demo/' \
-  -e 's/\bbenchmarks\b/rocm_benchmark training_benchmark models shapes distributed/') "
+  -e 's/\bbenchmarks\b/rocm_benchmark training_benchmark compile_benchmark models shapes distributed/') "
 wanted() { [[ "$REQUESTED" == *" $1 "* ]]; }
 
 # The benchmarks record the commit measured; the GPU machine's copy of the tree may carry a stale
@@ -99,6 +100,10 @@ fi
 if wanted training_benchmark; then
   step training_benchmark python3 benchmarks/training_benchmark.py --json "$OUT/training_benchmark.json"
   cat "$LOGS/training_benchmark.log"
+fi
+if wanted compile_benchmark; then
+  step compile_benchmark python3 benchmarks/compile_benchmark.py --json "$OUT/compile_benchmark.json"
+  cat "$LOGS/compile_benchmark.log"
 fi
 # Whole models and the shapes they run, next to PyTorch (issue 21; docs/perf.md).
 if wanted models; then

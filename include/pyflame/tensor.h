@@ -41,9 +41,14 @@ class PF_API Storage {
   // tensor saved for backward still holds the values it saved.
   uint64_t version() const { return version_; }
   void bump_version() { ++version_; }
+  // Storages are numbered as they are made: a graph trace tells the memory that
+  // existed before it (parameters) from memory the traced code made.
+  uint64_t serial() const { return serial_; }
+  static uint64_t next_serial();
 
  private:
   uint64_t version_ = 0;
+  uint64_t serial_;
   void* data_;
   size_t nbytes_;
   Device device_;

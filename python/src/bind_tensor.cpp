@@ -12,6 +12,7 @@
 #include "bindings.h"
 #include "pyflame/autograd.h"
 #include "pyflame/error.h"
+#include "pyflame/ir/graph.h"
 #include "pyflame/ops.h"
 
 using namespace pyflame::python;
@@ -63,6 +64,7 @@ using NumpyArray = nb::ndarray<nb::numpy>;
 // A NumPy view of a CPU tensor (zero-copy; it keeps the storage alive).
 // Tensors elsewhere are copied to the host first.
 NumpyArray to_numpy(const Tensor& t) {
+  pyflame::ir::trace_break("a read of a tensor's values on the host (numpy, tolist, printing)");
   Tensor h = t.device().is_cpu() ? t : t.to(pyflame::Device::cpu());
   auto dt = dlpack_dtype(h.dtype());
   auto* owner_tensor = new Tensor(h);
@@ -70,6 +72,13 @@ NumpyArray to_numpy(const Tensor& t) {
   std::vector<size_t> shape(h.shape().begin(), h.shape().end());
   std::vector<int64_t> strides(h.strides().begin(), h.strides().end());
   return NumpyArray(h.data_ptr(), shape.size(), shape.data(), owner, strides.data(), dt);
+}
+
+// A tensor's one value on the host (item, bool, float, int, index): Python then
+// decides with it, which a graph trace cannot replay.
+Scalar host_item(const Tensor& t, const char* what) {
+  pyflame::ir::trace_break(std::string("Tensor.") + what + " (a read of a value on the host)");
+  return t.item();
 }
 
 // to_numpy as a Python object. nanobind describes 64-bit integers as C's long long,
@@ -351,7 +360,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
         }
         return !copy.is_none() && nb::cast<bool>(copy) ? arr.attr("copy")() : arr;
       }, "dtype"_a = nb::none(), "copy"_a = nb::none())
-      .def("item", [](const Tensor& t) { return scalar_to_python(t.item()); })
+      .def("item", [](const Tensor& t) { return scalar_to_python(host_item(t, "item()")); })
       .def("tolist", [](const Tensor& t) {
         if (t.dtype() == DType::BFloat16) return nb::cast(to_numpy(t.to(DType::Float32))).attr("tolist")();
         return nb::cast(to_numpy(t)).attr("tolist")();
@@ -372,14 +381,14 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
         if (t.numel() != 1)
           throw pyflame::ValueError("the truth value of a tensor with " + std::to_string(t.numel()) +
                                     " elements is ambiguous; use pf.max/pf.min or compare elementwise");
-        return t.item().f != 0;
+        return host_item(t, "__bool__").f != 0;
       })
-      .def("__float__", [](const Tensor& t) { return t.item().f; })
-      .def("__int__", [](const Tensor& t) { return t.item().i; })
+      .def("__float__", [](const Tensor& t) { return host_item(t, "__float__").f; })
+      .def("__int__", [](const Tensor& t) { return host_item(t, "__int__").i; })
       .def("__index__", [](const Tensor& t) {
         if (!pyflame::is_integral(t.dtype()) || t.numel() != 1)
           throw pyflame::TypeError("only integer tensors of a single element can be converted to an index");
-        return t.item().i;
+        return host_item(t, "__index__").i;
       })
       .def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); });
   // As torch.Tensor: NumPy's `ndarray + tensor` defers to us (and fails, as in PyTorch), while

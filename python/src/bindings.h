@@ -8,6 +8,7 @@
 //   bind_creation.cpp  factories, generators, from_numpy
 //   bind_device.cpp    devices, synchronisation, the rocm_* functions
 //   bind_autograd.cpp  gradients: Tensor.requires_grad/grad/backward, grad_fn nodes, grad mode
+//   bind_graph.cpp     graph tracing and replay (pf.compile)
 //   bind_optim.cpp     fused optimizer updates
 //   bind_sort.cpp      sort and nonzero (python/pyflame/_sorting.py builds on them)
 //   bind_linalg.cpp    the norms of torch.linalg, logsumexp, nansum and nanmean (python/pyflame/_linalg.py builds on them)
@@ -61,6 +62,7 @@ void bind_ops(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_creation(nb::module_& m);
 void bind_device(nb::module_& m);
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor);
+void bind_graph(nb::module_& m);
 void bind_optim(nb::module_& m);
 void bind_sort(nb::module_& m);
 void bind_dlpack(nb::module_& m, nb::class_<Tensor>& tensor);

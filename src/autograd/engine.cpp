@@ -11,6 +11,7 @@
 #include "core/dispatch.h"
 #include "pyflame/autograd.h"
 #include "pyflame/error.h"
+#include "pyflame/ir/graph.h"
 #include "pyflame/ops.h"
 
 namespace pyflame {
@@ -611,6 +612,7 @@ void queue_callback(std::function<void()> fn) {
 }
 
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots, bool retain_graph) {
+  ir::trace_break("a backward pass (pf.compile traces forward code; call backward outside it)");
   std::vector<Edge> edges;
   std::vector<Tensor> grads;
   for (size_t i = 0; i < roots.size(); ++i) {
@@ -631,6 +633,7 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs, bool retain_graph, bool allow_unused) {
+  ir::trace_break("a backward pass (pf.autograd.grad)");
   std::vector<Edge> edges, targets;
   std::vector<Tensor> grads;
   for (size_t i = 0; i < outputs.size(); ++i) {

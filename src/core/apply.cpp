@@ -361,6 +361,19 @@ ApplyHooks& apply_hooks() {
 }
 
 std::vector<Tensor> apply(OpCall call) {
+  ThreadState& state = thread_state();
+  if (state.tracing && state.apply_depth == 0 && apply_hooks().trace) {
+    // The calls this one makes (a composite's parts, autocast's casts) are not traced.
+    const OpCall traced{call.op, call.inputs, call.attrs, call.outputs};
+    ++state.apply_depth;
+    struct DepthGuard {
+      int& depth;
+      ~DepthGuard() { --depth; }
+    } guard{state.apply_depth};
+    std::vector<Tensor> outputs = apply(std::move(call));
+    apply_hooks().trace(traced, outputs);
+    return outputs;
+  }
   InferFn infer = find_infer(call.op);
   PF_CHECK(infer, NotSupportedError, op_name(call.op), ": the op has no infer function (a library bug)");
   PF_CHECK(call.attrs.index() == table_attrs_index(call.op), TypeError, op_name(call.op), ": called with ",

@@ -49,6 +49,16 @@ class DeviceBackend {
   // A backend without streams waits for the device instead.
   virtual uintptr_t current_stream_handle(int /*index*/) { return 0; }
   virtual void make_stream_wait(uintptr_t /*stream*/, int index) { synchronize(index); }
+  // Device graphs (pf.compile's replay on a GPU, ir::DeviceGraph): what this
+  // thread queues on device `index` between begin_capture and end_capture
+  // becomes one graph launched by launch_graph, its memory from a private pool
+  // that destroy_graph gives back. end_capture returns nullptr where the work
+  // could not be captured (`ok` false: an op failed during the capture).
+  virtual bool can_capture() const { return false; }
+  virtual void begin_capture(int /*index*/) {}
+  virtual void* end_capture(int /*index*/, bool /*ok*/) { return nullptr; }
+  virtual void launch_graph(void* /*graph*/) {}
+  virtual void destroy_graph(void* /*graph*/) {}
 };
 
 // nullptr when the device type has no backend in this process. The first

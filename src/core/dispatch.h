@@ -88,6 +88,8 @@ struct ApplyHooks {
   std::vector<Tensor> (*record)(OpCall& call, RunFn run, void* ctx) = nullptr;
   // In grad mode, for a view apply did not record: links it to the tensor it views.
   void (*link_view)(const Tensor& input, Tensor& view) = nullptr;
+  // While a graph trace runs: a top-level call as it was made (before autocast) and its results.
+  void (*trace)(const OpCall& call, const std::vector<Tensor>& outputs) = nullptr;
 };
 PF_API ApplyHooks& apply_hooks();
 

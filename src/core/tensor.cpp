@@ -1,6 +1,7 @@
 #include "pyflame/tensor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
 
@@ -13,8 +14,18 @@ namespace pyflame {
 
 // ---------------------------------------------------------------- Storage
 
+namespace {
+std::atomic<uint64_t> g_storage_serial{0};
+}
+
 Storage::Storage(void* data, size_t nbytes, Device device, Deleter deleter)
-    : data_(data), nbytes_(nbytes), device_(device), deleter_(std::move(deleter)) {}
+    : serial_(g_storage_serial.fetch_add(1, std::memory_order_relaxed)),
+      data_(data),
+      nbytes_(nbytes),
+      device_(device),
+      deleter_(std::move(deleter)) {}
+
+uint64_t Storage::next_serial() { return g_storage_serial.load(std::memory_order_relaxed); }
 
 Storage::~Storage() {
   if (deleter_) deleter_(data_);

@@ -16,6 +16,8 @@ struct ThreadState {
   // and factories see it. Wins over the process's current device.
   std::optional<Device> device;
   bool grad_enabled = true;
+  bool tracing = false;  // a graph trace (src/ir/tracer.cpp) takes this thread's top-level calls
+  int apply_depth = 0;   // apply() calls under way in this thread beneath a traced one
   bool autocast_active = false;                    // any entry of autocast set
   std::optional<DType> autocast[kNumDeviceTypes];  // per device type: the low-precision dtype
 };

@@ -8,6 +8,7 @@
 #include "pyflame/backend/rocm/memory.h"
 #include "pyflame/backend/rocm/stream.h"
 #include "rocm/device_guard.h"
+#include "rocm/graph_capture.h"
 #include "rocm/kernel_errors.h"
 #include "rocm/peer.h"
 
@@ -61,6 +62,11 @@ class ROCmBackend final : public DeviceBackend {
     HIP_CHECK(hipStreamWaitEvent(theirs, event, 0));
     HIP_CHECK(hipEventDestroy(event));  // released by the runtime once the wait is done
   }
+  bool can_capture() const override { return true; }
+  void begin_capture(int index) override { rocm::begin_capture(index); }
+  void* end_capture(int index, bool ok) override { return rocm::end_capture(index, ok); }
+  void launch_graph(void* graph) override { rocm::launch_graph(graph); }
+  void destroy_graph(void* graph) override { rocm::destroy_graph(graph); }
   DeviceInfo device_info(int index) const override {
     DeviceGuard guard(index);
     hipDeviceProp_t prop;

@@ -10,7 +10,7 @@ import operator
 from collections import OrderedDict
 
 from .. import _C
-from .module import Module, _addindent
+from .module import Module, _addindent, structure_changed
 from .parameter import Parameter
 
 
@@ -61,6 +61,7 @@ class _IndexedModules(Module):
             index += n
         items = list(self._modules.values())
         items.insert(index, module)
+        structure_changed()
         object.__setattr__(self, "_modules", OrderedDict((str(i), m) for i, m in enumerate(items)))
         return self
 
@@ -159,6 +160,7 @@ class ModuleDict(Module):
         self.add_module(key, module)
 
     def __delitem__(self, key):
+        structure_changed()
         del self._modules[key]
 
     def __len__(self):
@@ -171,6 +173,7 @@ class ModuleDict(Module):
         return key in self._modules
 
     def clear(self):
+        structure_changed()
         self._modules.clear()
 
     def pop(self, key):

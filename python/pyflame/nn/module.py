@@ -17,6 +17,19 @@ from .parameter import Parameter
 
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
+# Counts changes to any module's parameters, buffers, submodules or training flag, so that
+# pf.compile re-reads a module's state only after one (its guard, python/pyflame/_compile.py).
+_structure_version = 0
+
+
+def structure_changed():
+    global _structure_version
+    _structure_version += 1
+
+
+def structure_version():
+    return _structure_version
+
 
 class _HookedIdentity(Function):
     """The identity on several tensors whose backward hands their gradients to `on_grads`, which may return
@@ -219,6 +232,7 @@ class Module:
     def register_parameter(self, name, param):
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
+        structure_changed()
         _check_name("parameter", name)
         if hasattr(self, name) and name not in self._parameters:
             raise KeyError(f"attribute '{name}' already exists")
@@ -230,6 +244,7 @@ class Module:
     def register_buffer(self, name, tensor, persistent=True):
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
+        structure_changed()
         _check_name("buffer", name)
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
@@ -245,6 +260,7 @@ class Module:
     def add_module(self, name, module):
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        structure_changed()
         _check_name("module", name)
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
@@ -269,6 +285,7 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name, value):
+        structure_changed()
         d = self.__dict__
 
         def forget(*stores):  # the name leaves the other stores
@@ -307,6 +324,7 @@ class Module:
             object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
+        structure_changed()
         for store in ("_parameters", "_buffers", "_modules"):
             if name in self.__dict__.get(store, ()):
                 del self.__dict__[store][name]
@@ -383,6 +401,7 @@ class Module:
     def train(self, mode=True):
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
+        structure_changed()
         for m in self.modules():
             object.__setattr__(m, "training", mode)
         return self
@@ -424,6 +443,7 @@ class Module:
             for name, b in m._buffers.items():
                 if b is not None:
                     m._buffers[name] = fn(b)
+                    structure_changed()
         return self
 
     def zero_grad(self, set_to_none=True):

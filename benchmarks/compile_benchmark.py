@@ -1,0 +1,106 @@
+"""Graph mode: pf.compile next to PyTorch eager and torch.compile, in one run.
+
+    python benchmarks/compile_benchmark.py [--device cpu|rocm] [--repeat 200] [--no-torch-compile] [--json out.json]
+
+Inference of the seed MLP (784-256-128-10, batch 32) and of seed 003's model
+(Linear 1024->2048, GELU, Linear 2048->1024, batch 64) under no_grad: wall
+time per call, 20 calls between waits for the device (so launch costs, not the
+waits, are what is measured), the median of `repeat` such runs. PyFlame eager,
+pf.compile (graph replayed op by op) and pf.compile(mode="reduce-overhead")
+(captured as one device graph on a GPU) against PyTorch eager and, unless
+--no-torch-compile, torch.compile(mode="reduce-overhead") (its first calls
+compile with Triton: tens of seconds). Ratios: PyTorch eager's time over each.
+"""
+
+import argparse
+import json
+import platform
+import statistics
+import time
+
+import numpy as np
+import torch
+
+import pyflame as pf
+from bench_util import git_commit
+
+CALLS = 20
+
+
+def per_call_us(fn, sync, repeat):
+    for _ in range(3):
+        fn()
+    sync()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(CALLS):
+            fn()
+        sync()
+        times.append((time.perf_counter() - t0) / CALLS)
+    return statistics.median(times) * 1e6
+
+
+def _models(lib):
+    mlp = lib.nn.Sequential(lib.nn.Linear(784, 256), lib.nn.ReLU(), lib.nn.Linear(256, 128), lib.nn.ReLU(),
+                            lib.nn.Linear(128, 10))
+    seed003 = lib.nn.Sequential(lib.nn.Linear(1024, 2048), lib.nn.GELU(), lib.nn.Linear(2048, 1024))
+    return {"seed MLP 784-256-128-10 b32": (mlp, (32, 784)), "seed 003 MLP 1024-2048-1024 b64": (seed003, (64, 1024))}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--device", default="rocm" if pf.rocm_is_available() else "cpu")
+    ap.add_argument("--repeat", type=int, default=200)
+    ap.add_argument("--no-torch-compile", action="store_true")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    dev = args.device
+    tdev = "cuda" if dev == "rocm" else "cpu"
+    pf_sync = (lambda: pf.synchronize()) if dev == "rocm" else (lambda: None)
+    t_sync = (lambda: torch.cuda.synchronize()) if tdev == "cuda" else (lambda: None)
+    print(f"device {dev}; torch {torch.__version__} on {tdev}; commit {git_commit()}; {platform.node()}")
+    rows = []
+    torch.manual_seed(0)
+    for (name, (tmodel, shape)), (pmodel, _) in zip(_models(torch).items(), _models(pf).values()):
+        tmodel = tmodel.to(tdev).eval()
+        with pf.no_grad():
+            for p, t in zip(pmodel.parameters(), tmodel.parameters()):
+                p.copy_(pf.tensor(t.detach().cpu().numpy()))
+        pmodel = pmodel.to(dev).eval()
+        x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        tx, px = torch.from_numpy(x).to(tdev), pf.tensor(x, device=dev)
+        runs = {}
+        with torch.no_grad():
+            runs["torch eager"] = per_call_us(lambda: tmodel(tx), t_sync, args.repeat)
+            want = tmodel(tx).cpu().numpy()
+            if not args.no_torch_compile:
+                try:
+                    tc = torch.compile(tmodel, mode="reduce-overhead")
+                    for _ in range(3):
+                        tc(tx)
+                    runs["torch.compile reduce-overhead"] = per_call_us(lambda: tc(tx), t_sync, args.repeat)
+                except Exception as e:  # noqa: BLE001 - reported, the others still run
+                    print(f"  torch.compile failed: {type(e).__name__}: {str(e)[:200]}")
+        with pf.no_grad():
+            runs["pyflame eager"] = per_call_us(lambda: pmodel(px), pf_sync, args.repeat)
+            for label, mode in (("pf.compile", None), ("pf.compile reduce-overhead", "reduce-overhead")):
+                compiled = pf.compile(pmodel, mode=mode)
+                got = compiled(px)
+                got = compiled(px)  # the first replay (and capture)
+                np.testing.assert_allclose(got.to("cpu").numpy(), want, rtol=2e-4, atol=2e-5)
+                runs[label] = per_call_us(lambda: compiled(px), pf_sync, args.repeat)
+                if mode:
+                    print(f"  {label}: {compiled._device_graphs()} captured device graph(s)")
+        base = runs["torch eager"]
+        print(f"{name}")
+        for label, us in runs.items():
+            print(f"  {label:34s} {us:9.1f} us   {base / us:6.2f}x")
+            rows.append({"case": name, "run": label, "us": us, "ratio_vs_torch_eager": base / us})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": dev, "commit": git_commit(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

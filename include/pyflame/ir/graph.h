@@ -1,0 +1,105 @@
+#pragma once
+// ir::Graph: the op calls one run of a function made, as pf.compile traced
+// them at apply(), in the order they ran, each input named by where it came
+// from (a graph input, a tensor that existed before the trace, a tensor the
+// traced code made without an op, or an earlier node's output).
+//
+// Tracing (src/ir/tracer.cpp) is a hook on apply: the function runs eagerly
+// once while every top-level call is appended (a composite's inner calls are
+// not: the graph keeps one node with its known decomposition). Tensors are
+// told apart by what they show (storage, offset, shape, strides, dtype), so a
+// view is its own value and an in-place op's result is the tensor it wrote.
+// What a graph cannot replay stops the trace from being used, never the run:
+// a read of values on the host (.item(), printing, NumPy: Python then decides
+// with them), backward(), a random draw from a generator of the user's.
+//
+// run_graph replays the calls through apply() on new inputs, so each runs as
+// eagerly (autograd records it; autocast, placement and errors are the same),
+// without the Python that made them; random ops draw new numbers each run.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pyflame/ir/attrs.h"
+#include "pyflame/ir/op_type.h"
+#include "pyflame/tensor.h"
+
+namespace pyflame::ir {
+
+struct Value {
+  enum class Kind : int8_t {
+    None,      // an absent optional input
+    Input,     // graph input `index`
+    Constant,  // Graph::constants[index]: a tensor from outside the trace (parameters, buffers) or data it made
+    Buffer,    // Graph::buffers[index]: memory the traced code made without an op and then wrote: new each run
+    Node,      // output `output` of node `index`
+  };
+  Kind kind = Kind::None;
+  int64_t index = 0;
+  int output = 0;
+  bool operator==(const Value&) const = default;
+};
+
+struct Node {
+  OpType op;
+  OpAttrs attrs;
+  std::vector<Value> inputs;
+  std::vector<Value> written;  // in-place calls: the tensors the results are written into
+  int num_outputs = 0;
+  uint64_t draws = 0;  // random ops: how many draws of the default generator each run takes
+};
+
+struct PF_API Graph {
+  int64_t num_inputs = 0;
+  // By reference, except data the traced code made (pf.tensor of a list) and then
+  // wrote or returned: copied each run (constant_copied), so runs do not share it.
+  std::vector<Tensor> constants;
+  std::vector<bool> constant_copied;
+  std::vector<Tensor> buffers;  // shape, dtype and device of each (the contents are not kept)
+  std::vector<Node> nodes;
+  std::vector<Value> outputs;
+  // One line per node: "%3 = add(in0, %1)", "%5 = copy(%2) -> c0" (written into c0).
+  std::string to_string() const;
+};
+
+// Starts tracing this thread's top-level apply() calls; `inputs` are the graph's inputs.
+PF_API void begin_trace(const std::vector<Tensor>& inputs);
+// Ends the trace with these results. Returns the graph, or throws nothing and
+// sets `why_not` (the first reason the trace cannot be replayed, else empty).
+PF_API Graph end_trace(const std::vector<Tensor>& outputs, std::string& why_not);
+// Drops the trace (the traced function raised).
+PF_API void abort_trace();
+PF_API bool is_tracing();
+// Marks the trace as not replayable (no-op when not tracing): `what` read
+// values on the host or did what a graph cannot repeat.
+PF_API void trace_break(const std::string& what);
+
+// Replays g on `inputs` (as many as g.num_inputs); returns its outputs.
+PF_API std::vector<Tensor> run_graph(const Graph& g, const std::vector<Tensor>& inputs);
+
+// A graph captured once as one device graph (a HIP graph; a CUDA graph on
+// NVIDIA) and launched whole: about a microsecond a kernel instead of an op
+// call's host work. It holds copies of the inputs of the capture (a launch
+// first copies the new inputs into them) and its outputs, in a private memory
+// pool; each launch returns copies of the outputs. capture() raises
+// NotSupportedError saying why where a graph cannot be captured: not all on
+// one GPU, a random op (its draws would repeat), autograd recording (grad
+// mode with an input that requires grad), an op writing a graph input in
+// place, or work the runtime refuses to capture (a wait for the device).
+class PF_API DeviceGraph {
+ public:
+  DeviceGraph(const Graph& g, const std::vector<Tensor>& inputs);
+  ~DeviceGraph();
+  DeviceGraph(const DeviceGraph&) = delete;
+  DeviceGraph& operator=(const DeviceGraph&) = delete;
+  std::vector<Tensor> launch(const std::vector<Tensor>& inputs);
+
+ private:
+  Graph graph_;
+  Device device_;
+  void* exec_ = nullptr;
+  std::vector<Tensor> inputs_, outputs_;
+};
+
+}  // namespace pyflame::ir

@@ -1,0 +1,50 @@
+// Graph tracing and replay for pf.compile (python/pyflame/_compile.py), over
+// include/pyflame/ir/graph.h: the Python side flattens the arguments, keys
+// the traces by their signature and rebuilds the results' structure.
+
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "pyflame/ir/graph.h"
+
+namespace pyflame::python {
+
+void bind_graph(nb::module_& m) {
+  nb::class_<ir::Graph>(m, "_Graph", "The op calls one traced run made (pf.compile).")
+      .def_prop_ro("num_nodes", [](const ir::Graph& g) { return g.nodes.size(); })
+      .def_prop_ro("ops", [](const ir::Graph& g) {
+        std::vector<std::string> ops;
+        for (const ir::Node& n : g.nodes) ops.emplace_back(op_name(n.op));
+        return ops;
+      }, "The op of each node, in order.")
+      .def("__str__", &ir::Graph::to_string);
+  nb::class_<ir::DeviceGraph>(m, "_DeviceGraph", "A graph captured as one device graph (pf.compile's reduce-overhead).")
+      .def(nb::init<const ir::Graph&, const std::vector<Tensor>&>(), "graph"_a, "inputs"_a)
+      .def("launch", &ir::DeviceGraph::launch, "inputs"_a);
+  m.def("_begin_trace", &ir::begin_trace, "inputs"_a);
+  m.def("_end_trace", [](const std::vector<Tensor>& outputs) {
+    std::string why_not;
+    ir::Graph g = ir::end_trace(outputs, why_not);
+    return nb::make_tuple(nb::cast(std::move(g)), why_not);
+  }, "outputs"_a, "(graph, why it cannot be replayed or '').");
+  m.def("_abort_trace", &ir::abort_trace);
+  m.def("_is_tracing", &ir::is_tracing);
+  m.def("_run_graph", &ir::run_graph, "graph"_a, "inputs"_a);
+  m.def("_tensor_signature", [](const std::vector<Tensor>& tensors) {
+    nb::list keys;
+    for (const Tensor& t : tensors) {
+      nb::list shape;
+      for (int64_t s : t.shape()) shape.append(s);
+      keys.append(nb::make_tuple(nb::tuple(shape), static_cast<int>(t.dtype()),
+                                 static_cast<int>(t.device().type) * 65536 + t.device().index, t.is_placed(),
+                                 t.requires_grad()));
+    }
+    return nb::tuple(keys);
+  }, "tensors"_a, "Per tensor: (shape, dtype, device, placed, requires_grad), what a trace is specialised to.");
+}
+
+}  // namespace pyflame::python

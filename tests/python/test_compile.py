@@ -1,0 +1,254 @@
+"""pf.compile: traced graphs replayed against eager runs and PyTorch, on both devices.
+
+Models are moved with .to(device) and data made with device=, as PyTorch users write them
+(the current device stays 'cpu'). The first call of a signature traces (its results are the
+eager ones); the calls after replay the graph, so each test compares a replayed call."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import pyflame as pf
+from op_registry import assert_matches, make_values
+
+
+def _placed(device):
+    if device == "rocm" and not pf.rocm_is_available():
+        pytest.skip(f"no usable GPU: {pf.rocm_unavailable_reason()}")
+    return device
+
+
+def _mlp(seed):
+    pf.manual_seed(seed)
+    return pf.nn.Sequential(pf.nn.Linear(20, 32), pf.nn.ReLU(), pf.nn.Linear(32, 10))
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_mlp_replays_as_eager_and_as_torch(device, rng):
+    _placed(device)
+    model = _mlp(0).to(device)
+    compiled = pf.compile(model)
+    tmodel = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
+    with torch.no_grad():
+        for tp, p in zip(tmodel.parameters(), model.parameters()):
+            tp.copy_(torch.from_numpy(p.to("cpu").numpy()))
+    for _ in range(3):  # trace, then two replays on fresh data
+        x = make_values(rng, (8, 20), "float32")
+        px = pf.tensor(x, device=device)
+        got, eager = compiled(px), model(px)
+        assert got.device == eager.device and got.is_placed
+        np.testing.assert_array_equal(got.to("cpu").numpy(), eager.to("cpu").numpy())
+        assert_matches(got.to("cpu"), tmodel(torch.from_numpy(x)).detach(), 1e-5, 1e-5, what="compiled MLP")
+    (graph,) = compiled.graphs()
+    assert graph.ops.count("addmm") + graph.ops.count("linear") + graph.ops.count("matmul") >= 2, str(graph)
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_new_signature_retraces(device, rng):
+    _placed(device)
+
+    @pf.compile
+    def f(x, y):
+        return (x * y).sum(-1) + 1
+
+    for shape, dtype in (((3, 4), "float32"), ((5, 4), "float32"), ((3, 4), "float64"), ((3, 4), "float32")):
+        x, y = make_values(rng, shape, dtype), make_values(rng, shape, dtype)
+        got = f(pf.tensor(x, device=device), pf.tensor(y, device=device))
+        assert got.dtype == pf.tensor(x).dtype
+        np.testing.assert_allclose(got.to("cpu").numpy(), (x * y).sum(-1) + 1, rtol=1e-6)
+    assert len(f.graphs()) == 3  # the last call replayed the first graph
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_structured_outputs_and_integer_ops(device, rng):
+    _placed(device)
+
+    @pf.compile
+    def f(a, b, scale):
+        s = a + b * scale
+        return {"sum": s, "parts": (s.argmax(-1), [s > 0, (a.to(pf.int64) % 3)])}
+
+    for _ in range(3):
+        a, b = make_values(rng, (4, 6), "float32"), make_values(rng, (4, 6), "float32")
+        out = f(pf.tensor(a, device=device), pf.tensor(b, device=device), 2.0)
+        s = a + b * 2.0
+        np.testing.assert_allclose(out["sum"].to("cpu").numpy(), s, rtol=1e-6)
+        idx, (pos, mod) = out["parts"][0], out["parts"][1]
+        assert isinstance(out["parts"], tuple) and isinstance(out["parts"][1], list)
+        np.testing.assert_array_equal(idx.to("cpu").numpy(), s.argmax(-1))
+        np.testing.assert_array_equal(pos.to("cpu").numpy(), s > 0)
+        np.testing.assert_array_equal(mod.to("cpu").numpy(), np.fmod(np.trunc(a), 3) % 3)
+
+
+def test_python_numbers_are_part_of_the_signature(rng):
+    f = pf.compile(lambda x, k: x * k)
+    x = pf.tensor(make_values(rng, (3,), "float32"))
+    np.testing.assert_allclose(f(x, 2.0).numpy(), x.numpy() * 2.0)
+    np.testing.assert_allclose(f(x, 3.0).numpy(), x.numpy() * 3.0)
+    np.testing.assert_allclose(f(x, 2.0).numpy(), x.numpy() * 2.0)
+    assert len(f.graphs()) == 2
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_softmax_and_layer_norm_from_primitives(device, rng):
+    _placed(device)
+
+    @pf.compile
+    def norm_softmax(x, w, b):
+        mu = x.mean(-1, keepdim=True)
+        var = ((x - mu) ** 2).mean(-1, keepdim=True)
+        y = (x - mu) / pf.sqrt(var + 1e-5) * w + b
+        e = pf.exp(y - y.amax(-1, keepdim=True))
+        return e / e.sum(-1, keepdim=True)
+
+    for _ in range(3):
+        x, w, b = (make_values(rng, shape, "float32") for shape in ((6, 16), (16,), (16,)))
+        got = norm_softmax(*(pf.tensor(v, device=device) for v in (x, w, b)))
+        t = torch.nn.functional.layer_norm(torch.from_numpy(x), (16,), torch.from_numpy(w), torch.from_numpy(b))
+        assert_matches(got.to("cpu"), torch.softmax(t, -1), 1e-5, 1e-6, what="softmax(layer_norm) from primitives")
+
+
+def test_buffers_made_inside_are_new_each_call(rng):
+    @pf.compile
+    def f(x):
+        out = pf.zeros(3)
+        out += x
+        return out, pf.tensor([1.0, 2.0, 3.0]) * 2
+
+    x1, x2 = pf.tensor(make_values(rng, (3,), "float32")), pf.tensor(make_values(rng, (3,), "float32"))
+    f(x1)
+    r1, lit1 = f(x1)  # replayed
+    r2, lit2 = f(x2)
+    np.testing.assert_array_equal(r1.numpy(), x1.numpy())  # not overwritten by the next run
+    np.testing.assert_array_equal(r2.numpy(), x2.numpy())
+    assert r1.data_ptr() != r2.data_ptr()
+    np.testing.assert_array_equal(lit2.numpy(), [2.0, 4.0, 6.0])
+
+
+def test_in_place_state_updates_repeat(rng):
+    """batch_norm in training updates its running statistics in place on every call, as eagerly."""
+    pf.manual_seed(1)
+    eager = pf.nn.BatchNorm1d(5)
+    pf.manual_seed(1)
+    model = pf.nn.BatchNorm1d(5)
+    compiled = pf.compile(model)
+    for _ in range(4):
+        x = pf.tensor(make_values(rng, (8, 5), "float32"))
+        np.testing.assert_allclose(compiled(x).numpy(), eager(x).numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(model.running_mean.numpy(), eager.running_mean.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(model.running_var.numpy(), eager.running_var.numpy(), rtol=1e-6)
+    model.eval()
+    eager.eval()
+    x = pf.tensor(make_values(rng, (8, 5), "float32"))
+    np.testing.assert_allclose(compiled(x).numpy(), eager(x).numpy(), rtol=1e-6, atol=1e-7)
+    assert len(compiled.graphs()) == 2  # the training flag is part of the signature
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_random_ops_draw_new_numbers_each_run(device, rng):
+    _placed(device)
+    f = pf.compile(lambda x: pf.nn.functional.dropout(x, 0.5, training=True) + pf.rand(4, device=device))
+    x = pf.ones(64, 4, device=device)
+    pf.manual_seed(5)
+    eager = [(pf.nn.functional.dropout(x, 0.5, training=True) + pf.rand(4, device=device)).to("cpu").numpy()
+             for _ in range(3)]
+    pf.manual_seed(5)
+    compiled = [f(x).to("cpu").numpy() for _ in range(3)]
+    for e, c in zip(eager, compiled):
+        np.testing.assert_array_equal(c, e)
+    assert not np.array_equal(compiled[1], compiled[2])
+
+
+def test_host_reads_leave_the_signature_eager(rng):
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x * 2 if x.sum().item() > 0 else x * -1
+
+    compiled = pf.compile(f)
+    pos, neg = pf.tensor([1.0, 2.0]), pf.tensor([-1.0, -2.0])
+    with pytest.warns(UserWarning, match="item"):
+        np.testing.assert_array_equal(compiled(pos).numpy(), [2.0, 4.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one warning per cause
+        np.testing.assert_array_equal(compiled(neg).numpy(), [1.0, 2.0])  # eager: the branch is taken anew
+    assert len(calls) == 2 and compiled.graphs() == []
+    with pytest.raises(pf.NotSupportedError, match="item"):
+        pf.compile(f, fullgraph=True)(pos)
+
+
+def test_autograd_through_a_replayed_graph(rng):
+    model = _mlp(3)
+    twin = _mlp(3)
+    compiled = pf.compile(model)
+    for _ in range(3):
+        x = pf.tensor(make_values(rng, (4, 20), "float32"))
+        for m, run in ((model, compiled), (twin, twin)):
+            m.zero_grad()
+            run(x).pow(2).sum().backward()
+        for p, q in zip(model.parameters(), twin.parameters()):
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_backward_inside_runs_eagerly(rng):
+    model = _mlp(4)
+
+    @pf.compile
+    def step(x):
+        loss = model(x).sum()
+        loss.backward()
+        return loss
+
+    x = pf.tensor(make_values(rng, (4, 20), "float32"))
+    with pytest.warns(UserWarning, match="backward"):
+        step(x)
+    assert step.graphs() == []
+
+
+def test_replaced_parameters_retrace(rng):
+    model = _mlp(5)
+    compiled = pf.compile(model)
+    x = pf.tensor(make_values(rng, (2, 20), "float32"))
+    compiled(x)
+    model[0].weight = pf.nn.Parameter(pf.zeros(32, 20))
+    np.testing.assert_array_equal(compiled(x).numpy(), model(x).numpy())
+    assert len(compiled.graphs()) == 2
+
+
+def test_compile_arguments():
+    f = lambda x: x + 1  # noqa: E731
+    assert pf.compile(f, disable=True) is f
+    with pytest.raises(pf.NotSupportedError, match="dynamic"):
+        pf.compile(f, dynamic=True)
+    with pytest.raises(ValueError, match="mode"):
+        pf.compile(f, mode="fastest")
+    g = pf.compile(mode="reduce-overhead")(f)
+    assert g(pf.tensor([1.0])).tolist() == [2.0]
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_reduce_overhead_launches_a_captured_graph(device, rng):
+    """On a GPU, inference graphs are captured once and launched whole; their results are copies,
+    so one call's results survive the next. Elsewhere (the CPU, autograd recording) op by op."""
+    _placed(device)
+    model = _mlp(7).to(device).eval()
+    compiled = pf.compile(model, mode="reduce-overhead")
+    with pf.no_grad():
+        kept = []
+        for _ in range(4):
+            x = pf.tensor(make_values(rng, (8, 20), "float32"), device=device)
+            got, want = compiled(x), model(x)
+            np.testing.assert_array_equal(got.to("cpu").numpy(), want.to("cpu").numpy())
+            kept.append((got, want))
+        for got, want in kept:
+            np.testing.assert_array_equal(got.to("cpu").numpy(), want.to("cpu").numpy())
+    assert compiled._device_graphs() == (1 if device == "rocm" else 0)
+    x = pf.tensor(make_values(rng, (8, 20), "float32"), device=device)
+    for _ in range(3):  # grad mode with parameters that require grad: recorded op by op
+        model.zero_grad()
+        compiled(x).sum().backward()
+        assert model[0].weight.grad is not None
+    assert compiled._device_graphs() == (1 if device == "rocm" else 0)
