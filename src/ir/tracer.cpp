@@ -133,6 +133,7 @@ Graph end_trace(const std::vector<Tensor>& outputs, std::string& why_not) {
     tr->graph.outputs.push_back(v);
   }
   why_not = tr->why_not;
+  if (why_not.empty()) optimize(tr->graph);
   return std::move(tr->graph);
 }
 

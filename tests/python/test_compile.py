@@ -252,3 +252,29 @@ def test_reduce_overhead_launches_a_captured_graph(device, rng):
         compiled(x).sum().backward()
         assert model[0].weight.grad is not None
     assert compiled._device_graphs() == (1 if device == "rocm" else 0)
+
+
+def test_repeated_and_unused_calls_are_dropped(rng):
+    """Equal pure calls run once, unused ones not at all; calls with effects stay (the running
+    statistics batch_norm updates, an in-place write, a random draw)."""
+    bn = pf.nn.BatchNorm1d(3)
+
+    @pf.compile
+    def f(x, state):
+        a = (x * 2).sum(0)
+        b = (x * 2).sum(0)  # the same calls again
+        unused = pf.exp(x) @ x.T  # noqa: F841 - never used
+        bn(x)  # result unused, statistics updated
+        state.add_(1)
+        return a + b
+
+    x = pf.tensor(make_values(rng, (4, 3), "float32"))
+    state = pf.zeros(3)
+    for _ in range(3):
+        np.testing.assert_allclose(f(x, state).numpy(), 4 * x.numpy().sum(0), rtol=1e-6)
+    (graph,) = f.graphs()
+    assert graph.ops.count("mul") == 1 and graph.ops.count("sum") == 1, str(graph)
+    assert "exp" not in graph.ops and "matmul" not in graph.ops, str(graph)
+    assert "batch_norm" in graph.ops
+    np.testing.assert_array_equal(state.numpy(), [3.0, 3.0, 3.0])
+    assert int(bn.num_batches_tracked.item()) == 3

@@ -13,9 +13,11 @@
 // a read of values on the host (.item(), printing, NumPy: Python then decides
 // with them), backward(), a random draw from a generator of the user's.
 //
-// run_graph replays the calls through apply() on new inputs, so each runs as
-// eagerly (autograd records it; autocast, placement and errors are the same),
-// without the Python that made them; random ops draw new numbers each run.
+// A finished trace goes through optimize(): equal pure calls merged, unused
+// ones removed. run_graph replays the calls through apply() on new inputs, so
+// each runs as eagerly (autograd records it; autocast, placement and errors
+// are the same), without the Python that made them; random ops draw new
+// numbers each run.
 
 #include <cstdint>
 #include <string>
@@ -74,6 +76,10 @@ PF_API bool is_tracing();
 // Marks the trace as not replayable (no-op when not tracing): `what` read
 // values on the host or did what a graph cannot repeat.
 PF_API void trace_break(const std::string& what);
+
+// The passes a finished trace goes through (src/ir/passes.cpp): equal pure calls
+// merged, pure calls whose results nothing uses removed.
+PF_API void optimize(Graph& g);
 
 // Replays g on `inputs` (as many as g.num_inputs); returns its outputs.
 PF_API std::vector<Tensor> run_graph(const Graph& g, const std::vector<Tensor>& inputs);

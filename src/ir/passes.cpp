@@ -1,0 +1,107 @@
+// Passes over a traced ir::Graph (include/pyflame/ir/graph.h), run once when a
+// trace ends. Only pure calls are merged or removed: a call that writes a
+// tensor in place, draws random numbers (the generator's later draws depend on
+// it) or has a signature of its own (CUSTOM: batch_norm updates its running
+// statistics inside its kernel) stays as traced, in its place.
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "pyflame/ir/graph.h"
+
+namespace pyflame::ir {
+namespace {
+
+bool pure(const Node& n) {
+  if (!n.written.empty() || n.draws) return false;
+  const OpFamily f = op_family(n.op);
+  return f != OpFamily::RANDOM && f != OpFamily::CUSTOM;
+}
+
+template <class F> void for_each_value(Graph& g, const F& visit) {
+  for (Node& n : g.nodes) {
+    for (Value& v : n.inputs) visit(v);
+    for (Value& v : n.written) visit(v);
+  }
+  for (Value& v : g.outputs) visit(v);
+}
+
+// What makes two inputs the same: the value, or for Python numbers (each call
+// wraps its own) the number itself.
+void append_input_key(std::string& key, const Graph& g, const Value& v) {
+  if (v.kind == Value::Kind::Constant && g.constants[v.index].is_wrapped_number()) {
+    const Tensor& t = g.constants[v.index];
+    const Scalar s = t.item();
+    key += 'w';
+    key += static_cast<char>(t.dtype());
+    key.append(reinterpret_cast<const char*>(&s.f), sizeof(s.f));
+    key.append(reinterpret_cast<const char*>(&s.i), sizeof(s.i));
+    return;
+  }
+  key += static_cast<char>(v.kind);
+  key.append(reinterpret_cast<const char*>(&v.index), sizeof(v.index));
+  key.append(reinterpret_cast<const char*>(&v.output), sizeof(v.output));
+}
+
+// Each pure call equal to an earlier one (op, attributes, inputs) is replaced by it.
+void merge_common_calls(Graph& g) {
+  std::vector<int64_t> same(g.nodes.size());
+  std::unordered_map<std::string, std::vector<int64_t>> seen;
+  auto redirect = [&](Value& v) {
+    if (v.kind == Value::Kind::Node) v.index = same[v.index];
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& n = g.nodes[i];
+    for (Value& v : n.inputs) redirect(v);
+    for (Value& v : n.written) redirect(v);
+    same[i] = static_cast<int64_t>(i);
+    if (!pure(n)) continue;
+    std::string key(reinterpret_cast<const char*>(&n.op), sizeof(n.op));
+    for (const Value& v : n.inputs) append_input_key(key, g, v);
+    std::vector<int64_t>& earlier = seen[key];
+    for (int64_t j : earlier)
+      if (g.nodes[j].attrs == n.attrs && g.nodes[j].num_outputs == n.num_outputs) {
+        same[i] = j;
+        break;
+      }
+    if (same[i] == static_cast<int64_t>(i)) earlier.push_back(static_cast<int64_t>(i));
+  }
+  for (Value& v : g.outputs) redirect(v);
+}
+
+// Pure calls none of whose results is used are dropped; the others are renumbered.
+void remove_dead_calls(Graph& g) {
+  std::vector<bool> live(g.nodes.size(), false);
+  auto mark = [&](const Value& v) {
+    if (v.kind == Value::Kind::Node) live[v.index] = true;
+  };
+  for (const Value& v : g.outputs) mark(v);
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    if (!pure(n)) live[i] = true;
+    if (!live[i]) continue;
+    for (const Value& v : n.inputs) mark(v);
+    for (const Value& v : n.written) mark(v);
+  }
+  std::vector<int64_t> index(g.nodes.size(), -1);
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (live[i]) {
+      index[i] = static_cast<int64_t>(kept.size());
+      kept.push_back(std::move(g.nodes[i]));
+    }
+  g.nodes = std::move(kept);
+  for_each_value(g, [&](Value& v) {
+    if (v.kind == Value::Kind::Node) v.index = index[v.index];
+  });
+}
+
+}  // namespace
+
+void optimize(Graph& g) {
+  merge_common_calls(g);
+  remove_dead_calls(g);
+}
+
+}  // namespace pyflame::ir
