@@ -97,19 +97,13 @@ if wanted rocm_benchmark; then
   step rocm_benchmark python3 benchmarks/rocm_benchmark.py --all --out "$OUT"
   cat "$LOGS/rocm_benchmark.log"
 fi
-if wanted training_benchmark; then
-  step training_benchmark python3 benchmarks/training_benchmark.py --json "$OUT/training_benchmark.json"
-  cat "$LOGS/training_benchmark.log"
-fi
-if wanted compile_benchmark; then
-  step compile_benchmark python3 benchmarks/compile_benchmark.py --json "$OUT/compile_benchmark.json"
-  cat "$LOGS/compile_benchmark.log"
-fi
-# Whole models and the shapes they run, next to PyTorch (issue 21; docs/perf.md).
-if wanted models; then
-  step models python3 benchmarks/models.py --json "$OUT/models.json"
-  cat "$LOGS/models.log"
-fi
+# Training steps, graph mode, whole models (issue 21; docs/perf.md): each next to PyTorch.
+for bench in training_benchmark compile_benchmark models; do
+  if wanted $bench; then
+    step $bench python3 "benchmarks/$bench.py" --json "$OUT/$bench.json"
+    cat "$LOGS/$bench.log"
+  fi
+done
 if wanted shapes; then
   step shapes python3 benchmarks/shapes.py --json "$OUT/shapes.json"
   sed -n '/== summary/,$p' "$LOGS/shapes.log"

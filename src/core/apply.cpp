@@ -378,7 +378,7 @@ std::vector<Tensor> apply(OpCall call) {
   PF_CHECK(infer, NotSupportedError, op_name(call.op), ": the op has no infer function (a library bug)");
   PF_CHECK(call.attrs.index() == table_attrs_index(call.op), TypeError, op_name(call.op), ": called with ",
            attrs_name(call.attrs), " but the op table gives it other attributes (a caller's bug)");
-  const ThreadState& mode = thread_state();
+  const ThreadState& mode = state;
   const bool copy = op_family(call.op) == OpFamily::COPY;  // reads its source wherever it lives
   const PlacementScope placement(op_name(call.op), call.inputs.data(), copy ? 0 : call.inputs.size(),
                                  call.outputs.empty() ? std::nullopt : std::optional<Device>(call.outputs[0].device()));

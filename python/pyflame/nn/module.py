@@ -229,25 +229,23 @@ class Module:
 
     # ------------------------------------------------------------ registration
 
-    def register_parameter(self, name, param):
-        if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign parameter before Module.__init__() call")
+    def _check_registration(self, kind, store, name):
+        if store not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
         structure_changed()
-        _check_name("parameter", name)
-        if hasattr(self, name) and name not in self._parameters:
+        _check_name(kind, name)
+        if hasattr(self, name) and name not in self.__dict__[store]:
             raise KeyError(f"attribute '{name}' already exists")
+
+    def register_parameter(self, name, param):
+        self._check_registration("parameter", "_parameters", name)
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
                             "(pyflame.nn.Parameter or None required)")
         self._parameters[name] = param
 
     def register_buffer(self, name, tensor, persistent=True):
-        if "_buffers" not in self.__dict__:
-            raise AttributeError("cannot assign buffer before Module.__init__() call")
-        structure_changed()
-        _check_name("buffer", name)
-        if hasattr(self, name) and name not in self._buffers:
-            raise KeyError(f"attribute '{name}' already exists")
+        self._check_registration("buffer", "_buffers", name)
         if tensor is not None and not isinstance(tensor, _C.Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                             "(pyflame Tensor or None required)")
