@@ -33,6 +33,7 @@ from .nn.module import Module, structure_version
 
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 _EAGER = object()  # a signature whose trace cannot be replayed
+_MAX_TRACES = 64  # signatures kept per compiled function (torch's cache_size_limit is 8); later ones run eagerly
 
 
 class _Entry:
@@ -123,6 +124,9 @@ class _Compiled:
         key = self._signature(values, tensors)
         entry = self._traces.get(key)
         if entry is None:
+            if len(self._traces) >= _MAX_TRACES:  # arguments that differ on every call (a new object each time)
+                self._warn_once(f"more than {_MAX_TRACES} signatures; new ones run eagerly")
+                return self._fn(*args, **kwargs)
             return self._trace(key, tensors, args, kwargs)
         if entry is _EAGER:
             return self._fn(*args, **kwargs)
@@ -148,14 +152,16 @@ class _Compiled:
         if why_not:
             if self._fullgraph:
                 raise _C.NotSupportedError(f"pf.compile(fullgraph=True): the function cannot be one graph: {why_not}")
-            if why_not not in self._warned:
-                self._warned.add(why_not)
-                warnings.warn(f"pf.compile: {getattr(self._fn, '__qualname__', self._fn)} runs eagerly for these "
-                              f"arguments: {why_not}", stacklevel=3)
+            self._warn_once(f"runs eagerly for these arguments: {why_not}")
             self._traces[key] = _EAGER
         else:
             self._traces[key] = _Entry(graph, out_spec)
         return result
+
+    def _warn_once(self, what):
+        if what not in self._warned:
+            self._warned.add(what)
+            warnings.warn(f"pf.compile: {getattr(self._fn, '__qualname__', self._fn)} {what}", stacklevel=4)
 
     def graphs(self):
         """The graphs traced so far (one per signature; eager signatures left out)."""

@@ -278,3 +278,13 @@ def test_repeated_and_unused_calls_are_dropped(rng):
     assert "batch_norm" in graph.ops
     np.testing.assert_array_equal(state.numpy(), [3.0, 3.0, 3.0])
     assert int(bn.num_batches_tracked.item()) == 3
+
+
+def test_signatures_are_bounded():
+    """Arguments that differ on every call (a new object each time) stop being traced after a while."""
+    f = pf.compile(lambda x, tag: x + 1)
+    x = pf.tensor([1.0])
+    with pytest.warns(UserWarning, match="signatures"):
+        for _ in range(70):
+            assert f(x, object()).tolist() == [2.0]
+    assert len(f.graphs()) == 64
