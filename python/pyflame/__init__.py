@@ -175,6 +175,7 @@ from . import _pickle  # noqa: E402,F401  (copy.deepcopy and pickle of tensors)
 from . import nn  # noqa: E402,F401
 from ._compile import compile  # noqa: E402,F401,A004  graph mode (torch.compile)
 from . import profiler  # noqa: E402,F401  profiling regions (seed 003)
+from .backend.rocm_config import ConfigurationError  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import distributions  # noqa: E402,F401
 from . import distributed  # noqa: E402,F401  (torch.distributed's names)

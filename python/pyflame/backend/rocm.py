@@ -9,6 +9,9 @@ import ctypes.util
 import os
 
 from .. import _C
+from .rocm_config import (  # noqa: F401  seed 003's configuration
+    Architecture, Config, ConfigurationError, architecture_from_gfx, get_architecture, get_optimization_summary,
+    optimize)
 
 try:
     from .. import _rocm
