@@ -288,3 +288,66 @@ def test_signatures_are_bounded():
         for _ in range(70):
             assert f(x, object()).tolist() == [2.0]
     assert len(f.graphs()) == 64
+
+
+class _Residual(pf.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv1, self.bn1 = pf.nn.Conv2d(c, c, 3, padding=1, bias=False), pf.nn.BatchNorm2d(c)
+        self.conv2, self.bn2 = pf.nn.Conv2d(c, c, 3, padding=1, bias=False), pf.nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        y = pf.nn.functional.relu(self.bn1(self.conv1(x)))
+        return pf.nn.functional.relu(x + self.bn2(self.conv2(y)))
+
+
+def _conv_net(seed):
+    pf.manual_seed(seed)
+    return pf.nn.Sequential(pf.nn.Conv2d(3, 8, 3, padding=1), pf.nn.BatchNorm2d(8), pf.nn.ReLU(), _Residual(8),
+                            pf.nn.AdaptiveAvgPool2d(1), pf.nn.Flatten(), pf.nn.Linear(8, 5))
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_conv_net_with_batch_norm_and_a_residual_block(device, rng):
+    """Training steps (running statistics, gradients, an optimizer) and eval, compiled against eager."""
+    _placed(device)
+    model, twin = _conv_net(11).to(device), _conv_net(11).to(device)
+    compiled = pf.compile(model)
+    opts = [pf.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (model, twin)]
+    for _ in range(3):
+        x = pf.tensor(make_values(rng, (4, 3, 8, 8), "float32"), device=device)
+        target = pf.tensor(rng.integers(0, 5, size=4), device=device)
+        for run, opt in ((compiled, opts[0]), (twin, opts[1])):
+            opt.zero_grad()
+            pf.nn.functional.cross_entropy(run(x), target).backward()
+            opt.step()
+    for p, q in zip(model.state_dict().values(), twin.state_dict().values()):
+        np.testing.assert_allclose(p.to("cpu").numpy(), q.to("cpu").numpy(), rtol=1e-5, atol=1e-6)
+    model.eval()
+    twin.eval()
+    x = pf.tensor(make_values(rng, (2, 3, 8, 8), "float32"), device=device)
+    with pf.no_grad():
+        for _ in range(2):
+            np.testing.assert_allclose(compiled(x).to("cpu").numpy(), twin(x).to("cpu").numpy(), rtol=1e-5,
+                                       atol=1e-6)
+    assert len(compiled.graphs()) == 2  # training and eval
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_broadcasting_reductions_and_keyword_tensors(device, rng):
+    _placed(device)
+
+    @pf.compile
+    def f(x, *, bias, mask):
+        y = (x - x.mean(0)) * bias  # (4, 5) with (5,) and (1, 5)
+        return pf.where(mask, y, 0.0).sum(1), (y > 0).sum(), y.max(-1).values
+
+    for _ in range(3):
+        x, b = make_values(rng, (4, 5), "float32"), make_values(rng, (1, 5), "float32")
+        m = rng.random((4, 5)) < 0.5
+        out = f(pf.tensor(x, device=device), bias=pf.tensor(b, device=device), mask=pf.tensor(m, device=device))
+        y = (x - x.mean(0)) * b
+        np.testing.assert_allclose(out[0].to("cpu").numpy(), np.where(m, y, 0).sum(1), rtol=1e-5, atol=1e-6)
+        assert out[1].item() == int((y > 0).sum()) and out[1].dtype == pf.int64
+        np.testing.assert_allclose(out[2].to("cpu").numpy(), y.max(-1), rtol=1e-6)
+    assert len(f.graphs()) == 1
