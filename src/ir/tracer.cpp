@@ -6,10 +6,11 @@
 // when its storage is older than the trace, else something the traced code
 // made without an op: data (read first) or a buffer (written first).
 
-#include <algorithm>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "core/dispatch.h"
 #include "core/thread_state.h"
