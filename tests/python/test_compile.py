@@ -351,3 +351,13 @@ def test_broadcasting_reductions_and_keyword_tensors(device, rng):
         assert out[1].item() == int((y > 0).sum()) and out[1].dtype == pf.int64
         np.testing.assert_allclose(out[2].to("cpu").numpy(), y.max(-1), rtol=1e-6)
     assert len(f.graphs()) == 1
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_data_dependent_sizes_replay_with_the_new_data(device, rng):
+    _placed(device)
+    f = pf.compile(lambda x: pf.nonzero(x > 0).squeeze(1) * 2)
+    for _ in range(4):
+        x = make_values(rng, (9,), "float32")
+        np.testing.assert_array_equal(f(pf.tensor(x, device=device)).to("cpu").numpy(), np.nonzero(x > 0)[0] * 2)
+    assert len(f.graphs()) == 1
