@@ -14,6 +14,7 @@
 // the outputs and calls the kernel with a call whose inputs are already on the
 // kernel's device, in the planned dtypes and layouts.
 
+#include <atomic>
 #include <optional>
 #include <vector>
 
@@ -88,8 +89,12 @@ struct ApplyHooks {
   std::vector<Tensor> (*record)(OpCall& call, RunFn run, void* ctx) = nullptr;
   // In grad mode, for a view apply did not record: links it to the tensor it views.
   void (*link_view)(const Tensor& input, Tensor& view) = nullptr;
-  // While a graph trace runs: a top-level call as it was made (before autocast) and its results.
+  // While a graph trace runs: a top-level call as it was made (before autocast) and its results;
+  // and each access to a tensor's memory outside any op (Tensor::data_ptr at depth 0: nonzero's
+  // count read on the host, a raw copy): the trace decides whether it can still be replayed.
   void (*trace)(const OpCall& call, const std::vector<Tensor>& outputs) = nullptr;
+  void (*raw_access)(const Storage* storage) = nullptr;
+  std::atomic<int> tracing_threads{0};  // so that data_ptr looks further only while a trace runs
 };
 PF_API ApplyHooks& apply_hooks();
 

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -32,6 +33,7 @@ struct Trace {
   std::map<TensorKey, Value> values;
   std::vector<Tensor> seen;           // alive until the trace ends
   std::vector<bool> literal;          // per constant: made by the traced code (data), not from outside
+  std::set<const Storage*> computed;  // the storages of the inputs and of the calls' results
   std::string why_not;
 };
 
@@ -100,12 +102,25 @@ void on_trace(const OpCall& call, const std::vector<Tensor>& outputs) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].defined()) continue;
     tr->seen.push_back(outputs[i]);
+    tr->computed.insert(outputs[i].storage().get());
     tr->values[key_of(outputs[i])] = Value{Value::Kind::Node, id, static_cast<int>(i)};
   }
 }
 
+// Memory touched outside any op: harmless for data the traced code wrote
+// (pf.tensor of a list), but a computed value read or written there (nonzero's
+// count read on the host, a mask's positions, a raw copy) is work the graph
+// does not hold: replaying it would keep what this run saw.
+void on_raw_access(const Storage* storage) {
+  Trace* tr = t_trace.get();
+  if (tr && tr->computed.count(storage))
+    trace_break("a computed tensor's memory used outside any op (a count or a boolean mask's positions read on "
+                "the host to size a result, as nonzero and x[mask] do)");
+}
+
 const bool registered = [] {
   apply_hooks().trace = &on_trace;
+  apply_hooks().raw_access = &on_raw_access;
   return true;
 }();
 
@@ -118,15 +133,18 @@ void begin_trace(const std::vector<Tensor>& inputs) {
   tr->graph.num_inputs = static_cast<int64_t>(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     tr->seen.push_back(inputs[i]);
+    tr->computed.insert(inputs[i].storage().get());
     tr->values[key_of(inputs[i])] = Value{Value::Kind::Input, static_cast<int64_t>(i), 0};
   }
   t_trace = std::move(tr);
   thread_state().tracing = true;
+  ++apply_hooks().tracing_threads;
 }
 
 Graph end_trace(const std::vector<Tensor>& outputs, std::string& why_not) {
   PF_CHECK(t_trace, ValueError, "pf.compile: no trace is running in this thread");
   thread_state().tracing = false;
+  --apply_hooks().tracing_threads;
   std::unique_ptr<Trace> tr = std::move(t_trace);
   for (const Tensor& t : outputs) {
     const Value v = read_value(*tr, t);
@@ -139,6 +157,7 @@ Graph end_trace(const std::vector<Tensor>& outputs, std::string& why_not) {
 }
 
 void abort_trace() {
+  if (t_trace) --apply_hooks().tracing_threads;
   thread_state().tracing = false;
   t_trace.reset();
 }
