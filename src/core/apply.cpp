@@ -355,6 +355,8 @@ std::string OpCall::to_string() const {
   return s + ")";
 }
 
+std::atomic<int> tracing_threads{0};
+
 ApplyHooks& apply_hooks() {
   static ApplyHooks hooks;
   return hooks;

@@ -94,9 +94,10 @@ struct ApplyHooks {
   // count read on the host, a raw copy): the trace decides whether it can still be replayed.
   void (*trace)(const OpCall& call, const std::vector<Tensor>& outputs) = nullptr;
   void (*raw_access)(const Storage* storage) = nullptr;
-  std::atomic<int> tracing_threads{0};  // so that data_ptr looks further only while a trace runs
 };
 PF_API ApplyHooks& apply_hooks();
+// Threads tracing now: Tensor::data_ptr (a hot path) looks further only while it is not 0.
+PF_API extern std::atomic<int> tracing_threads;
 
 struct KernelRegistrar {
   KernelRegistrar(ir::OpType op, DeviceType device, KernelFn fn) { register_kernel(op, device, fn); }

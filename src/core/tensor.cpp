@@ -192,10 +192,9 @@ int64_t Tensor::size(int64_t d) const { return shape_[wrap_dim(d, dim(), "size")
 int64_t Tensor::numel() const { return shape_numel(shape_); }
 
 void* Tensor::data_ptr() const {
-  ApplyHooks& hooks = apply_hooks();
-  if (hooks.tracing_threads.load(std::memory_order_relaxed) != 0) {
+  if (tracing_threads.load(std::memory_order_relaxed) != 0) {
     const ThreadState& state = thread_state();
-    if (state.tracing && state.apply_depth == 0 && hooks.raw_access) hooks.raw_access(storage_.get());
+    if (state.tracing && state.apply_depth == 0 && apply_hooks().raw_access) apply_hooks().raw_access(storage_.get());
   }
   return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(itemsize());
 }

@@ -138,13 +138,13 @@ void begin_trace(const std::vector<Tensor>& inputs) {
   }
   t_trace = std::move(tr);
   thread_state().tracing = true;
-  ++apply_hooks().tracing_threads;
+  ++tracing_threads;
 }
 
 Graph end_trace(const std::vector<Tensor>& outputs, std::string& why_not) {
   PF_CHECK(t_trace, ValueError, "pf.compile: no trace is running in this thread");
   thread_state().tracing = false;
-  --apply_hooks().tracing_threads;
+  --tracing_threads;
   std::unique_ptr<Trace> tr = std::move(t_trace);
   for (const Tensor& t : outputs) {
     const Value v = read_value(*tr, t);
@@ -157,7 +157,7 @@ Graph end_trace(const std::vector<Tensor>& outputs, std::string& why_not) {
 }
 
 void abort_trace() {
-  if (t_trace) --apply_hooks().tracing_threads;
+  if (t_trace) --tracing_threads;
   thread_state().tracing = false;
   t_trace.reset();
 }
