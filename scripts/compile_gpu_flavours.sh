@@ -3,13 +3,16 @@
 #   nvidia: nvcc for sm_90 plus compute_90 PTX, against the CUDA runtime;
 #   amd:    Debian's HIP (clang 15, HIP 5.2) for gfx90a (wave64) and gfx1030 (wave32).
 # Nothing here runs a kernel: scripts/gpu_check.sh does that on the GPU machine.
-# Needs the .venv made by scripts/setup.sh (nanobind is added for the _rocm module).
+# Needs the .venv made by scripts/setup.sh (nanobind is added for the _rocm module) and PyFlame
+# installed in it: the core library holds no GPU code, so the backends link that one
+# (PYFLAME_PREBUILT_CORE) instead of compiling it twice more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck disable=SC1091
 . .venv/bin/activate
 python -m pip install -q nanobind scipy-openblas32
 targets=(pyflame_rocm _rocm)
+core=(-DPYFLAME_PREBUILT_CORE=ON "-DCMAKE_PREFIX_PATH=$(python -m pyflame.info --cmake-prefix-path)")
 
 echo "== ROCm backend, NVIDIA flavour (nvcc)"
 # cuBLAS, cuBLASLt and cuDNN headers and libraries (to link against), and NCCL's header (its
@@ -27,7 +30,7 @@ if [ ! -f $nvlibs/nvidia/cudnn/include/cudnn.h ] || [ ! -f $nvlibs/nvidia/cu13/i
      && rm -rf wheels)
 fi
 cmake -S . -B build/ci-nvidia -G Ninja -DPYFLAME_USE_ROCM=ON -DPYFLAME_HIP_PLATFORM=nvidia \
-  -DPYFLAME_BUILD_PYTHON=ON -DCMAKE_CUDA_ARCHITECTURES=90 "-DPYFLAME_NVIDIA_LIBS=$PWD/$nvlibs/nvidia" \
+  -DPYFLAME_BUILD_PYTHON=ON "${core[@]}" -DCMAKE_CUDA_ARCHITECTURES=90 "-DPYFLAME_NVIDIA_LIBS=$PWD/$nvlibs/nvidia" \
   > build/ci-nvidia.log
 cmake --build build/ci-nvidia --target "${targets[@]}"
 
@@ -43,7 +46,7 @@ if ! command -v clang++-15 > /dev/null || [ ! -f /usr/include/hip/hip_runtime.h 
 fi
 # Debian keeps ROCm under /usr; its 5.2-era CMake files predate CMake 4's policy floor.
 HIP_PLATFORM=amd CMAKE_PREFIX_PATH=/usr/lib/x86_64-linux-gnu/cmake cmake -S . -B build/ci-amd -G Ninja \
-  -DPYFLAME_USE_ROCM=ON -DPYFLAME_HIP_PLATFORM=amd -DPYFLAME_BUILD_PYTHON=ON -DROCM_PATH=/usr \
+  -DPYFLAME_USE_ROCM=ON -DPYFLAME_HIP_PLATFORM=amd -DPYFLAME_BUILD_PYTHON=ON "${core[@]}" -DROCM_PATH=/usr \
   -DPYFLAME_WITH_BLAS=OFF -DPYFLAME_WITH_DNN=OFF \
   -DCMAKE_HIP_COMPILER=clang++-15 "-DCMAKE_HIP_ARCHITECTURES=gfx90a;gfx1030" \
   "-DCMAKE_HIP_FLAGS=--rocm-path=/usr --hip-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode" \

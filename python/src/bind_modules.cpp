@@ -4,6 +4,7 @@
 #include <nanobind/stl/tuple.h>
 
 #include "bindings.h"
+#include "pyflame/ir/op_call.h"
 #include "pyflame/modules_ops.h"
 
 namespace pyflame::python {
@@ -12,6 +13,11 @@ void bind_modules(nb::module_& m, nb::class_<Tensor>& /*tensor*/) {
   m.def("linear", [](const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
     return pyflame::linear(input, weight, bias);
   }, "input"_a, "weight"_a, "bias"_a = nb::none(), "y = input @ weight.T + bias (torch.nn.functional.linear).");
+  m.def("linear_relu", [](const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+    return pyflame::apply(OpCall{ir::OpType::linear_relu, {input, weight, bias.value_or(Tensor())}, NoAttrs{}})[0];
+  }, "input"_a, "weight"_a, "bias"_a = nb::none(),
+     "relu(linear(input, weight, bias)) in one call: what pf.compile makes of the pair (the ReLU in the GEMM's "
+     "epilogue on the GPU).");
   m.def("lstm_sequence", [](const Tensor& input_gates, const Tensor& h0, const Tensor& c0, const Tensor& weight_hh,
                             const std::optional<Tensor>& bias_hh, bool reverse) {
     return pyflame::lstm_sequence(input_gates, h0, c0, weight_hh, bias_hh.value_or(Tensor()), reverse);

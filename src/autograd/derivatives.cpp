@@ -362,36 +362,6 @@ Grads d_linear(const GradContext& c) {
   return r;
 }
 
-// flash_attention's backward recomputes the probabilities block by block from
-// the saved logsumexp, as the forward made them: no (L, S) matrix in memory.
-Grads d_flash_attention(const GradContext& c) {
-  const AttentionAttrs& a = c.attr<AttentionAttrs>();
-  auto [gq, gk, gv] = flash_attention_backward(c.grad(0), c.input(0), c.input(1), c.input(2), c.output(0),
-                                               c.output(1), a.is_causal, a.scale);
-  return {gq, gk, gv};
-}
-
-// The recurrence's backward (lstm_sequence_backward) runs step by step; what
-// is not sequential is two GEMMs over the whole sequence, as cuDNN's RNN does:
-// weight_hh's gradient pairs each step's gate gradients with the h that step
-// read (h0, then the previous step's output).
-Grads d_lstm_sequence(const GradContext& c) {
-  const bool reverse = c.attr<RnnAttrs>().reverse;
-  auto [g_gates, g_h0, g_c0] =
-      lstm_sequence_backward(c.grad(0), c.grad(1), c.output(2), c.output(1), c.input(2), c.input(3), reverse);
-  Grads r{g_gates, g_h0, g_c0, {}, {}};
-  if (c.needs[3]) {
-    const Tensor &output = c.output(0), &h0 = c.input(1);
-    const int64_t t = output.size(0), h = h0.size(1);
-    Tensor read = t == 0 ? output
-                  : reverse ? cat({slice(output, 0, 1, t), unsqueeze(h0, 0)})
-                            : cat({unsqueeze(h0, 0), slice(output, 0, 0, t - 1)});
-    r[3] = matmul(transpose(reshape(g_gates, {-1, 4 * h}), 0, 1), reshape(read, {-1, h}));
-  }
-  if (c.needs[4]) r[4] = g_gates;  // summed over the steps and the batch by the engine
-  return r;
-}
-
 // ---------------------------------------------------------------- views and copies
 
 Grads d_reshape_back(const GradContext& c) { return {reshape(c.grad(), c.input_shape(0))}; }
@@ -887,8 +857,6 @@ PF_REGISTER_DERIVATIVE(batch_matmul, &d_matmul, kSavesInputs);
 PF_REGISTER_DERIVATIVE(softmax, &d_softmax, kSavesOutputs);
 PF_REGISTER_DERIVATIVE(log_softmax, &d_softmax, kSavesOutputs);
 PF_REGISTER_DERIVATIVE(linear, &d_linear, kSavesInputs);
-PF_REGISTER_DERIVATIVE(lstm_sequence, &d_lstm_sequence, kSavesBoth);
-PF_REGISTER_DERIVATIVE(flash_attention, &d_flash_attention, kSavesBoth);
 
 PF_REGISTER_DERIVATIVE(view, &d_reshape_back, kSavesNothing);
 PF_REGISTER_DERIVATIVE(reshape, &d_reshape_back, kSavesNothing);

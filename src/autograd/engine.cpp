@@ -20,7 +20,6 @@ namespace autograd {
 namespace {
 
 uint64_t g_next_sequence_nr = 0;
-Derivative g_derivatives[kNumOps];
 
 TensorInfo info_of(const Tensor& t) {
   if (!t.defined()) return {};
@@ -150,13 +149,6 @@ void set_history(Tensor& t, const std::shared_ptr<Node>& node, uint32_t slot) {
 
 // ---------------------------------------------------------------- the table
 
-void register_derivative(ir::OpType op, DerivativeFn fn, uint8_t saves) {
-  g_derivatives[static_cast<int>(op)] = {fn, saves};
-}
-const Derivative* find_derivative(ir::OpType op) {
-  const Derivative& d = g_derivatives[static_cast<int>(op)];
-  return d.fn ? &d : nullptr;
-}
 bool has_derivative(ir::OpType op) { return find_derivative(op) != nullptr || op_grad(op) == OpGrad::composite; }
 bool is_differentiable(ir::OpType op) { return op_grad(op) != OpGrad::nograd; }
 

@@ -1,5 +1,7 @@
 #include "core/dispatch.h"
 
+#include "core/derivative.h"
+
 #include "pyflame/error.h"
 
 namespace pyflame {
@@ -47,6 +49,7 @@ struct Registry {
   InferFn infer[kNumOps] = {};
   KernelFn kernels[kNumOps][kNumDeviceTypes] = {};
   CompositeFn composites[kNumOps] = {};
+  autograd::Derivative derivatives[kNumOps] = {};
 };
 Registry& registry() {
   static Registry r;
@@ -77,6 +80,14 @@ KernelFn find_kernel(ir::OpType op, DeviceType device) {
 }
 InferFn find_infer(ir::OpType op) { return registry().infer[static_cast<int>(op)]; }
 CompositeFn find_composite(ir::OpType op) { return registry().composites[static_cast<int>(op)]; }
+
+void autograd::register_derivative(ir::OpType op, DerivativeFn fn, uint8_t saves) {
+  registry().derivatives[static_cast<int>(op)] = {fn, saves};
+}
+const autograd::Derivative* autograd::find_derivative(ir::OpType op) {
+  const Derivative& d = registry().derivatives[static_cast<int>(op)];
+  return d.fn ? &d : nullptr;
+}
 
 bool has_kernel(ir::OpType op, Device device) { return find_kernel(op, device.type) != nullptr; }
 bool is_supported(ir::OpType op, Device device) {

@@ -10,6 +10,7 @@
 
 #include "pyflame/modules_ops.h"
 
+#include "core/derivative.h"
 #include "core/dispatch.h"
 #include "core/op_utils.h"
 #include "pyflame/error.h"
@@ -56,6 +57,11 @@ std::vector<Tensor> linear_composite(const OpCall& call) {
   const Tensor &input = call.inputs[0], &weight = call.inputs[1], &bias = call.inputs[2];
   Tensor y = matmul(input, weight.dim() == 2 ? transpose(weight, 0, 1) : weight);
   return {bias.defined() ? add(y, bias) : y};
+}
+
+std::vector<Tensor> linear_relu_composite(const OpCall& call) {
+  const Tensor& bias = call.inputs[2];
+  return {relu(linear(call.inputs[0], call.inputs[1], bias.defined() ? std::optional<Tensor>(bias) : std::nullopt))};
 }
 
 // An lstm_sequence argument of shape `expected` in the input gates' dtype.
@@ -111,10 +117,34 @@ Inferred infer_lstm_sequence_backward(OpCall& call) {
           {}};
 }
 
+// The recurrence's backward (lstm_sequence_backward) runs step by step; what
+// is not sequential is two GEMMs over the whole sequence, as cuDNN's RNN does:
+// weight_hh's gradient pairs each step's gate gradients with the h that step
+// read (h0, then the previous step's output).
+std::vector<Tensor> d_lstm_sequence(const autograd::GradContext& c) {
+  const bool reverse = c.attr<RnnAttrs>().reverse;
+  auto [g_gates, g_h0, g_c0] =
+      lstm_sequence_backward(c.grad(0), c.grad(1), c.output(2), c.output(1), c.input(2), c.input(3), reverse);
+  std::vector<Tensor> r{g_gates, g_h0, g_c0, {}, {}};
+  if (c.needs[3]) {
+    const Tensor &output = c.output(0), &h0 = c.input(1);
+    const int64_t t = output.size(0), h = h0.size(1);
+    Tensor read = t == 0 ? output
+                  : reverse ? cat({slice(output, 0, 1, t), unsqueeze(h0, 0)})
+                            : cat({unsqueeze(h0, 0), slice(output, 0, 0, t - 1)});
+    r[3] = matmul(transpose(reshape(g_gates, {-1, 4 * h}), 0, 1), reshape(read, {-1, h}));
+  }
+  if (c.needs[4]) r[4] = g_gates;  // summed over the steps and the batch by the engine
+  return r;
+}
+
 PF_REGISTER_INFER(linear, &infer_linear);
 PF_REGISTER_COMPOSITE(linear, &linear_composite);
+PF_REGISTER_INFER(linear_relu, &infer_linear);
+PF_REGISTER_COMPOSITE(linear_relu, &linear_relu_composite);
 PF_REGISTER_INFER(lstm_sequence, &infer_lstm_sequence);
 PF_REGISTER_INFER(lstm_sequence_backward, &infer_lstm_sequence_backward);
+PF_REGISTER_DERIVATIVE(lstm_sequence, &d_lstm_sequence, autograd::kSavesBoth);
 
 }  // namespace
 

@@ -27,6 +27,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/derivative.h"
 #include "core/dispatch.h"
 #include "core/op_utils.h"
 #include "pyflame/error.h"
@@ -375,8 +376,18 @@ Inferred infer_flash_attention_backward(OpCall& call) {
           {}};
 }
 
+// flash_attention's backward recomputes the probabilities block by block from
+// the saved logsumexp, as the forward made them: no (L, S) matrix in memory.
+std::vector<Tensor> d_flash_attention(const autograd::GradContext& c) {
+  const AttentionAttrs& a = c.attr<AttentionAttrs>();
+  auto [gq, gk, gv] = flash_attention_backward(c.grad(0), c.input(0), c.input(1), c.input(2), c.output(0),
+                                               c.output(1), a.is_causal, a.scale);
+  return {gq, gk, gv};
+}
+
 PF_REGISTER_INFER(flash_attention, &infer_flash_attention);
 PF_REGISTER_INFER(flash_attention_backward, &infer_flash_attention_backward);
+PF_REGISTER_DERIVATIVE(flash_attention, &d_flash_attention, autograd::kSavesBoth);
 PF_REGISTER_INFER(cross_entropy_backward, &infer_cross_entropy_backward);
 PF_REGISTER_INFER(softmax_backward, &infer_softmax_backward);
 PF_REGISTER_INFER(log_softmax_backward, &infer_softmax_backward);

@@ -3,7 +3,8 @@
 // transpose flag, so only layouts BLAS cannot address are copied. float16 and
 // bfloat16 go through float32; integer products use a plain loop (no BLAS has them).
 // linear writes its bias into the output and lets BLAS accumulate onto it
-// (beta = 1), as PyTorch's addmm does, instead of a separate pass to add it.
+// (beta = 1), as PyTorch's addmm does, instead of a separate pass to add it;
+// linear_relu then applies relu's functor to the output while it is in cache.
 
 #include <climits>
 
@@ -11,6 +12,7 @@
 #include "core/matrix_layout.h"
 #include "cpu/blas.h"
 #include "cpu/loops.h"
+#include "kernels/functors.h"
 #include "pyflame/error.h"
 
 namespace pyflame::cpu {
@@ -84,20 +86,36 @@ void matmul_kernel(OpCall& call) {
   }
 }
 
+// The output (M, N), contiguous, through relu's functor.
+template <class T> void relu_in_place(Tensor& out) {
+  T* p = out.data<T>();
+  parallel_for(out.numel(), kParallelGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) p[i] = kernels::Relu<T>{}(p[i]);
+  });
+}
+
 void linear_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
   const Tensor& w = call.inputs[1];
   const Tensor* bias = call.inputs[2].defined() ? &call.inputs[2] : nullptr;
+  const bool relu = call.op == ir::OpType::linear_relu;
   for (int64_t s : {x.size(0), x.size(1), w.size(0)})
-    PF_CHECK(s <= INT_MAX, ValueError, "linear: matrix dimension ", s, " exceeds the CPU BLAS limit of 2^31-1 (shapes ",
-             x.shape(), " and ", w.shape(), ")");
+    PF_CHECK(s <= INT_MAX, ValueError, op_name(call.op), ": matrix dimension ", s,
+             " exceeds the CPU BLAS limit of 2^31-1 (shapes ", x.shape(), " and ", w.shape(), ")");
   switch (x.dtype()) {
-    case DType::Float32: return blas_linear<float>(x, w, bias, call.out());
-    case DType::Float64: return blas_linear<double>(x, w, bias, call.out());
+    case DType::Float32:
+      blas_linear<float>(x, w, bias, call.out());
+      if (relu) relu_in_place<float>(call.out());
+      return;
+    case DType::Float64:
+      blas_linear<double>(x, w, bias, call.out());
+      if (relu) relu_in_place<double>(call.out());
+      return;
     default: {  // float16, bfloat16: in float32, rounded once
       Tensor out32 = Tensor::empty(call.out().shape(), DType::Float32, call.out().device());
       Tensor bias32 = bias ? bias->to(DType::Float32) : Tensor();
       blas_linear<float>(x.to(DType::Float32), w.to(DType::Float32), bias ? &bias32 : nullptr, out32);
+      if (relu) relu_in_place<float>(out32);
       call.out().copy_(out32);
     }
   }
@@ -106,6 +124,7 @@ void linear_kernel(OpCall& call) {
 PF_REGISTER_KERNEL(matmul, CPU, &matmul_kernel);
 PF_REGISTER_KERNEL(batch_matmul, CPU, &matmul_kernel);
 PF_REGISTER_KERNEL(linear, CPU, &linear_kernel);
+PF_REGISTER_KERNEL(linear_relu, CPU, &linear_kernel);
 
 }  // namespace
 }  // namespace pyflame::cpu

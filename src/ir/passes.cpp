@@ -2,7 +2,9 @@
 // trace ends. Only pure calls are merged or removed: a call that writes a
 // tensor in place, draws random numbers (the generator's later draws depend on
 // it) or has a signature of its own (CUSTOM: batch_norm updates its running
-// statistics inside its kernel) stays as traced, in its place.
+// statistics inside its kernel) stays as traced, in its place. Fusions replace a
+// chain of calls by one table op that computes the same (a kernel where the
+// device has one, else the op's decomposition, which autograd also takes).
 
 #include <string>
 #include <unordered_map>
@@ -97,10 +99,32 @@ void remove_dead_calls(Graph& g) {
   });
 }
 
+// linear whose only use is a relu (not in place): one linear_relu, the ReLU in
+// the GEMM's epilogue on the GPU. The relu is left unused, for remove_dead_calls.
+void fuse_linear_relu(Graph& g) {
+  std::vector<int> uses(g.nodes.size(), 0);
+  for_each_value(g, [&](Value& v) {
+    if (v.kind == Value::Kind::Node) ++uses[v.index];
+  });
+  std::vector<int64_t> fused_into(g.nodes.size(), -1);  // a relu's index -> the linear that took it
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.op != OpType::relu || !n.written.empty() || n.inputs[0].kind != Value::Kind::Node) continue;
+    Node& producer = g.nodes[n.inputs[0].index];
+    if (producer.op != OpType::linear || uses[n.inputs[0].index] != 1) continue;
+    producer.op = OpType::linear_relu;
+    fused_into[i] = n.inputs[0].index;
+  }
+  for_each_value(g, [&](Value& v) {
+    if (v.kind == Value::Kind::Node && fused_into[v.index] >= 0) v = Value{Value::Kind::Node, fused_into[v.index], 0};
+  });
+}
+
 }  // namespace
 
 void optimize(Graph& g) {
   merge_common_calls(g);
+  fuse_linear_relu(g);
   remove_dead_calls(g);
 }
 

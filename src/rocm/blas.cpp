@@ -144,6 +144,7 @@ namespace {
 struct LtKey {
   DType dtype;
   bool tf32;
+  bool relu;  // the ReLU after the bias, in the same epilogue
   hipblasOperation_t trans_a, trans_b;
   int m, n, k, lda, ldb, ldc;
   uint32_t align_a, align_b, align_d;
@@ -154,8 +155,8 @@ struct LtKey {
     auto ta = [](hipblasOperation_t t) { return t == HIPBLAS_OP_T ? "T" : "N"; };
     return std::string(op) + ": " PF_BLASLT_LIBRARY " matmul with bias, D [" + std::to_string(m) + " x " +
            std::to_string(n) + "] = op(A) [" + std::to_string(m) + " x " + std::to_string(k) + "] op(B) [" +
-           std::to_string(k) + " x " + std::to_string(n) + "] + bias [" + std::to_string(m) +
-           "] (column-major, op(A) " + ta(trans_a) + ", op(B) " + ta(trans_b) + ", lda " + std::to_string(lda) +
+           std::to_string(k) + " x " + std::to_string(n) + "] + bias [" + std::to_string(m) + "]" +
+           (relu ? ", relu" : "") + " (column-major, op(A) " + ta(trans_a) + ", op(B) " + ta(trans_b) + ", lda " + std::to_string(lda) +
            ", ldb " + std::to_string(ldb) + ", ldc " + std::to_string(ldc) + "), " + dtype_name(dtype) +
            (tf32 ? " (TF32)" : "");
   }
@@ -164,7 +165,7 @@ struct LtKey {
 struct LtKeyHash {
   size_t operator()(const LtKey& k) const {
     size_t h = 0;
-    for (int64_t v : {int64_t(k.dtype), int64_t(k.tf32), int64_t(k.trans_a), int64_t(k.trans_b), int64_t(k.m),
+    for (int64_t v : {int64_t(k.dtype), int64_t(k.tf32), int64_t(k.relu), int64_t(k.trans_a), int64_t(k.trans_b), int64_t(k.m),
                       int64_t(k.n), int64_t(k.k), int64_t(k.lda), int64_t(k.ldb), int64_t(k.ldc),
                       int64_t(k.align_a), int64_t(k.align_b), int64_t(k.align_d)})
       h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
@@ -270,7 +271,7 @@ struct ROCmBLAS::Lt {
                                                     : HIPBLAS_COMPUTE_32F;
     const hipDataType type = lt_type(key.dtype), scale = f64 ? HIP_R_64F : HIP_R_32F;
     LT_CHECK(c, hipblasLtMatmulDescCreate(&p->desc, compute, scale));
-    const hipblasLtEpilogue_t epilogue = HIPBLASLT_EPILOGUE_BIAS;
+    const hipblasLtEpilogue_t epilogue = key.relu ? HIPBLASLT_EPILOGUE_RELU_BIAS : HIPBLASLT_EPILOGUE_BIAS;
     LT_CHECK(c, hipblasLtMatmulDescSetAttribute(p->desc, HIPBLASLT_MATMUL_DESC_TRANSA, &key.trans_a,
                                                 sizeof(key.trans_a)));
     LT_CHECK(c, hipblasLtMatmulDescSetAttribute(p->desc, HIPBLASLT_MATMUL_DESC_TRANSB, &key.trans_b,
@@ -319,7 +320,7 @@ struct ROCmBLAS::Lt {};
 
 bool ROCmBLAS::try_gemm_bias(const char* op, DType dtype, rocblas_operation trans_a, rocblas_operation trans_b,
                              int M, int N, int K, const void* A, int lda, const void* B, int ldb, const void* bias,
-                             void* C, int ldc, bool tf32) {
+                             bool relu, void* C, int ldc, bool tf32) {
   PF_CHECK(is_floating(dtype), TypeError, "ROCmBLAS::try_gemm_bias: ", dtype, " is not a float dtype");
 #if PYFLAME_WITH_BLASLT
   // The heuristic fails on a dimension of 1 (PyTorch's addmm keeps those from Lt too).
@@ -329,7 +330,7 @@ bool ROCmBLAS::try_gemm_bias(const char* op, DType dtype, rocblas_operation tran
   tf32 = false;
 #endif
   if (!lt_) lt_ = std::make_unique<Lt>();
-  const LtKey key{dtype, dtype == DType::Float32 && tf32, lt_operation(trans_a), lt_operation(trans_b), M, N, K,
+  const LtKey key{dtype, dtype == DType::Float32 && tf32, relu, lt_operation(trans_a), lt_operation(trans_b), M, N, K,
                   lda, ldb, ldc, alignment(A), alignment(B), std::min(alignment(C), alignment(bias))};
   LtPlan& p = lt_->plan(key, op);
   if (!p.usable) return false;
@@ -418,15 +419,18 @@ void matmul_entry(OpCall& call) {
 // and the bias one value per row of y^T. Where the library adds the bias in the
 // GEMM (try_gemm_bias) that is one call; otherwise the bias is written into y and
 // the GEMM accumulates onto it (beta = 1), as the CPU kernel and PyTorch's
-// unfused addmm do: still no separate pass of an add.
+// unfused addmm do: still no separate pass of an add. linear_relu asks for the ReLU
+// in the same epilogue; where the library has none for the problem, a pass of relu's
+// functor follows the GEMM (relu_in_place, kernels/matmul.hip).
 void linear_entry(OpCall& call) {
   Tensor x = call.inputs[0];
   Tensor w_t = call.inputs[1].transpose(0, 1);
   Tensor& out = call.out();
   if (out.numel() == 0) return;
+  const bool relu = call.op == ir::OpType::linear_relu;
   const int64_t m = x.size(0), k = x.size(1), n = out.size(1);
   for (int64_t s : {m, n, k})
-    PF_CHECK(s <= INT_MAX, NotSupportedError, "linear: matrix dimension ", s,
+    PF_CHECK(s <= INT_MAX, NotSupportedError, op_name(call.op), ": matrix dimension ", s,
              " exceeds the GPU BLAS limit of 2^31-1 (input ", x.shape(), ", weight ", call.inputs[1].shape(), ")");
   DeviceGuard guard(out.device().index);
   // The epilogue reads the bias packed; a 0-d bias comes expanded (stride 0).
@@ -434,27 +438,31 @@ void linear_entry(OpCall& call) {
   if (k == 0) {  // empty sums; BLAS wants leading dimensions of at least 1
     if (bias.defined()) out.copy_(bias.expand(out.shape()));
     else out.fill_(Scalar(0.0));
+    if (relu) relu_in_place(out, op_name(call.op));
     return;
   }
   const MatrixLayout lx = matrix_layout(x), lw = matrix_layout(w_t);
   for (int64_t ld : {lx.ld, lw.ld})
-    PF_CHECK(ld <= INT_MAX, NotSupportedError, "linear: a row stride of ", ld,
+    PF_CHECK(ld <= INT_MAX, NotSupportedError, op_name(call.op), ": a row stride of ", ld,
              " exceeds the GPU BLAS limit of 2^31-1; make the operand contiguous first");
   ROCmBLAS& blas = get_blas();
   const int M = static_cast<int>(n), N = static_cast<int>(m), K = static_cast<int>(k);
-  if (bias.defined() && blas.try_gemm_bias("linear", x.dtype(), op_of(lw), op_of(lx), M, N, K, w_t.data_ptr(),
-                                           static_cast<int>(lw.ld), x.data_ptr(), static_cast<int>(lx.ld),
-                                           bias.data_ptr(), out.data_ptr(), M, allow_tf32()))
+  if (bias.defined() && blas.try_gemm_bias(op_name(call.op), x.dtype(), op_of(lw), op_of(lx), M, N, K,
+                                           w_t.data_ptr(), static_cast<int>(lw.ld), x.data_ptr(),
+                                           static_cast<int>(lx.ld), bias.data_ptr(), relu, out.data_ptr(), M,
+                                           allow_tf32()))
     return;
   if (bias.defined()) out.copy_(bias.expand(out.shape()));
   blas.gemm_ex(x.dtype(), op_of(lw), op_of(lx), M, N, K, 1.0, w_t.data_ptr(), static_cast<int>(lw.ld), 0,
                x.data_ptr(), static_cast<int>(lx.ld), 0, bias.defined() ? 1.0 : 0.0, out.data_ptr(), M, 0, 1,
                allow_tf32());
+  if (relu) relu_in_place(out, op_name(call.op));
 }
 
 PF_REGISTER_KERNEL(matmul, ROCm, &matmul_entry);
 PF_REGISTER_KERNEL(batch_matmul, ROCm, &matmul_entry);
 PF_REGISTER_KERNEL(linear, ROCm, &linear_entry);
+PF_REGISTER_KERNEL(linear_relu, ROCm, &linear_entry);
 
 }  // namespace
 }  // namespace pyflame::backend::rocm

@@ -130,43 +130,49 @@ TEST_CASE("ROCmBLAS gemm_strided_batched and geam") {
   check_close(gc, want, 1e-6);
 }
 
-TEST_CASE("ROCmBLAS try_gemm_bias adds the bias in the GEMM (always on NVIDIA), or declines and writes nothing") {
+TEST_CASE("ROCmBLAS try_gemm_bias adds the bias (and ReLU) in the GEMM (always on NVIDIA), or declines and writes nothing") {
   if (!gpu_or_skip()) return;
   rocm::set_allow_tf32(false);
   const bool nvidia = rocm::get_device_info(rocm::get_current_device()).platform == "nvidia";
   const int m = 37, n = 29, k = 53;
   auto bias = random_floats(m, 9);
   DeviceBuffer dbias(bias);
-  for (bool ta : {false, true})
-    for (bool tb : {false, true}) {
-      const int lda = (ta ? k : m) + 3, ldb = (tb ? n : k) + 1, ldc = m + 2;
-      auto a = random_floats(size_t(lda) * (ta ? m : k), 5 + ta), b = random_floats(size_t(ldb) * (tb ? k : n), 7 + tb);
-      DeviceBuffer da(a), db(b), dc(size_t(ldc) * n);
-      for (int call = 0; call < 2; ++call) {  // the second call runs the kept plan
-        const bool fused = rocm::get_blas().try_gemm_bias(
-            "test", pyflame::DType::Float32, ta ? rocblas_operation_transpose : rocblas_operation_none,
-            tb ? rocblas_operation_transpose : rocblas_operation_none, m, n, k, da.f(), lda, db.f(), ldb, dbias.f(),
-            dc.f(), ldc, false);
-        if (nvidia) CHECK(fused);  // cuBLASLt's epilogue; on AMD hipBLASLt's where built in, else none
-        auto c = dc.host();
-        std::vector<float> c_packed;
-        for (int j = 0; j < n; ++j)
-          for (int i = 0; i < m; ++i) c_packed.push_back(c[i + size_t(j) * ldc]);
-        if (fused) {
-          std::vector<double> want = ref_gemm(ta, tb, m, n, k, a.data(), lda, b.data(), ldb);
+  for (bool relu : {false, true})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        const int lda = (ta ? k : m) + 3, ldb = (tb ? n : k) + 1, ldc = m + 2;
+        auto a = random_floats(size_t(lda) * (ta ? m : k), 5 + ta);
+        auto b = random_floats(size_t(ldb) * (tb ? k : n), 7 + tb);
+        DeviceBuffer da(a), db(b), dc(size_t(ldc) * n);
+        for (int call = 0; call < 2; ++call) {  // the second call runs the kept plan
+          const bool fused = rocm::get_blas().try_gemm_bias(
+              "test", pyflame::DType::Float32, ta ? rocblas_operation_transpose : rocblas_operation_none,
+              tb ? rocblas_operation_transpose : rocblas_operation_none, m, n, k, da.f(), lda, db.f(), ldb, dbias.f(),
+              relu, dc.f(), ldc, false);
+          if (nvidia) CHECK(fused);  // cuBLASLt's epilogue; on AMD hipBLASLt's where built in, else none
+          auto c = dc.host();
+          std::vector<float> c_packed;
           for (int j = 0; j < n; ++j)
-            for (int i = 0; i < m; ++i) want[i + size_t(j) * m] += bias[i];
-          check_close(c_packed, want, 1e-5);
-        } else {
-          for (float v : c_packed) REQUIRE(std::isnan(v));  // still the poison
+            for (int i = 0; i < m; ++i) c_packed.push_back(c[i + size_t(j) * ldc]);
+          if (fused) {
+            std::vector<double> want = ref_gemm(ta, tb, m, n, k, a.data(), lda, b.data(), ldb);
+            for (int j = 0; j < n; ++j)
+              for (int i = 0; i < m; ++i) {
+                double& v = want[i + size_t(j) * m];
+                v += bias[i];
+                if (relu) v = std::max(v, 0.0);
+              }
+            check_close(c_packed, want, 1e-5);
+          } else {
+            for (float v : c_packed) REQUIRE(std::isnan(v));  // still the poison
+          }
         }
       }
-    }
   // A dimension of 1 is left to the caller's GEMM on every platform.
   DeviceBuffer da(k), db(size_t(k) * n), dc(n);
   CHECK_FALSE(rocm::get_blas().try_gemm_bias("test", pyflame::DType::Float32, rocblas_operation_none,
-                                             rocblas_operation_none, 1, n, k, da.f(), 1, db.f(), k, dbias.f(), dc.f(),
-                                             1, false));
+                                             rocblas_operation_none, 1, n, k, da.f(), 1, db.f(), k, dbias.f(), false,
+                                             dc.f(), 1, false));
 }
 
 TEST_CASE("ROCBLAS_CHECK names the library status, the call, file and line") {

@@ -1,4 +1,4 @@
-"""OpInfos of the nn-modules area: linear, lstm_sequence and its backward."""
+"""OpInfos of the nn-modules area: linear, linear_relu, lstm_sequence and its backward."""
 
 import numpy as np
 import torch
@@ -109,6 +109,9 @@ def _lstm_backward_ref(grad_output, grad_cell_states, gates, cell_states, c0, we
 
 OP_INFOS = [
     OpInfo("linear", "CUSTOM", FLOAT_DTYPES, _linear_samples, F.linear,
+           ("plain", "broadcast", "noncontig", "empty", "size1"),
+           tol={"float16": (1e-3, 2e-3), "bfloat16": (1.6e-2, 2e-2)}, method=False),
+    OpInfo("linear_relu", "CUSTOM", FLOAT_DTYPES, _linear_samples, lambda *a, **k: F.relu(F.linear(*a, **k)),
            ("plain", "broadcast", "noncontig", "empty", "size1"),
            tol={"float16": (1e-3, 2e-3), "bfloat16": (1.6e-2, 2e-2)}, method=False),
     OpInfo("lstm_sequence", "CUSTOM", FLOAT_DTYPES, _lstm_samples, _lstm_ref, ("plain", "noncontig", "empty", "size1"),

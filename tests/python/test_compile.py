@@ -39,10 +39,11 @@ def test_mlp_replays_as_eager_and_as_torch(device, rng):
         px = pf.tensor(x, device=device)
         got, eager = compiled(px), model(px)
         assert got.device == eager.device and got.is_placed
-        np.testing.assert_array_equal(got.to("cpu").numpy(), eager.to("cpu").numpy())
+        # The replay fuses linear -> relu (on the GPU the GEMM's epilogue, whose algorithm may round differently).
+        np.testing.assert_allclose(got.to("cpu").numpy(), eager.to("cpu").numpy(), rtol=1e-5, atol=1e-6)
         assert_matches(got.to("cpu"), tmodel(torch.from_numpy(x)).detach(), 1e-5, 1e-5, what="compiled MLP")
     (graph,) = compiled.graphs()
-    assert graph.ops.count("addmm") + graph.ops.count("linear") + graph.ops.count("matmul") >= 2, str(graph)
+    assert graph.ops == ["linear_relu", "linear"], str(graph)
 
 
 @pytest.mark.parametrize("device", ["cpu", "rocm"])

@@ -3,11 +3,14 @@
 // products are rare in networks; this kernel is for correctness, not speed.
 // The layout trick: a row of A and a column of B are addressed by broadcasting
 // them to the output's shape, so one Offsets walk serves any batch broadcast.
+// And linear_relu's ReLU where the BLAS library has no epilogue for the problem:
+// relu's functor over the packed output, in place.
 
 #include "pyflame/backend/rocm/hip_check.h"
 #include "pyflame/backend/rocm/stream.h"
 #include "rocm/device_guard.h"
 #include "rocm/kernels/launch.h"
+#include "kernels/functors.h"
 #include "rocm/kernels/matmul.h"
 
 namespace pyflame::backend::rocm {
@@ -28,7 +31,29 @@ static __global__ void integer_matmul_kernel(char* out, const char* a, const cha
   }
 }
 
+template <class T> static __global__ void relu_in_place_kernel(T* out, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    out[i] = kernels::Relu<T>{}(out[i]);
+}
+
 }  // namespace
+
+void relu_in_place(Tensor& out, const char* op) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  const int device = out.device().index;
+  DeviceGuard guard(device);
+  visit_dtype(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      relu_in_place_kernel<T><<<grid_for(n), kThreads, 0, current_stream(device)>>>(static_cast<T*>(out.data_ptr()), n);
+    } else {
+      throw TypeError(std::string(op) + ": no GPU ReLU epilogue for " + dtype_name(out.dtype()));
+    }
+  });
+  check_launch(op, "ReLU epilogue of " + detail::to_piece(out.shape()));
+}
 
 void integer_matmul(OpCall& call) {
   const Tensor& a = call.inputs[0];

@@ -67,15 +67,15 @@ class PF_API ROCmBLAS {
                void* C, int ldc, int64_t stride_c, int batch_count, bool tf32);
 
   // C (M x N) = op(A) op(B) + bias, the bias (M packed values of `dtype`) added
-  // to every column, in one library call where the library has that form for
+  // to every column, then ReLU where `relu`, in one library call where the library has that form for
   // the problem: true when done. False (nothing was run) without a Lt library
   // (AMD without hipBLASLt), where it has no algorithm for the problem, or where
   // M, N or K is 1 (PyTorch's addmm keeps those from Lt too); the caller then
   // fills C with the bias and runs gemm_ex with beta = 1. float32 uses TF32 only
   // when `tf32` and on NVIDIA. `op` names the calling op in error messages.
   bool try_gemm_bias(const char* op, DType dtype, rocblas_operation trans_a, rocblas_operation trans_b, int M,
-                     int N, int K, const void* A, int lda, const void* B, int ldb, const void* bias, void* C,
-                     int ldc, bool tf32);
+                     int N, int K, const void* A, int lda, const void* B, int ldb, const void* bias, bool relu,
+                     void* C, int ldc, bool tf32);
 
  private:
   void* stream_workspace();  // the current stream's workspace, made on first use

@@ -106,6 +106,7 @@ constexpr hipDataType HIP_R_16BF = CUDA_R_16BF;
 constexpr hipDataType HIP_R_32F = CUDA_R_32F;
 constexpr hipDataType HIP_R_64F = CUDA_R_64F;
 constexpr hipblasLtEpilogue_t HIPBLASLT_EPILOGUE_BIAS = CUBLASLT_EPILOGUE_BIAS;
+constexpr hipblasLtEpilogue_t HIPBLASLT_EPILOGUE_RELU_BIAS = CUBLASLT_EPILOGUE_RELU_BIAS;
 constexpr cublasLtMatmulDescAttributes_t HIPBLASLT_MATMUL_DESC_TRANSA = CUBLASLT_MATMUL_DESC_TRANSA;
 constexpr cublasLtMatmulDescAttributes_t HIPBLASLT_MATMUL_DESC_TRANSB = CUBLASLT_MATMUL_DESC_TRANSB;
 constexpr cublasLtMatmulDescAttributes_t HIPBLASLT_MATMUL_DESC_EPILOGUE = CUBLASLT_MATMUL_DESC_EPILOGUE;
