@@ -22,6 +22,7 @@ NB_MODULE(_C, m) {
   bind_device(m);
   bind_autograd(m, tensor);
   bind_graph(m);
+  bind_profiler(m);
   bind_optim(m);
   bind_sort(m);
   bind_linalg(m, tensor);

@@ -9,6 +9,7 @@
 //   bind_device.cpp    devices, synchronisation, the rocm_* functions
 //   bind_autograd.cpp  gradients: Tensor.requires_grad/grad/backward, grad_fn nodes, grad mode
 //   bind_graph.cpp     graph tracing and replay (pf.compile)
+//   bind_profiler.cpp  the op profiler's sessions (pf.profiler.profile)
 //   bind_optim.cpp     fused optimizer updates
 //   bind_sort.cpp      sort and nonzero (python/pyflame/_sorting.py builds on them)
 //   bind_linalg.cpp    the norms of torch.linalg, logsumexp, nansum and nanmean (python/pyflame/_linalg.py builds on them)
@@ -63,6 +64,7 @@ void bind_creation(nb::module_& m);
 void bind_device(nb::module_& m);
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor);
 void bind_graph(nb::module_& m);
+void bind_profiler(nb::module_& m);
 void bind_optim(nb::module_& m);
 void bind_sort(nb::module_& m);
 void bind_dlpack(nb::module_& m, nb::class_<Tensor>& tensor);

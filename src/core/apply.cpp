@@ -356,26 +356,17 @@ std::string OpCall::to_string() const {
 }
 
 std::atomic<int> tracing_threads{0};
+std::atomic<bool> profiler_active{false};
 
 ApplyHooks& apply_hooks() {
   static ApplyHooks hooks;
   return hooks;
 }
 
-std::vector<Tensor> apply(OpCall call) {
-  ThreadState& state = thread_state();
-  if (state.tracing && state.apply_depth == 0 && apply_hooks().trace) {
-    // The calls this one makes (a composite's parts, autocast's casts) are not traced.
-    const OpCall traced{call.op, call.inputs, call.attrs, call.outputs};
-    ++state.apply_depth;
-    struct DepthGuard {
-      int& depth;
-      ~DepthGuard() { --depth; }
-    } guard{state.apply_depth};
-    std::vector<Tensor> outputs = apply(std::move(call));
-    apply_hooks().trace(traced, outputs);
-    return outputs;
-  }
+namespace {
+
+// The call itself: infer, autocast and autograd's hooks, execution.
+std::vector<Tensor> run_call(OpCall call, ThreadState& state) {
   InferFn infer = find_infer(call.op);
   PF_CHECK(infer, NotSupportedError, op_name(call.op), ": the op has no infer function (a library bug)");
   PF_CHECK(call.attrs.index() == table_attrs_index(call.op), TypeError, op_name(call.op), ": called with ",
@@ -419,6 +410,29 @@ std::vector<Tensor> apply(OpCall call) {
   std::vector<Tensor> outputs = run();
   for (Tensor& o : outputs) hooks.link_view(input, o);
   return outputs;
+}
+
+}  // namespace
+
+std::vector<Tensor> apply(OpCall call) {
+  ThreadState& state = thread_state();
+  if (state.tracing && state.apply_depth == 0 && apply_hooks().trace) {
+    // The calls this one makes (a composite's parts, autocast's casts) are not traced.
+    const OpCall traced{call.op, call.inputs, call.attrs, call.outputs};
+    ++state.apply_depth;
+    struct DepthGuard {
+      int& depth;
+      ~DepthGuard() { --depth; }
+    } guard{state.apply_depth};
+    std::vector<Tensor> outputs = apply(std::move(call));
+    apply_hooks().trace(traced, outputs);
+    return outputs;
+  }
+  if (profiler_active.load(std::memory_order_relaxed) && apply_hooks().profile) {
+    auto run = [&]() { return run_call(std::move(call), state); };
+    return apply_hooks().profile(call, [](void* ctx) { return (*static_cast<decltype(run)*>(ctx))(); }, &run);
+  }
+  return run_call(std::move(call), state);
 }
 
 }  // namespace pyflame

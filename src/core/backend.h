@@ -55,6 +55,12 @@ class DeviceBackend {
   // that destroy_graph gives back. end_capture returns nullptr where the work
   // could not be captured (`ok` false: an op failed during the capture).
   virtual bool can_capture() const { return false; }
+  // Timing events (the op profiler, pf.profiler.profile): one recorded now on device
+  // `index`'s current stream; the milliseconds between two (waiting for `end`); and
+  // its release. A backend without them returns nullptr and the profiler times the host only.
+  virtual void* record_timing_event(int /*index*/) { return nullptr; }
+  virtual double elapsed_ms(void* /*start*/, void* /*end*/) { return 0; }
+  virtual void destroy_timing_event(void* /*event*/) {}
   virtual void begin_capture(int /*index*/) {}
   virtual void* end_capture(int /*index*/, bool /*ok*/) { return nullptr; }
   virtual void launch_graph(void* /*graph*/) {}

@@ -94,10 +94,15 @@ struct ApplyHooks {
   // count read on the host, a raw copy): the trace decides whether it can still be replayed.
   void (*trace)(const OpCall& call, const std::vector<Tensor>& outputs) = nullptr;
   void (*raw_access)(const Storage* storage) = nullptr;
+  // While the op profiler runs (src/profiler): times run(ctx), which executes `call`
+  // (the hook reads `call` before run consumes it).
+  std::vector<Tensor> (*profile)(const OpCall& call, RunFn run, void* ctx) = nullptr;
 };
 PF_API ApplyHooks& apply_hooks();
 // Threads tracing now: Tensor::data_ptr (a hot path) looks further only while it is not 0.
 PF_API extern std::atomic<int> tracing_threads;
+// Whether an op profiler session runs: apply() (a hot path) looks at the profile hook only then.
+PF_API extern std::atomic<bool> profiler_active;
 
 struct KernelRegistrar {
   KernelRegistrar(ir::OpType op, DeviceType device, KernelFn fn) { register_kernel(op, device, fn); }

@@ -62,6 +62,20 @@ class ROCmBackend final : public DeviceBackend {
     HIP_CHECK(hipStreamWaitEvent(theirs, event, 0));
     HIP_CHECK(hipEventDestroy(event));  // released by the runtime once the wait is done
   }
+  void* record_timing_event(int index) override {
+    DeviceGuard guard(index);
+    hipEvent_t event;
+    HIP_CHECK(hipEventCreateWithFlags(&event, hipEventDefault));
+    HIP_CHECK(hipEventRecord(event, current_stream(index)));
+    return event;
+  }
+  double elapsed_ms(void* start, void* end) override {
+    float ms = 0;
+    HIP_CHECK(hipEventSynchronize(static_cast<hipEvent_t>(end)));
+    HIP_CHECK(hipEventElapsedTime(&ms, static_cast<hipEvent_t>(start), static_cast<hipEvent_t>(end)));
+    return ms;
+  }
+  void destroy_timing_event(void* event) override { HIP_CHECK(hipEventDestroy(static_cast<hipEvent_t>(event))); }
   bool can_capture() const override { return true; }
   void begin_capture(int index) override { rocm::begin_capture(index); }
   void* end_capture(int index, bool ok) override { return rocm::end_capture(index, ok); }
