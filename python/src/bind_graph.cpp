@@ -2,6 +2,7 @@
 // include/pyflame/ir/graph.h: the Python side flattens the arguments, keys
 // the traces by their signature and rebuilds the results' structure.
 
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -9,11 +10,19 @@
 #include <vector>
 
 #include "bindings.h"
+#include "pyflame/ir/fusion.h"
 #include "pyflame/ir/graph.h"
 
 namespace pyflame::python {
 
 void bind_graph(nb::module_& m) {
+  m.def("_can_fuse", [](const std::vector<std::string>& names) -> std::optional<std::string> {
+    std::vector<ir::OpType> ops;
+    for (const std::string& n : names) ops.push_back(op_from_name(n));
+    const std::optional<ir::FusedOpType> type = ir::can_fuse(ops);
+    if (!type) return std::nullopt;
+    return std::string(ir::fused_op_name(*type));
+  }, "ops"_a, "Seed 000's fusion pattern the chain of op names forms (its FusedOpType name), or None.");
   nb::class_<ir::Graph>(m, "_Graph", "The op calls one traced run made (pf.compile).")
       .def_prop_ro("num_nodes", [](const ir::Graph& g) { return g.nodes.size(); })
       .def_prop_ro("ops", [](const ir::Graph& g) {

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "pyflame/ir/fusion.h"
 #include "pyflame/ir/graph.h"
 
 namespace pyflame::ir {
@@ -99,21 +100,27 @@ void remove_dead_calls(Graph& g) {
   });
 }
 
-// linear whose only use is a relu (not in place): one linear_relu, the ReLU in
-// the GEMM's epilogue on the GPU. The relu is left unused, for remove_dead_calls.
-void fuse_linear_relu(Graph& g) {
+// A call whose result only a one-input call reads (not in place), the pair one of
+// can_fuse's patterns that a table op computes (fused_op: linear -> relu is
+// linear_relu, the ReLU in the GEMM's epilogue on the GPU): the first call becomes
+// that op; the second is left unused, for remove_dead_calls.
+void fuse_pairs(Graph& g) {
   std::vector<int> uses(g.nodes.size(), 0);
   for_each_value(g, [&](Value& v) {
     if (v.kind == Value::Kind::Node) ++uses[v.index];
   });
-  std::vector<int64_t> fused_into(g.nodes.size(), -1);  // a relu's index -> the linear that took it
+  std::vector<int64_t> fused_into(g.nodes.size(), -1);  // a second call's index -> the call that took it
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
-    if (n.op != OpType::relu || !n.written.empty() || n.inputs[0].kind != Value::Kind::Node) continue;
-    Node& producer = g.nodes[n.inputs[0].index];
-    if (producer.op != OpType::linear || uses[n.inputs[0].index] != 1) continue;
-    producer.op = OpType::linear_relu;
-    fused_into[i] = n.inputs[0].index;
+    if (n.inputs.size() != 1 || !n.written.empty() || n.inputs[0].kind != Value::Kind::Node) continue;
+    const int64_t j = n.inputs[0].index;
+    Node& producer = g.nodes[j];
+    if (uses[j] != 1 || producer.num_outputs != 1 || !producer.written.empty()) continue;
+    const std::optional<FusedOpType> pattern = can_fuse({producer.op, n.op});
+    const std::optional<OpType> op = pattern ? fused_op(*pattern) : std::nullopt;
+    if (!op) continue;
+    producer.op = *op;
+    fused_into[i] = j;
   }
   for_each_value(g, [&](Value& v) {
     if (v.kind == Value::Kind::Node && fused_into[v.index] >= 0) v = Value{Value::Kind::Node, fused_into[v.index], 0};
@@ -124,7 +131,7 @@ void fuse_linear_relu(Graph& g) {
 
 void optimize(Graph& g) {
   merge_common_calls(g);
-  fuse_linear_relu(g);
+  fuse_pairs(g);
   remove_dead_calls(g);
 }
 

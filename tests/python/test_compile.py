@@ -370,3 +370,24 @@ def test_data_dependent_sizes_run_eagerly(device, rng):
         x, m = make_values(rng, (6,), "float32"), rng.random(6) < 0.5
         np.testing.assert_array_equal(g(pf.tensor(x, device=device), pf.tensor(m, device=device)).to("cpu").numpy(),
                                       x[m] + 1)
+
+
+def test_can_fuse_names_seed_000_patterns():
+    from pyflame.backend import rocm
+
+    F = rocm.FusedOpType
+    cases = {("matmul", "add"): F.MATMUL_BIAS, ("linear",): F.MATMUL_BIAS,
+             ("matmul", "add", "relu"): F.MATMUL_BIAS_RELU, ("linear", "relu"): F.MATMUL_BIAS_RELU,
+             ("matmul", "add", "gelu"): F.MATMUL_BIAS_GELU, ("linear", "gelu"): F.MATMUL_BIAS_GELU,
+             ("conv2d", "add"): F.CONV_BIAS, ("conv2d", "add", "relu"): F.CONV_BIAS_RELU,
+             ("conv2d", "relu"): F.CONV_BIAS_RELU, ("conv2d", "batch_norm", "relu"): F.CONV_BN_RELU,
+             ("add", "relu"): F.ADD_RELU, ("mul", "add"): F.MUL_ADD}
+    for ops, want in cases.items():
+        assert rocm.can_fuse(list(ops)) is want, ops
+    assert {t for t in cases.values()} == set(F)
+    for ops in ([], ["relu", "add"], ["matmul"], ["add", "mul"], ["linear", "relu", "relu"]):
+        assert rocm.can_fuse(ops) is None, ops
+    with pytest.raises(ValueError, match="unknown op 'matmull'"):
+        rocm.can_fuse(["matmull", "add"])
+    with pytest.raises(TypeError):
+        rocm.can_fuse("matmul")

@@ -6,6 +6,7 @@ usable GPU; `diagnose()` says what was found and what is missing.
 """
 
 import ctypes.util
+import enum
 import os
 
 from .. import _C
@@ -29,6 +30,29 @@ set_device = _C.rocm_set_device
 synchronize = _C.rocm_synchronize
 get_device_info = _C.rocm_get_device_info
 can_device_access_peer = _C.rocm_can_device_access_peer
+
+
+class FusedOpType(enum.Enum):
+    """Seed 000's fusion patterns (include/pyflame/ir/fusion.h)."""
+
+    MATMUL_BIAS = "MATMUL_BIAS"
+    MATMUL_BIAS_RELU = "MATMUL_BIAS_RELU"
+    MATMUL_BIAS_GELU = "MATMUL_BIAS_GELU"
+    CONV_BIAS = "CONV_BIAS"
+    CONV_BIAS_RELU = "CONV_BIAS_RELU"
+    CONV_BN_RELU = "CONV_BN_RELU"
+    ADD_RELU = "ADD_RELU"
+    MUL_ADD = "MUL_ADD"
+
+
+def can_fuse(ops):
+    """The FusedOpType a chain of op names forms, in the order they run (["matmul", "add", "relu"] ->
+    MATMUL_BIAS_RELU), or None. pf.compile's fusion pass asks the same of the chains in a graph and
+    runs those a fused op computes (today MATMUL_BIAS_RELU: linear_relu); docs/compile.md."""
+    if isinstance(ops, str):
+        raise TypeError("can_fuse: ops must be a sequence of op names, got a str")
+    name = _C._can_fuse(list(ops))
+    return None if name is None else FusedOpType(name)
 
 
 def _require():

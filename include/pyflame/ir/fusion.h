@@ -1,0 +1,33 @@
+#pragma once
+// Seed 000's fusion patterns: a chain of ops, in the order they run, each reading
+// the one before, that one kernel can compute. can_fuse names the pattern a chain
+// forms; graph mode's fusion pass (src/ir/passes.cpp) asks it of the chains in a
+// traced graph and rewrites those a table op executes (fused_op).
+
+#include <optional>
+#include <vector>
+
+#include "pyflame/ir/op_type.h"
+#include "pyflame/macros.h"
+
+namespace pyflame::ir {
+
+enum class FusedOpType {
+  MATMUL_BIAS,       // matmul, add (or linear with a bias)
+  MATMUL_BIAS_RELU,  // matmul, add, relu (or linear, relu)
+  MATMUL_BIAS_GELU,  // matmul, add, gelu (or linear, gelu)
+  CONV_BIAS,         // conv2d, add
+  CONV_BIAS_RELU,    // conv2d, add, relu (or conv2d, relu)
+  CONV_BN_RELU,      // conv2d, batch_norm, relu
+  ADD_RELU,          // add, relu
+  MUL_ADD,           // mul, add
+};
+
+PF_API const char* fused_op_name(FusedOpType type);  // "MATMUL_BIAS_RELU"
+PF_API std::optional<FusedOpType> can_fuse(const std::vector<OpType>& ops);
+// The table op that computes the pattern in one call, where there is one
+// (MATMUL_BIAS_RELU: linear_relu); the others are recognised, not yet fused. It takes
+// the chain's first call's inputs and attributes (the later ops read only the one before).
+PF_API std::optional<OpType> fused_op(FusedOpType type);
+
+}  // namespace pyflame::ir
