@@ -878,3 +878,43 @@ def test_integer_inputs_are_refused(dtype):
                lambda: pf.scaled_dot_product_attention(x, x, x)):
         with pytest.raises(TypeError):
             fn()
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_sequential_runs_linear_relu_fused_with_unfused_results(device, rng):
+    """Seed 001's automatic fusion: Sequential runs a plain Linear + ReLU as one linear_relu; the results
+    and gradients are the unfused ones, and a hook on either module keeps them apart."""
+    if device == "rocm" and not pf.rocm_is_available():
+        pytest.skip(f"no usable GPU: {pf.rocm_unavailable_reason()}")
+    pf.manual_seed(3)
+    model = pf.nn.Sequential(pf.nn.Linear(24, 48), pf.nn.ReLU(), pf.nn.Linear(48, 48), pf.nn.ReLU(inplace=True),
+                             pf.nn.Linear(48, 8)).to(device)
+    x = pf.tensor(make_values(rng, (16, 24), "float32"), device=device)
+
+    def unfused(inp):
+        for m in model:
+            inp = m(inp)
+        return inp
+
+    with pf.no_grad():
+        with pf.profiler.profile(activities=[pf.profiler.ProfilerActivity.CPU]) as prof:
+            got = model(x)
+        assert [e.name for e in prof.events()] == ["linear_relu", "linear_relu", "linear"]
+        # The same GEMM and relu's functor (on the GPU: cuBLASLt's BIAS epilogue, then ReLU in it): bit for bit.
+        np.testing.assert_array_equal(got.to("cpu").numpy(), unfused(x).to("cpu").numpy())
+
+    grads = []
+    for run in (model, unfused):
+        model.zero_grad()
+        run(x).square().sum().backward()
+        grads.append([p.grad.to("cpu").numpy() for p in model.parameters()])
+    for a, b in zip(*grads):
+        np.testing.assert_array_equal(a, b)  # with grad, linear_relu runs as linear and relu
+
+    seen = []
+    handle = model[1].register_forward_hook(lambda m, i, o: seen.append(o.shape))
+    with pf.no_grad(), pf.profiler.profile(activities=[pf.profiler.ProfilerActivity.CPU]) as prof:
+        model(x)
+    handle.remove()
+    assert seen == [(16, 48)]
+    assert [e.name for e in prof.events()] == ["linear", "relu", "linear_relu", "linear"]
