@@ -2,13 +2,11 @@
 // Autograd's interface to apply() and to the derivatives (pyflame/autograd.h has
 // the design; core/derivative.h what a derivative gets and returns).
 
-#include <cstdint>
-#include <string>
+#include <memory>
 #include <vector>
 
 #include "core/derivative.h"
 #include "pyflame/autograd.h"
-#include "pyflame/error.h"
 #include "pyflame/ir/op_call.h"
 
 namespace pyflame::autograd {

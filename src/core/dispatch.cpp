@@ -1,7 +1,6 @@
 #include "core/dispatch.h"
 
 #include "core/derivative.h"
-
 #include "pyflame/error.h"
 
 namespace pyflame {

@@ -36,8 +36,8 @@ struct Reference {
 
 struct Session {
   std::mutex mutex;
-  bool record_shapes = false;
-  bool device_time = false;
+  std::atomic<bool> record_shapes{false};  // read by calls on any thread
+  std::atomic<bool> device_time{false};
   Clock::time_point origin;
   std::vector<Pending> calls;
   std::map<std::pair<int, int>, Reference> references;  // (device type, index)
