@@ -110,14 +110,21 @@ class Sequential(_IndexedModules):
         while i < len(modules):
             module = modules[i]
             # Seed 001's automatic fusion: a Linear then a ReLU run as one linear_relu (the ReLU in the
-            # GEMM's epilogue on the GPU), where nothing could tell: both plain (no subclass, no hooks).
-            if i + 1 < len(modules) and _fusable(module, _Linear) and _fusable(modules[i + 1], _ReLU):
+            # GEMM's epilogue on the GPU), where nothing could tell: both plain (no subclass, no hooks),
+            # and no gradient to record (with one, linear_relu would run as linear and relu anyway).
+            if (i + 1 < len(modules) and _fusable(module, _Linear) and _fusable(modules[i + 1], _ReLU)
+                    and not (_C.is_grad_enabled() and _needs_grad(input, module))):
                 input = _C.linear_relu(input, module.weight, module.bias)
                 i += 2
                 continue
             input = module(input)
             i += 1
         return input
+
+
+def _needs_grad(input, linear):
+    return (input.requires_grad or linear.weight.requires_grad
+            or (linear.bias is not None and linear.bias.requires_grad))
 
 
 def _fusable(module, cls):
