@@ -128,9 +128,11 @@ def _needs_grad(input, linear):
 
 
 def _fusable(module, cls):
+    if type(module) is not cls:  # the common case, decided before any dict lookup
+        return False
     state = module.__dict__
-    return type(module) is cls and not (state.get("_forward_pre_hooks") or state.get("_forward_hooks")
-                                        or state.get("_backward_pre_hooks") or state.get("_backward_hooks"))
+    return not (state.get("_forward_pre_hooks") or state.get("_forward_hooks")
+                or state.get("_backward_pre_hooks") or state.get("_backward_hooks"))
 
 
 class ModuleList(_IndexedModules):
