@@ -109,30 +109,12 @@ DLDataType dl_dtype_of(DType d) {
   throw std::logic_error("dl_dtype_of: unknown dtype");
 }
 
+// The inverse of dl_dtype_of.
 DType dtype_of(DLDataType d) {
-  if (d.lanes == 1) {
-    switch (d.code) {
-      case kDLBool:
-        if (d.bits == 8) return DType::Bool;
-        break;
-      case kDLUInt:
-        if (d.bits == 8) return DType::UInt8;
-        break;
-      case kDLInt:
-        if (d.bits == 8) return DType::Int8;
-        if (d.bits == 16) return DType::Int16;
-        if (d.bits == 32) return DType::Int32;
-        if (d.bits == 64) return DType::Int64;
-        break;
-      case kDLFloat:
-        if (d.bits == 16) return DType::Float16;
-        if (d.bits == 32) return DType::Float32;
-        if (d.bits == 64) return DType::Float64;
-        break;
-      case kDLBfloat:
-        if (d.bits == 16) return DType::BFloat16;
-        break;
-    }
+  for (int i = 0; i < pyflame::kNumDTypes; ++i) {
+    const auto t = static_cast<DType>(i);
+    const DLDataType e = dl_dtype_of(t);
+    if (e.code == d.code && e.bits == d.bits && e.lanes == d.lanes) return t;
   }
   throw nb::buffer_error(("from_dlpack: unsupported DLPack dtype (code " + std::to_string(d.code) + ", " +
                           std::to_string(d.bits) + " bits, " + std::to_string(d.lanes) +

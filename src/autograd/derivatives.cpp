@@ -26,18 +26,25 @@ Tensor view_region(const OpCall& call, const Tensor& base) {
                                        : slice(base, a.dims[0], a.positions[0], a.positions[1], a.positions[2]);
 }
 
+// Zeros of `shape` with g's dtype, on g's device.
+Tensor zeros_like_shape(const Shape& shape, const Tensor& g) {
+  Tensor z = Tensor::empty(shape, g.dtype(), g.device());
+  return fill_(z, Scalar(0.0));
+}
+
+std::vector<int64_t> all_dims_but(int64_t ndim, int64_t keep) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < ndim; ++d)
+    if (d != keep) dims.push_back(d);
+  return dims;
+}
+
 namespace {
 
 using Grads = std::vector<Tensor>;
 using ir::OpType;
 
 Tensor zero_scalar() { return Tensor::scalar(Scalar(0.0)); }
-
-// Zeros of `shape` with g's dtype, on g's device.
-Tensor zeros_like_shape(const Shape& shape, const Tensor& g) {
-  Tensor z = Tensor::empty(shape, g.dtype(), g.device());
-  return fill_(z, Scalar(0.0));
-}
 
 // float16/bfloat16 -> float32, so sums and statistics keep their precision.
 Tensor widen(const Tensor& t) {
@@ -59,13 +66,6 @@ int64_t reduced_count(const Shape& in_shape, const std::vector<int64_t>& dims) {
   int64_t n = 1;
   for (int64_t d : dims) n *= in_shape[d];
   return n;
-}
-
-std::vector<int64_t> all_dims_but(int64_t ndim, int64_t keep) {
-  std::vector<int64_t> dims;
-  for (int64_t d = 0; d < ndim; ++d)
-    if (d != keep) dims.push_back(d);
-  return dims;
 }
 
 // ---------------------------------------------------------------- elementwise
@@ -496,198 +496,6 @@ Grads d_scatter_reduce(const GradContext& c) {
   return r;
 }
 
-// ---------------------------------------------------------------- convolution and pooling
-//
-// Convolution backward passes that are not one library call are written per
-// kernel tap: tap k of a window reads the input at positions k * dilation +
-// o * stride (o over the output grid) of the padded input, a strided slice. A
-// window of K taps costs K slices and K small matrix products, which keeps
-// them correct for every stride, padding, dilation and group count in 2-D and 3-D.
-
-struct Window {
-  std::vector<int64_t> kernel, stride, padding, dilation;
-};
-
-// Every tap of a window, as its offset per spatial dim.
-std::vector<std::vector<int64_t>> taps_of(const std::vector<int64_t>& kernel) {
-  std::vector<std::vector<int64_t>> taps{{}};
-  for (int64_t k : kernel) {
-    std::vector<std::vector<int64_t>> next;
-    for (const auto& t : taps)
-      for (int64_t i = 0; i < k; ++i) {
-        next.push_back(t);
-        next.back().push_back(i);
-      }
-    taps = std::move(next);
-  }
-  return taps;
-}
-
-// The view of a padded (N, C, spatial...) tensor that tap `tap` reads for an output grid `out`.
-Tensor tap_view(const Tensor& padded, const std::vector<int64_t>& tap, const Window& w, const Shape& out) {
-  Tensor v = padded;
-  for (size_t d = 0; d < tap.size(); ++d) {
-    const int64_t start = tap[d] * w.dilation[d];
-    v = slice(v, static_cast<int64_t>(d) + 2, start, start + w.stride[d] * (out[d + 2] - 1) + 1, w.stride[d]);
-  }
-  return v;
-}
-
-// Pads the spatial dims of x with zeros, `padding` before and at least
-// `padding` after: enough for every tap of the output grid.
-Tensor pad_for_taps(const Tensor& x, const Window& w, const Shape& out) {
-  std::vector<int64_t> pads;
-  for (size_t d = w.kernel.size(); d-- > 0;) {
-    const int64_t need = w.stride[d] * (out[d + 2] - 1) + w.dilation[d] * (w.kernel[d] - 1) + 1;
-    const int64_t have = x.shape()[d + 2] + 2 * w.padding[d];
-    pads.push_back(w.padding[d]);
-    pads.push_back(w.padding[d] + std::max<int64_t>(0, need - have));
-  }
-  return pad(x, pads, "constant", Scalar(0.0));
-}
-
-// The inverse of pad_for_taps: the input's elements of a padded gradient.
-Tensor crop_padding(const Tensor& padded, const Window& w, const Shape& in) {
-  Tensor v = padded;
-  for (size_t d = 0; d < w.kernel.size(); ++d)
-    v = slice(v, static_cast<int64_t>(d) + 2, w.padding[d], w.padding[d] + in[d + 2], 1);
-  return v;
-}
-
-// Unbatched (C, spatial...) calls run batched; these add and remove that dim.
-bool unbatched(const Shape& s, size_t spatial) { return s.size() == spatial + 1; }
-Tensor batched(const Tensor& t, bool add_dim) { return add_dim ? unsqueeze(t, 0) : t; }
-
-// d(conv)/d(weight): per tap, sum over the batch and positions of g (N, G, Og, P) x tap^T (N, G, P, Cg).
-Tensor conv_weight_grad(const Tensor& x, const Tensor& g, const Shape& w_shape, const Window& w, int64_t groups) {
-  const int64_t n = x.shape()[0], cin = x.shape()[1], cout = g.shape()[1];
-  Tensor padded = pad_for_taps(x, w, g.shape());
-  Tensor gm = reshape(g, {n, groups, cout / groups, -1});
-  std::vector<Tensor> per_tap;
-  for (const auto& tap : taps_of(w.kernel)) {
-    Tensor xt = reshape(tap_view(padded, tap, w, g.shape()), {n, groups, cin / groups, -1});
-    per_tap.push_back(sum(matmul(gm, transpose(xt, 2, 3)), {0}));  // (G, Og, Cg)
-  }
-  return reshape(stack(per_tap, 3), w_shape);
-}
-
-// d(conv)/d(input): per tap, w_tap^T (G, Cg, Og) g (N, G, Og, P) added into the tap's view of a padded zero gradient.
-Tensor conv_input_grad(const Tensor& g, const Tensor& weight, const Shape& x_shape, const Window& w, int64_t groups) {
-  const int64_t n = x_shape[0], cin = x_shape[1], cout = g.shape()[1];
-  Tensor grad_padded = pad_for_taps(zeros_like_shape(x_shape, g), w, g.shape());
-  Tensor gm = reshape(g, {n, groups, cout / groups, -1});
-  Tensor wm = reshape(weight, {groups, cout / groups, cin / groups, -1});  // (G, Og, Cg, taps)
-  const auto taps = taps_of(w.kernel);
-  for (size_t k = 0; k < taps.size(); ++k) {
-    Tensor wk = transpose(select(wm, 3, static_cast<int64_t>(k)), 1, 2);  // (G, Cg, Og)
-    Tensor contribution = matmul(wk, gm);                                 // (N, G, Cg, P)
-    Tensor view = tap_view(grad_padded, taps[k], w, g.shape());
-    binary_op_(OpType::add, view, reshape(contribution, view.shape()));
-  }
-  return crop_padding(grad_padded, w, x_shape);
-}
-
-Window conv_window(const ConvAttrs& a, const Shape& w_shape) {
-  return {Shape(w_shape.begin() + 2, w_shape.end()), a.stride, a.padding, a.dilation};
-}
-
-Grads d_conv(const GradContext& c) {
-  const ConvAttrs& a = c.attr<ConvAttrs>();
-  const Tensor& weight = c.input(1);
-  const size_t spatial = weight.dim() - 2;
-  const bool add_dim = unbatched(c.input_shape(0), spatial);
-  Tensor x = batched(c.input(0), add_dim), g = batched(c.grad(), add_dim);
-  const Window w = conv_window(a, weight.shape());
-  Grads r(3);
-  if (c.needs[0]) {
-    Tensor gx;
-    if (spatial == 2) {  // the library's backward-data: the transposed convolution
-      std::vector<int64_t> output_padding;
-      for (size_t d = 0; d < 2; ++d)
-        output_padding.push_back(x.shape()[d + 2] - ((g.shape()[d + 2] - 1) * a.stride[d] - 2 * a.padding[d] +
-                                                     a.dilation[d] * (w.kernel[d] - 1) + 1));
-      gx = conv_transpose2d(g, weight, std::nullopt, a.stride, a.padding, output_padding, a.groups, a.dilation);
-    } else {
-      gx = conv_input_grad(g, weight, x.shape(), w, a.groups);
-    }
-    r[0] = add_dim ? squeeze(gx, {0}) : gx;
-  }
-  if (c.needs[1]) r[1] = conv_weight_backward(x, g, weight, a.stride, a.padding, a.dilation, a.groups);
-  if (c.needs[2]) {
-    // The sum of g (N, C, spatial...) over all dims but C: over the spatial dims
-    // (rows, read in place), then over N (columns of a small (N, C)). One sum over
-    // (0, 2, ...) would first copy g to bring those dims together (the GPU's
-    // reductions move non-adjacent reduced dims innermost). float16/bfloat16 keep
-    // the one sum, whose float32 accumulation an intermediate result would round.
-    std::vector<int64_t> spatial_dims;
-    for (int64_t d = 2; d < g.dim(); ++d) spatial_dims.push_back(d);
-    const bool half = g.dtype() == DType::Float16 || g.dtype() == DType::BFloat16;
-    r[2] = half ? sum(g, all_dims_but(g.dim(), 1)) : sum(sum(g, spatial_dims), {0});
-  }
-  return r;
-}
-
-// Devices without a conv_weight_backward kernel (AMD without MIOpen) compose it per tap.
-std::vector<Tensor> conv_weight_backward_composite(const OpCall& call) {
-  const ConvAttrs& a = call.attr<ConvAttrs>();
-  const Tensor& weight = call.inputs[2];
-  const bool add_dim = unbatched(call.inputs[0].shape(), weight.dim() - 2);
-  Tensor x = batched(call.inputs[0], add_dim), g = batched(call.inputs[1], add_dim);
-  return {conv_weight_grad(x, g, weight.shape(), conv_window(a, weight.shape()), a.groups)};
-}
-
-// conv_transpose2d(x, w) is the adjoint of conv2d(., w): its input gradient is
-// that convolution of g, and its weight gradient the convolution's weight
-// gradient with the roles of input and output exchanged.
-Grads d_conv_transpose(const GradContext& c) {
-  const ConvAttrs& a = c.attr<ConvAttrs>();
-  const Tensor& weight = c.input(1);
-  const bool add_dim = unbatched(c.input_shape(0), 2);
-  Tensor x = batched(c.input(0), add_dim), g = batched(c.grad(), add_dim);
-  Grads r(3);
-  if (c.needs[0]) {
-    Tensor gx = conv2d(g, weight, std::nullopt, a.stride, a.padding, a.dilation, a.groups);
-    // An output_padding of a stride or more (allowed below the dilation) gives
-    // the convolution more positions than x had: they belong to no element of x.
-    for (int64_t d = 2; d < gx.dim(); ++d) gx = slice(gx, d, 0, x.shape()[d], 1);
-    r[0] = add_dim ? squeeze(gx, {0}) : gx;
-  }
-  if (c.needs[1]) {
-    // The convolution of g has x's shape, or more positions (output_padding of
-    // a stride or more): x padded with zeros there, which add nothing.
-    std::vector<int64_t> pads;
-    bool padded = false;
-    for (int64_t d = x.dim() - 1; d >= 2; --d) {
-      const int64_t span = a.dilation[d - 2] * (weight.shape()[d] - 1) + 1;
-      const int64_t positions = (g.shape()[d] + 2 * a.padding[d - 2] - span) / a.stride[d - 2] + 1;
-      pads.push_back(0);
-      pads.push_back(positions - x.shape()[d]);
-      padded = padded || positions > x.shape()[d];
-    }
-    r[1] = conv_weight_backward(g, padded ? pad(x, pads, "constant", Scalar(0.0)) : x, weight, a.stride, a.padding,
-                                a.dilation, a.groups);
-  }
-  if (c.needs[2]) r[2] = sum(g, all_dims_but(g.dim(), 1));
-  return r;
-}
-
-// Pooling: the fused backward ops (conv_ops.h), which keep PyTorch's choice
-// of the element that gets a max window's gradient.
-Grads d_max_pool(const GradContext& c) {
-  const PoolAttrs& a = c.attr<PoolAttrs>();
-  auto backward = a.kernel_size.size() == 3 ? max_pool3d_backward : max_pool2d_backward;
-  return {backward(c.grad(), c.input(0), a.kernel_size, a.stride, a.padding, a.dilation, a.ceil_mode)};
-}
-
-Grads d_avg_pool(const GradContext& c) {
-  const PoolAttrs& a = c.attr<PoolAttrs>();
-  auto backward = a.kernel_size.size() == 3 ? avg_pool3d_backward : avg_pool2d_backward;
-  return {backward(c.grad(), c.input_shape(0), a.kernel_size, a.stride, a.padding, a.ceil_mode, a.count_include_pad,
-                   a.divisor_override ? std::optional<int64_t>(a.divisor_override) : std::nullopt)};
-}
-
-Grads d_adaptive_avg_pool(const GradContext& c) { return {adaptive_avg_pool2d_backward(c.grad(), c.input_shape(0))}; }
-
 // ---------------------------------------------------------------- normalization
 
 // The fused kernels give the input's, the weight's and (layer_norm) the
@@ -876,15 +684,6 @@ PF_REGISTER_DERIVATIVE(scatter, &d_scatter, kSavesInputs);
 PF_REGISTER_DERIVATIVE(scatter_add, &d_scatter, kSavesInputs);
 PF_REGISTER_DERIVATIVE(scatter_reduce, &d_scatter_reduce, kSavesBoth);
 
-PF_REGISTER_COMPOSITE(conv_weight_backward, &conv_weight_backward_composite);
-PF_REGISTER_DERIVATIVE(conv2d, &d_conv, kSavesInputs);
-PF_REGISTER_DERIVATIVE(conv3d, &d_conv, kSavesInputs);
-PF_REGISTER_DERIVATIVE(conv_transpose2d, &d_conv_transpose, kSavesInputs);
-PF_REGISTER_DERIVATIVE(max_pool2d, &d_max_pool, kSavesInputs);
-PF_REGISTER_DERIVATIVE(max_pool3d, &d_max_pool, kSavesInputs);
-PF_REGISTER_DERIVATIVE(avg_pool2d, &d_avg_pool, kSavesNothing);
-PF_REGISTER_DERIVATIVE(avg_pool3d, &d_avg_pool, kSavesNothing);
-PF_REGISTER_DERIVATIVE(adaptive_avg_pool2d, &d_adaptive_avg_pool, kSavesNothing);
 
 PF_REGISTER_DERIVATIVE(layer_norm, &d_row_norm, kSavesInputs);
 PF_REGISTER_DERIVATIVE(rms_norm, &d_row_norm, kSavesInputs);

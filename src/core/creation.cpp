@@ -89,8 +89,7 @@ std::vector<Tensor> bernoulli_composite(const OpCall& call) {
   return {to(probs.defined() ? lt(u, probs) : lt(u, Scalar(a.p)), like.dtype())};
 }
 
-PF_REGISTER_INFER(bernoulli, &infer_bernoulli);
-PF_REGISTER_COMPOSITE(bernoulli, &bernoulli_composite);
+PF_REGISTER_COMPOSITE(bernoulli, &infer_bernoulli, &bernoulli_composite);
 
 // ---- normal: inputs (mean, std), either undefined for the number attrs.low,
 // attrs.high; infer writes the result's shape and dtype into the attributes.
@@ -133,8 +132,7 @@ std::vector<Tensor> normal_composite(const OpCall& call) {
   return {to(r, a.dtype)};
 }
 
-PF_REGISTER_INFER(normal, &infer_normal);
-PF_REGISTER_COMPOSITE(normal, &normal_composite);
+PF_REGISTER_COMPOSITE(normal, &infer_normal, &normal_composite);
 
 Tensor filled(const Shape& shape, DType dtype, Scalar value) {
   Tensor t = Tensor::empty(shape, dtype);

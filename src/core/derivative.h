@@ -64,6 +64,10 @@ struct Derivative {
 void register_derivative(ir::OpType op, DerivativeFn fn, uint8_t saves);
 const Derivative* find_derivative(ir::OpType op);  // nullptr if none
 
+// Helpers the formulas of several areas share.
+Tensor zeros_like_shape(const Shape& shape, const Tensor& g);  // g's dtype, on g's device
+std::vector<int64_t> all_dims_but(int64_t ndim, int64_t keep);
+
 struct DerivativeRegistrar {
   DerivativeRegistrar(ir::OpType op, DerivativeFn fn, uint8_t saves) { register_derivative(op, fn, saves); }
 };

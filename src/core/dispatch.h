@@ -117,10 +117,14 @@ struct InferRegistrar {
 #define PF_REGISTER_INFER(op, fn) \
   static ::pyflame::InferRegistrar pf_infer_##op(::pyflame::ir::OpType::op, fn)
 
+// An op with a decomposition registers it with its infer: both facts in one line.
 struct CompositeRegistrar {
-  CompositeRegistrar(ir::OpType op, CompositeFn fn) { register_composite(op, fn); }
+  CompositeRegistrar(ir::OpType op, InferFn infer, CompositeFn fn) {
+    register_infer(op, infer);
+    register_composite(op, fn);
+  }
 };
-#define PF_REGISTER_COMPOSITE(op, fn) \
-  static ::pyflame::CompositeRegistrar pf_composite_##op(::pyflame::ir::OpType::op, fn)
+#define PF_REGISTER_COMPOSITE(op, infer, fn) \
+  static ::pyflame::CompositeRegistrar pf_composite_##op(::pyflame::ir::OpType::op, infer, fn)
 
 }  // namespace pyflame

@@ -111,8 +111,7 @@ std::vector<Tensor> linalg_vector_norm_composite(const OpCall& call) {
   return {vector_norm_of(x, call.attr<LinalgNormAttrs>())};
 }
 
-PF_REGISTER_INFER(linalg_vector_norm, &infer_linalg_vector_norm);
-PF_REGISTER_COMPOSITE(linalg_vector_norm, &linalg_vector_norm_composite);
+PF_REGISTER_COMPOSITE(linalg_vector_norm, &infer_linalg_vector_norm, &linalg_vector_norm_composite);
 
 // ---- linalg_matrix_norm
 
@@ -158,8 +157,7 @@ std::vector<Tensor> linalg_matrix_norm_composite(const OpCall& call) {
   return {a.keepdim ? out : squeeze(out, a.dims)};
 }
 
-PF_REGISTER_INFER(linalg_matrix_norm, &infer_linalg_matrix_norm);
-PF_REGISTER_COMPOSITE(linalg_matrix_norm, &linalg_matrix_norm_composite);
+PF_REGISTER_COMPOSITE(linalg_matrix_norm, &infer_linalg_matrix_norm, &linalg_matrix_norm_composite);
 
 // ---- logsumexp
 
@@ -187,8 +185,7 @@ std::vector<Tensor> logsumexp_composite(const OpCall& call) {
   return {add(s, reshape(shift, s.shape()))};
 }
 
-PF_REGISTER_INFER(logsumexp, &infer_logsumexp);
-PF_REGISTER_COMPOSITE(logsumexp, &logsumexp_composite);
+PF_REGISTER_COMPOSITE(logsumexp, &infer_logsumexp, &logsumexp_composite);
 
 // ---- nansum, nanmean
 
@@ -232,10 +229,8 @@ std::vector<Tensor> nanmean_composite(const OpCall& call) {
   return {to(div(sum(nan_to_zero(x), a.dims, a.keepdim), to(count, dtype)), dtype)};
 }
 
-PF_REGISTER_INFER(nansum, &infer_nan_reduce);
-PF_REGISTER_INFER(nanmean, &infer_nan_reduce);
-PF_REGISTER_COMPOSITE(nansum, &nansum_composite);
-PF_REGISTER_COMPOSITE(nanmean, &nanmean_composite);
+PF_REGISTER_COMPOSITE(nansum, &infer_nan_reduce, &nansum_composite);
+PF_REGISTER_COMPOSITE(nanmean, &infer_nan_reduce, &nanmean_composite);
 
 // ---- addmm, addmv, addr, baddbmm, addbmm
 
@@ -366,16 +361,11 @@ std::vector<Tensor> add_product_composite(const OpCall& call) {
   return {add(scaled(input, attrs.beta), product)};
 }
 
-PF_REGISTER_INFER(addmm, &infer_add_product);
-PF_REGISTER_INFER(addmv, &infer_add_product);
-PF_REGISTER_INFER(addr, &infer_add_product);
-PF_REGISTER_INFER(baddbmm, &infer_add_product);
-PF_REGISTER_INFER(addbmm, &infer_add_product);
-PF_REGISTER_COMPOSITE(addmm, &add_product_composite);
-PF_REGISTER_COMPOSITE(addmv, &add_product_composite);
-PF_REGISTER_COMPOSITE(addr, &add_product_composite);
-PF_REGISTER_COMPOSITE(baddbmm, &add_product_composite);
-PF_REGISTER_COMPOSITE(addbmm, &add_product_composite);
+PF_REGISTER_COMPOSITE(addmm, &infer_add_product, &add_product_composite);
+PF_REGISTER_COMPOSITE(addmv, &infer_add_product, &add_product_composite);
+PF_REGISTER_COMPOSITE(addr, &infer_add_product, &add_product_composite);
+PF_REGISTER_COMPOSITE(baddbmm, &infer_add_product, &add_product_composite);
+PF_REGISTER_COMPOSITE(addbmm, &infer_add_product, &add_product_composite);
 
 // ---- count_nonzero, kron
 
@@ -391,8 +381,7 @@ std::vector<Tensor> count_nonzero_composite(const OpCall& call) {
   return {sum(ne(call.inputs[0], Scalar(int64_t{0})), call.attr<ReduceAttrs>().dims, false)};
 }
 
-PF_REGISTER_INFER(count_nonzero, &infer_count_nonzero);
-PF_REGISTER_COMPOSITE(count_nonzero, &count_nonzero_composite);
+PF_REGISTER_COMPOSITE(count_nonzero, &infer_count_nonzero, &count_nonzero_composite);
 
 // Over every element (dims {}) there must be one, as PyTorch's; min and max check a given dim.
 Inferred infer_aminmax(OpCall& call) {
@@ -410,8 +399,7 @@ std::vector<Tensor> aminmax_composite(const OpCall& call) {
   return {min(call.inputs[0], a.dims, a.keepdim), max(call.inputs[0], a.dims, a.keepdim)};
 }
 
-PF_REGISTER_INFER(aminmax, &infer_aminmax);
-PF_REGISTER_COMPOSITE(aminmax, &aminmax_composite);
+PF_REGISTER_COMPOSITE(aminmax, &infer_aminmax, &aminmax_composite);
 
 // The operands' shapes with leading 1s to the larger rank.
 std::pair<Shape, Shape> kron_shapes(const Tensor& a, const Tensor& b) {
@@ -441,8 +429,7 @@ std::vector<Tensor> kron_composite(const OpCall& call) {
   return {reshape(mul(reshape(call.inputs[0], pa), reshape(call.inputs[1], pb)), out)};
 }
 
-PF_REGISTER_INFER(kron, &infer_kron);
-PF_REGISTER_COMPOSITE(kron, &kron_composite);
+PF_REGISTER_COMPOSITE(kron, &infer_kron, &kron_composite);
 
 // ---- tensordot
 
@@ -495,8 +482,7 @@ std::vector<Tensor> tensordot_composite(const OpCall& call) {
   return {reshape(matmul(left, right), shape)};
 }
 
-PF_REGISTER_INFER(tensordot, &infer_tensordot);
-PF_REGISTER_COMPOSITE(tensordot, &tensordot_composite);
+PF_REGISTER_COMPOSITE(tensordot, &infer_tensordot, &tensordot_composite);
 
 // ---- einsum
 
@@ -760,8 +746,7 @@ std::vector<Tensor> einsum_composite(const OpCall& call) {
   return {permute(t, order)};  // a view even in the output's order: '->' and 'ij->ij' give a new tensor, as torch
 }
 
-PF_REGISTER_INFER(einsum, &infer_einsum);
-PF_REGISTER_COMPOSITE(einsum, &einsum_composite);
+PF_REGISTER_COMPOSITE(einsum, &infer_einsum, &einsum_composite);
 
 // ---- linalg_cross
 
@@ -792,8 +777,7 @@ std::vector<Tensor> linalg_cross_composite(const OpCall& call) {
   return {stack(components, dim)};
 }
 
-PF_REGISTER_INFER(linalg_cross, &infer_linalg_cross);
-PF_REGISTER_COMPOSITE(linalg_cross, &linalg_cross_composite);
+PF_REGISTER_COMPOSITE(linalg_cross, &infer_linalg_cross, &linalg_cross_composite);
 
 }  // namespace
 

@@ -51,10 +51,8 @@ std::vector<Tensor> addc_composite(const OpCall& call) {
   return {to(add(input, term), dtype)};
 }
 
-PF_REGISTER_INFER(addcmul, &infer_addc);
-PF_REGISTER_INFER(addcdiv, &infer_addc);
-PF_REGISTER_COMPOSITE(addcmul, &addc_composite);
-PF_REGISTER_COMPOSITE(addcdiv, &addc_composite);
+PF_REGISTER_COMPOSITE(addcmul, &infer_addc, &addc_composite);
+PF_REGISTER_COMPOSITE(addcdiv, &infer_addc, &addc_composite);
 
 // A number as Python's repr prints it (1e-05, -1.0), as the messages always gave it.
 std::string python_float_text(double v) {
@@ -94,8 +92,7 @@ std::vector<Tensor> isclose_composite(const OpCall& call) {
   return {logical_or(close, logical_and(isfinite(actual), le(actual, allowed)))};
 }
 
-PF_REGISTER_INFER(isclose, &infer_isclose);
-PF_REGISTER_COMPOSITE(isclose, &isclose_composite);
+PF_REGISTER_COMPOSITE(isclose, &infer_isclose, &isclose_composite);
 
 // ---- index_add, index_copy, index_fill: a scatter with the index spread over the other dims
 
@@ -155,12 +152,9 @@ std::vector<Tensor> index_fill_composite(const OpCall& call) {
   return {reshape(scatter(x, a.dim, index, a.value), call.inputs[0].shape())};
 }
 
-PF_REGISTER_INFER(index_add, &infer_index_along);
-PF_REGISTER_INFER(index_copy, &infer_index_along);
-PF_REGISTER_INFER(index_fill, &infer_index_along);
-PF_REGISTER_COMPOSITE(index_add, &index_add_composite);
-PF_REGISTER_COMPOSITE(index_copy, &index_copy_composite);
-PF_REGISTER_COMPOSITE(index_fill, &index_fill_composite);
+PF_REGISTER_COMPOSITE(index_add, &infer_index_along, &index_add_composite);
+PF_REGISTER_COMPOSITE(index_copy, &infer_index_along, &index_copy_composite);
+PF_REGISTER_COMPOSITE(index_fill, &infer_index_along, &index_fill_composite);
 
 // ---- diff
 
@@ -203,8 +197,7 @@ std::vector<Tensor> diff_composite(const OpCall& call) {
   return {x};
 }
 
-PF_REGISTER_INFER(diff, &infer_diff);
-PF_REGISTER_COMPOSITE(diff, &diff_composite);
+PF_REGISTER_COMPOSITE(diff, &infer_diff, &diff_composite);
 
 // ---- roll
 
@@ -236,8 +229,7 @@ std::vector<Tensor> roll_composite(const OpCall& call) {
   return {out.same_storage(input) ? clone(input) : out};  // a new tensor, as a shift of 0 gives in PyTorch
 }
 
-PF_REGISTER_INFER(roll, &infer_roll);
-PF_REGISTER_COMPOSITE(roll, &roll_composite);
+PF_REGISTER_COMPOSITE(roll, &infer_roll, &roll_composite);
 
 // ---- flip
 
@@ -262,8 +254,7 @@ std::vector<Tensor> flip_composite(const OpCall& call) {
   return {out.same_storage(input) ? clone(input) : out};  // a new tensor whatever the sizes, as torch
 }
 
-PF_REGISTER_INFER(flip, &infer_flip);
-PF_REGISTER_COMPOSITE(flip, &flip_composite);
+PF_REGISTER_COMPOSITE(flip, &infer_flip, &flip_composite);
 
 // ---- diag_embed
 
@@ -300,8 +291,7 @@ std::vector<Tensor> diag_embed_composite(const OpCall& call) {
   return {permute(square, order)};
 }
 
-PF_REGISTER_INFER(diag_embed, &infer_diag_embed);
-PF_REGISTER_COMPOSITE(diag_embed, &diag_embed_composite);
+PF_REGISTER_COMPOSITE(diag_embed, &infer_diag_embed, &diag_embed_composite);
 
 // ---- cummax, cummin
 
@@ -406,17 +396,12 @@ std::vector<Tensor> cdist_composite(const OpCall& call) {
   return {pow(sum(pow(d, Scalar(p)), {-1}, false), Scalar(1.0 / p))};
 }
 
-PF_REGISTER_INFER(lerp, &infer_lerp);
-PF_REGISTER_INFER(logit, &infer_logit);
-PF_REGISTER_INFER(cdist, &infer_cdist);
-PF_REGISTER_COMPOSITE(lerp, &lerp_composite);
-PF_REGISTER_COMPOSITE(logit, &logit_composite);
-PF_REGISTER_COMPOSITE(cdist, &cdist_composite);
+PF_REGISTER_COMPOSITE(lerp, &infer_lerp, &lerp_composite);
+PF_REGISTER_COMPOSITE(logit, &infer_logit, &logit_composite);
+PF_REGISTER_COMPOSITE(cdist, &infer_cdist, &cdist_composite);
 
-PF_REGISTER_INFER(cummax, &infer_cumulative_extreme);
-PF_REGISTER_INFER(cummin, &infer_cumulative_extreme);
-PF_REGISTER_COMPOSITE(cummax, &cumulative_extreme_composite);
-PF_REGISTER_COMPOSITE(cummin, &cumulative_extreme_composite);
+PF_REGISTER_COMPOSITE(cummax, &infer_cumulative_extreme, &cumulative_extreme_composite);
+PF_REGISTER_COMPOSITE(cummin, &infer_cumulative_extreme, &cumulative_extreme_composite);
 
 }  // namespace
 

@@ -138,10 +138,8 @@ std::vector<Tensor> d_lstm_sequence(const autograd::GradContext& c) {
   return r;
 }
 
-PF_REGISTER_INFER(linear, &infer_linear);
-PF_REGISTER_COMPOSITE(linear, &linear_composite);
-PF_REGISTER_INFER(linear_relu, &infer_linear);
-PF_REGISTER_COMPOSITE(linear_relu, &linear_relu_composite);
+PF_REGISTER_COMPOSITE(linear, &infer_linear, &linear_composite);
+PF_REGISTER_COMPOSITE(linear_relu, &infer_linear, &linear_relu_composite);
 PF_REGISTER_INFER(lstm_sequence, &infer_lstm_sequence);
 PF_REGISTER_INFER(lstm_sequence_backward, &infer_lstm_sequence_backward);
 PF_REGISTER_DERIVATIVE(lstm_sequence, &d_lstm_sequence, autograd::kSavesBoth);

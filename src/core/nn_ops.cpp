@@ -542,18 +542,12 @@ std::vector<Tensor> binary_cross_entropy_with_logits_composite(const OpCall& cal
   return o.result(reduce_loss(loss, std::get<PointwiseLossAttrs>(call.attrs).reduction));
 }
 
-PF_REGISTER_INFER(mse_loss, &infer_pointwise_loss);
-PF_REGISTER_INFER(l1_loss, &infer_pointwise_loss);
-PF_REGISTER_INFER(smooth_l1_loss, &infer_pointwise_loss);
-PF_REGISTER_INFER(kl_div, &infer_pointwise_loss);
-PF_REGISTER_INFER(binary_cross_entropy, &infer_pointwise_loss);
-PF_REGISTER_INFER(binary_cross_entropy_with_logits, &infer_pointwise_loss);
-PF_REGISTER_COMPOSITE(mse_loss, &mse_loss_composite);
-PF_REGISTER_COMPOSITE(l1_loss, &l1_loss_composite);
-PF_REGISTER_COMPOSITE(smooth_l1_loss, &smooth_l1_loss_composite);
-PF_REGISTER_COMPOSITE(kl_div, &kl_div_composite);
-PF_REGISTER_COMPOSITE(binary_cross_entropy, &binary_cross_entropy_composite);
-PF_REGISTER_COMPOSITE(binary_cross_entropy_with_logits, &binary_cross_entropy_with_logits_composite);
+PF_REGISTER_COMPOSITE(mse_loss, &infer_pointwise_loss, &mse_loss_composite);
+PF_REGISTER_COMPOSITE(l1_loss, &infer_pointwise_loss, &l1_loss_composite);
+PF_REGISTER_COMPOSITE(smooth_l1_loss, &infer_pointwise_loss, &smooth_l1_loss_composite);
+PF_REGISTER_COMPOSITE(kl_div, &infer_pointwise_loss, &kl_div_composite);
+PF_REGISTER_COMPOSITE(binary_cross_entropy, &infer_pointwise_loss, &binary_cross_entropy_composite);
+PF_REGISTER_COMPOSITE(binary_cross_entropy_with_logits, &infer_pointwise_loss, &binary_cross_entropy_with_logits_composite);
 
 }  // namespace
 
@@ -901,8 +895,7 @@ std::vector<Tensor> scaled_dot_product_attention_composite(const OpCall& call) {
   return {to(matmul(attn, v), in_dtype)};
 }
 
-PF_REGISTER_INFER(scaled_dot_product_attention, &infer_scaled_dot_product_attention);
-PF_REGISTER_COMPOSITE(scaled_dot_product_attention, &scaled_dot_product_attention_composite);
+PF_REGISTER_COMPOSITE(scaled_dot_product_attention, &infer_scaled_dot_product_attention, &scaled_dot_product_attention_composite);
 
 }  // namespace
 

@@ -112,12 +112,9 @@ std::vector<Tensor> median_composite(const OpCall& call) {
   return {v, i};
 }
 
-PF_REGISTER_INFER(topk, &infer_select);
-PF_REGISTER_INFER(kthvalue, &infer_select);
-PF_REGISTER_INFER(median, &infer_select);
-PF_REGISTER_COMPOSITE(topk, &topk_composite);
-PF_REGISTER_COMPOSITE(kthvalue, &kthvalue_composite);
-PF_REGISTER_COMPOSITE(median, &median_composite);
+PF_REGISTER_COMPOSITE(topk, &infer_select, &topk_composite);
+PF_REGISTER_COMPOSITE(kthvalue, &infer_select, &kthvalue_composite);
+PF_REGISTER_COMPOSITE(median, &infer_select, &median_composite);
 
 }  // namespace
 

@@ -116,6 +116,10 @@ def test_repr_matches_torch():
         ("Sigmoid", (), {}), ("Tanh", (), {}), ("LeakyReLU", (0.2, True), {}), ("Softmax", (), {}),
         ("LogSoftmax", (1,), {}), ("Dropout", (0.3,), {}), ("Flatten", (), {}), ("Flatten", (0, 2), {}),
         ("Identity", (3,), dict(x=1)), ("Embedding", (10, 3), dict(padding_idx=-1)),
+        ("Embedding", (10, 3), dict(norm_type=1.0)), ("LSTM", (4, 8), {}),
+        ("LSTM", (4, 8, 2), dict(batch_first=True, dropout=0.5, bidirectional=True, proj_size=3)),
+        ("GRU", (4, 8), dict(bias=False)), ("RNNCell", (3, 4), dict(nonlinearity="relu")),
+        ("LSTMCell", (3, 4), dict(bias=False)),
         ("CrossEntropyLoss", (), dict(label_smoothing=0.1)), ("MSELoss", (), {}), ("BCELoss", (), {}),
         ("NLLLoss", (), {}), ("L1Loss", (), dict(reduction="sum")),
     ]

@@ -4,7 +4,7 @@ init)."""
 
 from . import functional as F
 from . import init
-from .module import Module
+from .module import Module, _changed_settings
 from .parameter import _add_parameters
 from .utils import _nd_classes, _ntuple, _reverse_repeat_tuple
 
@@ -56,20 +56,13 @@ class _ConvNd(Module):
         init._default_weight_and_bias_(self.weight, self.bias)
 
     def extra_repr(self):
-        s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"
-        if self.padding != (0,) * len(self.padding):
-            s += ", padding={padding}"
-        if self.dilation != (1,) * len(self.dilation):
-            s += ", dilation={dilation}"
-        if self.output_padding != (0,) * len(self.output_padding):
-            s += ", output_padding={output_padding}"
-        if self.groups != 1:
-            s += ", groups={groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        if self.padding_mode != "zeros":
-            s += ", padding_mode={padding_mode}"
-        return s.format(**self.__dict__)
+        n = len(self.kernel_size)
+        return ", ".join([f"{self.in_channels}, {self.out_channels}",
+                          f"kernel_size={self.kernel_size}, stride={self.stride}",
+                          *_changed_settings(self, padding=(0,) * n, dilation=(1,) * n, output_padding=(0,) * n,
+                                             groups=1),
+                          *(["bias=False"] if self.bias is None else []),
+                          *_changed_settings(self, padding_mode="zeros")])
 
     def _conv_forward(self, conv, input, zero_padding):
         if self.padding_mode != "zeros":

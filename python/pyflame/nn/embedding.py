@@ -4,7 +4,7 @@ from .. import NotSupportedError, _creation
 from ..autograd.grad_mode import no_grad
 from . import functional as F
 from . import init
-from .module import Module
+from .module import Module, _changed_settings
 from .parameter import Parameter
 
 
@@ -60,13 +60,6 @@ class Embedding(Module):
         return F.embedding(input, self.weight, self.padding_idx)
 
     def extra_repr(self):
-        s = "{num_embeddings}, {embedding_dim}"
-        if self.padding_idx is not None:
-            s += ", padding_idx={padding_idx}"
-        if self.norm_type != 2:
-            s += ", norm_type={norm_type}"
-        if self.scale_grad_by_freq is not False:
-            s += ", scale_grad_by_freq={scale_grad_by_freq}"
-        if self.sparse is not False:
-            s += ", sparse=True"
-        return s.format(**self.__dict__)
+        return ", ".join([str(self.num_embeddings), str(self.embedding_dim),
+                          *_changed_settings(self, padding_idx=None, max_norm=None, norm_type=2,
+                                             scale_grad_by_freq=False, sparse=False)])

@@ -118,6 +118,13 @@ def _addindent(s, num_spaces):
     return first + "\n" + "\n".join(" " * num_spaces + line for line in lines)
 
 
+def _changed_settings(module, **defaults):
+    """extra_repr's optional part as PyTorch writes it: 'name=value' for each setting that differs
+    from its default (a missing attribute counts as the default), in the order given."""
+    return [f"{name}={getattr(module, name, default)}" for name, default in defaults.items()
+            if getattr(module, name, default) != default]
+
+
 def _check_name(kind, name):
     if not isinstance(name, str):
         raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")

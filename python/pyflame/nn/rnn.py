@@ -17,7 +17,7 @@ import warnings
 from .. import _C, _creation
 from . import functional as F
 from . import init
-from .module import Module
+from .module import Module, _changed_settings
 from .parameter import Parameter, _add_parameters
 from .utils.rnn import PackedSequence, _inverse, pad_packed_sequence
 
@@ -219,20 +219,9 @@ class RNNBase(Module):
         return out.transpose(0, 1) if self.batch_first else out
 
     def extra_repr(self):
-        s = "{input_size}, {hidden_size}"
-        if self.proj_size != 0:
-            s += ", proj_size={proj_size}"
-        if self.num_layers != 1:
-            s += ", num_layers={num_layers}"
-        if self.bias is not True:
-            s += ", bias={bias}"
-        if self.batch_first is not False:
-            s += ", batch_first={batch_first}"
-        if self.dropout != 0:
-            s += ", dropout={dropout}"
-        if self.bidirectional is not False:
-            s += ", bidirectional={bidirectional}"
-        return s.format(**self.__dict__)
+        return ", ".join([str(self.input_size), str(self.hidden_size),
+                          *_changed_settings(self, proj_size=0, num_layers=1, bias=True, batch_first=False,
+                                             dropout=0, bidirectional=False)])
 
 
 class _SingleStateRNN(RNNBase):
@@ -374,12 +363,8 @@ class RNNCellBase(Module):
         return hx
 
     def extra_repr(self):
-        s = "{input_size}, {hidden_size}"
-        if self.bias is not True:
-            s += ", bias={bias}"
-        if getattr(self, "nonlinearity", "tanh") != "tanh":
-            s += ", nonlinearity={nonlinearity}"
-        return s.format(**self.__dict__)
+        return ", ".join([str(self.input_size), str(self.hidden_size),
+                          *_changed_settings(self, bias=True, nonlinearity="tanh")])
 
 
 class RNNCell(RNNCellBase):
