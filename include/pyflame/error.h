@@ -35,6 +35,13 @@ struct PF_API HIPCompilationError : ROCmError { using ROCmError::ROCmError; };
 // A collective that failed or timed out (pyflame.distributed's backends). Python: DistBackendError.
 struct PF_API DistBackendError : std::runtime_error { using std::runtime_error::runtime_error; };
 
+// A warning: what a user should hear about but that does not stop the call (a
+// corrupt kernel-cache entry, recompiled). The Python layer installs a handler
+// that raises Python's UserWarning; without one it goes to stderr.
+using WarningHandler = void (*)(const std::string& message);
+PF_API void set_warning_handler(WarningHandler handler);
+PF_API void warn(const std::string& message);
+
 namespace detail {
 inline std::string to_piece(const std::string& s) { return s; }
 inline std::string to_piece(const char* s) { return s; }

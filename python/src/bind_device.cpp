@@ -5,6 +5,7 @@
 
 #include "bindings.h"
 #include "pyflame/backend/rocm/device.h"
+#include "pyflame/kernel_cache.h"
 
 namespace {
 
@@ -27,6 +28,8 @@ nb::dict device_info_dict(const pyflame::backend::rocm::DeviceInfo& info) {
 namespace pyflame::python {
 
 void bind_device(nb::module_& m) {
+  m.def("_kernel_cache_default_dir", &pyflame::KernelDiskCache::default_dir,
+        "The run-time compiler's disk cache: $PYFLAME_KERNEL_CACHE, else ~/.cache/pyflame/kernels.");
   m.def("set_device", [](const std::string& d) { pyflame::set_current_device(pyflame::Device::parse(d)); }, "device"_a);
   m.def("get_device", [] { return pyflame::to_string(pyflame::current_device()); });
   m.def("synchronize", &pyflame::synchronize);

@@ -153,6 +153,13 @@ void install_argument_errors(nb::module_& m) {
   }
 }
 
+// The library's warnings (pyflame::warn) as Python's UserWarning; under `-W error`
+// the warning's exception propagates out of the call that warned.
+void python_warning(const std::string& message) {
+  nb::gil_scoped_acquire gil;
+  if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) != 0) throw nb::python_error();
+}
+
 void bind_errors(nb::module_& m) {
   // PyTorch raises RuntimeError where PyFlame raises ValueError (shapes,
   // arguments) or TypeError (dtypes): both bases, so that `except ValueError`
@@ -183,6 +190,7 @@ void bind_errors(nb::module_& m) {
   g_dist_backend_error =
       new_exception(m, "DistBackendError", dist_error, "A collective failed or timed out in its backend (NCCL, gloo).");
   nb::register_exception_translator(&translate);
+  pyflame::set_warning_handler(&python_warning);
 }
 
 }  // namespace pyflame::python

@@ -4,14 +4,18 @@
 // missing when it cannot load. Handles (streams, pointers) cross as integers.
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/array.h>
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <vector>
 
+#include "pyflame/backend/rocm/compiler.h"
 #include "pyflame/backend/rocm/hip_check.h"
 #include "pyflame/backend/rocm/math_mode.h"
 #include "pyflame/backend/rocm/memory.h"
@@ -65,6 +69,35 @@ double median_alloc_free_ns(rocm::ROCmMemoryManager& mm, size_t bytes, int iters
   return ns[ns.size() / 2];
 }
 
+// A launch's arguments, each given as its bytes (pyflame.backend.rocm packs them),
+// copied into 8-byte aligned slots that the launch points at.
+void launch_with_bytes(const rocm::CompiledKernel& k, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
+                       unsigned shared_mem, const std::vector<nb::bytes>& args) {
+  std::vector<std::vector<uint64_t>> slots;
+  std::vector<void*> pointers;
+  for (const nb::bytes& a : args) {
+    slots.emplace_back((a.size() + 7) / 8 + 1);
+    std::memcpy(slots.back().data(), a.c_str(), a.size());
+  }
+  for (auto& s : slots) pointers.push_back(s.data());
+  nb::gil_scoped_release release;
+  k.launch(grid, block, shared_mem, pointers.data());
+}
+
+nb::dict compilation_stats_dict(const rocm::CompilationStats& s) {
+  nb::dict d;
+  const int64_t hits = s.memory_hits + s.disk_hits, lookups = hits + s.misses;
+  d["compilations"] = s.compilations;
+  d["cache_hits"] = hits;
+  d["cache_misses"] = s.misses;
+  d["memory_hits"] = s.memory_hits;
+  d["disk_hits"] = s.disk_hits;
+  d["cache_hit_rate_percent"] = lookups ? 100.0 * static_cast<double>(hits) / static_cast<double>(lookups) : 0.0;
+  d["total_compile_time_ms"] = s.compile_ms;
+  d["avg_compile_time_ms"] = s.compilations ? s.compile_ms / static_cast<double>(s.compilations) : 0.0;
+  return d;
+}
+
 }  // namespace
 
 #if defined(PYFLAME_WITH_NCCL)
@@ -93,6 +126,27 @@ NB_MODULE(_rocm, m) {
       .def("synchronize", &rocm::Event::synchronize, nb::call_guard<nb::gil_scoped_release>())
       .def("query", &rocm::Event::query)
       .def("elapsed_time", &rocm::Event::elapsed_time, "end"_a);
+
+  nb::class_<rocm::CompiledKernel>(m, "CompiledKernel")
+      .def_prop_ro("name", &rocm::CompiledKernel::name)
+      .def_prop_ro("architecture", &rocm::CompiledKernel::architecture)
+      .def_prop_ro("device", &rocm::CompiledKernel::device)
+      .def("launch", &launch_with_bytes, "grid"_a, "block"_a, "shared_mem"_a, "args"_a);
+  nb::class_<rocm::KernelCompiler>(m, "KernelCompiler")
+      .def(nb::init<std::string, size_t>(), "cache_dir"_a, "capacity"_a)
+      .def("compile", &rocm::KernelCompiler::compile, "source"_a, "name"_a, "options"_a,
+           nb::call_guard<nb::gil_scoped_release>())
+      .def("stats", [](const rocm::KernelCompiler& c) { return compilation_stats_dict(c.stats()); })
+      .def("clear", &rocm::KernelCompiler::clear)
+      .def_prop_ro("cache_dir", &rocm::KernelCompiler::cache_dir);
+  m.def("compile_to_binary",
+        [](const std::string& source, const std::string& name, const std::string& arch,
+           const std::vector<std::string>& options) {
+          std::string code = rocm::compile_to_binary(source, name, arch, options);
+          return nb::bytes(code.data(), code.size());
+        },
+        "source"_a, "name"_a, "architecture"_a, "options"_a);
+  m.def("compiler_version", &rocm::compiler_version);
 
   m.def("current_stream", [](int device) { return as_int(rocm::current_stream(device)); }, "device"_a);
   m.def("default_stream", [](int device) { return as_int(rocm::default_stream(device)); }, "device"_a);

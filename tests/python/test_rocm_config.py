@@ -73,3 +73,11 @@ def test_optimize_levels_keep_results(rng):
     assert rocm.optimize(model, config=rocm.Config(enable_operator_fusion=False)) is model
     with pytest.raises(pf.ConfigurationError):
         rocm.optimize(model, "extreme")
+
+
+def test_kernel_cache_dir_default_follows_pyflame_kernel_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("PYFLAME_KERNEL_CACHE", str(tmp_path / "cache"))
+    assert rocm.Config().kernel_cache_dir == str(tmp_path / "cache")
+    monkeypatch.delenv("PYFLAME_KERNEL_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert rocm.Config().kernel_cache_dir == str(tmp_path / "xdg" / "pyflame" / "kernels")

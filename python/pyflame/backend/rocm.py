@@ -8,6 +8,7 @@ usable GPU; `diagnose()` says what was found and what is missing.
 import ctypes.util
 import enum
 import os
+import struct
 
 from .. import _C
 from .rocm_config import (  # noqa: F401  seed 003's configuration
@@ -53,6 +54,118 @@ def can_fuse(ops):
         raise TypeError("can_fuse: ops must be a sequence of op names, got a str")
     name = _C._can_fuse(list(ops))
     return None if name is None else FusedOpType(name)
+
+
+class CompiledKernel:
+    """A kernel compiled at run time for one device (ROCmCompiler.compile_kernel).
+
+    Calling it launches it on its device's current stream: kernel(grid, block, args, shared_mem=0),
+    grid and block an int or up to 3 ints. Each argument becomes the kernel parameter of its type:
+    a tensor its data pointer (it must be on the kernel's device), a bool `bool`, an int `long long`
+    (int64), a float `double`; a NumPy scalar (np.int32(n), np.float32(x), ...) its own type. As with
+    CuPy's RawKernel, pass NumPy scalars for 32-bit parameters: the kernel reads what its signature says.
+    """
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    name = property(lambda self: self._handle.name, doc="The kernel's name, as asked for.")
+    architecture = property(lambda self: self._handle.architecture, doc="'gfx90a', 'sm_90', ...")
+    device = property(lambda self: self._handle.device, doc="The device index it was loaded on.")
+
+    def __call__(self, grid, block, args=(), shared_mem=0):
+        self._handle.launch(_dims(grid, "grid"), _dims(block, "block"), int(shared_mem),
+                            [self._argument(a, i) for i, a in enumerate(args)])
+
+    def _argument(self, a, i):
+        if isinstance(a, _C.Tensor):
+            if a.device == "cpu" or _device_index(a.device) != self.device:
+                raise ValueError(f"{self.name}: argument {i} is on '{a.device}' but the kernel runs on "
+                                 f"'rocm:{self.device}'")
+            return struct.pack("=Q", a.data_ptr())
+        if isinstance(a, bool):
+            return struct.pack("=?", a)
+        if isinstance(a, int):
+            return struct.pack("=q", a)
+        if isinstance(a, float):
+            return struct.pack("=d", a)
+        if type(a).__module__ == "numpy" and hasattr(a, "tobytes") and getattr(a, "ndim", None) == 0:
+            return a.tobytes()
+        raise TypeError(f"{self.name}: argument {i} has type {type(a).__name__}; expected a tensor, bool, int, "
+                        "float or NumPy scalar")
+
+    def __repr__(self):
+        return f"CompiledKernel(name={self.name!r}, architecture={self.architecture!r}, device={self.device})"
+
+
+def _dims(v, what):
+    dims = (v,) if isinstance(v, int) else tuple(v)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= 1 for d in dims):
+        raise ValueError(f"{what} must be a positive int or 1 to 3 positive ints, got {v!r}")
+    return list(dims) + [1] * (3 - len(dims))
+
+
+class ROCmCompiler:
+    """Seed 003's run-time compiler: HIP/CUDA C++ source to a kernel of the current device, through
+    hiprtc on AMD and NVRTC on NVIDIA (docs/compile.md, "Run-time compilation").
+
+    Kernels are cached in memory (`config.kernel_cache_size` of them, least recently used out) and on
+    disk (`config.kernel_cache_dir`, by default $PYFLAME_KERNEL_CACHE or ~/.cache/pyflame/kernels;
+    off with `kernel_cache_enabled=False`), keyed by the source, name, options, architecture and
+    compiler; a corrupt entry on disk is recompiled with a warning, never loaded. A failed
+    compilation raises pf.HIPCompilationError with the compiler's log and the numbered source.
+    """
+
+    def __init__(self, config=None):
+        if config is None:
+            config = Config()
+        _preload_nvrtc()
+        cache_dir = config.kernel_cache_dir if config.kernel_cache_enabled else ""
+        self._compiler = _require().KernelCompiler(cache_dir, config.kernel_cache_size)
+
+    @property
+    def cache_dir(self):
+        return self._compiler.cache_dir or None
+
+    def compile_kernel(self, source, name, options=()):
+        """The kernel `name` of `source` (its C++ name: `extern "C"` is not needed; a template
+        instance as "scale<float>"), compiled for the current device. `options` go to the compiler
+        after the target and -std=c++17 ("-DN=4", "-I/path", ...)."""
+        if not isinstance(source, str) or not isinstance(name, str):
+            raise TypeError("compile_kernel(source, name): both must be str")
+        return CompiledKernel(self._compiler.compile(source, name, [str(o) for o in options]))
+
+    def get_compilation_stats(self):
+        """compilations, cache_hits (memory_hits + disk_hits), cache_misses, cache_hit_rate_percent,
+        total_compile_time_ms, avg_compile_time_ms."""
+        return self._compiler.stats()
+
+    def clear_cache(self):
+        """Empties the in-memory cache and removes this compiler's disk entries; kernels already
+        returned stay usable."""
+        self._compiler.clear()
+
+
+def compiler_version():
+    """The run-time compiler in use, e.g. 'NVRTC 13.0' or 'hiprtc 6.2'."""
+    _preload_nvrtc()
+    return _require().compiler_version()
+
+
+def _preload_nvrtc():
+    """On NVIDIA, loads NVRTC from NVIDIA's pip wheel (nvidia-cuda-nvrtc) when the system's loader
+    path has none, so that the backend's dlopen by name finds it loaded."""
+    if _rocm is None or _rocm.platform() != "nvidia" or ctypes.util.find_library("nvrtc"):
+        return
+    import glob
+    import sys
+    for base in sys.path:
+        for lib in sorted(glob.glob(os.path.join(base, "nvidia", "*", "lib", "libnvrtc.so.*")), reverse=True):
+            try:
+                ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+                return
+            except OSError:
+                continue
 
 
 def _require():

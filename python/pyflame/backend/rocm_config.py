@@ -3,8 +3,8 @@
 Config validates every field when it is made or changed: a bad value raises
 pf.ConfigurationError (a pf.ROCmError and a ValueError) naming the field and what it
 accepts. What each field does today is listed in docs/compile.md ("Configuration");
-fields whose machinery is not built yet (the kernel compiler's cache, MIOpen's find
-mode) are kept and validated so that seed code runs, and say so there.
+fields whose machinery is not built yet (MIOpen's find mode) are kept and validated so
+that seed code runs, and say so there.
 
 The architectures are AMD's GPU families by their gfx names (architecture_from_gfx);
 get_architecture() names the current GPU's, and says so when it is an NVIDIA GPU (the
@@ -13,7 +13,7 @@ same HIP source runs there) instead of pretending to be an AMD one.
 
 import enum
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from .. import _C
 
@@ -95,7 +95,7 @@ class Config:
     enable_operator_fusion: bool = True
     memory_pool_fraction: float = 0.9
     kernel_cache_enabled: bool = True
-    kernel_cache_dir: str = os.path.join(os.path.expanduser("~"), ".cache", "pyflame", "kernels")
+    kernel_cache_dir: str = field(default_factory=_C._kernel_cache_default_dir)
     kernel_cache_size: int = 100
     miopen_find_mode: str = "NORMAL"
     default_precision: str = "fp32"

@@ -111,8 +111,37 @@ using hipStreamCaptureStatus = cudaStreamCaptureStatus;
 // Bit i set when `pred` holds on lane i (every lane takes part), as 64 bits on every platform.
 #define PF_BALLOT(pred) static_cast<unsigned long long>(__ballot_sync(0xffffffffu, (pred)))
 
+// Code compiled at run time (src/rocm/rtc.cpp): HIP's modules are the CUDA
+// runtime's libraries (CUDA 12+), whose kernels cudaLaunchKernel launches, so
+// the backend needs no driver API.
+using hipModule_t = cudaLibrary_t;
+using hipFunction_t = cudaKernel_t;
+inline cudaError_t hipModuleLoadData(hipModule_t* module, const void* image) {
+  return cudaLibraryLoadData(module, image, nullptr, nullptr, 0, nullptr, nullptr, 0);
+}
+inline cudaError_t hipModuleGetFunction(hipFunction_t* f, hipModule_t module, const char* name) {
+  return cudaLibraryGetKernel(f, module, name);
+}
+inline cudaError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                         unsigned by, unsigned bz, unsigned shared_mem, hipStream_t stream,
+                                         void** args, void** extra) {
+  return cudaLaunchKernel(reinterpret_cast<const void*>(f), dim3(gx, gy, gz), dim3(bx, by, bz), args, shared_mem,
+                          stream);
+}
+#define hipModuleUnload cudaLibraryUnload
+// The run-time compiler, NVRTC: its libraries (NVIDIA's nvidia-cuda-nvrtc wheel or
+// the toolkit), its functions' prefix, the code it returns (a cubin) and its
+// option naming the target.
+#define PF_RTC_LIBRARIES {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"}
+#define PF_RTC_NAME "NVRTC"
+#define PF_RTC_PREFIX "nvrtc"
+#define PF_RTC_CODE "CUBIN"
+#define PF_RTC_TARGET_OPTION "--gpu-architecture="
+
 namespace pyflame::backend::rocm {
 inline std::string arch_name(const hipDeviceProp_t& p) { return "sm_" + std::to_string(p.major) + std::to_string(p.minor); }
+// What the run-time compiler targets: "sm_90" gives a cubin ("compute_90" would be PTX).
+inline std::string rtc_target(const hipDeviceProp_t& p) { return arch_name(p); }
 inline std::string runtime_version() {
   int rt = 0, drv = 0;
   (void)cudaRuntimeGetVersion(&rt);  // 0 stays 0 if the call fails: only a label
@@ -149,12 +178,21 @@ inline void platform_init() {
 // Bit i set when `pred` holds on lane i (every lane takes part), as 64 bits on every platform.
 #define PF_BALLOT(pred) static_cast<unsigned long long>(__ballot(pred))
 
+// hiprtc: its own library since ROCm 6, inside libamdhip64 before.
+#define PF_RTC_LIBRARIES {"libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so", "libamdhip64.so.5", "libamdhip64.so"}
+#define PF_RTC_NAME "hiprtc"
+#define PF_RTC_PREFIX "hiprtc"
+#define PF_RTC_CODE "Code"
+#define PF_RTC_TARGET_OPTION "--offload-arch="
+
 namespace pyflame::backend::rocm {
 // gcnArchName is e.g. "gfx90a:sramecc+:xnack-"; the architecture is the part before ':'.
 inline std::string arch_name(const hipDeviceProp_t& p) {
   std::string a = p.gcnArchName;
   return a.substr(0, a.find(':'));
 }
+// What the run-time compiler targets: the whole name, as the code object must match the device's features.
+inline std::string rtc_target(const hipDeviceProp_t& p) { return p.gcnArchName; }
 inline std::string runtime_version() {
   int rt = 0;
   (void)hipRuntimeGetVersion(&rt);  // 0 if it fails: only a label. major * 10^7 + minor * 10^5 + patch
