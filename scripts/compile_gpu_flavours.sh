@@ -54,6 +54,9 @@ HIP_PLATFORM=amd CMAKE_PREFIX_PATH=/usr/lib/x86_64-linux-gnu/cmake cmake -S . -B
   -DCMAKE_POLICY_VERSION_MINIMUM=3.5 > build/ci-amd.log
 HIP_PLATFORM=amd cmake --build build/ci-amd --target "${targets[@]}"
 
+echo "== Run-time compiled kernels: every shared functor through Debian's hiprtc (gfx90a, gfx1030)"
+PYFLAME_REQUIRE_RTC=hiprtc python -m pytest -q -p no:cacheprovider tests/python/test_rtc_headers.py
+
 echo "== BLAS adapter and NCCL layer, AMD flavour (rocBLAS and RCCL headers from Debian 13; compiled, not linked)"
 # Only the -dev packages' headers: the libraries themselves would load at run time on an AMD machine.
 debian_headers() {  # debian_headers PACKAGE DIR: Debian 13's package unpacked into DIR

@@ -3,13 +3,13 @@
 // happens in float (acc_t), as PyTorch does on the CPU, so every backend and
 // the reference agree on rounding: one rounding per op, at the store.
 
+#include "pyflame/macros.h"
+
+#if !PF_RTC
 #include <cmath>
-#include <cstdint>
 #include <cstring>
 #include <string>
-#include <type_traits>
-
-#include "pyflame/macros.h"
+#endif
 
 namespace pyflame {
 
@@ -130,7 +130,9 @@ template <> struct acc_type<BFloat16> { using type = float; };
 template <class T> using acc_t = typename acc_type<T>::type;
 
 template <class T> constexpr bool is_float_v =
-    std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+    stdx::is_floating_point_v<T> || stdx::is_same_v<T, Half> || stdx::is_same_v<T, BFloat16>;
+
+#if !PF_RTC  // the host's view of dtypes
 
 PF_API const char* dtype_name(DType d);   // "float32"
 PF_API size_t itemsize(DType d);
@@ -158,5 +160,6 @@ template <class F> decltype(auto) visit_dtype(DType d, F&& f) {
   }
   return f(TypeTag<double>{});
 }
+#endif
 
 }  // namespace pyflame

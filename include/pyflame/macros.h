@@ -3,9 +3,14 @@
 // Code that is compiled for both the CPU and the GPU (functors, dtype helpers)
 // is marked PF_HOST_DEVICE. In a GPU compile the vendor runtime comes first,
 // through the one header that knows the vendor (nvcc would include CUDA's
-// itself; clang's HIP mode does not).
+// itself; clang's HIP mode does not); the run-time compilers (PF_RTC) have
+// their runtime built in.
+#include "pyflame/device_std.h"
+
 #if defined(__HIPCC__) || defined(__CUDACC__)
+#if !PF_RTC
 #include "pyflame/backend/rocm/hip_compat.h"
+#endif
 #define PF_HOST_DEVICE __host__ __device__ __forceinline__
 #else
 // Forced: the CPU loops only vectorise when the functor's math is inlined.

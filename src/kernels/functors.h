@@ -4,16 +4,19 @@
 // instantiate these. T is the compute type (acc_t of the storage type: float
 // for float16/bfloat16). A functor with parameters takes them from its op's
 // attributes (ElementwiseAttrs::params, ClampAttrs) in its constructor; the
-// others are empty.
+// others are empty. The run-time compilers (PF_RTC) see no attributes: a
+// generated kernel gets its functors by value, made on the host, so there
+// the constructors from attributes are left out.
 
-#include <cmath>
-#include <limits>
-#include <type_traits>
-
-#include "core/dispatch.h"
 #include "kernels/kernel_error.h"
 #include "kernels/math.h"
 #include "pyflame/dtype.h"
+
+#if !PF_RTC
+#include <cmath>
+
+#include "core/dispatch.h"
+#endif
 
 namespace pyflame::kernels {
 
@@ -22,20 +25,20 @@ template <class T> struct Add { PF_HOST_DEVICE T operator()(T a, T b) const { re
 template <class T> struct Sub { PF_HOST_DEVICE T operator()(T a, T b) const { return a - b; } };
 template <class T> struct Mul {
   PF_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) return a && b;
+    if constexpr (stdx::is_same_v<T, bool>) return a && b;
     else return a * b;
   }
 };
 template <class T> struct Div { PF_HOST_DEVICE T operator()(T a, T b) const { return a / b; } };
 template <class T> struct Pow {
   PF_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (stdx::is_floating_point_v<T>) {
       return math::pow(a, b);
-    } else if constexpr (std::is_same_v<T, bool>) {
+    } else if constexpr (stdx::is_same_v<T, bool>) {
       return a || !b;
     } else {
       // Integer power by squaring; negative exponents truncate toward zero as in PyTorch.
-      if constexpr (std::is_signed_v<T>)
+      if constexpr (stdx::is_signed_v<T>)
         if (b < 0) return a == 1 ? T(1) : a == T(-1) ? ((b & 1) ? T(-1) : T(1)) : T(0);
       T r = 1;
       for (; b; b >>= 1, a *= a)
@@ -70,8 +73,8 @@ template <class T> struct Ge { PF_HOST_DEVICE bool operator()(T a, T b) const { 
 template <class T> struct Neg { PF_HOST_DEVICE T operator()(T x) const { return -x; } };
 template <class T> struct Abs {
   PF_HOST_DEVICE T operator()(T x) const {
-    if constexpr (std::is_unsigned_v<T>) return x;
-    else if constexpr (std::is_floating_point_v<T>) return math::fabs(x);
+    if constexpr (stdx::is_unsigned_v<T>) return x;
+    else if constexpr (stdx::is_floating_point_v<T>) return math::fabs(x);
     else return x < 0 ? T(-x) : x;
   }
 };
@@ -100,7 +103,9 @@ template <class T> struct Silu {
 template <class T> struct Gelu {
   T tanh_approx = T(0);  // 1 for the tanh form; a T (not a bool) so the loop vectorises
   Gelu() = default;
+#if !PF_RTC
   explicit Gelu(const ElementwiseAttrs& a) : tanh_approx(a.param<ParamName::gelu_approximate_tanh>().i ? T(1) : T(0)) {}
+#endif
   PF_HOST_DEVICE T operator()(T x) const {
 #if PF_DEVICE_PASS
     // On the GPU the flag is uniform across the warp: branch, computing one form.
@@ -120,24 +125,28 @@ template <class T> struct Gelu {
   PF_HOST_DEVICE static T erf_form(T x) { return T(0.5) * x * (T(1) + math::erf(x * T(0.7071067811865476))); }
 };
 
+#if !PF_RTC
 // A number argument (bound, parameter) as compute type T: integer types take
 // it truncated toward zero, as PyTorch does.
 template <class T> T scalar_param(const Scalar& s) {
-  if constexpr (std::is_floating_point_v<T>) return static_cast<T>(s.f);
+  if constexpr (stdx::is_floating_point_v<T>) return static_cast<T>(s.f);
   else return static_cast<T>(s.i);
 }
+#endif
 
 template <class T> struct Clamp {
   T lo, hi;
+#if !PF_RTC
   explicit Clamp(const ClampAttrs& a)
-      : lo(a.min ? scalar_param<T>(*a.min) : std::numeric_limits<T>::lowest()),
-        hi(a.max ? scalar_param<T>(*a.max) : std::numeric_limits<T>::max()) {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (!a.min) lo = -std::numeric_limits<T>::infinity();
-      if (!a.max) hi = std::numeric_limits<T>::infinity();
+      : lo(a.min ? scalar_param<T>(*a.min) : stdx::numeric_limits<T>::lowest()),
+        hi(a.max ? scalar_param<T>(*a.max) : stdx::numeric_limits<T>::max()) {
+    if constexpr (stdx::is_floating_point_v<T>) {
+      if (!a.min) lo = -stdx::numeric_limits<T>::infinity();
+      if (!a.max) hi = stdx::numeric_limits<T>::infinity();
     }
   }
   Clamp(T lo_, T hi_) : lo(lo_), hi(hi_) {}
+#endif
   // As PyTorch: min(max(x, lo), hi), so hi wins when lo > hi; NaN stays NaN.
   PF_HOST_DEVICE T operator()(T x) const {
     if (math::isnan(x)) return x;
@@ -149,21 +158,23 @@ template <class T> struct Clamp {
 // hardtanh(x, min_val, max_val): a clamp whose bounds are parameters (the op
 // layer has checked min_val <= max_val).
 template <class T> struct Hardtanh : Clamp<T> {
+#if !PF_RTC
   explicit Hardtanh(const ElementwiseAttrs& a)
       : Clamp<T>(scalar_param<T>(a.param<ParamName::hardtanh_min_val>()),
                  scalar_param<T>(a.param<ParamName::hardtanh_max_val>())) {}
+#endif
 };
 
 // Rounding. Integers are already whole (the op layer refuses decimals for them).
 template <class T> struct Floor {
   PF_HOST_DEVICE T operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return math::floor(x);
+    if constexpr (stdx::is_floating_point_v<T>) return math::floor(x);
     else return x;
   }
 };
 template <class T> struct Ceil {
   PF_HOST_DEVICE T operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return math::ceil(x);
+    if constexpr (stdx::is_floating_point_v<T>) return math::ceil(x);
     else return x;
   }
 };
@@ -172,13 +183,15 @@ template <class T> struct Ceil {
 template <class T> struct Round {
   T ten_pow = T(1);
   T negative = T(0);  // a T (not a bool) so the CPU loop vectorises
+#if !PF_RTC
   explicit Round(const ElementwiseAttrs& a) {
     int64_t d = a.param<ParamName::round_decimals>().i;
     negative = d < 0 ? T(1) : T(0);
     ten_pow = static_cast<T>(std::pow(10.0, static_cast<double>(d < 0 ? -d : d)));
   }
+#endif
   PF_HOST_DEVICE T operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (stdx::is_floating_point_v<T>) {
       T up = math::rint(x * ten_pow) / ten_pow, down = math::rint(x / ten_pow) * ten_pow;
       return negative != T(0) ? down : up;
     } else {
@@ -189,7 +202,7 @@ template <class T> struct Round {
 // -1, 0 or 1; NaN gives 0 and -0.0 gives 0, as PyTorch.
 template <class T> struct Sign {
   PF_HOST_DEVICE T operator()(T x) const {
-    if constexpr (std::is_unsigned_v<T>) return static_cast<T>(x != T(0));
+    if constexpr (stdx::is_unsigned_v<T>) return static_cast<T>(x != T(0));
     else return static_cast<T>(T(0) < x) - static_cast<T>(x < T(0));
   }
 };
@@ -206,32 +219,32 @@ template <class T> struct Square { PF_HOST_DEVICE T operator()(T x) const { retu
 // Rounding toward zero and what it drops; integers are whole already.
 template <class T> struct Trunc {
   PF_HOST_DEVICE T operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return math::trunc(x);
+    if constexpr (stdx::is_floating_point_v<T>) return math::trunc(x);
     else return x;
   }
 };
 template <class T> struct Frac {
   PF_HOST_DEVICE T operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return x - math::trunc(x);
+    if constexpr (stdx::is_floating_point_v<T>) return x - math::trunc(x);
     else return T(0);
   }
 };
 // Float classes; integers are always finite.
 template <class T> struct IsNan {
   PF_HOST_DEVICE bool operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return x != x;
+    if constexpr (stdx::is_floating_point_v<T>) return x != x;
     else return false;
   }
 };
 template <class T> struct IsInf {
   PF_HOST_DEVICE bool operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return x == std::numeric_limits<T>::infinity() || x == -std::numeric_limits<T>::infinity();
+    if constexpr (stdx::is_floating_point_v<T>) return x == stdx::numeric_limits<T>::infinity() || x == -stdx::numeric_limits<T>::infinity();
     else return false;
   }
 };
 template <class T> struct IsFinite {
   PF_HOST_DEVICE bool operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return x - x == T(0);  // inf - inf and NaN - NaN are NaN
+    if constexpr (stdx::is_floating_point_v<T>) return x - x == T(0);  // inf - inf and NaN - NaN are NaN
     else return true;
   }
 };
@@ -320,30 +333,30 @@ template <class T> struct SiluBackward {
 // The most negative integer divided by -1 wraps around, as in PyTorch.
 // x < 0, also for unsigned types (where compilers warn about the comparison).
 template <class T> PF_HOST_DEVICE constexpr bool is_negative(T x) {
-  if constexpr (std::is_signed_v<T>) return x < T(0);
+  if constexpr (stdx::is_signed_v<T>) return x < T(0);
   else return false;
 }
 template <class T> struct IntegerDivision {
   static constexpr bool kRefusesBool = true;
   static constexpr KernelErrorCode kInvalid = KernelErrorCode::DivisionByZero;
   PF_HOST_DEVICE bool invalid(T, T b) const {
-    if constexpr (std::is_integral_v<T>) return b == T(0);
+    if constexpr (stdx::is_integral_v<T>) return b == T(0);
     else return false;
   }
   // -a, wrapping around for the most negative value.
   PF_HOST_DEVICE static T negate(T a) {
-    if constexpr (std::is_same_v<T, bool>) return a;
-    else return static_cast<T>(std::make_unsigned_t<T>(0) - static_cast<std::make_unsigned_t<T>>(a));
+    if constexpr (stdx::is_same_v<T, bool>) return a;
+    else return static_cast<T>(stdx::make_unsigned_t<T>(0) - static_cast<stdx::make_unsigned_t<T>>(a));
   }
   // Whether a / b is computed by the functor's own formula; otherwise its result is special.
   PF_HOST_DEVICE static bool plain(T b) {
-    if constexpr (std::is_signed_v<T>) return b != T(0) && b != T(-1);
+    if constexpr (stdx::is_signed_v<T>) return b != T(0) && b != T(-1);
     else return b != T(0);
   }
 };
 template <class T> struct FloorDivide : IntegerDivision<T> {
   PF_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (stdx::is_floating_point_v<T>) {
       if (b == T(0)) return a / b;
       T mod = math::fmod(a, b);
       T div = (a - mod) / b;
@@ -360,14 +373,14 @@ template <class T> struct FloorDivide : IntegerDivision<T> {
 };
 template <class T> struct TruncDivide : IntegerDivision<T> {
   PF_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) return math::trunc(a / b);
+    if constexpr (stdx::is_floating_point_v<T>) return math::trunc(a / b);
     else return this->plain(b) ? static_cast<T>(a / b) : b == T(0) ? T(0) : this->negate(a);
   }
 };
 // Python's %: the sign of the divisor.
 template <class T> struct Remainder : IntegerDivision<T> {
   PF_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (stdx::is_floating_point_v<T>) {
       T mod = math::fmod(a, b);
       return mod != T(0) && (b < T(0)) != (mod < T(0)) ? mod + b : mod;
     } else {
@@ -380,7 +393,7 @@ template <class T> struct Remainder : IntegerDivision<T> {
 // C's fmod: the sign of the dividend.
 template <class T> struct Fmod : IntegerDivision<T> {
   PF_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) return math::fmod(a, b);
+    if constexpr (stdx::is_floating_point_v<T>) return math::fmod(a, b);
     else return this->plain(b) ? static_cast<T>(a % b) : T(0);
   }
 };
@@ -392,7 +405,7 @@ template <class T> struct BitwiseXor { PF_HOST_DEVICE T operator()(T a, T b) con
 // ~ of a bool is logical not.
 template <class T> struct BitwiseNot {
   PF_HOST_DEVICE T operator()(T x) const {
-    if constexpr (std::is_same_v<T, bool>) return !x;
+    if constexpr (stdx::is_same_v<T, bool>) return !x;
     else return static_cast<T>(~x);
   }
 };
@@ -401,24 +414,24 @@ template <class T> struct BitwiseNot {
 template <class T> struct LeftShift {
   static constexpr bool kRefusesBool = true;
   PF_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (stdx::is_same_v<T, bool>) {
       return a;
     } else {
-      if constexpr (std::is_signed_v<T>)
+      if constexpr (stdx::is_signed_v<T>)
         if (b < T(0)) return T(0);
       if (b >= T(sizeof(T) * 8)) return T(0);
-      return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) << b);
+      return static_cast<T>(static_cast<stdx::make_unsigned_t<T>>(a) << b);
     }
   }
 };
 template <class T> struct RightShift {
   static constexpr bool kRefusesBool = true;
   PF_HOST_DEVICE T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (stdx::is_same_v<T, bool>) {
       return a;
     } else {
       const T fill = is_negative(a) ? T(-1) : T(0);  // what shifting out every bit leaves
-      if constexpr (std::is_signed_v<T>)
+      if constexpr (stdx::is_signed_v<T>)
         if (b < T(0)) return fill;
       return b >= T(sizeof(T) * 8) ? fill : static_cast<T>(a >> b);
     }
@@ -429,12 +442,14 @@ template <class T> struct RightShift {
 // dtype's largest finite values); integers pass unchanged.
 template <class T> struct NanToNum {
   T nan, posinf, neginf;
+#if !PF_RTC
   explicit NanToNum(const ElementwiseAttrs& a)
       : nan(scalar_param<T>(a.param<ParamName::nan_to_num_nan>())),
         posinf(scalar_param<T>(a.param<ParamName::nan_to_num_posinf>())),
         neginf(scalar_param<T>(a.param<ParamName::nan_to_num_neginf>())) {}
+#endif
   PF_HOST_DEVICE T operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (stdx::is_floating_point_v<T>) {
       if (math::isnan(x)) return nan;
       if (x - x != T(0)) return x > T(0) ? posinf : neginf;
       return x;
@@ -447,21 +462,27 @@ template <class T> struct NanToNum {
 // Activations with parameters (op_params.def).
 template <class T> struct LeakyRelu {
   T negative_slope;
+#if !PF_RTC
   explicit LeakyRelu(const ElementwiseAttrs& a)
       : negative_slope(scalar_param<T>(a.param<ParamName::leaky_relu_negative_slope>())) {}
+#endif
   PF_HOST_DEVICE T operator()(T x) const { return x > T(0) ? x : x * negative_slope; }
 };
 template <class T> struct Elu {
   T alpha;
+#if !PF_RTC
   explicit Elu(const ElementwiseAttrs& a) : alpha(scalar_param<T>(a.param<ParamName::elu_alpha>())) {}
+#endif
   PF_HOST_DEVICE T operator()(T x) const { return x > T(0) ? x : alpha * math::expm1(x); }
 };
 // log(1 + exp(beta x)) / beta, linear where beta x > threshold (as PyTorch).
 template <class T> struct Softplus {
   T beta, threshold;
+#if !PF_RTC
   explicit Softplus(const ElementwiseAttrs& a)
       : beta(scalar_param<T>(a.param<ParamName::softplus_beta>())),
         threshold(scalar_param<T>(a.param<ParamName::softplus_threshold>())) {}
+#endif
   PF_HOST_DEVICE T operator()(T x) const {
     T bx = x * beta;
     return bx > threshold ? x : math::log1p(math::exp(bx)) / beta;
@@ -487,7 +508,7 @@ enum class DTypeSet { All, NoBool, FloatOnly, IntegerOrBool };
 template <DTypeSet kSet, class T> constexpr bool accepts() {
   if constexpr (kSet == DTypeSet::FloatOnly) return is_float_v<T>;
   else if constexpr (kSet == DTypeSet::IntegerOrBool) return !is_float_v<T>;
-  else if constexpr (kSet == DTypeSet::NoBool) return !std::is_same_v<T, bool>;
+  else if constexpr (kSet == DTypeSet::NoBool) return !stdx::is_same_v<T, bool>;
   else return true;
 }
 
@@ -501,12 +522,14 @@ template <class F> constexpr bool refuses_bool() {
   else return false;
 }
 
+#if !PF_RTC
 // Builds a functor, passing the op's attributes to those that take them.
 template <class F> F make_functor(const OpAttrs& attrs) {
   if constexpr (std::is_constructible_v<F, const ElementwiseAttrs&>) return F(std::get<ElementwiseAttrs>(attrs));
   else if constexpr (std::is_constructible_v<F, const ClampAttrs&>) return F(std::get<ClampAttrs>(attrs));
   else return F{};
 }
+#endif
 
 }  // namespace pyflame::kernels
 
@@ -530,8 +553,8 @@ template <class A> struct ProdReduce {
 };
 template <class A> struct MaxReduce {
   static constexpr A identity() {
-    if constexpr (std::is_floating_point_v<A>) return -std::numeric_limits<A>::infinity();
-    else return std::numeric_limits<A>::lowest();
+    if constexpr (stdx::is_floating_point_v<A>) return -stdx::numeric_limits<A>::infinity();
+    else return stdx::numeric_limits<A>::lowest();
   }
   PF_HOST_DEVICE A operator()(A a, A b) const { return Maximum<A>()(a, b); }
   PF_HOST_DEVICE A finish(A a, int64_t) const { return a; }
@@ -540,8 +563,8 @@ template <class A> struct MaxReduce {
 };
 template <class A> struct MinReduce {
   static constexpr A identity() {
-    if constexpr (std::is_floating_point_v<A>) return std::numeric_limits<A>::infinity();
-    else return std::numeric_limits<A>::max();
+    if constexpr (stdx::is_floating_point_v<A>) return stdx::numeric_limits<A>::infinity();
+    else return stdx::numeric_limits<A>::max();
   }
   PF_HOST_DEVICE A operator()(A a, A b) const { return Minimum<A>()(a, b); }
   PF_HOST_DEVICE A finish(A a, int64_t) const { return a; }

@@ -8,8 +8,6 @@
 // Either way the exception, its class and its message are the same, made by
 // raise_kernel_error, and the library stays usable.
 
-#include <cstdint>
-
 #include "pyflame/macros.h"
 
 namespace pyflame {

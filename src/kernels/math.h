@@ -4,12 +4,12 @@
 // that the compiler vectorises the loops that call it (libm's expf is an
 // opaque call). It is within 1 ulp of the correctly rounded result.
 
-#include <cmath>
-#include <cstdint>
-#include <limits>
-
 #include "pyflame/dtype.h"
 #include "pyflame/macros.h"
+
+#if !PF_RTC
+#include <cmath>
+#endif
 
 namespace pyflame::math {
 
@@ -116,9 +116,9 @@ PF_HOST_DEVICE float log1p(float x) {
   float r = (f + y) + 0.693359375f * e;
   r -= ((u - 1.0f) - x) / u;
   // x = -1 gives -inf, x < -1 NaN, x = inf inf, NaN NaN.
-  r = u == 0.0f ? -std::numeric_limits<float>::infinity() : r;
-  r = u < 0.0f ? std::numeric_limits<float>::quiet_NaN() : r;
-  r = u == std::numeric_limits<float>::infinity() ? u : r;
+  r = u == 0.0f ? -stdx::numeric_limits<float>::infinity() : r;
+  r = u < 0.0f ? stdx::numeric_limits<float>::quiet_NaN() : r;
+  r = u == stdx::numeric_limits<float>::infinity() ? u : r;
   return x != x ? x : r;
 #endif
 }
@@ -176,10 +176,10 @@ PF_HOST_DEVICE double pow(double a, double b) { return ::pow(a, b); }
 // +-0 and NaN elsewhere, as PyTorch.
 template <class T> PF_HOST_DEVICE T digamma(T x) {
   const T pi = T(3.14159265358979323846);
-  if (x == T(0)) return T(1) / x < T(0) ? std::numeric_limits<T>::infinity() : -std::numeric_limits<T>::infinity();
+  if (x == T(0)) return T(1) / x < T(0) ? stdx::numeric_limits<T>::infinity() : -stdx::numeric_limits<T>::infinity();
   T result = T(0);
   if (x < T(0)) {
-    if (x == math::floor(x)) return std::numeric_limits<T>::quiet_NaN();
+    if (x == math::floor(x)) return stdx::numeric_limits<T>::quiet_NaN();
     // psi(1 - x) - psi(x) = pi / tan(pi x); tan of pi (x - trunc x) keeps the argument small.
     const T r = x - static_cast<T>(static_cast<long long>(x));
     result = -pi / static_cast<T>(::tan(static_cast<double>(pi * r)));
@@ -247,7 +247,7 @@ PF_HOST_DEVICE float erfinv(float y) {
 }
 
 template <class T> PF_HOST_DEVICE bool isnan(T x) {
-  if constexpr (std::is_floating_point_v<T>) return x != x;
+  if constexpr (stdx::is_floating_point_v<T>) return x != x;
   else return false;
 }
 

@@ -11,6 +11,7 @@
 #include "pyflame/backend/rocm/stream.h"
 #include "pyflame/error.h"
 #include "rocm/device_guard.h"
+#include "rocm/rtc_headers.h"
 
 #ifndef PYFLAME_VERSION_STRING
 #define PYFLAME_VERSION_STRING "dev"
@@ -117,7 +118,14 @@ Binary compile_source(const std::string& source, const std::string& name, const 
                       const std::vector<std::string>& options) {
   const RtcApi& api = rtc();
   Program prog = nullptr;
-  check_rtc(api.create(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr), "CreateProgram", name);
+  std::vector<const char*> header_names, header_sources;
+  for (int i = 0; i < kNumRtcHeaders; ++i) {
+    header_names.push_back(kRtcHeaders[i].name);
+    header_sources.push_back(kRtcHeaders[i].source);
+  }
+  check_rtc(api.create(&prog, source.c_str(), (name + ".cu").c_str(), kNumRtcHeaders, header_sources.data(),
+                       header_names.data()),
+            "CreateProgram", name);
   struct Destroy {
     const RtcApi& api;
     Program& prog;
@@ -125,7 +133,8 @@ Binary compile_source(const std::string& source, const std::string& name, const 
   } destroy{api, prog};
   check_rtc(api.add_name(prog, name.c_str()), "AddNameExpression", name);
 
-  std::vector<std::string> all{PF_RTC_TARGET_OPTION + target, "-std=c++17"};
+  std::vector<std::string> all = PF_RTC_OPTIONS;
+  all.insert(all.begin(), PF_RTC_TARGET_OPTION + target);
   all.insert(all.end(), options.begin(), options.end());
   std::vector<const char*> argv;
   for (const auto& o : all) argv.push_back(o.c_str());

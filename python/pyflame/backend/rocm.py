@@ -130,7 +130,9 @@ class ROCmCompiler:
     def compile_kernel(self, source, name, options=()):
         """The kernel `name` of `source` (its C++ name: `extern "C"` is not needed; a template
         instance as "scale<float>"), compiled for the current device. `options` go to the compiler
-        after the target and -std=c++17 ("-DN=4", "-I/path", ...)."""
+        after the target and -std=c++20 ("-DN=4", "-I/path", ...). The source may
+        #include "kernels/functors.h": the library's elementwise functors (pyflame::kernels),
+        which a kernel takes by value."""
         if not isinstance(source, str) or not isinstance(name, str):
             raise TypeError("compile_kernel(source, name): both must be str")
         return CompiledKernel(self._compiler.compile(source, name, [str(o) for o in options]))

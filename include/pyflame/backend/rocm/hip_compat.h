@@ -137,6 +137,8 @@ inline cudaError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned 
 #define PF_RTC_PREFIX "nvrtc"
 #define PF_RTC_CODE "CUBIN"
 #define PF_RTC_TARGET_OPTION "--gpu-architecture="
+// Functions without __device__ (constexpr helpers of the shared headers) compile for the device.
+#define PF_RTC_OPTIONS {"-std=c++20", "-default-device"}
 
 namespace pyflame::backend::rocm {
 inline std::string arch_name(const hipDeviceProp_t& p) { return "sm_" + std::to_string(p.major) + std::to_string(p.minor); }
@@ -184,6 +186,7 @@ inline void platform_init() {
 #define PF_RTC_PREFIX "hiprtc"
 #define PF_RTC_CODE "Code"
 #define PF_RTC_TARGET_OPTION "--offload-arch="
+#define PF_RTC_OPTIONS {"-std=c++20"}
 
 namespace pyflame::backend::rocm {
 // gcnArchName is e.g. "gfx90a:sramecc+:xnack-"; the architecture is the part before ':'.
