@@ -156,18 +156,25 @@ def compiler_version():
 
 def _preload_nvrtc():
     """On NVIDIA, loads NVRTC from NVIDIA's pip wheel (nvidia-cuda-nvrtc) when the system's loader
-    path has none, so that the backend's dlopen by name finds it loaded."""
-    if _rocm is None or _rocm.platform() != "nvidia" or ctypes.util.find_library("nvrtc"):
-        return
+    path has none."""
+    if _rocm is not None and _rocm.platform() == "nvidia" and not ctypes.util.find_library("nvrtc"):
+        _preload_wheel_library("nvidia/*/lib/libnvrtc.so.*")
+
+
+def _preload_wheel_library(pattern):
+    """Loads the newest library matching `pattern` under a sys.path entry (NVIDIA's wheels put
+    theirs under nvidia/) into the process, so that the backend's dlopen by name finds it
+    loaded. Returns whether one loaded."""
     import glob
     import sys
     for base in sys.path:
-        for lib in sorted(glob.glob(os.path.join(base, "nvidia", "*", "lib", "libnvrtc.so.*")), reverse=True):
+        for lib in sorted(glob.glob(os.path.join(base, pattern)), reverse=True):
             try:
                 ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
-                return
+                return True
             except OSError:
                 continue
+    return False
 
 
 def _require():

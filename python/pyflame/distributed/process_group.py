@@ -13,19 +13,16 @@ makes the caller's current stream wait for them, as PyTorch's NCCL backend. The 
 object keeps the tensors alive until then.
 """
 
-import ctypes
 import datetime
 import enum
-import glob
 import os
 import pickle
 import socket
-import sys
 
 import numpy as np
 
 from .. import _C
-from ..backend.rocm import _dtype_name
+from ..backend.rocm import _dtype_name, _preload_wheel_library
 from .store import PrefixStore, TCPStore
 
 DistError = _C.DistError
@@ -67,15 +64,8 @@ def _gloo_module():
 def _load_nccl_library():
     """Puts NCCL in the process before the ROCm backend opens it by name: the copy of
     NVIDIA's nvidia-nccl wheel (PyTorch's) where one is installed, else the system's."""
-    if os.environ.get("PYFLAME_NCCL_LIBRARY"):
-        return
-    for entry in sys.path:
-        for path in glob.glob(os.path.join(entry, "nvidia", "nccl", "lib", "libnccl.so.*")):
-            try:
-                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-                return
-            except OSError:
-                continue
+    if not os.environ.get("PYFLAME_NCCL_LIBRARY"):
+        _preload_wheel_library("nvidia/nccl/lib/libnccl.so.*")
 
 
 def _nccl_module():
