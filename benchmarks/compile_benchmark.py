@@ -12,7 +12,9 @@ pf.compile (graph replayed op by op) and pf.compile(mode="reduce-overhead")
 compile with Triton: tens of seconds). Ratios: PyTorch eager's time over each.
 Also each compiled form's first compile: the wall time of its first two calls (the
 eager run that traces, then the first replay with the passes and, in reduce-overhead,
-the capture), in ms.
+the capture), in ms. Then an 8-op elementwise chain over two 64M-float tensors (eager:
+8 passes over memory; compiled: one fused kernel), with the bandwidth each reaches as a
+share of a device copy's (x.clone(): 64M floats read and written).
 """
 
 import argparse
@@ -49,6 +51,49 @@ def _models(lib):
                             lib.nn.Linear(128, 10))
     seed003 = lib.nn.Sequential(lib.nn.Linear(1024, 2048), lib.nn.GELU(), lib.nn.Linear(2048, 1024))
     return {"seed MLP 784-256-128-10 b32": (mlp, (32, 784)), "seed 003 MLP 1024-2048-1024 b64": (seed003, (64, 1024))}
+
+
+def _chain(lib, x, y):
+    """Eight elementwise ops: mul, add, relu, mul, sub, sigmoid, mul, tanh."""
+    h = lib.relu(x * y + 0.5) * 2.0 - y
+    return lib.tanh(lib.sigmoid(h) * x)
+
+
+def elementwise_chain(dev, tdev, pf_sync, t_sync, repeat, torch_compile, rows):
+    n = 64 * 1024 * 1024
+    rng = np.random.default_rng(0)
+    x, y = (rng.standard_normal(n, dtype=np.float32) for _ in range(2))
+    px, py = pf.tensor(x, device=dev), pf.tensor(y, device=dev)
+    tx, ty = torch.from_numpy(x).to(tdev), torch.from_numpy(y).to(tdev)
+    name = "8-op elementwise chain, 2 x 64M float32"
+    runs = {"copy (x.clone())": per_call_us(lambda: px.clone(), pf_sync, repeat)}
+    copy_gbs = 2 * 4 * n / runs["copy (x.clone())"] / 1e3
+    runs["torch eager"] = per_call_us(lambda: _chain(torch, tx, ty), t_sync, repeat)
+    if torch_compile:
+        try:
+            tc = torch.compile(lambda a, b: _chain(torch, a, b))
+            for _ in range(3):
+                tc(tx, ty)
+            runs["torch.compile"] = per_call_us(lambda: tc(tx, ty), t_sync, repeat)
+        except Exception as e:  # noqa: BLE001 - reported, the others still run
+            print(f"  torch.compile failed: {type(e).__name__}: {str(e)[:200]}")
+    runs["pyflame eager"] = per_call_us(lambda: _chain(pf, px, py), pf_sync, repeat)
+    compiled = pf.compile(lambda a, b: _chain(pf, a, b))
+    t0 = time.perf_counter()
+    compiled(px, py)
+    got = compiled(px, py)
+    pf_sync()
+    print(f"  pf.compile: first compile {(time.perf_counter() - t0) * 1e3:.1f} ms, graph {compiled.graphs()[0].ops}")
+    want = _chain(torch, tx, ty).cpu().numpy()
+    np.testing.assert_allclose(got.to("cpu").numpy(), want, rtol=1e-5, atol=1e-5)
+    runs["pf.compile"] = per_call_us(lambda: compiled(px, py), pf_sync, repeat)
+    print(name)
+    base = runs["torch eager"]
+    for label, us in runs.items():
+        gbs = (2 if label.startswith("copy") else 3) * 4 * n / us / 1e3  # the chain reads x, y; writes one
+        print(f"  {label:34s} {us:9.1f} us   {base / us:6.2f}x   {gbs:7.0f} GB/s  {100 * gbs / copy_gbs:5.1f}% of copy")
+        rows.append({"case": name, "run": label, "us": us, "ratio_vs_torch_eager": base / us, "GB/s": gbs,
+                     "percent_of_copy": 100 * gbs / copy_gbs})
 
 
 def main():
@@ -104,6 +149,8 @@ def main():
         for label, us in runs.items():
             print(f"  {label:34s} {us:9.1f} us   {base / us:6.2f}x")
             rows.append({"case": name, "run": label, "us": us, "ratio_vs_torch_eager": base / us})
+    with pf.no_grad(), torch.no_grad():
+        elementwise_chain(dev, tdev, pf_sync, t_sync, max(args.repeat // 10, 5), not args.no_torch_compile, rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": dev, "commit": git_commit(), "rows": rows}, f, indent=1)

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <vector>
 
 #include "pyflame/backend/rocm/compiler.h"
@@ -69,19 +68,13 @@ double median_alloc_free_ns(rocm::ROCmMemoryManager& mm, size_t bytes, int iters
   return ns[ns.size() / 2];
 }
 
-// A launch's arguments, each given as its bytes (pyflame.backend.rocm packs them),
-// copied into 8-byte aligned slots that the launch points at.
+// A launch's arguments, each given as its bytes (pyflame.backend.rocm packs them).
 void launch_with_bytes(const rocm::CompiledKernel& k, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
                        unsigned shared_mem, const std::vector<nb::bytes>& args) {
-  std::vector<std::vector<uint64_t>> slots;
-  std::vector<void*> pointers;
-  for (const nb::bytes& a : args) {
-    slots.emplace_back((a.size() + 7) / 8 + 1);
-    std::memcpy(slots.back().data(), a.c_str(), a.size());
-  }
-  for (auto& s : slots) pointers.push_back(s.data());
+  rocm::KernelArgs packed;
+  for (const nb::bytes& a : args) packed.add_bytes(a.c_str(), a.size());
   nb::gil_scoped_release release;
-  k.launch(grid, block, shared_mem, pointers.data());
+  k.launch(grid, block, shared_mem, packed.pointers());
 }
 
 nb::dict compilation_stats_dict(const rocm::CompilationStats& s) {

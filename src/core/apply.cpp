@@ -46,6 +46,8 @@ struct AttrHasher {
     add(v.has_value());
     if (v) add(*v);
   }
+  void add(ir::OpType v) { add(static_cast<int64_t>(v)); }
+  void add(const FusedStep& s) { s.fields(*this); }
   template <class T> void operator()(const char*, const T& v) { add(v); }
 };
 
@@ -69,6 +71,19 @@ std::string piece(const Scalar& s) {
     case Scalar::Kind::Float: break;
   }
   return piece(s.f);
+}
+template <class T> std::string piece(const std::vector<T>& v);
+// "mul(in0, in1)", "leaky_relu(%0; [0.1])": a fused step over the call's inputs and earlier steps.
+std::string piece(const FusedStep& s) {
+  std::string r = op_name(s.op);
+  r += '(';
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    if (i) r += ", ";
+    r += s.args[i] >= 0 ? "in" : "%";
+    r += std::to_string(s.args[i] >= 0 ? s.args[i] : -1 - s.args[i]);
+  }
+  if (!s.params.empty()) r += "; " + piece(s.params);
+  return r + ')';
 }
 template <class T> std::string piece(const std::vector<T>& v) {
   std::string s = "[";

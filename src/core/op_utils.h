@@ -55,6 +55,10 @@ class PlacementScope {
   std::optional<Device> previous_;
 };
 
+// An elementwise op's parameters made canonical for an input of `dtype`: the missing ones
+// take their defaults; integer parameters refuse floats (src/core/ops.cpp).
+std::vector<Scalar> canonical_params(ir::OpType op, const std::vector<Scalar>& given, DType dtype);
+
 // Applies a call of an op with one output and returns it.
 inline Tensor apply_one(ir::OpType op, std::vector<Tensor> inputs, OpAttrs attrs) {
   return std::move(apply({op, std::move(inputs), std::move(attrs), {}})[0]);

@@ -87,8 +87,8 @@ double finite_max(DType dtype) {
   }
 }
 
-// An elementwise op's parameters made canonical: the missing ones take their
-// defaults; integer parameters refuse floats.
+}  // namespace
+
 std::vector<Scalar> canonical_params(ir::OpType op, const std::vector<Scalar>& given, DType dtype) {
   std::vector<OpParam> params = op_params(op);
   PF_CHECK(given.size() <= params.size(), TypeError, op_name(op), ": takes ", params.size(),
@@ -110,6 +110,8 @@ std::vector<Scalar> canonical_params(ir::OpType op, const std::vector<Scalar>& g
   check_params(op, out, dtype);
   return out.params;
 }
+
+namespace {
 
 bool is_cpu_scalar(const Tensor& t) { return t.dim() == 0 && t.device().is_cpu(); }
 

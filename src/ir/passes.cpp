@@ -6,6 +6,8 @@
 // chain of calls by one table op that computes the same (a kernel where the
 // device has one, else the op's decomposition, which autograd also takes).
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -127,11 +129,107 @@ void fuse_pairs(Graph& g) {
   });
 }
 
+// A call fused_elementwise can take: pure, one output of a floating dtype that its
+// tensor inputs share (Python numbers aside). Under autocast the trace holds the calls
+// as made and their results as cast, so a call autocast runs in another dtype fails
+// the test; the others compute as traced.
+bool chain_step(const Graph& g, const Node& n) {
+  if (!pure(n) || n.num_outputs != 1 || !fusable_elementwise(n.op) || !is_floating(n.dtype)) return false;
+  for (const Value& v : n.inputs) {
+    std::optional<DType> d;
+    switch (v.kind) {
+      case Value::Kind::Input:
+        if (v.index < static_cast<int64_t>(g.input_dtypes.size())) d = g.input_dtypes[v.index];
+        break;
+      case Value::Kind::Constant:
+        if (g.constants[v.index].is_wrapped_number()) continue;
+        d = g.constants[v.index].dtype();
+        break;
+      case Value::Kind::Buffer: d = g.buffers[v.index].dtype(); break;
+      case Value::Kind::Node:
+        if (v.output == 0) d = g.nodes[v.index].dtype;
+        break;
+      case Value::Kind::None: break;
+    }
+    if (d != n.dtype) return false;
+  }
+  return true;
+}
+
+// Chains of elementwise calls (fusable_elementwise) over one floating dtype, each
+// result but the last read only by later calls of its chain, become one
+// fused_elementwise call at the last one's place: on the GPU one kernel compiled at
+// run time, one pass over memory where the chain made one per call. A chain may
+// branch and join (relu(x * w + b) reads two inputs and a product; h read twice); the
+// Python numbers its calls read stay inputs of the fused call. A chain across a call that writes in place is left
+// as it is (the fused call reads its inputs where the last call of the chain ran).
+void fuse_elementwise(Graph& g) {
+  const size_t n = g.nodes.size();
+  std::vector<int> uses(n, 0);
+  for_each_value(g, [&](Value& v) {
+    if (v.kind == Value::Kind::Node) ++uses[v.index];
+  });
+  // A chain's calls, in graph order, kept at its last call. Call i takes in the chain of
+  // an input's call when every use of that input is a call of i's chain (so h in
+  // sigmoid(h * 0.5) * h joins once both of its readers have).
+  std::vector<std::vector<int64_t>> members(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!chain_step(g, g.nodes[i])) continue;
+    std::vector<int64_t> chain{static_cast<int64_t>(i)};
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (size_t m = 0; m < chain.size(); ++m)
+        for (const Value& v : g.nodes[chain[m]].inputs) {
+          if (v.kind != Value::Kind::Node || members[v.index].empty()) continue;
+          int readers = 0;
+          for (int64_t c : chain)
+            for (const Value& u : g.nodes[c].inputs) readers += u == v;
+          if (readers != uses[v.index]) continue;
+          chain.insert(chain.end(), members[v.index].begin(), members[v.index].end());
+          members[v.index].clear();
+          grew = true;
+        }
+    }
+    std::sort(chain.begin(), chain.end());
+    members[i] = std::move(chain);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const std::vector<int64_t>& chain = members[i];
+    if (chain.size() < 2) continue;
+    bool writes_between = false;
+    for (int64_t j = chain.front() + 1; j < static_cast<int64_t>(i); ++j)
+      writes_between = writes_between || !g.nodes[j].written.empty();
+    if (writes_between) continue;
+    FusedElementwiseAttrs attrs;
+    std::vector<Value> inputs;
+    for (int64_t m : chain) {
+      const Node& node = g.nodes[m];
+      FusedStep step{node.op, {}, std::get<ElementwiseAttrs>(node.attrs).params};
+      for (const Value& v : node.inputs) {
+        auto in_chain = std::find(chain.begin(), chain.end(), v.kind == Value::Kind::Node ? v.index : -1);
+        if (in_chain != chain.end()) {
+          step.args.push_back(-1 - (in_chain - chain.begin()));
+          continue;
+        }
+        auto known = std::find(inputs.begin(), inputs.end(), v);
+        step.args.push_back(known - inputs.begin());
+        if (known == inputs.end()) inputs.push_back(v);
+      }
+      attrs.steps.push_back(std::move(step));
+    }
+    Node& last = g.nodes[i];
+    last.op = OpType::fused_elementwise;
+    last.attrs = std::move(attrs);
+    last.inputs = std::move(inputs);
+  }
+}
+
 }  // namespace
 
 void optimize(Graph& g) {
   merge_common_calls(g);
   fuse_pairs(g);
+  fuse_elementwise(g);
   remove_dead_calls(g);
 }
 

@@ -89,6 +89,7 @@ void on_trace(const OpCall& call, const std::vector<Tensor>& outputs) {
   for (const Tensor& t : call.inputs) node.inputs.push_back(read_value(*tr, t));
   for (const Tensor& t : call.outputs) node.written.push_back(written_value(*tr, t));
   node.num_outputs = static_cast<int>(outputs.size());
+  if (!outputs.empty() && outputs[0].defined()) node.dtype = outputs[0].dtype();
   if (const auto* random = std::get_if<RandomAttrs>(&call.attrs)) {
     // The call reserved its draws before apply: from the default generator if it
     // is exactly that many draws ahead of the call's first.
@@ -132,6 +133,7 @@ void begin_trace(const std::vector<Tensor>& inputs) {
   tr->first_serial = Storage::next_serial();
   tr->graph.num_inputs = static_cast<int64_t>(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
+    tr->graph.input_dtypes.push_back(inputs[i].dtype());
     tr->seen.push_back(inputs[i]);
     tr->computed.insert(inputs[i].storage().get());
     tr->values[key_of(inputs[i])] = Value{Value::Kind::Input, static_cast<int64_t>(i), 0};

@@ -260,10 +260,16 @@ std::shared_ptr<const CompiledKernel> KernelCompiler::compile(const std::string&
     disk_.store(key, pack(binary));
   }
 
+  // A device graph being recorded may meet a kernel first: loading code is no stream
+  // work, so this thread's capture mode is relaxed for it (as memory.cpp's allocations).
   auto module = std::make_shared<LoadedModule>();
-  HIP_CHECK(hipModuleLoadData(&module->handle, binary.code.data()));
   hipFunction_t function = nullptr;
-  HIP_CHECK(hipModuleGetFunction(&function, module->handle, binary.lowered_name.c_str()));
+  hipStreamCaptureMode mode = hipStreamCaptureModeRelaxed;
+  HIP_CHECK(hipThreadExchangeStreamCaptureMode(&mode));
+  hipError_t err = hipModuleLoadData(&module->handle, binary.code.data());
+  if (err == hipSuccess) err = hipModuleGetFunction(&function, module->handle, binary.lowered_name.c_str());
+  HIP_CHECK(hipThreadExchangeStreamCaptureMode(&mode));
+  HIP_CHECK(err);
   return remember(memory_key, std::make_shared<const CompiledKernel>(std::move(module), static_cast<void*>(function),
                                                                      name, arch_name(prop), device));
 }

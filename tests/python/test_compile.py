@@ -391,3 +391,82 @@ def test_can_fuse_names_seed_000_patterns():
         rocm.can_fuse(["matmull", "add"])
     with pytest.raises(TypeError):
         rocm.can_fuse("matmul")
+
+
+_FLOAT_TOL = {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-12), "float16": (1e-3, 1e-3), "bfloat16": (1e-2, 1e-2)}
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_elementwise_chain_runs_as_one_fused_call(device, dtype, rng):
+    """x * w + b, a ReLU, a Python number, a sigmoid and a product: one fused_elementwise call, with
+    the eager results (the steps' roundings to the dtype kept) and torch's; a bias broadcast over rows."""
+    _placed(device)
+
+    @pf.compile
+    def f(x, w, b):
+        h = pf.relu(x * w + b)
+        return pf.sigmoid(h * 0.5 - 1.0) * h
+
+    for shape in ((64, 33), (64, 33), (7, 33)):  # trace, replay, retrace
+        x, w, b = (make_values(rng, s, dtype) for s in (shape, shape, shape[-1:]))
+        args = [pf.tensor(v, device=device).to(getattr(pf, dtype)) for v in (x, w, b)]
+        got, eager = f(*args), f._fn(*args)
+        assert got.dtype == eager.dtype and got.device == eager.device
+        rtol, atol = _FLOAT_TOL[dtype]
+        np.testing.assert_allclose(got.to(pf.float64).to("cpu").numpy(), eager.to(pf.float64).to("cpu").numpy(),
+                                   rtol=rtol, atol=atol)
+        tx, tw, tb = (torch.from_numpy(np.asarray(v)).to(getattr(torch, dtype)) for v in (x, w, b))
+        th = torch.relu(tx * tw + tb)
+        assert_matches(got.to("cpu"), torch.sigmoid(th * 0.5 - 1.0) * th, rtol, atol, what="fused chain")
+    graph = f.graphs()[0]
+    assert graph.ops == ["fused_elementwise"], str(graph)
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_fusion_keeps_shared_values_and_transposed_inputs(device, rng):
+    """A value read twice outside its chain stays a call of its own; non-contiguous inputs
+    (a transpose) take the strided kernel; both results equal eager."""
+    _placed(device)
+
+    @pf.compile
+    def f(x, y):
+        a = pf.exp(x * 0.1)  # read by both results below
+        return (a + y.T).tanh(), a * 3.0 - 1.0
+
+    for _ in range(3):
+        x, y = make_values(rng, (16, 24), "float32"), make_values(rng, (24, 16), "float32")
+        px, py = pf.tensor(x, device=device), pf.tensor(y, device=device)
+        for got, want in zip(f(px, py), f._fn(px, py)):
+            np.testing.assert_allclose(got.to("cpu").numpy(), want.to("cpu").numpy(), rtol=1e-6, atol=1e-6)
+        a = np.exp(x * np.float32(0.1))
+        np.testing.assert_allclose(f(px, py)[1].to("cpu").numpy(), a * 3 - 1, rtol=1e-5, atol=1e-5)
+    ops = f.graphs()[0].ops
+    assert ops == ["fused_elementwise", "permute", "fused_elementwise", "fused_elementwise"], ops
+
+
+def test_fused_chain_in_a_device_graph(rng):
+    """mode="reduce-overhead": the fused kernel, compiled during the capture, replays in the device graph."""
+    _placed("rocm")
+    f = pf.compile(lambda x, y: pf.relu(x * y + 1.0) * 2.0, mode="reduce-overhead")
+    for _ in range(4):
+        x, y = make_values(rng, (128, 64), "float32"), make_values(rng, (128, 64), "float32")
+        got = f(pf.tensor(x, device="rocm"), pf.tensor(y, device="rocm"))
+        np.testing.assert_allclose(got.to("cpu").numpy(), np.maximum(x * y + 1, 0) * 2, rtol=1e-6, atol=1e-6)
+    assert f.graphs()[0].ops == ["fused_elementwise"] and f._device_graphs() == 1
+
+
+def test_fused_elementwise_errors():
+    x = pf.ones(3)
+    with pytest.raises(ValueError, match="not an elementwise op"):
+        pf.fused_elementwise([("sum", [0])], x)
+    with pytest.raises(ValueError, match="takes 2 argument"):
+        pf.fused_elementwise([("mul", [0])], x)
+    with pytest.raises(IndexError, match="reads step 0"):
+        pf.fused_elementwise([("exp", [-1])], x)
+    with pytest.raises(TypeError, match="one dtype"):
+        pf.fused_elementwise([("add", [0, 1])], x, pf.ones(3, dtype=pf.float64))
+    with pytest.raises(TypeError, match="floating"):
+        pf.fused_elementwise([("add", [0, 1])], pf.ones(3, dtype=pf.int32), pf.ones(3, dtype=pf.int32))
+    with pytest.raises(ValueError, match="tensor input"):
+        pf.fused_elementwise([("add", [0, 1])], 1.0, 2.0)

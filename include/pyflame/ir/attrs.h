@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "pyflame/dtype.h"
+#include "pyflame/ir/op_type.h"
 #include "pyflame/tensor.h"
 
 namespace pyflame {
@@ -450,6 +451,23 @@ struct RmspropAttrs {
   }
 };
 
+// A chain of elementwise calls run as one kernel (fused_elementwise: what pf.compile's
+// fusion pass makes of them). Step k applies `op`, an elementwise op of the table, with
+// its parameters (ElementwiseAttrs::params, canonical), to `args`: input i of the call
+// (i >= 0) or the result of step j (-1 - j, j < k). The last step's result is the call's.
+struct FusedStep {
+  ir::OpType op{};
+  std::vector<int64_t> args;
+  std::vector<Scalar> params;
+  bool operator==(const FusedStep&) const = default;
+  template <class V> void fields(V&& v) const { v("op", op), v("args", args), v("params", params); }
+};
+struct FusedElementwiseAttrs {
+  std::vector<FusedStep> steps;
+  bool operator==(const FusedElementwiseAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("steps", steps); }
+};
+
 // Every attribute struct after NoAttrs, once: OpAttrs and attrs_name() come from this list.
 #define PF_FOR_EACH_ATTRS(X)                                                                                \
   X(ElementwiseAttrs) X(ClampAttrs) X(ReduceAttrs) X(IndexAttrs) X(SearchAttrs) X(DimAttrs) X(ViewAttrs)     \
@@ -457,7 +475,7 @@ struct RmspropAttrs {
   X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(SelectAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs) \
   X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs) X(AddProductAttrs) X(IndexAlongAttrs)    \
   X(DiffAttrs) X(DiagonalAttrs) X(FlipAttrs) X(RollAttrs) X(TensordotAttrs) X(EinsumAttrs) X(LerpAttrs)   \
-  X(LogitAttrs) X(CdistAttrs)
+  X(LogitAttrs) X(CdistAttrs) X(FusedElementwiseAttrs)
 #define PF_ATTRS_ALTERNATIVE(A) , A
 using OpAttrs = std::variant<NoAttrs PF_FOR_EACH_ATTRS(PF_ATTRS_ALTERNATIVE)>;
 #undef PF_ATTRS_ALTERNATIVE

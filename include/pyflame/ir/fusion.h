@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "pyflame/ir/attrs.h"
 #include "pyflame/ir/op_type.h"
 #include "pyflame/macros.h"
 
@@ -30,4 +31,17 @@ PF_API std::optional<FusedOpType> can_fuse(const std::vector<OpType>& ops);
 // the chain's first call's inputs and attributes (the later ops read only the one before).
 PF_API std::optional<OpType> fused_op(FusedOpType type);
 
+// Whether fused_elementwise takes `op` as a step: the elementwise families whose
+// result has their (floating) input's dtype.
+PF_API bool fusable_elementwise(OpType op);
+
 }  // namespace pyflame::ir
+
+namespace pyflame {
+
+// The steps' chain over `inputs` (tensors of one floating dtype, broadcast together, and
+// Python numbers) as one call: one kernel compiled at run time on the GPU, the steps one
+// by one elsewhere. Results equal the steps run one by one, to float rounding.
+PF_API Tensor fused_elementwise(const std::vector<Tensor>& inputs, FusedElementwiseAttrs attrs);
+
+}  // namespace pyflame

@@ -49,11 +49,13 @@ struct Node {
   std::vector<Value> inputs;
   std::vector<Value> written;  // in-place calls: the tensors the results are written into
   int num_outputs = 0;
+  DType dtype = DType::Float32;  // output 0's, as traced (the fusion pass reads it)
   uint64_t draws = 0;  // random ops: how many draws of the default generator each run takes
 };
 
 struct PF_API Graph {
   int64_t num_inputs = 0;
+  std::vector<DType> input_dtypes;  // as traced
   // By reference, except data the traced code made (pf.tensor of a list) and then
   // wrote or returned: copied each run (constant_copied), so runs do not share it.
   std::vector<Tensor> constants;

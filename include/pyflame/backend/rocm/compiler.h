@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -31,6 +32,26 @@
 namespace pyflame::backend::rocm {
 
 struct LoadedModule;
+
+// A launch's arguments, each copied into its own 8-byte aligned slot: what a
+// kernel's parameters point at (hipModuleLaunchKernel and cudaLaunchKernel read them).
+class KernelArgs {
+ public:
+  void add_bytes(const void* data, size_t size) {
+    slots_.emplace_back((size + 7) / 8 + 1);
+    std::memcpy(slots_.back().data(), data, size);
+  }
+  template <class T> void add(const T& value) { add_bytes(&value, sizeof value); }
+  void** pointers() {
+    pointers_.clear();
+    for (auto& s : slots_) pointers_.push_back(s.data());
+    return pointers_.data();
+  }
+
+ private:
+  std::vector<std::vector<uint64_t>> slots_;
+  std::vector<void*> pointers_;
+};
 
 class PF_API CompiledKernel {
  public:
