@@ -16,26 +16,40 @@
 
 namespace pyflame::python {
 
+namespace {
+
+// Steps given as (op name, args[, params]) tuples.
+FusedElementwiseAttrs as_fused_steps(const nb::list& steps) {
+  FusedElementwiseAttrs attrs;
+  for (nb::handle step : steps) {
+    const nb::tuple t = nb::cast<nb::tuple>(step);
+    PF_CHECK(t.size() == 2 || t.size() == 3, ValueError,
+             "fused_elementwise: a step is (op name, args) or (op name, args, params), got ", t.size(), " items");
+    FusedStep s{op_from_name(nb::cast<std::string>(t[0])), nb::cast<std::vector<int64_t>>(t[1]), {}};
+    if (t.size() == 3)
+      for (nb::handle p : nb::cast<nb::sequence>(t[2])) s.params.push_back(as_scalar(p, "fused_elementwise"));
+    attrs.steps.push_back(std::move(s));
+  }
+  return attrs;
+}
+
+}  // namespace
+
 void bind_graph(nb::module_& m) {
   m.def("fused_elementwise", [](const nb::list& steps, const nb::args& operands) {
     std::vector<Tensor> inputs;
     for (nb::handle h : operands) inputs.push_back(as_operand(h));
-    FusedElementwiseAttrs attrs;
-    for (nb::handle step : steps) {
-      const nb::tuple t = nb::cast<nb::tuple>(step);
-      PF_CHECK(t.size() == 2 || t.size() == 3, ValueError,
-               "fused_elementwise: a step is (op name, args) or (op name, args, params), got ", t.size(), " items");
-      FusedStep s{op_from_name(nb::cast<std::string>(t[0])), nb::cast<std::vector<int64_t>>(t[1]), {}};
-      if (t.size() == 3)
-        for (nb::handle p : nb::cast<nb::sequence>(t[2])) s.params.push_back(as_scalar(p, "fused_elementwise"));
-      attrs.steps.push_back(std::move(s));
-    }
-    return fused_elementwise(inputs, std::move(attrs));
+    return fused_elementwise(inputs, as_fused_steps(steps));
   }, "steps"_a, "inputs"_a,
      "fused_elementwise(steps, *inputs): a chain of elementwise ops as one call (one kernel compiled at run time "
      "on the GPU). Each step is (op name, args[, params]), an arg an input index i >= 0 or an earlier step j as "
      "-1 - j; returns the last step's result. The tensors have one floating dtype; Python numbers may stand among "
      "the inputs.");
+  m.def("_fused_elementwise_source", [](const nb::list& steps, nb::handle dtype, const std::vector<bool>& number,
+                                        int64_t ndim, int64_t vec) {
+    return fused_elementwise_source(as_fused_steps(steps), as_dtype(dtype), number, ndim, vec);
+  }, "steps"_a, "dtype"_a, "number"_a, "ndim"_a, "vec"_a,
+     "The GPU kernel's source for such a chain (include/pyflame/ir/fusion.h): what the tests compile for AMD targets.");
   m.def("_can_fuse", [](const std::vector<std::string>& names) -> std::optional<std::string> {
     std::vector<ir::OpType> ops;
     for (const std::string& n : names) ops.push_back(op_from_name(n));

@@ -1,14 +1,18 @@
 // The op layer of fused_elementwise (include/pyflame/ir/fusion.h): a chain of
 // elementwise calls as one call. pf.compile's fusion pass (src/ir/passes.cpp) makes
-// them from chains of a traced graph; the GPU runs one as a kernel it generates and
-// compiles at run time (src/rocm/fused_elementwise.cpp); every other device, and
-// autograd, runs the steps one by one (the decomposition), as eagerly.
+// them from chains of a traced graph; the GPU runs one as the kernel whose source is
+// made here (fused_elementwise_source), compiled at run time
+// (src/rocm/fused_elementwise.cpp); every other device, and autograd, runs the steps
+// one by one (the decomposition), as eagerly.
 //
 // Every step computes as its op would alone: the inputs are tensors of one floating
 // dtype and Python numbers, each step's result has that dtype (the families whose
 // result keeps a floating input's dtype), so rounding to it after each step gives
 // the eager results, but for the GPU compiler's freedom to contract a multiply and
 // an add of two steps (one rounding instead of two: float rounding).
+
+#include <functional>
+#include <string>
 
 #include "core/dispatch.h"
 #include "core/op_utils.h"
@@ -83,7 +87,88 @@ std::vector<Tensor> fused_elementwise_composite(const OpCall& call) {
 
 PF_REGISTER_COMPOSITE(fused_elementwise, &infer_fused_elementwise, &fused_elementwise_composite);
 
+const char* storage_type(DType d) {
+  switch (d) {
+    case DType::Float16: return "pyflame::Half";
+    case DType::BFloat16: return "pyflame::BFloat16";
+    case DType::Float64: return "double";
+    default: return "float";
+  }
+}
+
+// One element's statements: input i read as reads[i] into v<i>, the steps into s<k>
+// (each result rounded to the dtype, as the eager op stores it); returns them and
+// leaves the chain's result in s<last>.
+std::string element(const FusedElementwiseAttrs& a, const std::vector<std::string>& reads, const std::string& T,
+                    const std::string& A, const std::string& indent) {
+  std::string s;
+  for (size_t i = 0; i < reads.size(); ++i) s += indent + "const " + A + " v" + std::to_string(i) + " = " + reads[i] + ";\n";
+  for (size_t k = 0; k < a.steps.size(); ++k) {
+    std::string args;
+    for (int64_t x : a.steps[k].args)
+      args += (args.empty() ? "" : ", ") + (x >= 0 ? "v" + std::to_string(x) : "s" + std::to_string(-1 - x));
+    s += indent + "const " + A + " s" + std::to_string(k) + " = static_cast<" + A + ">(static_cast<" + T + ">(f" +
+         std::to_string(k) + "(" + args + ")));\n";
+  }
+  return s;
+}
+
 }  // namespace
+
+std::string fused_elementwise_source(const FusedElementwiseAttrs& a, DType dtype, const std::vector<bool>& number,
+                                     int64_t ndim, int64_t vec) {
+  const std::string T = storage_type(dtype), A = dtype == DType::Float64 ? "double" : "float";
+  const std::string last = "s" + std::to_string(a.steps.size() - 1);
+  int64_t tensors = 0;
+  for (bool b : number) tensors += !b;
+  const std::string nd = std::to_string(ndim), nt = std::to_string(tensors), v = std::to_string(vec);
+  std::string s = "#include \"kernels/functors.h\"\nusing namespace pyflame::kernels;\n";
+  if (ndim) s += "struct Layout { long long size[" + nd + "]; long long stride[" + nt + "][" + nd + "]; };\n";
+  if (vec > 1) s += "struct alignas(16) Pack { " + T + " v[" + v + "]; };\n";
+  s += "extern \"C\" __global__ void fused_elementwise(" + T + "* __restrict__ out";
+  for (size_t i = 0; i < number.size(); ++i)
+    s += number[i] ? ", " + A + " in" + std::to_string(i) : ", const " + T + "* __restrict__ in" + std::to_string(i);
+  for (size_t k = 0; k < a.steps.size(); ++k)
+    s += std::string(", ") + kFunctors[static_cast<int>(a.steps[k].op)] + "<" + A + "> f" + std::to_string(k);
+  if (ndim) s += ", Layout layout";
+  s += ", long long n) {\n"
+       "  const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+       "  const long long step = (long long)gridDim.x * blockDim.x;\n";
+  // reads[i] for input i, given how a tensor input's element is named.
+  auto reads_of = [&](const std::function<std::string(size_t input, size_t tensor)>& tensor_read) {
+    std::vector<std::string> reads;
+    for (size_t i = 0, t = 0; i < number.size(); ++i)
+      reads.push_back(number[i] ? "in" + std::to_string(i) : "static_cast<" + A + ">(" + tensor_read(i, t++) + ")");
+    return reads;
+  };
+  std::string start = "first";
+  if (ndim) {
+    s += "  for (long long i = first; i < n; i += step) {\n"
+         "    long long o[" + nt + "] = {}, rest = i;\n"
+         "    for (int d = " + nd + " - 1; d >= 0; --d) {\n"
+         "      const long long c = rest % layout.size[d];\n"
+         "      rest /= layout.size[d];\n"
+         "      for (int t = 0; t < " + nt + "; ++t) o[t] += c * layout.stride[t][d];\n"
+         "    }\n";
+    s += element(a, reads_of([](size_t i, size_t t) { return "in" + std::to_string(i) + "[o[" + std::to_string(t) + "]]"; }), T, A, "    ");
+    return s + "    out[i] = static_cast<" + T + ">(" + last + ");\n  }\n}\n";
+  }
+  if (vec > 1) {
+    s += "  const long long packs = n / " + v + ";\n"
+         "  for (long long p = first; p < packs; p += step) {\n";
+    for (size_t i = 0; i < number.size(); ++i)
+      if (!number[i])
+        s += "    const Pack x" + std::to_string(i) + " = reinterpret_cast<const Pack*>(in" + std::to_string(i) + ")[p];\n";
+    s += "    Pack r;\n#pragma unroll\n    for (int e = 0; e < " + v + "; ++e) {\n";
+    s += element(a, reads_of([](size_t i, size_t) { return "x" + std::to_string(i) + ".v[e]"; }), T, A, "      ");
+    s += "      r.v[e] = static_cast<" + T + ">(" + last + ");\n    }\n"
+         "    reinterpret_cast<Pack*>(out)[p] = r;\n  }\n";
+    start = "packs * " + v + " + first";
+  }
+  s += "  for (long long i = " + start + "; i < n; i += step) {\n";
+  s += element(a, reads_of([](size_t i, size_t) { return "in" + std::to_string(i) + "[i]"; }), T, A, "    ");
+  return s + "    out[i] = static_cast<" + T + ">(" + last + ");\n  }\n}\n";
+}
 
 bool ir::fusable_elementwise(OpType op) {
   const OpFamily f = op_family(op);

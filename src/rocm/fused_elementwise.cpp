@@ -1,12 +1,13 @@
-// The GPU's fused_elementwise (src/core/fusion_ops.cpp): one kernel generated for the
-// chain (a load per input, the steps' functors in registers, one store) and compiled
-// at run time (include/pyflame/backend/rocm/compiler.h). The functors are those of
+// The GPU's fused_elementwise (src/core/fusion_ops.cpp): one kernel for the chain (a
+// load per input, the steps' functors in registers, one store; its source from
+// fused_elementwise_source), compiled at run time (include/pyflame/backend/rocm/compiler.h). The functors are those of
 // kernels/functors.h, the eager kernels' own, made on the host from the steps'
 // parameters as the eager kernels make them and passed by value. A kernel is kept
 // per chain shape (ops and arguments; the parameters are arguments of the launch),
 // dtype, which inputs are Python numbers (by value) and layout: flat when every
-// tensor input has the output's shape and is contiguous, else strided over the
-// output's dims (broadcast inputs at stride 0). Indices are 64-bit.
+// tensor input has the output's shape and is contiguous (in 16-byte packs, one load
+// per input, where every pointer is 16-byte aligned), else strided over the output's
+// dims (broadcast inputs at stride 0). Indices are 64-bit.
 
 #include <algorithm>
 #include <mutex>
@@ -18,16 +19,11 @@
 #include "pyflame/backend/rocm/compiler.h"
 #include "pyflame/backend/rocm/hip_check.h"
 #include "pyflame/error.h"
+#include "pyflame/ir/fusion.h"
 #include "rocm/device_guard.h"
 
 namespace pyflame::backend::rocm {
 namespace {
-
-constexpr const char* kFunctorNames[] = {
-#define PF_OP(name, family, functor, attrs, grad, autocast) #functor,
-#include "pyflame/ops.def"
-#undef PF_OP
-};
 
 // Appends step `s`'s functor for compute type A, made from its parameters.
 template <class A> void add_functor(KernelArgs& args, const FusedStep& s) {
@@ -62,63 +58,12 @@ template <class A> void add_functor(KernelArgs& args, const FusedStep& s) {
   throw ValueError(detail::cat("fused_elementwise: ", op_name(s.op), " is not a fusable elementwise op"));
 }
 
-const char* storage_type(DType d) {
-  switch (d) {
-    case DType::Float16: return "pyflame::Half";
-    case DType::BFloat16: return "pyflame::BFloat16";
-    case DType::Float64: return "double";
-    default: return "float";
-  }
-}
-
-// The kernel's source. `number[i]`: input i is a Python number (a value of the compute
-// type); `ndim` 0: flat indexing, else the strided walk over `ndim` dims.
-std::string generate(const FusedElementwiseAttrs& a, DType dtype, const std::vector<bool>& number, int64_t ndim) {
-  const std::string T = storage_type(dtype), A = dtype == DType::Float64 ? "double" : "float";
-  int64_t tensors = 0;
-  for (bool b : number) tensors += !b;
-  std::string s = "#include \"kernels/functors.h\"\nusing namespace pyflame::kernels;\n";
-  const std::string nd = std::to_string(ndim), nt = std::to_string(tensors);
-  if (ndim) s += "struct Layout { long long size[" + nd + "]; long long stride[" + nt + "][" + nd + "]; };\n";
-  s += "extern \"C\" __global__ void fused_elementwise(" + T + "* __restrict__ out";
-  for (size_t i = 0; i < number.size(); ++i)
-    s += number[i] ? ", " + A + " in" + std::to_string(i) : ", const " + T + "* __restrict__ in" + std::to_string(i);
-  for (size_t k = 0; k < a.steps.size(); ++k)
-    s += std::string(", ") + kFunctorNames[static_cast<int>(a.steps[k].op)] + "<" + A + "> f" + std::to_string(k);
-  if (ndim) s += ", Layout layout";
-  s += ", long long n) {\n"
-       "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
-       "       i += (long long)gridDim.x * blockDim.x) {\n";
-  if (ndim) {
-    s += "    long long o[" + nt + "] = {}, rest = i;\n"
-         "    for (int d = " + nd + " - 1; d >= 0; --d) {\n"
-         "      const long long c = rest % layout.size[d];\n"
-         "      rest /= layout.size[d];\n"
-         "      for (int t = 0; t < " + nt + "; ++t) o[t] += c * layout.stride[t][d];\n"
-         "    }\n";
-  }
-  for (size_t i = 0, t = 0; i < number.size(); ++i) {
-    const std::string v = "    const " + A + " v" + std::to_string(i) + " = ";
-    if (number[i]) s += v + "in" + std::to_string(i) + ";\n";
-    else s += v + "static_cast<" + A + ">(in" + std::to_string(i) + "[" + (ndim ? "o[" + std::to_string(t++) + "]" : "i") + "]);\n";
-  }
-  // Each step's result rounded to the dtype, as the eager op stores it.
-  for (size_t k = 0; k < a.steps.size(); ++k) {
-    std::string args;
-    for (int64_t x : a.steps[k].args) args += (args.empty() ? "" : ", ") + (x >= 0 ? "v" + std::to_string(x) : "s" + std::to_string(-1 - x));
-    s += "    const " + A + " s" + std::to_string(k) + " = static_cast<" + A + ">(static_cast<" + T + ">(f" +
-         std::to_string(k) + "(" + args + ")));\n";
-  }
-  s += "    out[i] = static_cast<" + T + ">(s" + std::to_string(a.steps.size() - 1) + ");\n  }\n}\n";
-  return s;
-}
-
 // The compiled kernel for this call's chain, dtype, numbers and layout.
 std::shared_ptr<const CompiledKernel> kernel_for(const FusedElementwiseAttrs& a, DType dtype, int device,
-                                                 const std::vector<bool>& number, int64_t ndim) {
+                                                 const std::vector<bool>& number, int64_t ndim, int64_t vec) {
   std::string key;
   auto put = [&key](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  put(static_cast<int64_t>(dtype)), put(device), put(ndim);
+  put(static_cast<int64_t>(dtype)), put(device), put(ndim), put(vec);
   for (bool b : number) put(b);
   for (const FusedStep& s : a.steps) {
     put(static_cast<int64_t>(s.op)), put(static_cast<int64_t>(s.args.size()));
@@ -130,12 +75,13 @@ std::shared_ptr<const CompiledKernel> kernel_for(const FusedElementwiseAttrs& a,
     std::lock_guard<std::mutex> lock(mutex);
     if (auto it = kernels.find(key); it != kernels.end()) return it->second;
   }
-  auto k = KernelCompiler::global().compile(generate(a, dtype, number, ndim), "fused_elementwise");
+  auto k = KernelCompiler::global().compile(fused_elementwise_source(a, dtype, number, ndim, vec),
+                                                 "fused_elementwise");
   std::lock_guard<std::mutex> lock(mutex);
   return kernels.emplace(key, std::move(k)).first->second;
 }
 
-template <class T> void launch_fused(OpCall& call, const CompiledKernel& kernel, int64_t ndim) {
+template <class T> void launch_fused(OpCall& call, const CompiledKernel& kernel, int64_t ndim, int64_t vec) {
   using A = acc_t<T>;
   Tensor& out = call.out();
   const int64_t n = out.numel();
@@ -154,7 +100,8 @@ template <class T> void launch_fused(OpCall& call, const CompiledKernel& kernel,
   if (ndim) args.add_bytes(layout.data(), layout.size() * sizeof(int64_t));
   args.add(static_cast<long long>(n));
   constexpr unsigned kThreads = 256;
-  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, int64_t{1} << 20));
+  const int64_t work = n / vec + n % vec;  // packs, then the tail one by one
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((work + kThreads - 1) / kThreads, int64_t{1} << 20));
   kernel.launch({blocks, 1, 1}, {kThreads, 1, 1}, 0, args.pointers());
 }
 
@@ -163,19 +110,22 @@ void fused_elementwise_entry(OpCall& call) {
   const int device = out.device().index;
   DeviceGuard guard(device);
   std::vector<bool> number;
-  bool flat = true;
+  bool flat = true, aligned = reinterpret_cast<uintptr_t>(out.data_ptr()) % 16 == 0;
   for (const Tensor& t : call.inputs) {
     number.push_back(t.device().is_cpu());
-    if (!number.back()) flat = flat && t.is_contiguous() && t.shape() == out.shape();
+    if (number.back()) continue;
+    flat = flat && t.is_contiguous() && t.shape() == out.shape();
+    aligned = aligned && reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
   }
   const int64_t ndim = flat ? 0 : out.dim();
+  const int64_t vec = flat && aligned ? 16 / static_cast<int64_t>(itemsize(out.dtype())) : 1;
   const auto& attrs = call.attr<FusedElementwiseAttrs>();
-  const auto kernel = kernel_for(attrs, out.dtype(), device, number, ndim);
+  const auto kernel = kernel_for(attrs, out.dtype(), device, number, ndim, vec);
   switch (out.dtype()) {
-    case DType::Float16: return launch_fused<Half>(call, *kernel, ndim);
-    case DType::BFloat16: return launch_fused<BFloat16>(call, *kernel, ndim);
-    case DType::Float64: return launch_fused<double>(call, *kernel, ndim);
-    default: return launch_fused<float>(call, *kernel, ndim);
+    case DType::Float16: return launch_fused<Half>(call, *kernel, ndim, vec);
+    case DType::BFloat16: return launch_fused<BFloat16>(call, *kernel, ndim, vec);
+    case DType::Float64: return launch_fused<double>(call, *kernel, ndim, vec);
+    default: return launch_fused<float>(call, *kernel, ndim, vec);
   }
 }
 

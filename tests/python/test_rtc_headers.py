@@ -1,8 +1,9 @@
 """The shared device headers (kernels/functors.h and what it includes) compile under
 the run-time compilers, as the library embeds them (CMakeLists.txt, _rtc_headers):
 every elementwise functor of the op table, instantiated for the types its family
-computes in, through hiprtc for an AMD wave64 target (gfx90a, CDNA2) and a wave32
-one (gfx1030, RDNA2), and through NVRTC for sm_90. The compilers need no GPU (CI
+computes in, and the kernels graph mode generates for fused elementwise chains
+(every dtype and layout), through hiprtc for an AMD wave64 target (gfx90a, CDNA2) and
+a wave32 one (gfx1030, RDNA2), and through NVRTC for sm_90. The compilers need no GPU (CI
 runs hiprtc from Debian's libamdhip64); one that cannot be loaded skips, unless
 PYFLAME_REQUIRE_RTC names it (scripts/compile_gpu_flavours.sh: hiprtc)."""
 
@@ -13,6 +14,8 @@ import re
 from pathlib import Path
 
 import pytest
+
+import pyflame as pf
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,15 +75,14 @@ def test_required_compiler_loads():
     assert required in {p for p, _, _ in COMPILERS}, f"{required} could not be loaded"
 
 
-@pytest.mark.skipif(not COMPILERS, reason="neither hiprtc (libamdhip64) nor NVRTC can be loaded here")
-@pytest.mark.parametrize("prefix, lib, target", COMPILERS, ids=[f"{p}-{t}" for p, _, t in COMPILERS])
-def test_every_functor_compiles_at_run_time(prefix, lib, target):
+def _compile(prefix, lib, target, source):
+    """Compiles `source` as the library does; returns the compiler's log, or None on success."""
     headers = _embedded_headers()
     fn = lambda n: getattr(lib, prefix + n)  # noqa: E731
     prog = ctypes.c_void_p()
     names = (ctypes.c_char_p * len(headers))(*[n.encode() for n in headers])
     texts = (ctypes.c_char_p * len(headers))(*headers.values())
-    assert fn("CreateProgram")(ctypes.byref(prog), _functor_source(), b"functors.cu", len(headers), texts, names) == 0
+    assert fn("CreateProgram")(ctypes.byref(prog), source, b"kernel.cu", len(headers), texts, names) == 0
     # The library's options (hip_compat.h's PF_RTC_OPTIONS).
     options = [b"--offload-arch=" + target.encode(), b"-std=c++20"] if prefix == "hiprtc" else \
         [b"--gpu-architecture=" + target.encode(), b"-std=c++20", b"-default-device"]
@@ -90,4 +92,37 @@ def test_every_functor_compiles_at_run_time(prefix, lib, target):
     log = ctypes.create_string_buffer(size.value + 1)
     fn("GetProgramLog")(prog, log)
     fn("DestroyProgram")(ctypes.byref(prog))
-    assert status == 0, log.value.decode(errors="replace")[:4000]
+    return None if status == 0 else log.value.decode(errors="replace")[:4000]
+
+
+_NEEDS_COMPILER = pytest.mark.skipif(not COMPILERS, reason="neither hiprtc (libamdhip64) nor NVRTC can be loaded here")
+_EACH_COMPILER = pytest.mark.parametrize("prefix, lib, target", COMPILERS, ids=[f"{p}-{t}" for p, _, t in COMPILERS])
+
+
+@_NEEDS_COMPILER
+@_EACH_COMPILER
+def test_every_functor_compiles_at_run_time(prefix, lib, target):
+    log = _compile(prefix, lib, target, _functor_source())
+    assert log is None, log
+
+
+# relu(x * w + b) * 0.5 with leaky_relu, a sigmoid and a join; one step alone.
+_CHAINS = [[("mul", [0, 1]), ("add", [-1, 2]), ("relu", [-2]), ("leaky_relu", [-3], [0.1]), ("sigmoid", [-4]),
+            ("mul", [-5, 3]), ("add", [-6, -3])],
+           [("tanh", [0])]]
+
+
+@_NEEDS_COMPILER
+@_EACH_COMPILER
+def test_generated_fused_kernels_compile(prefix, lib, target):
+    """Every dtype, with and without a Python number, flat (packed or not) and strided."""
+    for steps in _CHAINS:
+        inputs = 1 + max(a for step in steps for a in step[1])
+        for dtype in (pf.float32, pf.float16, pf.bfloat16, pf.float64):
+            for number in ([False] * inputs, [False] * (inputs - 1) + [True]):
+                if all(number):
+                    continue
+                for ndim, vec in ((0, 1), (0, 16 // dtype.itemsize), (3, 1)):
+                    source = pf._C._fused_elementwise_source(steps, dtype, number, ndim, vec)
+                    log = _compile(prefix, lib, target, source.encode())
+                    assert log is None, f"{dtype} {number} ndim={ndim} vec={vec}:\n{log}\n{source}"

@@ -5,6 +5,7 @@
 // traced graph and rewrites those a table op executes (fused_op).
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "pyflame/ir/attrs.h"
@@ -43,5 +44,15 @@ namespace pyflame {
 // Python numbers) as one call: one kernel compiled at run time on the GPU, the steps one
 // by one elsewhere. Results equal the steps run one by one, to float rounding.
 PF_API Tensor fused_elementwise(const std::vector<Tensor>& inputs, FusedElementwiseAttrs attrs);
+
+// The source of the kernel a GPU runs for a fused_elementwise call (compiled at run
+// time: src/rocm/fused_elementwise.cpp) over tensors of `dtype`. number[i]: input i is a
+// Python number, passed by value in the compute type. ndim > 0: a strided walk over the
+// output's ndim dims (a size per dim, then each tensor input's strides); else flat, in
+// 16-byte packs of `vec` elements (one load per input) where vec > 1, then the rest one
+// by one. The kernel, `fused_elementwise`, takes the output, the inputs, the steps'
+// functors by value, the layout (strided) and the element count.
+PF_API std::string fused_elementwise_source(const FusedElementwiseAttrs& attrs, DType dtype,
+                                            const std::vector<bool>& number, int64_t ndim, int64_t vec);
 
 }  // namespace pyflame
