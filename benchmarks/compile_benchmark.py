@@ -105,8 +105,10 @@ def elementwise_chain(dev, tdev, pf_sync, t_sync, repeat, torch_compile, rows):
 
 
 def first_compile(dev):
-    """The chain's first two compiled calls (trace, then the first replay with its kernel), in ms."""
-    x = pf.tensor(np.ones(64 * 1024 * 1024, dtype=np.float32), device=dev)
+    """The chain's first two compiled calls (trace, then the first replay with its kernel), in ms, on
+    1M floats: the same kernel as 64M (flat, in packs), without a fresh process's first allocations of
+    the eager trace's 64M-float intermediates."""
+    x = pf.tensor(np.ones(1024 * 1024, dtype=np.float32), device=dev)
     compiled = pf.compile(lambda a, b: _chain(pf, a, b))
     with pf.no_grad():
         t0 = time.perf_counter()
