@@ -76,7 +76,8 @@ void bind_graph(nb::module_& m) {
   }, "outputs"_a, "(graph, why it cannot be replayed or '').");
   m.def("_abort_trace", &ir::abort_trace);
   m.def("_is_tracing", &ir::is_tracing);
-  m.def("_run_graph", &ir::run_graph, "graph"_a, "inputs"_a);
+  m.def("_run_graph", [](const ir::Graph& g, const std::vector<Tensor>& inputs) { return ir::run_graph(g, inputs); },
+        "graph"_a, "inputs"_a);
   m.def("_tensor_signature", [](const std::vector<Tensor>& tensors) {
     nb::list keys;
     for (const Tensor& t : tensors) {

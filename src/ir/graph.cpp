@@ -63,7 +63,8 @@ std::string Graph::to_string() const {
   return s;
 }
 
-std::vector<Tensor> run_graph(const Graph& g, const std::vector<Tensor>& inputs) {
+std::vector<Tensor> run_graph(const Graph& g, const std::vector<Tensor>& inputs,
+                              const std::function<void(size_t node)>& after_node) {
   PF_CHECK(static_cast<int64_t>(inputs.size()) == g.num_inputs, ValueError, "run_graph: the graph takes ",
            g.num_inputs, " tensors, got ", inputs.size());
   Run run{g, inputs, g.constants, {}, {}};
@@ -82,6 +83,7 @@ std::vector<Tensor> run_graph(const Graph& g, const std::vector<Tensor>& inputs)
       a.seed = r.seed, a.offset = r.offset;
     }
     run.results.push_back(apply(std::move(call)));
+    if (after_node) after_node(run.results.size() - 1);
   }
   std::vector<Tensor> outputs;
   for (const Value& v : g.outputs) outputs.push_back(run[v]);

@@ -31,28 +31,12 @@ template <class A> void add_functor(KernelArgs& args, const FusedStep& s) {
   switch (s.op) {
 #define PF_FUSED_STEP(name, functor) \
   case ir::OpType::name: return args.add(kernels::make_functor<kernels::functor<A>>(attrs));
-#define PF_FUSED_UNARY PF_FUSED_STEP
-#define PF_FUSED_UNARY_FLOAT PF_FUSED_STEP
-#define PF_FUSED_BINARY PF_FUSED_STEP
-#define PF_FUSED_BINARY_FLOAT PF_FUSED_STEP
-#define PF_NOT_FUSED(name, functor)
-#define PF_FUSED_UNARY_BOOL PF_NOT_FUSED
-#define PF_FUSED_UNARY_INT PF_NOT_FUSED
-#define PF_FUSED_BINARY_INT PF_NOT_FUSED
-#define PF_FUSED_COMPARE PF_NOT_FUSED
-#define PF_FUSED_WHERE PF_NOT_FUSED
-#define PF_FUSED_CLAMP PF_NOT_FUSED
-#define PF_FUSED_REDUCE PF_NOT_FUSED
-#define PF_FUSED_ARG_REDUCE PF_NOT_FUSED
-#define PF_FUSED_MATMUL PF_NOT_FUSED
-#define PF_FUSED_SOFTMAX PF_NOT_FUSED
-#define PF_FUSED_VIEW PF_NOT_FUSED
-#define PF_FUSED_RANDOM PF_NOT_FUSED
-#define PF_FUSED_COPY PF_NOT_FUSED
-#define PF_FUSED_CUSTOM PF_NOT_FUSED
-#define PF_OP(name, family, functor, attrs, grad, autocast) PF_FUSED_##family(name, functor)
-#include "pyflame/ops.def"
-#undef PF_OP
+#define PF_FAMILY_UNARY PF_FUSED_STEP
+#define PF_FAMILY_UNARY_FLOAT PF_FUSED_STEP
+#define PF_FAMILY_BINARY PF_FUSED_STEP
+#define PF_FAMILY_BINARY_FLOAT PF_FUSED_STEP
+#include "pyflame/for_each_op.inc"
+#undef PF_FUSED_STEP
     default: break;
   }
   throw ValueError(detail::cat("fused_elementwise: ", op_name(s.op), " is not a fusable elementwise op"));

@@ -20,6 +20,7 @@
 // numbers each run.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -83,8 +84,10 @@ PF_API void trace_break(const std::string& what);
 // merged, pure calls whose results nothing uses removed.
 PF_API void optimize(Graph& g);
 
-// Replays g on `inputs` (as many as g.num_inputs); returns its outputs.
-PF_API std::vector<Tensor> run_graph(const Graph& g, const std::vector<Tensor>& inputs);
+// Replays g on `inputs` (as many as g.num_inputs); returns its outputs. `after_node`,
+// when given, is called with each node's index once its call has been made.
+PF_API std::vector<Tensor> run_graph(const Graph& g, const std::vector<Tensor>& inputs,
+                                     const std::function<void(size_t node)>& after_node = {});
 
 // A graph captured once as one device graph (a HIP graph; a CUDA graph on
 // NVIDIA) and launched whole: about a microsecond a kernel instead of an op
