@@ -17,7 +17,6 @@
 #include "core/dispatch.h"
 #include "kernels/functors.h"
 #include "pyflame/backend/rocm/compiler.h"
-#include "pyflame/backend/rocm/hip_check.h"
 #include "pyflame/error.h"
 #include "pyflame/ir/fusion.h"
 #include "rocm/device_guard.h"
