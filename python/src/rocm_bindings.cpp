@@ -132,13 +132,6 @@ NB_MODULE(_rocm, m) {
       .def("stats", [](const rocm::KernelCompiler& c) { return compilation_stats_dict(c.stats()); })
       .def("clear", &rocm::KernelCompiler::clear)
       .def_prop_ro("cache_dir", &rocm::KernelCompiler::cache_dir);
-  m.def("compile_to_binary",
-        [](const std::string& source, const std::string& name, const std::string& arch,
-           const std::vector<std::string>& options) {
-          std::string code = rocm::compile_to_binary(source, name, arch, options);
-          return nb::bytes(code.data(), code.size());
-        },
-        "source"_a, "name"_a, "architecture"_a, "options"_a);
   m.def("compiler_version", &rocm::compiler_version);
 
   m.def("current_stream", [](int device) { return as_int(rocm::current_stream(device)); }, "device"_a);

@@ -288,11 +288,6 @@ void KernelCompiler::clear() {
   disk_.clear();
 }
 
-std::string compile_to_binary(const std::string& source, const std::string& name, const std::string& architecture,
-                              const std::vector<std::string>& options) {
-  return compile_source(source, name, architecture, options).code;
-}
-
 std::string compiler_version() { return rtc().label; }
 
 }  // namespace pyflame::backend::rocm

@@ -110,11 +110,6 @@ class PF_API KernelCompiler {
   CompilationStats stats_;
 };
 
-// The code object of `source` for `architecture` ("sm_90", "gfx90a", ...), without
-// a device: what CI uses to compile generated kernels for AMD targets it cannot run.
-PF_API std::string compile_to_binary(const std::string& source, const std::string& name,
-                                     const std::string& architecture, const std::vector<std::string>& options = {});
-
 // "NVRTC 13.0" / "hiprtc 6.2"; raises HIPCompilationError if no compiler library loads.
 PF_API std::string compiler_version();
 
