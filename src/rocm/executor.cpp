@@ -10,23 +10,6 @@
 
 namespace pyflame::backend::rocm {
 
-namespace {
-
-// The thread's current device for a scope (the ops a graph runs without inputs, its
-// factories, run there), restored after.
-class CurrentDevice {
- public:
-  explicit CurrentDevice(Device d) : previous_(current_device()) { set_current_device(d); }
-  ~CurrentDevice() { set_current_device(previous_); }
-  CurrentDevice(const CurrentDevice&) = delete;
-  CurrentDevice& operator=(const CurrentDevice&) = delete;
-
- private:
-  Device previous_;
-};
-
-}  // namespace
-
 ROCmExecutor::ROCmExecutor(Config config) : config_(config) {
   PF_CHECK(is_available(), ROCmNotAvailableError, "ROCmExecutor: ", unavailable_reason());
   PF_CHECK(config.device_id >= 0 && config.device_id < get_device_count(), DeviceError, "ROCmExecutor: device ",
@@ -52,7 +35,7 @@ ExecutionResult ROCmExecutor::execute(const ir::Graph& graph, const std::vector<
     g.outputs.push_back(ir::Value{ir::Value::Kind::Node, id, 0});
   }
   const Device device = Device::rocm(config_.device_id);
-  const CurrentDevice scope(device);
+  const DeviceScope scope(device);  // this thread's: the graph's factories run there too
   std::vector<Tensor> on_device;
   for (const Tensor& t : inputs) on_device.push_back(t.to(device).set_placed(true));
 
