@@ -102,7 +102,8 @@ const char* storage_type(DType d) {
 std::string element(const FusedElementwiseAttrs& a, const std::vector<std::string>& reads, const std::string& T,
                     const std::string& A, const std::string& indent) {
   std::string s;
-  for (size_t i = 0; i < reads.size(); ++i) s += indent + "const " + A + " v" + std::to_string(i) + " = " + reads[i] + ";\n";
+  for (size_t i = 0; i < reads.size(); ++i)
+    s += indent + "const " + A + " v" + std::to_string(i) + " = " + reads[i] + ";\n";
   for (size_t k = 0; k < a.steps.size(); ++k) {
     std::string args;
     for (int64_t x : a.steps[k].args)
@@ -150,7 +151,8 @@ std::string fused_elementwise_source(const FusedElementwiseAttrs& a, DType dtype
          "      rest /= layout.size[d];\n"
          "      for (int t = 0; t < " + nt + "; ++t) o[t] += c * layout.stride[t][d];\n"
          "    }\n";
-    s += element(a, reads_of([](size_t i, size_t t) { return "in" + std::to_string(i) + "[o[" + std::to_string(t) + "]]"; }), T, A, "    ");
+    const auto strided = [](size_t i, size_t t) { return "in" + std::to_string(i) + "[o[" + std::to_string(t) + "]]"; };
+    s += element(a, reads_of(strided), T, A, "    ");
     return s + "    out[i] = static_cast<" + T + ">(" + last + ");\n  }\n}\n";
   }
   if (vec > 1) {
@@ -158,7 +160,8 @@ std::string fused_elementwise_source(const FusedElementwiseAttrs& a, DType dtype
          "  for (long long p = first; p < packs; p += step) {\n";
     for (size_t i = 0; i < number.size(); ++i)
       if (!number[i])
-        s += "    const Pack x" + std::to_string(i) + " = reinterpret_cast<const Pack*>(in" + std::to_string(i) + ")[p];\n";
+        s += "    const Pack x" + std::to_string(i) + " = reinterpret_cast<const Pack*>(in" + std::to_string(i) +
+             ")[p];\n";
     s += "    Pack r;\n#pragma unroll\n    for (int e = 0; e < " + v + "; ++e) {\n";
     s += element(a, reads_of([](size_t i, size_t) { return "x" + std::to_string(i) + ".v[e]"; }), T, A, "      ");
     s += "      r.v[e] = static_cast<" + T + ">(" + last + ");\n    }\n"

@@ -161,8 +161,9 @@ bool chain_step(const Graph& g, const Node& n) {
 // fused_elementwise call at the last one's place: on the GPU one kernel compiled at
 // run time, one pass over memory where the chain made one per call. A chain may
 // branch and join (relu(x * w + b) reads two inputs and a product; h read twice); the
-// Python numbers its calls read stay inputs of the fused call. A chain across a call that writes in place is left
-// as it is (the fused call reads its inputs where the last call of the chain ran).
+// Python numbers its calls read stay inputs of the fused call. A chain across a call
+// that writes in place is left as it is (the fused call reads its inputs where the
+// last call of the chain ran).
 void fuse_elementwise(Graph& g) {
   const size_t n = g.nodes.size();
   std::vector<int> uses(n, 0);
