@@ -104,6 +104,72 @@ def elementwise_chain(dev, tdev, pf_sync, t_sync, repeat, torch_compile, rows):
                      "percent_of_copy": 100 * gbs / copy_gbs})
 
 
+def _train_step(lib, model, opt):
+    def step(x, y):
+        opt.zero_grad()
+        loss = lib.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def training_step(dev, tdev, pf_sync, t_sync, repeat, torch_compile, rows):
+    """The seed MLP + Adam training step, batch 32: the same weights and data on both sides; the
+    losses of the first steps must agree."""
+    name = "seed MLP 784-256-128-10 b32 training step (Adam)"
+    torch.manual_seed(1)
+    tmodels = [_models(torch)["seed MLP 784-256-128-10 b32"][0].to(tdev) for _ in range(2)]
+    for t in tmodels[1:]:
+        t.load_state_dict(tmodels[0].state_dict())
+
+    def pf_model():
+        m = _models(pf)["seed MLP 784-256-128-10 b32"][0]
+        with pf.no_grad():
+            for p, t in zip(m.parameters(), tmodels[0].parameters()):
+                p.copy_(pf.tensor(t.detach().cpu().numpy()))
+        return m.to(dev)
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((32, 784)).astype(np.float32)
+    y = rng.integers(0, 10, 32)
+    tx, ty = torch.from_numpy(x).to(tdev), torch.from_numpy(y).to(tdev)
+    px, py = pf.tensor(x, device=dev), pf.tensor(y, device=dev)
+    steps, runs = {}, {}
+    steps["torch eager"] = (_train_step(torch, tmodels[0], torch.optim.Adam(tmodels[0].parameters(), lr=1e-3)),
+                            tx, ty, t_sync)
+    if torch_compile:
+        tstep = _train_step(torch, tmodels[1], torch.optim.Adam(tmodels[1].parameters(), lr=1e-3, capturable=True))
+        steps["torch.compile reduce-overhead"] = (torch.compile(tstep, mode="reduce-overhead"), tx, ty, t_sync)
+    for label, mode in (("pyflame eager", "eager"), ("pf.compile", None), ("pf.compile reduce-overhead",
+                                                                           "reduce-overhead")):
+        m = pf_model()
+        step = _train_step(pf, m, pf.optim.Adam(m.parameters(), lr=1e-3, capturable=mode != "eager"))
+        steps[label] = (step if mode == "eager" else pf.compile(step, mode=mode), px, py, pf_sync)
+    losses = {}
+    for label, (step, a, b, sync) in steps.items():
+        try:
+            t0 = time.perf_counter()
+            losses[label] = [float(step(a, b)) for _ in range(3)]  # the first steps (trace, capture)
+            sync()
+            first_ms = (time.perf_counter() - t0) * 1e3
+            runs[label] = per_call_us(lambda: step(a, b), sync, repeat)
+        except Exception as e:  # noqa: BLE001 - reported, the others still run
+            print(f"  {label} failed: {type(e).__name__}: {str(e)[:200]}")
+            continue
+        if label.startswith("pf.compile"):
+            graphs = step._device_graphs() if "reduce" in label else 0
+            print(f"  {label}: first three steps {first_ms:.1f} ms, {graphs} captured device graph(s)")
+            rows.append({"case": name, "run": label + " first three steps", "ms": first_ms})
+    for label, got in losses.items():
+        np.testing.assert_allclose(got, losses["torch eager"], rtol=2e-4, atol=2e-5, err_msg=label)
+    print(name)
+    base = runs["torch eager"]
+    for label, us in runs.items():
+        print(f"  {label:34s} {us:9.1f} us   {base / us:6.2f}x")
+        rows.append({"case": name, "run": label, "us": us, "ratio_vs_torch_eager": base / us})
+
+
 def first_compile(dev):
     """The chain's first two compiled calls (trace, then the first replay with its kernel), in ms, on
     1M floats: the same kernel as 64M (flat, in packs), without a fresh process's first allocations of
@@ -174,6 +240,7 @@ def main():
         for label, us in runs.items():
             print(f"  {label:34s} {us:9.1f} us   {base / us:6.2f}x")
             rows.append({"case": name, "run": label, "us": us, "ratio_vs_torch_eager": base / us})
+    training_step(dev, tdev, pf_sync, t_sync, args.repeat, not args.no_torch_compile, rows)
     with pf.no_grad(), torch.no_grad():
         elementwise_chain(dev, tdev, pf_sync, t_sync, max(args.repeat // 10, 5), not args.no_torch_compile, rows)
     if args.json:

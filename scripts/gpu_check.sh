@@ -51,10 +51,11 @@ step() {  # step NAME COMMAND...: run, log to $LOGS/NAME.log, record the status
   return $rc
 }
 
-# PyFlame and the wheels the machine lacks go into one folder on the path.
+# PyFlame and the wheels the machine lacks (scipy-openblas32, pytest and its dependencies) go into
+# one folder on the path.
 SITE=/tmp/pf_site
-for w in .whl/scipy_openblas32*.whl .whl/pytest*.whl; do
-  [ -f "$w" ] && python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target $SITE "$w" 2> /dev/null
+for w in .whl/*.whl; do
+  [[ "$w" == .whl/pyflame-* ]] || [ ! -f "$w" ] || python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target $SITE "$w" 2> /dev/null
 done
 export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$LOGS/gpu.txt" 2>&1

@@ -94,6 +94,8 @@ PF_API std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::v
 // making `t` output `slot` of `node`.
 PF_API Edge gradient_edge(const Tensor& t);
 PF_API void set_history(Tensor& t, const std::shared_ptr<Node>& node, uint32_t slot);
+// Reserves a sequence number: nodes recorded before have smaller ones, nodes recorded after at least it.
+PF_API uint64_t new_sequence_nr();
 
 // False for ops whose results carry no gradient (comparisons, arg reductions,
 // random creation, fill): the engine never records them.

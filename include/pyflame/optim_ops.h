@@ -18,10 +18,14 @@
 namespace pyflame {
 
 // Adam/AdamW steps in place: params and exp_avgs, exp_avg_sqs (max_exp_avg_sqs
-// with amsgrad) updated from grads.
+// with amsgrad) updated from grads. `steps` (empty, or one 0-d tensor per
+// parameter on its device): each parameter's step count, from which the update
+// computes its bias corrections in place of the attributes' (PyTorch's
+// capturable=True; a compiled training step advances them on the device).
 PF_API void adam_step_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                        const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
-                       const std::vector<Tensor>& max_exp_avg_sqs, const AdamAttrs& attrs);
+                       const std::vector<Tensor>& max_exp_avg_sqs, const AdamAttrs& attrs,
+                       const std::vector<Tensor>& steps = {});
 // SGD steps in place: params (and momentum_buffers with momentum).
 PF_API void sgd_step_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                       const std::vector<Tensor>& momentum_buffers, const SgdAttrs& attrs);
@@ -34,7 +38,7 @@ PF_API void rmsprop_step_(const std::vector<Tensor>& params, const std::vector<T
 // One parameter's step out of place: the updated parameter (the state tensors
 // are left as they were; an unused state is an undefined Tensor).
 PF_API Tensor adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                        const Tensor& max_exp_avg_sq, const AdamAttrs& attrs);
+                        const Tensor& max_exp_avg_sq, const AdamAttrs& attrs, const Tensor& step = {});
 PF_API Tensor sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdAttrs& attrs);
 PF_API Tensor rmsprop_step(const Tensor& param, const Tensor& grad, const Tensor& square_avg,
                            const Tensor& momentum_buffer, const Tensor& grad_avg, const RmspropAttrs& attrs);

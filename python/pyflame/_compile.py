@@ -11,21 +11,27 @@ flag and the identity of each parameter and buffer. Python control flow and
 Python numbers are fixed at trace time, as torch's guards specialise them.
 
 What a graph cannot repeat (a read of tensor values on the host: .item(),
-bool(), printing, NumPy; a backward pass; a random draw from a generator of the
+bool(), printing, NumPy; autograd.grad; a random draw from a generator of the
 user's) leaves that signature eager, with one warning naming the cause; the
-traced call's results are the eager ones either way. Tensors the function
+traced call's results are the eager ones either way. A training step
+(forward, loss.backward(), optimizer.step()) is one graph: its backward's ops
+are traced like the forward's, and the Python objects it depends on beyond
+the arguments guard it (guard(): an optimizer's options, so an lr scheduler's
+change retraces; the leaves' .grad where the step accumulates into them). Tensors the function
 reads from outside (parameters, closures) are used by reference: in-place
 updates (optimizer steps, load_state_dict) are seen, rebinding a closure's
 name to a new tensor is not (a module's parameters are guarded).
 
 Replay runs the same ops through the op layer, so results equal eager ones and
 autograd records them. With mode="reduce-overhead" (or "max-autotune"), a graph
-of one GPU's inference (no random op, no autograd recording) is captured once
+of one GPU's work (no random op, no autograd recording: inference, or a
+training step with its backward in the graph) is captured once
 as a HIP/CUDA graph and then launched whole (ir::DeviceGraph); other graphs
-replay op by op. Fusion passes come later: docs/compile.md.
+replay op by op (docs/compile.md).
 """
 
 import functools
+import threading
 import warnings
 
 from . import _C
@@ -34,14 +40,46 @@ from .nn.module import Module, structure_version
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 _EAGER = object()  # a signature whose trace cannot be replayed
 _MAX_TRACES = 64  # signatures kept per compiled function (torch's cache_size_limit is 8); later ones run eagerly
+_MAX_RETRACES = 8  # a signature whose guards fail more often than this runs eagerly (torch's recompile limit)
+_active = threading.local()  # .trace: the _TraceState of the pf.compile trace running in this thread
+
+
+class _TraceState:
+    __slots__ = ("guards", "retrace")
+
+    def __init__(self):
+        self.guards = []  # (fn, its value at trace time)
+        self.retrace = None  # why this trace is not to be kept (the next call traces again)
+
+
+def guard(fn):
+    """Within a pf.compile trace: the graph holds only while fn() equals what it returns now (state outside
+    the arguments that the traced code read: an optimizer's options, say); otherwise the call retraces."""
+    state = getattr(_active, "trace", None)
+    if state is not None:
+        state.guards.append((fn, fn()))
+
+
+def retrace_later(why):
+    """Within a pf.compile trace: this call's graph is not kept (it did once-only work, such as making an
+    optimizer's state); the next call with the signature traces again."""
+    state = getattr(_active, "trace", None)
+    if state is not None:
+        state.retrace = why
 
 
 class _Entry:
-    __slots__ = ("graph", "out_spec", "device_graph")
+    __slots__ = ("graph", "out_spec", "device_graph", "guards", "grad_guarded")
 
-    def __init__(self, graph, out_spec):
-        self.graph, self.out_spec = graph, out_spec
+    def __init__(self, graph, out_spec, guards):
+        self.graph, self.out_spec, self.guards = graph, out_spec, guards
+        self.grad_guarded = graph.grad_guards > 0
         self.device_graph = None  # mode="reduce-overhead": the captured graph, False where it cannot be
+
+    def holds(self, tensors):
+        """Whether the state the trace read beyond the arguments is still as it was."""
+        return (all(fn() == value for fn, value in self.guards)
+                and (not self.grad_guarded or _C._grads_as_traced(self.graph, tensors)))
 
 
 def _flatten(obj, tensors):
@@ -91,6 +129,7 @@ class _Compiled:
         self._fn, self._module, self._fullgraph, self._capture = fn, module, fullgraph, capture
         self._module_state = (None, None)  # (nn's structure version, the module's key then)
         self._traces = {}
+        self._retraces = {}  # signature -> how many times its guards failed
         self._warned = set()
         functools.update_wrapper(self, fn, updated=())
 
@@ -130,6 +169,14 @@ class _Compiled:
             return self._trace(key, tensors, args, kwargs)
         if entry is _EAGER:
             return self._fn(*args, **kwargs)
+        if (entry.guards or entry.grad_guarded) and not entry.holds(tensors):
+            retraces = self._retraces[key] = self._retraces.get(key, 0) + 1
+            if retraces > _MAX_RETRACES:
+                self._warn_once("state it reads outside its arguments (an optimizer's options, the .grad it "
+                                f"accumulates into) changed on more than {_MAX_RETRACES} calls; it runs eagerly")
+                self._traces[key] = _EAGER
+                return self._fn(*args, **kwargs)
+            return self._trace(key, tensors, args, kwargs)
         if self._capture and entry.device_graph is None:
             try:
                 entry.device_graph = _C._DeviceGraph(entry.graph, tensors)
@@ -140,22 +187,28 @@ class _Compiled:
         return _unflatten(entry.out_spec, _C._run_graph(entry.graph, tensors))
 
     def _trace(self, key, tensors, args, kwargs):
+        self._traces.pop(key, None)
+        state = _active.trace = _TraceState()
         _C._begin_trace(tensors)
         try:
             result = self._fn(*args, **kwargs)
         except BaseException:
             _C._abort_trace()
             raise
+        finally:
+            _active.trace = None
         outputs = []
         out_spec = _flatten(result, outputs)
         graph, why_not = _C._end_trace(outputs)
+        if state.retrace and not why_not:
+            return result
         if why_not:
             if self._fullgraph:
                 raise _C.NotSupportedError(f"pf.compile(fullgraph=True): the function cannot be one graph: {why_not}")
             self._warn_once(f"runs eagerly for these arguments: {why_not}")
             self._traces[key] = _EAGER
         else:
-            self._traces[key] = _Entry(graph, out_spec)
+            self._traces[key] = _Entry(graph, out_spec, state.guards)
         return result
 
     def _warn_once(self, what):

@@ -12,6 +12,7 @@
 #include "pyflame/amp.h"
 #include "pyflame/autograd.h"
 #include "pyflame/error.h"
+#include "pyflame/ir/graph.h"
 
 namespace pyflame::python {
 
@@ -126,7 +127,11 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor) {
           [](nb::handle self, bool b) { return in_place(self, [&](Tensor& t) { t.set_requires_grad(b); }); },
           "requires_grad"_a = true)
       .def_prop_rw(
-          "grad", [](const Tensor& t) -> nb::object { return t.grad().defined() ? nb::cast(t.grad()) : nb::none(); },
+          "grad",
+          [](const Tensor& t) -> nb::object {
+            ir::trace_grad_access(t, ir::GradAccess::Read);  // the traced code decides with it (zero_grad, optimizers)
+            return t.grad().defined() ? nb::cast(t.grad()) : nb::none();
+          },
           [](Tensor& t, nb::handle g) { t.set_grad(g.is_none() ? Tensor() : nb::cast<Tensor>(g)); },
           nb::for_setter(nb::arg("value").none()), "The gradient accumulated by backward(), or None.")
       .def_prop_ro("grad_fn", [](const Tensor& t) { return node_or_none(t.grad_fn()); })

@@ -64,6 +64,10 @@ void bind_graph(nb::module_& m) {
         for (const ir::Node& n : g.nodes) ops.emplace_back(op_name(n.op));
         return ops;
       }, "The op of each node, in order.")
+      .def_prop_ro("runs_backward", [](const ir::Graph& g) { return g.runs_backward; },
+                   "Whether the traced call ran a backward pass (a training step).")
+      .def_prop_ro("grad_guards", [](const ir::Graph& g) { return g.grad_guards.size(); },
+                   "How many leaves' .grad the graph needs as the trace found them.")
       .def("__str__", &ir::Graph::to_string);
   nb::class_<ir::DeviceGraph>(m, "_DeviceGraph", "A graph captured as one device graph (pf.compile's reduce-overhead).")
       .def(nb::init<const ir::Graph&, const std::vector<Tensor>&>(), "graph"_a, "inputs"_a)
@@ -76,6 +80,8 @@ void bind_graph(nb::module_& m) {
   }, "outputs"_a, "(graph, why it cannot be replayed or '').");
   m.def("_abort_trace", &ir::abort_trace);
   m.def("_is_tracing", &ir::is_tracing);
+  m.def("_grads_as_traced", &ir::grads_as_traced, "graph"_a, "inputs"_a,
+        "Whether each leaf's .grad that the graph read is as the trace found it.");
   m.def("_run_graph", [](const ir::Graph& g, const std::vector<Tensor>& inputs) { return ir::run_graph(g, inputs); },
         "graph"_a, "inputs"_a);
   m.def("_tensor_signature", [](const std::vector<Tensor>& tensors) {

@@ -23,31 +23,36 @@ TensorList or_empty(const std::optional<TensorList>& l) { return l.value_or(Tens
 void bind_optim(nb::module_& m) {
   m.def(
       "adam_step",
-      [](const Tensor& p, const Tensor& g, const Tensor& m1, const Tensor& m2, std::optional<Tensor> v_max, double lr,
-         double beta1, double beta2, double eps, double weight_decay, double bias_correction1,
-         double bias_correction2, bool decoupled_weight_decay, bool amsgrad, bool maximize) {
+      [](const Tensor& p, const Tensor& g, const Tensor& m1, const Tensor& m2, std::optional<Tensor> v_max,
+         std::optional<Tensor> step, double lr, double beta1, double beta2, double eps, double weight_decay,
+         double bias_correction1, double bias_correction2, bool decoupled_weight_decay, bool amsgrad, bool maximize) {
         return pyflame::adam_step(p, g, m1, m2, or_absent(v_max),
                                   {lr, beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2,
-                                   decoupled_weight_decay, amsgrad, maximize});
+                                   decoupled_weight_decay, amsgrad, maximize},
+                                  or_absent(step));
       },
-      "param"_a, "grad"_a, "exp_avg"_a, "exp_avg_sq"_a, "max_exp_avg_sq"_a = nb::none(), nb::kw_only(), "lr"_a,
+      "param"_a, "grad"_a, "exp_avg"_a, "exp_avg_sq"_a, "max_exp_avg_sq"_a = nb::none(), "step"_a = nb::none(),
+      nb::kw_only(), "lr"_a,
       "beta1"_a, "beta2"_a, "eps"_a, "weight_decay"_a = 0.0, "bias_correction1"_a = 1.0, "bias_correction2"_a = 1.0,
       "decoupled_weight_decay"_a = false, "amsgrad"_a = false, "maximize"_a = false,
-      "One Adam/AdamW step out of place: the updated parameter (bias corrections: 1 - beta^t).");
+      "One Adam/AdamW step out of place: the updated parameter (bias corrections: 1 - beta^t, from `step`, a 0-d\n"
+      "tensor holding t, where it is given).");
   m.def(
       "adam_step_",
       [](const TensorList& p, const TensorList& g, const TensorList& m1, const TensorList& m2,
          std::optional<TensorList> v_max, double lr, double beta1, double beta2, double eps, double weight_decay,
          double bias_correction1, double bias_correction2, bool decoupled_weight_decay, bool amsgrad,
-         bool maximize) {
+         bool maximize, std::optional<TensorList> steps) {
         pyflame::adam_step_(p, g, m1, m2, or_empty(v_max),
                             {lr, beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2,
-                             decoupled_weight_decay, amsgrad, maximize});
+                             decoupled_weight_decay, amsgrad, maximize},
+                            or_empty(steps));
       },
       "params"_a, "grads"_a, "exp_avgs"_a, "exp_avg_sqs"_a, "max_exp_avg_sqs"_a = nb::none(), nb::kw_only(), "lr"_a,
       "beta1"_a, "beta2"_a, "eps"_a, "weight_decay"_a = 0.0, "bias_correction1"_a = 1.0, "bias_correction2"_a = 1.0,
-      "decoupled_weight_decay"_a = false, "amsgrad"_a = false, "maximize"_a = false,
-      "Adam/AdamW steps in place on lists of parameters (one dtype) and their state.");
+      "decoupled_weight_decay"_a = false, "amsgrad"_a = false, "maximize"_a = false, "steps"_a = nb::none(),
+      "Adam/AdamW steps in place on lists of parameters (one dtype) and their state; `steps`, one 0-d tensor per\n"
+      "parameter on its device, gives the step counts the bias corrections come from (capturable).");
 
   m.def(
       "sgd_step",

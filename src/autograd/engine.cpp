@@ -109,6 +109,7 @@ class AccumulateGrad : public Node {
   std::vector<Tensor> apply(std::vector<Tensor> grads) override {
     Tensor& g = grads[0];
     if (!g.defined()) return {};
+    ir::trace_grad_access(meta_.get(), meta_->grad, ir::GradAccess::Update);
     if (!meta_->grad.defined()) {
       // A gradient that something else holds (a user's, or one shared between
       // two inputs of an add) is copied so later accumulation cannot alias it.
@@ -139,6 +140,8 @@ Edge gradient_edge(const Tensor& t) {
   }
   return {acc, 0};
 }
+
+uint64_t new_sequence_nr() { return ++g_next_sequence_nr; }
 
 void set_history(Tensor& t, const std::shared_ptr<Node>& node, uint32_t slot) {
   if (node->sequence_nr == 0) node->sequence_nr = ++g_next_sequence_nr;
@@ -542,6 +545,9 @@ std::vector<Tensor> run_graph(const std::vector<Edge>& roots, const std::vector<
   while (!ready.empty()) {
     Node* n = ready.back();
     ready.pop_back();
+    if (ir::recorded_before_trace(n->sequence_nr) && !dynamic_cast<AccumulateGrad*>(n))
+      ir::trace_break("a backward pass through ops recorded before the compiled function ran (compile the forward "
+                      "and the backward together)");
     std::vector<Tensor> grads = std::move(buffers[n]);
     buffers.erase(n);
     if (grads.empty()) grads.resize(n->num_slots());
@@ -554,8 +560,10 @@ std::vector<Tensor> run_graph(const std::vector<Edge>& roots, const std::vector<
     if (hooked && !leaf) run_tensor_hooks(*n, grads);
     if (targets.empty())
       for (auto& [slot, weak] : n->retained)
-        if (auto meta = weak.lock(); meta && grads[slot].defined())
+        if (auto meta = weak.lock(); meta && grads[slot].defined()) {
+          ir::trace_break("retain_grad() on a tensor the traced code made (its .grad cannot be replayed)");
           meta->grad = meta->grad.defined() ? add(meta->grad, grads[slot]) : clone(grads[slot]);
+        }
     if (!runs.count(n)) continue;
     std::vector<Tensor> out;
     if (grads.size() != 1 || !add_view_grad(n, grads[0])) out = n->apply(std::move(grads));
@@ -604,7 +612,7 @@ void queue_callback(std::function<void()> fn) {
 }
 
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots, bool retain_graph) {
-  ir::trace_break("a backward pass (pf.compile traces forward code; call backward outside it)");
+  ir::trace_backward();
   std::vector<Edge> edges;
   std::vector<Tensor> grads;
   for (size_t i = 0; i < roots.size(); ++i) {
@@ -675,6 +683,7 @@ uint32_t Tensor::output_nr() const { return autograd_ ? autograd_->output_nr : 0
 Tensor Tensor::grad() const { return autograd_ ? autograd_->grad : Tensor(); }
 
 void Tensor::set_grad(const Tensor& grad) {
+  ir::trace_grad_access(*this, ir::GradAccess::Write);
   if (grad.defined()) {
     PF_CHECK(grad.shape() == shape_, ValueError, "assigned grad has shape ", grad.shape(), " but the tensor has shape ",
              shape_);

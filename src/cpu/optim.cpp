@@ -10,16 +10,16 @@ namespace pyflame::cpu {
 namespace {
 
 template <template <class> class Update> void optimizer_step_kernel(OpCall& call) {
-  constexpr int S = Update<float>::kStates;
   const auto& attrs = call.attr<typename Update<float>::Attrs>();
   visit_dtype(call.inputs[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
       const Update<acc_t<T>> update(attrs);
-      for (size_t j = 0; j < call.inputs.size() / (2 + S); ++j) {
-        const kernels::StepTensor<T, S> t = kernels::step_tensor<T, S>(call, j);
+      for (size_t j = 0; j < call.inputs.size() / kernels::kInputsPerParam<Update<float>>; ++j) {
+        const auto t = kernels::step_tensor<T, Update<float>>(call, j);
+        const Update<acc_t<T>> at_step = kernels::update_for(t, update);
         parallel_for(t.n, kParallelGrain, [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) kernels::step_element(t, i, update);
+          for (int64_t i = b; i < e; ++i) kernels::step_element(t, i, at_step);
         });
       }
     }

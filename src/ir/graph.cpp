@@ -1,8 +1,11 @@
 // The generic executor of an ir::Graph (include/pyflame/ir/graph.h): each
 // node's call rebuilt from its values and handed to apply(), as eager code
 // would make it, so every device, autograd and autocast behave as they do
-// eagerly. Random ops reserve new draws of the default generator.
+// eagerly. Random ops reserve new draws of the default generator. A training
+// step's graph (its backward traced in it) runs without autograd recording and
+// leaves each leaf's .grad as the traced call did.
 
+#include <optional>
 #include <string>
 
 #include "core/backend.h"
@@ -10,6 +13,7 @@
 #include "pyflame/autograd.h"
 #include "pyflame/error.h"
 #include "pyflame/generator.h"
+#include "pyflame/grad_mode.h"
 #include "pyflame/ir/graph.h"
 #include "pyflame/ir/op_call.h"
 
@@ -58,6 +62,7 @@ std::string Graph::to_string() const {
     for (size_t j = 0; j < n.written.size(); ++j) s += (j ? ", " : " -> ") + value_name(n.written[j]);
     s += "\n";
   }
+  for (const GradWrite& w : grad_writes) s += value_name(w.leaf) + ".grad = " + value_name(w.grad) + "\n";
   s += "return";
   for (size_t j = 0; j < outputs.size(); ++j) s += (j ? ", " : " ") + value_name(outputs[j]);
   return s;
@@ -67,6 +72,8 @@ std::vector<Tensor> run_graph(const Graph& g, const std::vector<Tensor>& inputs,
                               const std::function<void(size_t node)>& after_node) {
   PF_CHECK(static_cast<int64_t>(inputs.size()) == g.num_inputs, ValueError, "run_graph: the graph takes ",
            g.num_inputs, " tensors, got ", inputs.size());
+  std::optional<autograd::GradModeGuard> no_grad;
+  if (g.runs_backward) no_grad.emplace(false);
   Run run{g, inputs, g.constants, {}, {}};
   for (size_t i = 0; i < g.constants.size(); ++i)
     if (g.constant_copied[i]) run.constants[i] = g.constants[i].clone().set_placed(g.constants[i].is_placed());
@@ -85,6 +92,7 @@ std::vector<Tensor> run_graph(const Graph& g, const std::vector<Tensor>& inputs,
     run.results.push_back(apply(std::move(call)));
     if (after_node) after_node(run.results.size() - 1);
   }
+  for (const GradWrite& w : g.grad_writes) Tensor(run[w.leaf]).set_grad(run[w.grad]);
   std::vector<Tensor> outputs;
   for (const Value& v : g.outputs) outputs.push_back(run[v]);
   return outputs;
@@ -121,7 +129,7 @@ DeviceGraph::DeviceGraph(const Graph& g, const std::vector<Tensor>& inputs) : gr
       PF_CHECK(v.kind != Value::Kind::Input, NotSupportedError, "device graph: ", op_name(n.op),
                " writes a graph input in place");
   }
-  PF_CHECK(!records_autograd(inputs) && !records_autograd(g.constants), NotSupportedError,
+  PF_CHECK(g.runs_backward || (!records_autograd(inputs) && !records_autograd(g.constants)), NotSupportedError,
            "device graph: autograd records these calls (grad mode, an input that requires grad)");
   for (const Tensor& t : inputs) {
     Tensor copy = Tensor::empty(t.shape(), t.dtype(), device_).set_placed(t.is_placed());
@@ -137,6 +145,11 @@ DeviceGraph::DeviceGraph(const Graph& g, const std::vector<Tensor>& inputs) : gr
   }
   exec_ = backend->end_capture(device_.index, true);
   PF_CHECK(exec_, NotSupportedError, "device graph: the runtime refused to capture the calls");
+  for (const GradWrite& w : graph_.grad_writes) grads_.push_back(leaf(w.leaf, inputs_).grad());
+}
+
+const Tensor& DeviceGraph::leaf(const Value& v, const std::vector<Tensor>& inputs) const {
+  return v.kind == Value::Kind::Input ? inputs[v.index] : graph_.constants[v.index];
 }
 
 DeviceGraph::~DeviceGraph() {
@@ -149,9 +162,12 @@ std::vector<Tensor> DeviceGraph::launch(const std::vector<Tensor>& inputs) {
   PF_CHECK(inputs.size() == inputs_.size(), ValueError, "device graph: ", inputs_.size(), " inputs, got ",
            inputs.size());
   // A parameter made to require grad after the capture: autograd must see the calls.
-  if (records_autograd(graph_.constants)) return run_graph(graph_, inputs);
+  if (!graph_.runs_backward && records_autograd(graph_.constants)) return run_graph(graph_, inputs);
   for (size_t i = 0; i < inputs.size(); ++i) inputs_[i].copy_(inputs[i]);
   backend_for(device_.type)->launch_graph(exec_);
+  // The gradients are the graph's memory, as its other results in PyTorch's device graphs: the next launch
+  // overwrites them (a training step reads them before that).
+  for (size_t i = 0; i < grads_.size(); ++i) Tensor(leaf(graph_.grad_writes[i].leaf, inputs)).set_grad(grads_[i]);
   std::vector<Tensor> results;
   for (size_t i = 0; i < graph_.outputs.size(); ++i) {
     const Value& v = graph_.outputs[i];

@@ -30,6 +30,7 @@ template <class F> void for_each_value(Graph& g, const F& visit) {
     for (Value& v : n.written) visit(v);
   }
   for (Value& v : g.outputs) visit(v);
+  for (GradWrite& w : g.grad_writes) visit(w.grad);
 }
 
 // What makes two inputs the same: the value, or for Python numbers (each call
@@ -73,6 +74,7 @@ void merge_common_calls(Graph& g) {
     if (same[i] == static_cast<int64_t>(i)) earlier.push_back(static_cast<int64_t>(i));
   }
   for (Value& v : g.outputs) redirect(v);
+  for (GradWrite& w : g.grad_writes) redirect(w.grad);
 }
 
 // Pure calls none of whose results is used are dropped; the others are renumbered.
@@ -82,6 +84,7 @@ void remove_dead_calls(Graph& g) {
     if (v.kind == Value::Kind::Node) live[v.index] = true;
   };
   for (const Value& v : g.outputs) mark(v);
+  for (const GradWrite& w : g.grad_writes) mark(w.grad);
   for (size_t i = g.nodes.size(); i-- > 0;) {
     const Node& n = g.nodes[i];
     if (!pure(n)) live[i] = true;

@@ -5,6 +5,10 @@
 // under a key while it runs. A tensor met for the first time is a constant
 // when its storage is older than the trace, else something the traced code
 // made without an op: data (read first) or a buffer (written first).
+//
+// Leaves (tensors that require grad and no op made) are noted as they are
+// first seen, so that backward's accumulation into a leaf's .grad, which
+// knows the leaf by its autograd state, finds the leaf's value.
 
 #include <map>
 #include <memory>
@@ -15,6 +19,7 @@
 
 #include "core/dispatch.h"
 #include "core/thread_state.h"
+#include "pyflame/autograd.h"
 #include "pyflame/error.h"
 #include "pyflame/generator.h"
 #include "pyflame/ir/graph.h"
@@ -27,10 +32,21 @@ using TensorKey = std::tuple<const Storage*, int64_t, Shape, Shape, DType>;
 
 TensorKey key_of(const Tensor& t) { return {t.storage().get(), t.offset(), t.shape(), t.strides(), t.dtype()}; }
 
+// How the traced call used one leaf's .grad.
+struct LeafGrad {
+  Value leaf;
+  bool read_first = false;  // read (or updated) before any write: the graph depends on it
+  Tensor initial;           // .grad then
+  bool written = false;
+};
+
 struct Trace {
   Graph graph;
   uint64_t first_serial = 0;
+  uint64_t first_sequence_nr = 0;  // autograd nodes recorded before the trace have smaller numbers
   std::map<TensorKey, Value> values;
+  std::map<const AutogradMeta*, Value> leaves;
+  std::map<const AutogradMeta*, LeafGrad> grads;
   std::vector<Tensor> seen;           // alive until the trace ends
   std::vector<bool> literal;          // per constant: made by the traced code (data), not from outside
   std::set<const Storage*> computed;  // the storages of the inputs and of the calls' results
@@ -48,15 +64,20 @@ Value add_constant(Trace& tr, const Tensor& t, bool literal) {
   return {Value::Kind::Constant, static_cast<int64_t>(tr.graph.constants.size()) - 1, 0};
 }
 
+// Notes a tensor seen for the first time as value v: a leaf is found by its autograd state.
+Value first_seen(Trace& tr, const Tensor& t, const TensorKey& key, Value v) {
+  tr.seen.push_back(t);
+  tr.values.emplace(key, v);
+  if (t.autograd_meta() && t.is_leaf() && t.requires_grad()) tr.leaves.emplace(t.autograd_meta(), v);
+  return v;
+}
+
 // The value a tensor read by a call (or returned) stands for.
 Value read_value(Trace& tr, const Tensor& t) {
   if (!t.defined()) return {};
   const TensorKey key = key_of(t);
   if (auto it = tr.values.find(key); it != tr.values.end()) return it->second;
-  tr.seen.push_back(t);
-  const Value v = add_constant(tr, t, made_during_trace(tr, t));
-  tr.values.emplace(key, v);
-  return v;
+  return first_seen(tr, t, key, add_constant(tr, t, made_during_trace(tr, t)));
 }
 
 // A value written in place or handed to the caller: data the traced code made must
@@ -72,12 +93,25 @@ Value written_value(Trace& tr, const Tensor& t) {
     mark_escaping(tr, it->second);
     return it->second;
   }
-  tr.seen.push_back(t);
-  if (!made_during_trace(tr, t)) return tr.values.emplace(key, add_constant(tr, t, false)).first->second;
+  if (!made_during_trace(tr, t)) return first_seen(tr, t, key, add_constant(tr, t, false));
   tr.graph.buffers.push_back(t);
-  const Value v{Value::Kind::Buffer, static_cast<int64_t>(tr.graph.buffers.size()) - 1, 0};
-  tr.values.emplace(key, v);
-  return v;
+  return first_seen(tr, t, key, Value{Value::Kind::Buffer, static_cast<int64_t>(tr.graph.buffers.size()) - 1, 0});
+}
+
+void note_grad_access(Trace& tr, const AutogradMeta* meta, const Tensor& grad_now, GradAccess access) {
+  auto leaf = tr.leaves.find(meta);
+  if (leaf == tr.leaves.end()) {
+    trace_break("a gradient for a tensor that requires grad but that the traced code did not use");
+    return;
+  }
+  auto [it, first] = tr.grads.try_emplace(meta);
+  LeafGrad& g = it->second;
+  if (first) g = LeafGrad{leaf->second, access != GradAccess::Write, grad_now, false};
+  g.written = g.written || access != GradAccess::Read;
+}
+
+bool same_tensor(const Tensor& a, const Tensor& b) {
+  return a.defined() == b.defined() && (!a.defined() || key_of(a) == key_of(b));
 }
 
 void on_trace(const OpCall& call, const std::vector<Tensor>& outputs) {
@@ -131,12 +165,13 @@ void begin_trace(const std::vector<Tensor>& inputs) {
   PF_CHECK(!t_trace, NotSupportedError, "pf.compile: a trace is already running in this thread (one at a time)");
   auto tr = std::make_unique<Trace>();
   tr->first_serial = Storage::next_serial();
+  tr->first_sequence_nr = autograd::new_sequence_nr();
   tr->graph.num_inputs = static_cast<int64_t>(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     tr->graph.input_dtypes.push_back(inputs[i].dtype());
-    tr->seen.push_back(inputs[i]);
     tr->computed.insert(inputs[i].storage().get());
-    tr->values[key_of(inputs[i])] = Value{Value::Kind::Input, static_cast<int64_t>(i), 0};
+    const TensorKey key = key_of(inputs[i]);
+    if (!tr->values.count(key)) first_seen(*tr, inputs[i], key, Value{Value::Kind::Input, static_cast<int64_t>(i), 0});
   }
   t_trace = std::move(tr);
   thread_state().tracing = true;
@@ -153,6 +188,17 @@ Graph end_trace(const std::vector<Tensor>& outputs, std::string& why_not) {
     mark_escaping(*tr, v);
     tr->graph.outputs.push_back(v);
   }
+  for (auto& [meta, g] : tr->grads) {
+    if (g.written) {
+      const Value grad = read_value(*tr, meta->grad);
+      mark_escaping(*tr, grad);
+      tr->graph.grad_writes.push_back({g.leaf, grad});
+    }
+    // The traced code decided with whether .grad was None (zero_grad, an optimizer skipping a
+    // parameter); where an op used that tensor (backward accumulating into it), with which tensor it was.
+    if (g.read_first)
+      tr->graph.grad_guards.push_back({g.leaf, g.initial, g.initial.defined() && tr->values.count(key_of(g.initial))});
+  }
   why_not = tr->why_not;
   if (why_not.empty()) optimize(tr->graph);
   return std::move(tr->graph);
@@ -168,6 +214,34 @@ bool is_tracing() { return t_trace != nullptr; }
 
 void trace_break(const std::string& what) {
   if (t_trace && t_trace->why_not.empty()) t_trace->why_not = what;
+}
+
+void trace_grad_access(const Tensor& leaf, GradAccess access) {
+  Trace* tr = t_trace.get();
+  if (!tr || !leaf.autograd_meta() || !leaf.is_leaf()) return;
+  const Value v = read_value(*tr, leaf);
+  tr->leaves.emplace(leaf.autograd_meta(), v);
+  note_grad_access(*tr, leaf.autograd_meta(), leaf.grad(), access);
+}
+
+void trace_grad_access(const AutogradMeta* leaf, const Tensor& grad_now, GradAccess access) {
+  if (t_trace) note_grad_access(*t_trace, leaf, grad_now, access);
+}
+
+void trace_backward() {
+  if (t_trace) t_trace->graph.runs_backward = true;
+}
+
+bool recorded_before_trace(uint64_t sequence_nr) { return t_trace && sequence_nr < t_trace->first_sequence_nr; }
+
+bool grads_as_traced(const Graph& g, const std::vector<Tensor>& inputs) {
+  for (const GradGuard& guard : g.grad_guards) {
+    const Tensor& leaf = guard.leaf.kind == Value::Kind::Input ? inputs.at(guard.leaf.index)
+                                                                : g.constants.at(guard.leaf.index);
+    const Tensor grad = leaf.grad();
+    if (guard.identity ? !same_tensor(grad, guard.grad) : grad.defined() != guard.grad.defined()) return false;
+  }
+  return true;
 }
 
 }  // namespace pyflame::ir

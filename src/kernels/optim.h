@@ -10,9 +10,13 @@
 // the options do not use is absent from the call and reads as 0).
 //
 // A call of an update op covers a list of parameters (ops.def has the
-// layout): inputs (param, grad, s_0 .. s_{S-1}) per parameter, outputs
+// layout): inputs (param, grad, s_0 .. s_{S-1}[, step]) per parameter, outputs
 // (param, present states) per parameter. StepTensor is one parameter's
-// pointers; step_tensor() reads them from the call.
+// pointers; step_tensor() reads them from the call. An update that counts
+// steps (Adam's bias corrections) takes its step count from the attributes,
+// or from a 0-d float32 tensor on the parameter's device: one a captured
+// device graph or a compiled training step can advance (PyTorch's
+// capturable=True), read by the kernel and turned into the corrections there.
 
 #include <cstdint>
 
@@ -33,9 +37,11 @@ template <class A> struct AdamUpdate {
   using Attrs = AdamAttrs;
   static constexpr int kStates = 3;
   static constexpr const char* kNames[kStates] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+  static constexpr bool kCountsSteps = true;
   static bool uses_state(const Attrs& a, int i) { return i < 2 || a.amsgrad; }
 
   A lr, beta1, beta2, eps, weight_decay, step_size, sqrt_bc2;
+  A log_beta1, log_beta2;  // log(beta), rounded once from double: at_step's 1 - beta^t to A's precision
   bool decoupled, amsgrad, maximize;
 
   explicit AdamUpdate(const Attrs& a)
@@ -46,9 +52,18 @@ template <class A> struct AdamUpdate {
         weight_decay(static_cast<A>(a.weight_decay)),
         step_size(static_cast<A>(a.lr / a.bias_correction1)),
         sqrt_bc2(static_cast<A>(std::sqrt(a.bias_correction2))),
+        log_beta1(static_cast<A>(std::log(a.beta1))),
+        log_beta2(static_cast<A>(std::log(a.beta2))),
         decoupled(a.decoupled_weight_decay),
         amsgrad(a.amsgrad),
         maximize(a.maximize) {}
+
+  // The bias corrections of step t (a step count read on the device): 1 - beta^t as -expm1(t log(beta)),
+  // which keeps its relative precision where beta^t is near 1 (1 - 0.999f alone is off by 1e-5).
+  PF_HOST_DEVICE void at_step(float t) {
+    step_size = lr / -math::expm1(static_cast<A>(t) * log_beta1);
+    sqrt_bc2 = math::sqrt(-math::expm1(static_cast<A>(t) * log_beta2));
+  }
 
   PF_HOST_DEVICE void operator()(A& p, A grad, A (&s)[kStates]) const {
     A& m = s[0];
@@ -79,6 +94,7 @@ template <class A> struct SgdUpdate {
   using Attrs = SgdAttrs;
   static constexpr int kStates = 1;
   static constexpr const char* kNames[kStates] = {"momentum_buffer"};
+  static constexpr bool kCountsSteps = false;
   static bool uses_state(const Attrs& a, int) { return a.momentum != 0; }
 
   A lr, momentum, keep, weight_decay;
@@ -114,6 +130,7 @@ template <class A> struct RmspropUpdate {
   using Attrs = RmspropAttrs;
   static constexpr int kStates = 3;
   static constexpr const char* kNames[kStates] = {"square_avg", "momentum_buffer", "grad_avg"};
+  static constexpr bool kCountsSteps = false;
   static bool uses_state(const Attrs& a, int i) { return i == 0 || (i == 1 ? a.momentum > 0 : a.centered); }
 
   A lr, alpha, eps, weight_decay, momentum;
@@ -149,28 +166,45 @@ template <class A> struct RmspropUpdate {
   }
 };
 
-// One parameter of an update call: its pointers (absent states: nullptr) and size.
+// Inputs per parameter of a call of update U: param, grad, the states and, where U counts steps, the step.
+template <class U> constexpr size_t kInputsPerParam = 2 + U::kStates + (U::kCountsSteps ? 1 : 0);
+
+// One parameter of an update call: its pointers (absent states: nullptr), size
+// and step count (nullptr: the attributes' bias corrections).
 template <class T, int S> struct StepTensor {
   const T* p;
   const T* g;
   const T* s[S];
   T* p_out;
   T* s_out[S];
+  const float* step;
   int64_t n;
 };
 
-// Parameter j of `call` (inputs and outputs contiguous, of type T).
-template <class T, int S> StepTensor<T, S> step_tensor(const OpCall& call, size_t j) {
-  const Tensor* in = &call.inputs[j * (2 + S)];
+// Parameter j of a call of update U (inputs and outputs contiguous, of type T).
+template <class T, class U> StepTensor<T, U::kStates> step_tensor(const OpCall& call, size_t j) {
+  constexpr int S = U::kStates;
+  const Tensor* in = &call.inputs[j * kInputsPerParam<U>];
   int present = 0;
   for (int i = 0; i < S; ++i) present += in[2 + i].defined();
   const Tensor* out = &call.outputs[j * (1 + present)];
-  StepTensor<T, S> t{in[0].data<T>(), in[1].data<T>(), {}, out[0].data<T>(), {}, in[0].numel()};
+  const bool stepped = U::kCountsSteps && in[2 + S].defined();
+  StepTensor<T, S> t{in[0].data<T>(), in[1].data<T>(), {}, out[0].data<T>(), {},
+                     stepped ? in[2 + S].data<float>() : nullptr, in[0].numel()};
   for (int i = 0, o = 1; i < S; ++i) {
     t.s[i] = in[2 + i].defined() ? in[2 + i].data<T>() : nullptr;
     t.s_out[i] = in[2 + i].defined() ? out[o++].data<T>() : nullptr;
   }
   return t;
+}
+
+// `update` as it applies to parameter t: at t's step count where it has one.
+template <class T, int S, class Update>
+PF_HOST_DEVICE Update update_for(const StepTensor<T, S>& t, const Update& update) {
+  Update u = update;
+  if constexpr (Update::kCountsSteps)
+    if (t.step) u.at_step(*t.step);
+  return u;
 }
 
 // Element i of parameter t through `update`, in its compute type.

@@ -5,7 +5,9 @@ torch.optim step by step, test_training.py the multi-tensor in-place forms."""
 
 import torch
 
-from op_registry import FLOAT_DTYPES, OpInfo, Sample, _x
+import numpy as np
+
+from op_registry import FLOAT_DTYPES, Arg, OpInfo, Sample, _x
 
 
 def _adam_samples(rng, dtype, cls):
@@ -23,7 +25,12 @@ def _adam_samples(rng, dtype, cls):
                 Sample(state((33,)), dict(opts, weight_decay=0.1)),
                 Sample(state((4, 6)), dict(opts, weight_decay=0.05, decoupled_weight_decay=True)),
                 Sample(state((3, 5), amsgrad=True), dict(opts, amsgrad=True)),
-                Sample(state((2, 3, 4)), dict(opts, maximize=True, weight_decay=0.01))]
+                Sample(state((2, 3, 4)), dict(opts, maximize=True, weight_decay=0.01)),
+                # the step count as a tensor (capturable): the bias corrections come from it
+                Sample(state((6, 5)) + (None, Arg(np.array(7.0, np.float32), dtype="float32")),
+                       dict(lr=1e-2, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.02)),
+                Sample(state((4, 3), amsgrad=True) + (Arg(np.array(2.0, np.float32), dtype="float32"),),
+                       dict(lr=1e-2, beta1=0.8, beta2=0.999, eps=1e-8, amsgrad=True))]
     if cls == "noncontig":
         return [Sample(state((4, 5), layout="T"), opts), Sample(state((3, 8), layout="strided"), opts)]
     if cls == "empty":
@@ -33,9 +40,11 @@ def _adam_samples(rng, dtype, cls):
     return []
 
 
-def _adam_ref(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=None, *, lr, beta1, beta2, eps, weight_decay=0.0,
-              bias_correction1=1.0, bias_correction2=1.0, decoupled_weight_decay=False, amsgrad=False,
-              maximize=False):
+def _adam_ref(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=None, step=None, *, lr, beta1, beta2, eps,
+              weight_decay=0.0, bias_correction1=1.0, bias_correction2=1.0, decoupled_weight_decay=False,
+              amsgrad=False, maximize=False):
+    if step is not None:
+        bias_correction1, bias_correction2 = 1 - beta1 ** step.item(), 1 - beta2 ** step.item()
     p, g, m, v = (x.double() for x in (param, grad, exp_avg, exp_avg_sq))
     g = -g if maximize else g
     if weight_decay:

@@ -194,19 +194,113 @@ def test_autograd_through_a_replayed_graph(rng):
             np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-6, atol=1e-7)
 
 
-def test_backward_inside_runs_eagerly(rng):
+def _train_step(model, opt, loss_fn=None, zero_grad=True):
+    def step(x, y):
+        if zero_grad:
+            opt.zero_grad()
+        out = model(x)
+        loss = loss_fn(out, y) if loss_fn else pf.nn.functional.cross_entropy(out, y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def _assert_same_training(model, twin, atol=1e-6):
+    for p, q in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(p.to("cpu").numpy(), q.to("cpu").numpy(), rtol=1e-5, atol=atol)
+        assert (p.grad is None) == (q.grad is None)
+        if p.grad is not None:
+            np.testing.assert_allclose(p.grad.to("cpu").numpy(), q.grad.to("cpu").numpy(), rtol=1e-5, atol=atol)
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+@pytest.mark.parametrize("optimizer", ["adam", "adamw_capturable", "sgd_momentum"])
+def test_training_step_is_one_graph(device, optimizer, rng):
+    """Forward, loss.backward() and optimizer.step() in one compiled function: the backward's ops and the
+    update are nodes of the graph; a replayed step trains exactly as the eager one (parameters, .grad,
+    the optimizer's state), the first step (which makes the optimizer's state) included."""
+    _placed(device)
+    make = {"adam": lambda ps: pf.optim.Adam(ps, lr=1e-2),
+            "adamw_capturable": lambda ps: pf.optim.AdamW(ps, lr=1e-2, weight_decay=0.1, capturable=True),
+            "sgd_momentum": lambda ps: pf.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True)}[optimizer]
+    model, twin = _mlp(11).to(device), _mlp(11).to(device)
+    opt, twin_opt = make(model.parameters()), make(twin.parameters())
+    compiled = pf.compile(_train_step(model, opt))
+    eager = _train_step(twin, twin_opt)
+    for _ in range(5):
+        x = pf.tensor(make_values(rng, (8, 20), "float32"), device=device)
+        y = pf.tensor(rng.integers(0, 10, 8), device=device)
+        got, want = compiled(x, y), eager(x, y)
+        np.testing.assert_allclose(got.to("cpu").numpy(), want.to("cpu").numpy(), rtol=1e-5, atol=1e-6)
+        _assert_same_training(model, twin)
+    (graph,) = compiled.graphs()
+    assert graph.runs_backward and "cross_entropy_backward" in graph.ops, str(graph)
+    assert graph.ops[-1] == ("sgd_step" if optimizer == "sgd_momentum" else "adam_step"), str(graph)
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_training_step_captured_as_a_device_graph(device, rng):
+    """reduce-overhead with a capturable optimizer: on a GPU the whole step (forward, backward, Adam with its
+    step counts on the device) is one captured graph; the .grad it leaves are the graph's tensors. The eager
+    twin counts its steps on the host (the bias corrections computed there, not by the update)."""
+    _placed(device)
+    model, twin = _mlp(12).to(device), _mlp(12).to(device)
+    opt = pf.optim.Adam(model.parameters(), lr=1e-2, capturable=True)
+    twin_opt = pf.optim.Adam(twin.parameters(), lr=1e-2)
+    compiled = pf.compile(_train_step(model, opt), mode="reduce-overhead")
+    eager = _train_step(twin, twin_opt)
+    for _ in range(6):
+        x = pf.tensor(make_values(rng, (8, 20), "float32"), device=device)
+        y = pf.tensor(rng.integers(0, 10, 8), device=device)
+        got, want = compiled(x, y), eager(x, y)
+        np.testing.assert_allclose(got.to("cpu").numpy(), want.to("cpu").numpy(), rtol=1e-5, atol=1e-6)
+        _assert_same_training(model, twin)
+    for p, q in zip(opt.state.values(), twin_opt.state.values()):
+        assert p["step"].device == model[0].weight.device and q["step"].device == "cpu"
+        assert p["step"].to("cpu").item() == q["step"].item() == 6
+    assert compiled._device_graphs() == (1 if device == "rocm" else 0)
+
+
+def test_accumulated_gradients_and_changed_options_retrace(rng):
+    """A step that accumulates into .grad (no zero_grad) depends on the .grad tensors it found, and one
+    whose learning rate a scheduler changes on its options: both are guarded, so the replays stay eager's."""
+    model, twin = _mlp(13), _mlp(13)
+    opt, twin_opt = pf.optim.SGD(model.parameters(), lr=0.05), pf.optim.SGD(twin.parameters(), lr=0.05)
+    sched = pf.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5)
+    twin_sched = pf.optim.lr_scheduler.StepLR(twin_opt, step_size=3, gamma=0.5)
+    compiled = pf.compile(_train_step(model, opt, zero_grad=False))
+    eager = _train_step(twin, twin_opt, zero_grad=False)
+    for i in range(8):
+        if i == 5:  # .grad replaced from outside: the graph must not add into the old tensors
+            for m in (model, twin):
+                m.zero_grad()
+        x = pf.tensor(make_values(rng, (8, 20), "float32"))
+        y = pf.tensor(rng.integers(0, 10, 8))
+        np.testing.assert_allclose(compiled(x, y).numpy(), eager(x, y).numpy(), rtol=1e-5, atol=1e-6)
+        _assert_same_training(model, twin)
+        sched.step()
+        twin_sched.step()
+    assert opt.param_groups[0]["lr"] == twin_opt.param_groups[0]["lr"] == 0.05 * 0.25
+
+
+def test_backward_through_ops_before_the_call_runs_eagerly(rng):
+    """A backward pass into ops recorded before the compiled function ran cannot be replayed (their saved
+    tensors are that run's): the signature runs eagerly, with a warning."""
     model = _mlp(4)
 
     @pf.compile
-    def step(x):
-        loss = model(x).sum()
+    def backward(loss):
         loss.backward()
         return loss
 
     x = pf.tensor(make_values(rng, (4, 20), "float32"))
-    with pytest.warns(UserWarning, match="backward"):
-        step(x)
-    assert step.graphs() == []
+    with pytest.warns(UserWarning, match="recorded before"):
+        backward(model(x).sum())
+    assert backward.graphs() == []
+    model.zero_grad()
+    backward(model(x).sum())
+    assert model[0].weight.grad is not None
 
 
 def test_replaced_parameters_retrace(rng):

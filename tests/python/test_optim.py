@@ -398,10 +398,28 @@ def test_unsupported_switches_raise(rng):
     p = pf.nn.Parameter(pf.tensor(_weights(rng, [(3,)])[0]))
     pf.optim.Adam([p], foreach=False)  # accepted and ignored
     pf.optim.SGD([p], foreach=True)
-    for make in (lambda: pf.optim.Adam([p], fused=True), lambda: pf.optim.AdamW([p], capturable=True),
+    for make in (lambda: pf.optim.Adam([p], fused=True), lambda: pf.optim.AdamW([p], differentiable=True),
                  lambda: pf.optim.SGD([p], differentiable=True), lambda: pf.optim.RMSprop([p], capturable=True)):
         with pytest.raises(pf.NotSupportedError):
             make()
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW"])
+def test_capturable_adam_reads_each_step_count_itself(name, rng):
+    """capturable=True: each parameter's step count is a tensor on its device that the update reads (the
+    bias corrections computed there, per parameter: the one skipped at step 2 lags), with PyTorch's results."""
+    pparams, tparams = _pair_params(_weights(rng))
+    popt = getattr(pf.optim, name)(_groups(pparams, {"lr": 0.05}), amsgrad=True, capturable=True)
+    topt = getattr(torch.optim, name)(_groups(tparams, {"lr": 0.05}), amsgrad=True)
+    for step in range(5):
+        _set_grads(rng, pparams, tparams, skip=(1,) if step == 2 else ())
+        popt.step()
+        topt.step()
+        _assert_params_close(pparams, tparams, msg=f"step {step}")
+    steps = [popt.state[p]["step"] for p in pparams]
+    assert [s.item() for s in steps] == [topt.state[t]["step"].item() for t in tparams] == [5, 4, 5]
+    assert all(s.device == p.device and s.dtype == pf.float32 for s, p in zip(steps, pparams))
+    assert popt.param_groups[0]["capturable"] is True
 
 
 def test_repr(rng):

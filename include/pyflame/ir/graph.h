@@ -11,7 +11,17 @@
 // view is its own value and an in-place op's result is the tensor it wrote.
 // What a graph cannot replay stops the trace from being used, never the run:
 // a read of values on the host (.item(), printing, NumPy: Python then decides
-// with them), backward(), a random draw from a generator of the user's.
+// with them), autograd.grad(), a backward pass through ops recorded before the
+// trace, a random draw from a generator of the user's.
+//
+// A backward() inside the trace (a training step) is traced too: the
+// engine's calls are nodes like the forward's, and the leaves' .grad as the
+// call left them are the graph's grad_writes. Such a graph replays without
+// recording autograd (its backward is in it). Where the traced call read a
+// leaf's .grad before writing it (zero_grad's check; backward accumulating
+// into it when no zero_grad came first), the graph holds only while that
+// .grad is as it was (None or not; the same tensor where an op used it):
+// grads_as_traced() tells; pf.compile retraces otherwise.
 //
 // A finished trace goes through optimize(): equal pure calls merged, unused
 // ones removed. run_graph replays the calls through apply() on new inputs, so
@@ -54,6 +64,21 @@ struct Node {
   uint64_t draws = 0;  // random ops: how many draws of the default generator each run takes
 };
 
+// A leaf's .grad as the traced call left it: set to `grad` (None: cleared) after each run.
+struct GradWrite {
+  Value leaf;
+  Value grad;
+};
+
+// A leaf's .grad that the traced call read before writing it: `grad` then (undefined: None). The
+// graph holds while .grad is again None or not as then, and, where `identity` (an op used that
+// tensor), the same tensor.
+struct GradGuard {
+  Value leaf;
+  Tensor grad;
+  bool identity = false;
+};
+
 struct PF_API Graph {
   int64_t num_inputs = 0;
   std::vector<DType> input_dtypes;  // as traced
@@ -64,6 +89,9 @@ struct PF_API Graph {
   std::vector<Tensor> buffers;  // shape, dtype and device of each (the contents are not kept)
   std::vector<Node> nodes;
   std::vector<Value> outputs;
+  bool runs_backward = false;  // a training step: replayed without autograd recording
+  std::vector<GradWrite> grad_writes;
+  std::vector<GradGuard> grad_guards;
   // One line per node: "%3 = add(in0, %1)", "%5 = copy(%2) -> c0" (written into c0).
   std::string to_string() const;
 };
@@ -79,6 +107,20 @@ PF_API bool is_tracing();
 // Marks the trace as not replayable (no-op when not tracing): `what` read
 // values on the host or did what a graph cannot repeat.
 PF_API void trace_break(const std::string& what);
+
+// How the traced code used a leaf's .grad (called by autograd and the bindings).
+enum class GradAccess { Read, Write, Update };
+PF_API void trace_grad_access(const Tensor& leaf, GradAccess access);
+// The same for a leaf known by its autograd state (backward's accumulation into .grad).
+PF_API void trace_grad_access(const AutogradMeta* leaf, const Tensor& grad_now, GradAccess access);
+// backward() ran in the trace.
+PF_API void trace_backward();
+// Whether an autograd node of this sequence number was recorded before the trace began.
+PF_API bool recorded_before_trace(uint64_t sequence_nr);
+
+// Whether each leaf's .grad is as the traced call found it (g.grad_guards), so
+// the graph applies to a call on `inputs`.
+PF_API bool grads_as_traced(const Graph& g, const std::vector<Tensor>& inputs);
 
 // The passes a finished trace goes through (src/ir/passes.cpp): equal pure calls
 // merged, pure calls whose results nothing uses removed.
@@ -98,6 +140,8 @@ PF_API std::vector<Tensor> run_graph(const Graph& g, const std::vector<Tensor>& 
 // one GPU, a random op (its draws would repeat), autograd recording (grad
 // mode with an input that requires grad), an op writing a graph input in
 // place, or work the runtime refuses to capture (a wait for the device).
+// A training step's gradients are set on their leaves after each launch: the
+// graph's own tensors, which the next launch overwrites.
 class PF_API DeviceGraph {
  public:
   DeviceGraph(const Graph& g, const std::vector<Tensor>& inputs);
@@ -107,10 +151,12 @@ class PF_API DeviceGraph {
   std::vector<Tensor> launch(const std::vector<Tensor>& inputs);
 
  private:
+  const Tensor& leaf(const Value& v, const std::vector<Tensor>& inputs) const;
+
   Graph graph_;
   Device device_;
   void* exec_ = nullptr;
-  std::vector<Tensor> inputs_, outputs_;
+  std::vector<Tensor> inputs_, outputs_, grads_;
 };
 
 }  // namespace pyflame::ir

@@ -36,7 +36,7 @@ def _typename(obj):
 
 def _check_unsupported(name, **flags):
     """PyTorch's implementation switches: foreach is accepted and ignored (one implementation);
-    fused/capturable/differentiable have no PyFlame implementation."""
+    fused/differentiable (and capturable, except Adam's) have no PyFlame implementation."""
     for flag, value in flags.items():
         if value:
             raise _C.NotSupportedError(f"{name}({flag}=True) is not supported; PyFlame has one implementation of "
@@ -55,7 +55,10 @@ def _check_nonnegative(**values):
 
 
 def _no_grad_step(step):
-    """Runs an optimizer's step under pf.no_grad() (its closure, if any, under pf.enable_grad())."""
+    """Runs an optimizer's step under pf.no_grad() (its closure, if any, under pf.enable_grad()).
+
+    Inside a pf.compile trace the step's graph holds while the options and parameters are those it
+    read (an lr scheduler's change retraces)."""
 
     @functools.wraps(step)
     def wrapper(self, closure=None):
@@ -63,6 +66,9 @@ def _no_grad_step(step):
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        if _C._is_tracing():
+            from .._compile import guard
+            guard(self._traced_options)
         with no_grad():
             step(self)
         return loss
@@ -70,11 +76,10 @@ def _no_grad_step(step):
     return wrapper
 
 
-def _zero_step():
-    """A new `step` state: a 0-d float32 CPU tensor, as PyTorch's (non-capturable) optimizers keep it.
-
-    On the host, so the bias corrections read it without a device synchronisation."""
-    return _C._full((), 0.0, dtype=_C.dtype.float32, device="cpu")
+def _zero_step(device="cpu"):
+    """A new `step` state: a 0-d float32 tensor, as PyTorch's optimizers keep it: on the host (so the bias
+    corrections read it without a device synchronisation) or, capturable, on the parameter's device."""
+    return _C._full((), 0.0, dtype=_C.dtype.float32, device=device)
 
 
 def _fused_batches(params, key=None):
@@ -100,6 +105,7 @@ class Optimizer:
                             "but got " + _typename(params))
         self.state = defaultdict(dict)
         self.param_groups = []
+        self._state_version = 0  # changes when the state or the groups are replaced (load_state_dict, ...)
         try:
             param_groups = list(params)
         except TypeError:
@@ -200,10 +206,24 @@ class Optimizer:
             for p in params:
                 state = self.state[p]
                 if len(state) == 0:
-                    state["step"] = _zero_step()
+                    self._new_state()
+                    state["step"] = _zero_step(p.device if group.get("capturable") else "cpu")
                     state.update({b: _C._full_like(p, 0) for b in buffers})
                 state["step"].add_(1)
         return params
+
+    def _new_state(self):
+        """A parameter's state is being made: a pf.compile trace of this step is not kept (its next
+        call, with the state there, is the one that repeats)."""
+        if _C._is_tracing():
+            from .._compile import retrace_later
+            retrace_later("the optimizer made its state")
+
+    def _traced_options(self):
+        """What a compiled step reads of this optimizer beyond its tensors: the groups' options and
+        parameters, and which state it has."""
+        return (self._state_version, tuple((tuple(map(id, g["params"])), tuple(
+            (k, v) for k, v in g.items() if k not in ("params", "param_names"))) for g in self.param_groups))
 
     def _groups_with(self, *names):
         """Each parameter group, with the values of its options `names`, in that order."""
@@ -236,7 +256,8 @@ class Optimizer:
         """Loads a state_dict() (of an optimizer of the same kind over parameters of the same shapes).
 
         Parameters are matched by position; state tensors are moved to their parameter's
-        device and (floating parameters) dtype, except 'step', which is kept as is."""
+        device and (floating parameters) dtype, except 'step', which is kept as is (moved to the
+        parameter's device in a capturable group)."""
         groups = self.param_groups
         saved_groups = deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -246,11 +267,12 @@ class Optimizer:
                              "optimizer's group")
         id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
                           chain.from_iterable(g["params"] for g in groups)))
+        capturable = {id(id_map[i]) for g in saved_groups if g.get("capturable") for i in g["params"]}
 
         def cast(param, value, key=None):
             if isinstance(value, _C.Tensor):
                 if key == "step":
-                    return value
+                    return value.to(param.device, dtype=_C.dtype.float32) if id(param) in capturable else value
                 if param.dtype.is_floating_point:
                     return value.to(param.device, dtype=param.dtype)
                 return value.to(param.device)
@@ -282,6 +304,7 @@ class Optimizer:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self._state_version = getattr(self, "_state_version", 0) + 1
         # Options a loaded state dict may lack (older or hand-made ones) take the defaults;
         # a 'step' stored as a number becomes the tensor the optimizers keep.
         for group in self.param_groups:

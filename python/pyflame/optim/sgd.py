@@ -45,6 +45,7 @@ class SGD(Optimizer):
             # a parameter's first step starts its momentum buffer as the gradient
             for (_, _, first), batch in _fused_batches(params, lambda p: "momentum_buffer" not in self.state[p]):
                 if first:
+                    self._new_state()
                     for p in batch:
                         self.state[p]["momentum_buffer"] = _C._full_like(p, 0)
                 _C.sgd_step_(batch, [p.grad for p in batch], [self.state[p]["momentum_buffer"] for p in batch],

@@ -44,7 +44,8 @@ static __global__ void optimizer_step_chunks(const StepBatch<T, S> batch, Update
     const kernels::StepTensor<T, S>& t = batch.tensors[lo];
     const int64_t begin = (c - batch.first_chunk[lo]) * kChunk;
     const int64_t end = begin + kChunk < t.n ? begin + kChunk : t.n;
-    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) kernels::step_element(t, i, update);
+    const Update at_step = kernels::update_for(t, update);
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) kernels::step_element(t, i, at_step);
   }
 }
 
@@ -55,20 +56,20 @@ template <class T, int S, class Update> void launch_batch(const StepBatch<T, S>&
   optimizer_step_chunks<T, S, Update><<<grid, kThreads, 0, current_stream(device)>>>(batch, update);
 }
 
-// inputs per parameter: param, grad, states (kernels/optim.h); contiguous, one dtype.
+// inputs per parameter: param, grad, states[, step] (kernels/optim.h); contiguous, one dtype.
 template <template <class> class Update> void optimizer_step_entry(OpCall& call) {
   constexpr int S = Update<float>::kStates;
   const int device = call.outputs[0].device().index;
   DeviceGuard guard(device);
   const auto& attrs = call.attr<typename Update<float>::Attrs>();
-  const size_t params = call.inputs.size() / (2 + S);
+  const size_t params = call.inputs.size() / kernels::kInputsPerParam<Update<float>>;
   visit_dtype(call.inputs[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
       const Update<acc_t<T>> update(attrs);
       StepBatch<T, S> batch{};
       for (size_t j = 0; j < params; ++j) {
-        const kernels::StepTensor<T, S> t = kernels::step_tensor<T, S>(call, j);
+        const kernels::StepTensor<T, S> t = kernels::step_tensor<T, Update<float>>(call, j);
         if (t.n == 0) continue;
         batch.tensors[batch.count] = t;
         batch.first_chunk[batch.count + 1] = batch.first_chunk[batch.count] + (t.n + kChunk - 1) / kChunk;
