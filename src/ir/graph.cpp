@@ -90,7 +90,10 @@ std::vector<Tensor> run_graph(const Graph& g, const std::vector<Tensor>& inputs,
       a.seed = r.seed, a.offset = r.offset;
     }
     run.results.push_back(apply(std::move(call)));
-    if (after_node) after_node(run.results.size() - 1);
+    const size_t i = run.results.size() - 1;
+    if (after_node) after_node(i);
+    if (i < g.release_after.size())
+      for (int32_t dead : g.release_after[i]) run.results[dead].clear();
   }
   for (const GradWrite& w : g.grad_writes) Tensor(run[w.leaf]).set_grad(run[w.grad]);
   std::vector<Tensor> outputs;

@@ -1,5 +1,5 @@
 // Passes over a traced ir::Graph (include/pyflame/ir/graph.h), run once when a
-// trace ends. Only pure calls are merged or removed: a call that writes a
+// trace ends; the last plans when each value's memory is let go. Only pure calls are merged or removed: a call that writes a
 // tensor in place, draws random numbers (the generator's later draws depend on
 // it) or has a signature of its own (CUSTOM: batch_norm updates its running
 // statistics inside its kernel) stays as traced, in its place. Fusions replace a
@@ -230,11 +230,38 @@ void fuse_elementwise(Graph& g) {
 
 }  // namespace
 
+// Each node's results are dropped after their last reader runs (right after the node
+// where nothing reads them); the graph's outputs and the gradients it leaves are kept.
+// A run then holds what is live, not every intermediate: a training step's
+// activations go as its backward consumes them, and the caching allocator (in a
+// device graph, the capture's pool) hands their memory to later calls.
+void plan_memory(Graph& g) {
+  const int64_t n = static_cast<int64_t>(g.nodes.size());
+  std::vector<int64_t> last(n);
+  for (int64_t i = 0; i < n; ++i) last[i] = i;
+  for (int64_t i = 0; i < n; ++i) {
+    auto read = [&](const Value& v) {
+      if (v.kind == Value::Kind::Node) last[v.index] = i;
+    };
+    for (const Value& v : g.nodes[i].inputs) read(v);
+    for (const Value& v : g.nodes[i].written) read(v);
+  }
+  auto keep = [&](const Value& v) {
+    if (v.kind == Value::Kind::Node) last[v.index] = n;
+  };
+  for (const Value& v : g.outputs) keep(v);
+  for (const GradWrite& w : g.grad_writes) keep(w.grad);
+  g.release_after.assign(n, {});
+  for (int64_t i = 0; i < n; ++i)
+    if (last[i] < n) g.release_after[last[i]].push_back(static_cast<int32_t>(i));
+}
+
 void optimize(Graph& g) {
   merge_common_calls(g);
   fuse_pairs(g);
   fuse_elementwise(g);
   remove_dead_calls(g);
+  plan_memory(g);
 }
 
 }  // namespace pyflame::ir

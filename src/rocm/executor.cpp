@@ -34,6 +34,7 @@ ExecutionResult ROCmExecutor::execute(const ir::Graph& graph, const std::vector<
              id, " is not a node with an output of this graph (", nodes, " nodes)");
     g.outputs.push_back(ir::Value{ir::Value::Kind::Node, id, 0});
   }
+  ir::plan_memory(g);  // the nodes asked for are kept
   const Device device = Device::rocm(config_.device_id);
   const DeviceScope scope(device);  // this thread's: the graph's factories run there too
   std::vector<Tensor> on_device;

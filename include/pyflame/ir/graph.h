@@ -89,6 +89,9 @@ struct PF_API Graph {
   std::vector<Tensor> buffers;  // shape, dtype and device of each (the contents are not kept)
   std::vector<Node> nodes;
   std::vector<Value> outputs;
+  // Memory plan (plan_memory): the nodes whose results are dropped once node i has run (their last
+  // reader), so a run holds only live values and their memory is reused by later calls.
+  std::vector<std::vector<int32_t>> release_after;
   bool runs_backward = false;  // a training step: replayed without autograd recording
   std::vector<GradWrite> grad_writes;
   std::vector<GradGuard> grad_guards;
@@ -123,8 +126,10 @@ PF_API bool recorded_before_trace(uint64_t sequence_nr);
 PF_API bool grads_as_traced(const Graph& g, const std::vector<Tensor>& inputs);
 
 // The passes a finished trace goes through (src/ir/passes.cpp): equal pure calls
-// merged, pure calls whose results nothing uses removed.
+// merged, fusions, pure calls whose results nothing uses removed, then the memory plan.
 PF_API void optimize(Graph& g);
+// The memory plan alone (Graph::release_after), for a graph whose outputs were changed after optimize().
+PF_API void plan_memory(Graph& g);
 
 // Replays g on `inputs` (as many as g.num_inputs); returns its outputs. `after_node`,
 // when given, is called with each node's index once its call has been made.
