@@ -2,8 +2,10 @@
 
     python benchmarks/compile_benchmark.py [--device cpu|rocm] [--repeat 200] [--no-torch-compile] [--json out.json]
 
-Inference of the seed MLP (784-256-128-10, batch 32) and of seed 003's model
-(Linear 1024->2048, GELU, Linear 2048->1024, batch 64) under no_grad: wall
+Inference of the seed MLP (784-256-128-10, batch 32), of seed 003's model
+(Linear 1024->2048, GELU, Linear 2048->1024, batch 64) and of four conv3x3 + BatchNorm +
+ReLU layers (64 channels, 32x32 images, batch 32; eval: graph mode folds each triple into
+one convolution) under no_grad: wall
 time per call, 20 calls between waits for the device (so launch costs, not the
 waits, are what is measured), the median of `repeat` such runs. PyFlame eager,
 pf.compile (graph replayed op by op) and pf.compile(mode="reduce-overhead")
@@ -53,7 +55,11 @@ def _models(lib):
     mlp = lib.nn.Sequential(lib.nn.Linear(784, 256), lib.nn.ReLU(), lib.nn.Linear(256, 128), lib.nn.ReLU(),
                             lib.nn.Linear(128, 10))
     seed003 = lib.nn.Sequential(lib.nn.Linear(1024, 2048), lib.nn.GELU(), lib.nn.Linear(2048, 1024))
-    return {"seed MLP 784-256-128-10 b32": (mlp, (32, 784)), "seed 003 MLP 1024-2048-1024 b64": (seed003, (64, 1024))}
+    convs = []
+    for cin in (3, 64, 64, 64):  # a ResNet stem's shape of layers, eval: conv + batch_norm + relu folded
+        convs += [lib.nn.Conv2d(cin, 64, 3, padding=1, bias=False), lib.nn.BatchNorm2d(64), lib.nn.ReLU()]
+    return {"seed MLP 784-256-128-10 b32": (mlp, (32, 784)), "seed 003 MLP 1024-2048-1024 b64": (seed003, (64, 1024)),
+            "4 x (conv3x3 64 + BN + ReLU) 32x32 b32": (lib.nn.Sequential(*convs), (32, 3, 32, 32))}
 
 
 def _chain(lib, x, y):

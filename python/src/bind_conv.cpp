@@ -10,6 +10,7 @@
 #include "bindings.h"
 #include "pyflame/conv_ops.h"
 #include "pyflame/error.h"
+#include "pyflame/ir/op_call.h"
 
 namespace pyflame::python {
 namespace {
@@ -93,6 +94,26 @@ void bind_conv(nb::module_& m, nb::class_<Tensor>& /*tensor*/) {
         "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1, "groups"_a = 1, conv_doc);
   m.def("conv3d", conv_binding("conv3d", 3, &pyflame::conv3d), "input"_a, "weight"_a, "bias"_a = nb::none(),
         "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1, "groups"_a = 1, conv_doc);
+  m.def(
+      "conv2d_batch_norm",
+      [](const Tensor& input, const Tensor& weight, std::optional<Tensor> bias, const Tensor& running_mean,
+         const Tensor& running_var, std::optional<Tensor> bn_weight, std::optional<Tensor> bn_bias, nb::handle stride,
+         nb::handle padding, nb::handle dilation, int64_t groups, double eps, bool relu) {
+        const char* op = "conv2d_batch_norm";
+        ConvBatchNormAttrs a{{as_ints(stride, op, "stride"), as_ints(padding, op, "padding"),
+                              as_ints(dilation, op, "dilation"), {}, groups},
+                             eps,
+                             relu};
+        return pyflame::apply(OpCall{ir::OpType::conv2d_batch_norm,
+                                     {input, weight, bias.value_or(Tensor()), running_mean, running_var,
+                                      bn_weight.value_or(Tensor()), bn_bias.value_or(Tensor())},
+                                     std::move(a)})[0];
+      },
+      "input"_a, "weight"_a, "bias"_a.none(), "running_mean"_a, "running_var"_a, "bn_weight"_a.none(),
+      "bn_bias"_a.none(), "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1, "groups"_a = 1, "eps"_a = 1e-5,
+      "relu"_a = false,
+      "batch_norm(conv2d(input, weight, bias, ...), running_mean, running_var, bn_weight, bn_bias, training=False, "
+      "eps=eps) (then relu) as one convolution by weights scaled per channel: what pf.compile folds the chain into.");
   m.def("conv_transpose2d",
         [](const Tensor& input, const Tensor& weight, std::optional<Tensor> bias, nb::handle stride,
            nb::handle padding, nb::handle output_padding, int64_t groups, nb::handle dilation) {

@@ -234,7 +234,50 @@ Tensor convolution(int64_t nd, const Tensor& input, const Tensor& weight, const 
   return squeeze(conv_call(ir::OpType::conv2d, unsqueeze(input, -2), unsqueeze(weight, 2), bias, std::move(lifted)), {-2});
 }
 
+// conv2d_batch_norm: conv2d's checks and plans, then batch_norm's running statistics (needed:
+// it is batch_norm in eval) and affine parameters (absent: 1 and 0), one per output channel, in
+// the weight's dtype.
+Inferred infer_conv2d_batch_norm(OpCall& call) {
+  const char* op = "conv2d_batch_norm";
+  const auto& a = call.attr<ConvBatchNormAttrs>();
+  OpCall conv{ir::OpType::conv2d, {call.inputs[0], call.inputs[1], call.inputs[2]}, a.conv, {}};
+  Inferred inf = infer_conv(conv);
+  inf.constant.reset();  // no input channels still leaves the shift
+  const Tensor& weight = call.inputs[1];
+  const char* names[] = {"running_mean", "running_var", "bn weight", "bn bias"};
+  for (int i = 0; i < 4; ++i) {
+    const Tensor& t = call.inputs[3 + i];
+    PF_CHECK(i >= 2 || t.defined(), ValueError, op, ": ", names[i], " is needed (batch_norm in eval)");
+    if (t.defined()) {
+      PF_CHECK(t.dim() == 1 && t.shape()[0] == weight.shape()[0], ValueError, op, ": ", names[i],
+               " must have one value per output channel, shape (", weight.shape()[0], ",), got ", t.shape());
+      PF_CHECK(t.dtype() == weight.dtype(), TypeError, op, ": ", names[i], " has dtype ", t.dtype(),
+               " but the weight has ", weight.dtype());
+    }
+    inf.inputs.push_back(InputPlan{});
+  }
+  return inf;
+}
+
+// batch_norm in eval is y * s + (beta - mean * s) per channel, s = gamma / sqrt(var + eps): a
+// convolution by the weights scaled by s, with bias (bias - mean) * s + beta. The scaled weights
+// are made on each call (parameters and statistics are read as they are then).
+std::vector<Tensor> conv2d_batch_norm_composite(const OpCall& call) {
+  const auto& a = call.attr<ConvBatchNormAttrs>();
+  const Tensor &weight = call.inputs[1], &bias = call.inputs[2], &mean = call.inputs[3], &var = call.inputs[4],
+               &gamma = call.inputs[5], &beta = call.inputs[6];
+  Tensor scale = rsqrt(add(var, Scalar(a.eps)));
+  if (gamma.defined()) scale = mul(scale, gamma);
+  Tensor shift = bias.defined() ? mul(sub(bias, mean), scale) : neg(mul(mean, scale));
+  if (beta.defined()) shift = add(shift, beta);
+  Shape per_channel(weight.dim(), 1);
+  per_channel[0] = weight.shape()[0];
+  Tensor y = conv_call(ir::OpType::conv2d, call.inputs[0], mul(weight, reshape(scale, per_channel)), shift, a.conv);
+  return {a.relu ? relu(y) : y};
+}
+
 PF_REGISTER_INFER(conv2d, &infer_conv);
+PF_REGISTER_COMPOSITE(conv2d_batch_norm, &infer_conv2d_batch_norm, &conv2d_batch_norm_composite);
 PF_REGISTER_INFER(conv3d, &infer_conv);
 PF_REGISTER_INFER(conv_transpose2d, &infer_conv_transpose);
 

@@ -77,7 +77,8 @@ void merge_common_calls(Graph& g) {
   for (GradWrite& w : g.grad_writes) redirect(w.grad);
 }
 
-// Pure calls none of whose results is used are dropped; the others are renumbered.
+// Pure calls none of whose results is used are dropped, and so are the calls a
+// fusion absorbed; the others are renumbered.
 void remove_dead_calls(Graph& g) {
   std::vector<bool> live(g.nodes.size(), false);
   auto mark = [&](const Value& v) {
@@ -87,7 +88,7 @@ void remove_dead_calls(Graph& g) {
   for (const GradWrite& w : g.grad_writes) mark(w.grad);
   for (size_t i = g.nodes.size(); i-- > 0;) {
     const Node& n = g.nodes[i];
-    if (!pure(n)) live[i] = true;
+    if (!pure(n) && !n.absorbed) live[i] = true;
     if (!live[i]) continue;
     for (const Value& v : n.inputs) mark(v);
     for (const Value& v : n.written) mark(v);
@@ -125,6 +126,74 @@ void fuse_pairs(Graph& g) {
     const std::optional<OpType> op = pattern ? fused_op(*pattern) : std::nullopt;
     if (!op) continue;
     producer.op = *op;
+    fused_into[i] = j;
+  }
+  for_each_value(g, [&](Value& v) {
+    if (v.kind == Value::Kind::Node && fused_into[v.index] >= 0) v = Value{Value::Kind::Node, fused_into[v.index], 0};
+  });
+}
+
+// The dtype a value has, as traced (a graph input's, a tensor's from outside, a call's output 0).
+std::optional<DType> dtype_of(const Graph& g, const Value& v) {
+  switch (v.kind) {
+    case Value::Kind::Input: return g.input_dtypes[v.index];
+    case Value::Kind::Constant: return g.constants[v.index].dtype();
+    case Value::Kind::Buffer: return g.buffers[v.index].dtype();
+    case Value::Kind::Node: return v.output == 0 ? std::optional<DType>(g.nodes[v.index].dtype) : std::nullopt;
+    case Value::Kind::None: break;
+  }
+  return std::nullopt;
+}
+
+// conv2d whose result only batch_norm in eval reads (and whose result only a relu
+// reads: can_fuse's CONV_BN_RELU) becomes one conv2d_batch_norm at the convolution's
+// place: the normalisation folded into the weights, its pass over the activations
+// gone. Each run scales the weights anew (parameters and statistics are by
+// reference, so training or load_state_dict between runs is seen). Left as they are:
+// batch_norm in training, a normalisation that is not all of one dtype with the
+// convolution (autocast), statistics made between the two calls, a write between them.
+void fold_conv_batch_norm(Graph& g) {
+  std::vector<int> uses(g.nodes.size(), 0);
+  for_each_value(g, [&](Value& v) {
+    if (v.kind == Value::Kind::Node) ++uses[v.index];
+  });
+  std::vector<int64_t> fused_into(g.nodes.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& bn = g.nodes[i];
+    if (bn.op != OpType::batch_norm || std::get<NormAttrs>(bn.attrs).training || bn.num_outputs != 1 ||
+        !bn.written.empty() || bn.inputs[0].kind != Value::Kind::Node || bn.inputs[0].output != 0)
+      continue;
+    const int64_t j = bn.inputs[0].index;
+    Node& conv = g.nodes[j];
+    if (conv.op != OpType::conv2d || uses[j] != 1 || conv.num_outputs != 1 || !conv.written.empty()) continue;
+    const std::optional<DType> dtype = dtype_of(g, conv.inputs[1]);
+    bool foldable = dtype == conv.dtype && bn.dtype == conv.dtype;
+    for (size_t k = 1; k < bn.inputs.size(); ++k) {
+      const Value& v = bn.inputs[k];
+      foldable = foldable && (v.kind == Value::Kind::None ||
+                              (dtype_of(g, v) == dtype && (v.kind != Value::Kind::Node || v.index < j)));
+    }
+    for (size_t k = j + 1; k < i; ++k) foldable = foldable && g.nodes[k].written.empty();
+    if (!foldable) continue;
+    // batch_norm's inputs: input, running_mean, running_var, weight, bias.
+    ConvBatchNormAttrs attrs{std::get<ConvAttrs>(conv.attrs), std::get<NormAttrs>(bn.attrs).eps, false};
+    int64_t last = static_cast<int64_t>(i);
+    for (size_t r = i + 1; r < g.nodes.size() && uses[i] == 1; ++r) {
+      const Node& n = g.nodes[r];
+      if (n.inputs.size() == 1 && n.inputs[0] == Value{Value::Kind::Node, static_cast<int64_t>(i), 0}) {
+        if (n.written.empty() && can_fuse({OpType::conv2d, OpType::batch_norm, n.op}) == FusedOpType::CONV_BN_RELU) {
+          attrs.relu = true;
+          last = static_cast<int64_t>(r);
+          g.nodes[r].absorbed = true;
+        }
+        break;
+      }
+    }
+    conv.op = OpType::conv2d_batch_norm;
+    conv.attrs = std::move(attrs);
+    conv.inputs.insert(conv.inputs.end(), bn.inputs.begin() + 1, bn.inputs.end());
+    bn.absorbed = true;
+    fused_into[last] = j;
     fused_into[i] = j;
   }
   for_each_value(g, [&](Value& v) {
@@ -258,6 +327,7 @@ void plan_memory(Graph& g) {
 
 void optimize(Graph& g) {
   merge_common_calls(g);
+  fold_conv_batch_norm(g);
   fuse_pairs(g);
   fuse_elementwise(g);
   remove_dead_calls(g);

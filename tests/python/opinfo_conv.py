@@ -297,6 +297,31 @@ def _conv_weight_grad(input, grad_output, weight, stride=1, padding=0, dilation=
     return fn(input, weight.shape, grad_output, stride, padding, dilation, groups)
 
 
+def _conv_bn_samples(rng, dtype, cls):
+    """conv2d_batch_norm's samples: the conv2d cases (numeric padding), each with batch_norm's running
+    statistics (variances in [0.5, 1.5]) and, alternately, its affine parameters and a ReLU."""
+    out = []
+    for i, (tensors, kwargs) in enumerate(_CONV2D.get(cls, [])):
+        if isinstance(kwargs.get("padding"), str):
+            continue
+        (xs, xl), (ws, wl) = tensors[0], tensors[1]
+        c = (ws[0],)
+        stats = (_x(rng, c, dtype, _DOM), _x(rng, c, dtype, dict(low=0.5, high=1.5)))
+        affine = (_x(rng, c, dtype, _DOM), _x(rng, c, dtype, _DOM)) if i % 2 == 0 else (None, None)
+        bias = _x(rng, tensors[2][0], dtype, _DOM, tensors[2][1]) if tensors[2] else None
+        args = (_x(rng, xs, dtype, _DOM, xl), _x(rng, ws, dtype, _DOM, wl), bias) + stats + affine
+        out.append(Sample(args, dict(kwargs, eps=1e-3 if i % 3 else 1e-5, relu=i % 2 == 1)))
+    return out
+
+
+def _conv_bn(input, weight, bias, running_mean, running_var, bn_weight, bn_bias, eps=1e-5, relu=False, **conv):
+    batched = input.dim() == 4  # an unbatched (C, H, W) input's channels are dim 0
+    y = F.conv2d(input if batched else input.unsqueeze(0), weight, bias, **conv)
+    y = F.batch_norm(y, running_mean, running_var, bn_weight, bn_bias, training=False, eps=eps)
+    y = F.relu(y) if relu else y
+    return y if batched else y.squeeze(0)
+
+
 def _op(name, table, ref, **kw):
     return OpInfo(name, "CUSTOM", FLOAT_DTYPES, _samples(table), _in_float32(ref), CONV_CLASSES, **kw)
 
@@ -304,6 +329,9 @@ def _op(name, table, ref, **kw):
 OP_INFOS = [
     _op("conv2d", _CONV2D, F.conv2d, tol=_CONV_TOL, method=False),
     _op("conv3d", _CONV3D, F.conv3d, tol=_CONV_TOL, method=False),
+    # the folded weights are rounded to the dtype before the convolution: a little further from the reference
+    OpInfo("conv2d_batch_norm", "CUSTOM", FLOAT_DTYPES, _conv_bn_samples, _in_float32(_conv_bn), CONV_CLASSES,
+           tol={"float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2), "float32": (1e-5, 1e-5)}, method=False),
     _op("conv_transpose2d", _CONV_TRANSPOSE2D, F.conv_transpose2d, tol=_CONV_TOL, method=False),
     OpInfo("conv_weight_backward", "CUSTOM", FLOAT_DTYPES, _weight_grad_samples, _in_float32(_conv_weight_grad),
            CONV_CLASSES, tol=_CONV_TOL, method=False),

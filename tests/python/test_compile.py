@@ -460,6 +460,43 @@ def test_conv_net_with_batch_norm_and_a_residual_block(device, rng):
 
 
 @pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_conv_batch_norm_relu_fold_in_eval(device, rng):
+    """In eval, conv2d -> batch_norm -> relu is one conv2d_batch_norm (can_fuse's CONV_BN_RELU; without the
+    relu, the fold alone): the normalisation scaled into the weights on each call, so statistics changed
+    between calls are seen. Training keeps the calls. Compared with eager and with PyTorch."""
+    _placed(device)
+    model = _conv_net(21)
+    tmodel = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU())
+    with pf.no_grad():
+        for m in model.modules():
+            if isinstance(m, pf.nn.BatchNorm2d):  # statistics and affine parameters far from 0 and 1
+                for t, low, high in ((m.running_mean, -1, 1), (m.running_var, 0.5, 2), (m.weight, 0.5, 1.5),
+                                     (m.bias, -1, 1)):
+                    t.copy_(pf.tensor(make_values(rng, tuple(t.shape), "float32", low=low, high=high)))
+    tmodel.load_state_dict({k: torch.from_numpy(v.numpy()) for k, v in list(model.state_dict().items())[:7]})
+    model.to(device).eval()
+    tmodel.eval()
+    compiled = pf.compile(model)
+    with pf.no_grad():
+        for call in range(3):
+            if call == 2:  # the statistics are read on each call
+                model[1].running_var.mul_(2.0)
+                tmodel[1].running_var.mul_(2.0)
+            x = make_values(rng, (2, 3, 8, 8), "float32")
+            px = pf.tensor(x, device=device)
+            np.testing.assert_allclose(compiled(px).to("cpu").numpy(), model(px).to("cpu").numpy(), rtol=1e-5,
+                                       atol=1e-5)
+            first = model[2](model[1](model[0](px)))
+            assert_matches(first.to("cpu"), tmodel(torch.from_numpy(x)).detach(), 1e-5, 1e-5, what="conv-bn-relu")
+    (graph,) = compiled.graphs()
+    assert "batch_norm" not in graph.ops and graph.ops.count("conv2d_batch_norm") == 3, str(graph)
+    assert graph.ops[:2] == ["conv2d_batch_norm", "conv2d_batch_norm"], str(graph)  # the relus folded in
+    model.train()
+    compiled(pf.tensor(make_values(rng, (2, 3, 8, 8), "float32"), device=device))
+    assert "batch_norm" in compiled.graphs()[1].ops
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
 def test_broadcasting_reductions_and_keyword_tensors(device, rng):
     _placed(device)
 

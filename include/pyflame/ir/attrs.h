@@ -151,6 +151,19 @@ struct ConvAttrs {
   }
 };
 
+// conv2d followed by batch_norm in eval (and relu): what graph mode folds that chain into, the
+// normalisation's per-channel scale and shift taken into the convolution's weight and bias.
+struct ConvBatchNormAttrs {
+  ConvAttrs conv;
+  double eps = 1e-5;
+  bool relu = false;
+  bool operator==(const ConvBatchNormAttrs&) const = default;
+  template <class V> void fields(V&& v) const {
+    conv.fields(v);
+    v("eps", eps), v("relu", relu);
+  }
+};
+
 // Pooling windows, one entry per spatial dim. output_size: adaptive pooling's;
 // for the average pools' backward ops, the (forward) input's shape.
 struct PoolAttrs {
@@ -471,7 +484,7 @@ struct FusedElementwiseAttrs {
 // Every attribute struct after NoAttrs, once: OpAttrs and attrs_name() come from this list.
 #define PF_FOR_EACH_ATTRS(X)                                                                                \
   X(ElementwiseAttrs) X(ClampAttrs) X(ReduceAttrs) X(IndexAttrs) X(SearchAttrs) X(DimAttrs) X(ViewAttrs)     \
-  X(ConvAttrs) X(PoolAttrs) X(NormAttrs) X(RandomAttrs) X(LossAttrs) X(CopyAttrs) X(FillAttrs) X(AdamAttrs)  \
+  X(ConvAttrs) X(ConvBatchNormAttrs) X(PoolAttrs) X(NormAttrs) X(RandomAttrs) X(LossAttrs) X(CopyAttrs) X(FillAttrs) X(AdamAttrs)  \
   X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(SelectAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs) \
   X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs) X(AddProductAttrs) X(IndexAlongAttrs)    \
   X(DiffAttrs) X(DiagonalAttrs) X(FlipAttrs) X(RollAttrs) X(TensordotAttrs) X(EinsumAttrs) X(LerpAttrs)   \

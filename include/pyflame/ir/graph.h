@@ -62,6 +62,7 @@ struct Node {
   int num_outputs = 0;
   DType dtype = DType::Float32;  // output 0's, as traced (the fusion pass reads it)
   uint64_t draws = 0;  // random ops: how many draws of the default generator each run takes
+  bool absorbed = false;  // taken into another call by a fusion: dropped once nothing reads it
 };
 
 // A leaf's .grad as the traced call left it: set to `grad` (None: cleared) after each run.
