@@ -156,7 +156,7 @@ def training_step(dev, tdev, pf_sync, t_sync, repeat, torch_compile, rows):
     for label, (step, a, b, sync) in steps.items():
         try:
             t0 = time.perf_counter()
-            losses[label] = [float(step(a, b)) for _ in range(3)]  # the first steps (trace, capture)
+            losses[label] = [step(a, b).item() for _ in range(3)]  # the first steps (trace, capture)
             sync()
             first_ms = (time.perf_counter() - t0) * 1e3
             runs[label] = per_call_us(lambda: step(a, b), sync, repeat)
@@ -209,6 +209,8 @@ def main():
     torch.manual_seed(0)
     for (name, (tmodel, shape)), (pmodel, _) in zip(_models(torch).items(), _models(pf).values()):
         tmodel = tmodel.to(tdev).eval()
+        # Convolutions run in TF32 on both sides (cuDNN's default, PyTorch's too), by other algorithms.
+        tol = dict(rtol=1e-2, atol=1e-3) if "conv" in name and dev == "rocm" else dict(rtol=2e-4, atol=2e-5)
         with pf.no_grad():
             for p, t in zip(pmodel.parameters(), tmodel.parameters()):
                 p.copy_(pf.tensor(t.detach().cpu().numpy()))
@@ -236,7 +238,7 @@ def main():
                 got = compiled(px)  # the first replay (and capture)
                 pf_sync()
                 first_ms = (time.perf_counter() - t0) * 1e3
-                np.testing.assert_allclose(got.to("cpu").numpy(), want, rtol=2e-4, atol=2e-5)
+                np.testing.assert_allclose(got.to("cpu").numpy(), want, **tol)
                 runs[label] = per_call_us(lambda: compiled(px), pf_sync, args.repeat)
                 print(f"  {label}: first compile {first_ms:.1f} ms"
                       + (f", {compiled._device_graphs()} captured device graph(s)" if mode else ""))
