@@ -1,5 +1,6 @@
 // Passes over a traced ir::Graph (include/pyflame/ir/graph.h), run once when a
-// trace ends; the last plans when each value's memory is let go. Only pure calls are merged or removed: a call that writes a
+// trace ends; the first computes what depends on fixed data alone, the last plans
+// when each value's memory is let go. Only pure calls are merged or removed: a call that writes a
 // tensor in place, draws random numbers (the generator's later draws depend on
 // it) or has a signature of its own (CUSTOM: batch_norm updates its running
 // statistics inside its kernel) stays as traced, in its place. Fusions replace a
@@ -12,8 +13,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "pyflame/grad_mode.h"
 #include "pyflame/ir/fusion.h"
 #include "pyflame/ir/graph.h"
+#include "pyflame/ir/op_call.h"
 
 namespace pyflame::ir {
 namespace {
@@ -50,6 +53,71 @@ void append_input_key(std::string& key, const Graph& g, const Value& v) {
   key.append(reinterpret_cast<const char*>(&v.output), sizeof(v.output));
 }
 
+// A pure call whose inputs are all fixed data (tensors and Python numbers the traced
+// code made, never written, not handed out, not requiring grad) has the same result on
+// every run: it is computed once, here, and becomes data itself, so
+// `x * (pf.tensor([1., 2.]) * 2).exp()` replays one multiply. Views are left (their
+// result shares the data's memory), and so is a result that a call writes (itself or
+// through a view of it) or the graph returns or leaves as a gradient.
+void fold_constants(Graph& g) {
+  std::vector<bool> escapes(g.nodes.size(), false);  // written, through a view or not, or handed out
+  for (const Node& n : g.nodes) {
+    for (const Value& v : n.written)
+      if (v.kind == Value::Kind::Node) escapes[v.index] = true;
+    if (op_family(n.op) == OpFamily::VIEW)
+      for (const Value& v : n.inputs)
+        if (v.kind == Value::Kind::Node) escapes[v.index] = true;
+  }
+  for (const Value& v : g.outputs)
+    if (v.kind == Value::Kind::Node) escapes[v.index] = true;
+  for (const GradWrite& w : g.grad_writes)
+    if (w.grad.kind == Value::Kind::Node) escapes[w.grad.index] = true;
+  auto fixed = [&](const Value& v) {
+    return v.kind == Value::Kind::None || (v.kind == Value::Kind::Constant && g.constant_data[v.index] &&
+                                           !g.constant_copied[v.index] && !g.constants[v.index].requires_grad());
+  };
+  // Factories (pf.ones, pf.tensor's copy to its device) write memory the traced code made for
+  // them: pure but for that write, where no other call touches the buffer.
+  std::vector<int> buffer_uses(g.buffers.size(), 0);
+  auto count = [&](const Value& v) {
+    if (v.kind == Value::Kind::Buffer) ++buffer_uses[v.index];
+  };
+  for (const Node& n : g.nodes) {
+    std::for_each(n.inputs.begin(), n.inputs.end(), count);
+    std::for_each(n.written.begin(), n.written.end(), count);
+  }
+  auto fills_own_buffer = [&](const Node& n) {
+    const OpFamily f = op_family(n.op);
+    return n.written.size() == 1 && n.written[0].kind == Value::Kind::Buffer && buffer_uses[n.written[0].index] == 1 &&
+           !n.draws && f != OpFamily::RANDOM && f != OpFamily::CUSTOM;
+  };
+  std::vector<Value> folded(g.nodes.size());
+  const autograd::GradModeGuard no_grad(false);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& n = g.nodes[i];
+    for (Value& v : n.inputs)
+      if (v.kind == Value::Kind::Node && folded[v.index].kind == Value::Kind::Constant) v = folded[v.index];
+    const bool fills = fills_own_buffer(n);
+    if (!(pure(n) || fills) || n.num_outputs != 1 || escapes[i] || op_family(n.op) == OpFamily::VIEW ||
+        !std::all_of(n.inputs.begin(), n.inputs.end(), fixed))
+      continue;
+    OpCall call{n.op, {}, n.attrs, {}};
+    for (const Value& v : n.inputs) call.inputs.push_back(v.kind == Value::Kind::None ? Tensor() : g.constants[v.index]);
+    if (fills) {
+      const Tensor& like = g.buffers[n.written[0].index];
+      call.outputs.push_back(Tensor::empty(like.shape(), like.dtype(), like.device()).set_placed(like.is_placed()));
+      n.absorbed = true;
+    }
+    g.constants.push_back(apply(std::move(call))[0]);
+    g.constant_copied.push_back(false);
+    g.constant_data.push_back(true);
+    folded[i] = Value{Value::Kind::Constant, static_cast<int64_t>(g.constants.size()) - 1, 0};
+  }
+  for_each_value(g, [&](Value& v) {
+    if (v.kind == Value::Kind::Node && folded[v.index].kind == Value::Kind::Constant) v = folded[v.index];
+  });
+}
+
 // Each pure call equal to an earlier one (op, attributes, inputs) is replaced by it.
 void merge_common_calls(Graph& g) {
   std::vector<int64_t> same(g.nodes.size());
@@ -78,7 +146,8 @@ void merge_common_calls(Graph& g) {
 }
 
 // Pure calls none of whose results is used are dropped, and so are the calls a
-// fusion absorbed; the others are renumbered.
+// fusion or the folding absorbed; the others are renumbered, and so are the
+// buffers the kept calls use.
 void remove_dead_calls(Graph& g) {
   std::vector<bool> live(g.nodes.size(), false);
   auto mark = [&](const Value& v) {
@@ -101,9 +170,18 @@ void remove_dead_calls(Graph& g) {
       kept.push_back(std::move(g.nodes[i]));
     }
   g.nodes = std::move(kept);
+  std::vector<int64_t> buffer_index(g.buffers.size(), -1);  // buffers no kept call uses are not made
+  std::vector<Tensor> buffers;
   for_each_value(g, [&](Value& v) {
     if (v.kind == Value::Kind::Node) v.index = index[v.index];
+    if (v.kind != Value::Kind::Buffer) return;
+    if (buffer_index[v.index] < 0) {
+      buffer_index[v.index] = static_cast<int64_t>(buffers.size());
+      buffers.push_back(g.buffers[v.index]);
+    }
+    v.index = buffer_index[v.index];
   });
+  g.buffers = std::move(buffers);
 }
 
 // A call whose result only a one-input call reads (not in place), the pair one of
@@ -326,6 +404,7 @@ void plan_memory(Graph& g) {
 }
 
 void optimize(Graph& g) {
+  fold_constants(g);
   merge_common_calls(g);
   fold_conv_batch_norm(g);
   fuse_pairs(g);

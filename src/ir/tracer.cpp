@@ -48,7 +48,6 @@ struct Trace {
   std::map<const AutogradMeta*, Value> leaves;
   std::map<const AutogradMeta*, LeafGrad> grads;
   std::vector<Tensor> seen;           // alive until the trace ends
-  std::vector<bool> literal;          // per constant: made by the traced code (data), not from outside
   std::set<const Storage*> computed;  // the storages of the inputs and of the calls' results
   std::string why_not;
 };
@@ -57,10 +56,10 @@ thread_local std::unique_ptr<Trace> t_trace;
 
 bool made_during_trace(const Trace& tr, const Tensor& t) { return t.storage()->serial() >= tr.first_serial; }
 
-Value add_constant(Trace& tr, const Tensor& t, bool literal) {
+Value add_constant(Trace& tr, const Tensor& t, bool data) {
   tr.graph.constants.push_back(t);
   tr.graph.constant_copied.push_back(false);
-  tr.literal.push_back(literal);
+  tr.graph.constant_data.push_back(data);
   return {Value::Kind::Constant, static_cast<int64_t>(tr.graph.constants.size()) - 1, 0};
 }
 
@@ -83,7 +82,7 @@ Value read_value(Trace& tr, const Tensor& t) {
 // A value written in place or handed to the caller: data the traced code made must
 // be copied each run, or runs would share (and overwrite) one tensor.
 void mark_escaping(Trace& tr, const Value& v) {
-  if (v.kind == Value::Kind::Constant && tr.literal[v.index]) tr.graph.constant_copied[v.index] = true;
+  if (v.kind == Value::Kind::Constant && tr.graph.constant_data[v.index]) tr.graph.constant_copied[v.index] = true;
 }
 
 // The value an in-place call writes into.

@@ -293,6 +293,29 @@ def test_intermediates_are_freed_after_their_last_use(rng):
     assert peak <= 3 * result, f"peak {peak / result:.1f} results live"
 
 
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_calls_on_fixed_data_are_computed_once(device, rng):
+    """Constant folding: what depends only on data the function makes (pf.tensor of a list, pf.ones,
+    Python numbers) is computed when the trace ends; data written in place is not fixed."""
+    _placed(device)
+
+    @pf.compile
+    def f(x):
+        scale = (pf.tensor([1.0, 2.0, 3.0], device=device) * 0.5).exp()
+        acc = pf.zeros(3, device=device)
+        acc.add_(x.sum(0))  # written: made anew on each run
+        return x * scale + pf.ones(3, device=device), acc * 2
+
+    for _ in range(3):
+        x = pf.tensor(make_values(rng, (4, 3), "float32"), device=device)
+        (got, acc), want = f(x), torch.from_numpy(x.to("cpu").numpy())
+        np.testing.assert_allclose(got.to("cpu").numpy(), (want * (torch.tensor([1.0, 2.0, 3.0]) * 0.5).exp() + 1),
+                                   rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(acc.to("cpu").numpy(), want.sum(0) * 2, rtol=1e-5, atol=1e-6)
+    (graph,) = f.graphs()
+    assert "exp" not in str(graph) and "full" not in graph.ops, str(graph)
+
+
 def test_accumulated_gradients_and_changed_options_retrace(rng):
     """A step that accumulates into .grad (no zero_grad) depends on the .grad tensors it found, and one
     whose learning rate a scheduler changes on its options: both are guarded, so the replays stay eager's."""

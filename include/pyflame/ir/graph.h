@@ -87,6 +87,7 @@ struct PF_API Graph {
   // wrote or returned: copied each run (constant_copied), so runs do not share it.
   std::vector<Tensor> constants;
   std::vector<bool> constant_copied;
+  std::vector<bool> constant_data;  // made by the traced code (fixed data), not a tensor from outside
   std::vector<Tensor> buffers;  // shape, dtype and device of each (the contents are not kept)
   std::vector<Node> nodes;
   std::vector<Value> outputs;
@@ -126,8 +127,9 @@ PF_API bool recorded_before_trace(uint64_t sequence_nr);
 // the graph applies to a call on `inputs`.
 PF_API bool grads_as_traced(const Graph& g, const std::vector<Tensor>& inputs);
 
-// The passes a finished trace goes through (src/ir/passes.cpp): equal pure calls
-// merged, fusions, pure calls whose results nothing uses removed, then the memory plan.
+// The passes a finished trace goes through (src/ir/passes.cpp): pure calls of fixed
+// data computed once (constant folding), equal pure calls merged, fusions, pure calls
+// whose results nothing uses removed, then the memory plan.
 PF_API void optimize(Graph& g);
 // The memory plan alone (Graph::release_after), for a graph whose outputs were changed after optimize().
 PF_API void plan_memory(Graph& g);
