@@ -11,10 +11,18 @@
 // composition (fill, then copy into a view), so it runs on every device.
 
 #include <algorithm>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "core/derivative.h"
 #include "core/dispatch.h"
 #include "core/op_utils.h"
+#include "core/thread_state.h"
+#include "pyflame/grad_mode.h"
 #include "pyflame/conv_ops.h"
 #include "pyflame/error.h"
 #include "pyflame/ops.h"
@@ -259,20 +267,88 @@ Inferred infer_conv2d_batch_norm(OpCall& call) {
   return inf;
 }
 
+// conv2d_batch_norm's folded weights and biases, by what they were made from: each source's
+// storage serial (never reused), version (bumped by every write: an optimizer step,
+// load_state_dict, the running statistics' update in training), offset and shape, and eps.
+// A hit is what folding again would give, without the fold's half-dozen small calls on each
+// run. Kept: the last kFoldCacheSize folds (the convolutions of a few models), least recently
+// used out.
+class FoldCache {
+ public:
+  static constexpr size_t kFoldCacheSize = 512;
+  using Folded = std::pair<Tensor, Tensor>;  // weight, bias
+
+  std::optional<Folded> find(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = index_.find(key);
+    if (it == index_.end()) return std::nullopt;
+    order_.splice(order_.begin(), order_, it->second);
+    return it->second->second;
+  }
+  void insert(const std::string& key, Folded folded) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (index_.count(key)) return;
+    order_.emplace_front(key, std::move(folded));
+    index_[key] = order_.begin();
+    if (order_.size() > kFoldCacheSize) {
+      index_.erase(order_.back().first);
+      order_.pop_back();
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::list<std::pair<std::string, Folded>> order_;  // most recently used first
+  std::unordered_map<std::string, std::list<std::pair<std::string, Folded>>::iterator> index_;
+};
+
+FoldCache& fold_cache() {
+  static FoldCache cache;
+  return cache;
+}
+
+std::string fold_key(const OpCall& call, double eps) {
+  std::string key(reinterpret_cast<const char*>(&eps), sizeof(eps));
+  auto add = [&](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  for (size_t i = 1; i < call.inputs.size(); ++i) {
+    const Tensor& t = call.inputs[i];
+    if (!t.defined()) {
+      add(-1);
+      continue;
+    }
+    add(static_cast<int64_t>(t.storage()->serial())), add(static_cast<int64_t>(t.storage()->version()));
+    add(t.offset()), add(static_cast<int64_t>(t.dtype()));
+    for (int64_t d : t.shape()) add(d);
+    for (int64_t d : t.strides()) add(d);
+  }
+  return key;
+}
+
 // batch_norm in eval is y * s + (beta - mean * s) per channel, s = gamma / sqrt(var + eps): a
 // convolution by the weights scaled by s, with bias (bias - mean) * s + beta. The scaled weights
-// are made on each call (parameters and statistics are read as they are then).
+// come from the fold cache where its ops need not run: not where autograd records them (the
+// parameters' gradients flow through them), not while a device graph is captured (the graph
+// must fold on each launch, or it would keep this call's tensors).
 std::vector<Tensor> conv2d_batch_norm_composite(const OpCall& call) {
   const auto& a = call.attr<ConvBatchNormAttrs>();
   const Tensor &weight = call.inputs[1], &bias = call.inputs[2], &mean = call.inputs[3], &var = call.inputs[4],
                &gamma = call.inputs[5], &beta = call.inputs[6];
-  Tensor scale = rsqrt(add(var, Scalar(a.eps)));
-  if (gamma.defined()) scale = mul(scale, gamma);
-  Tensor shift = bias.defined() ? mul(sub(bias, mean), scale) : neg(mul(mean, scale));
-  if (beta.defined()) shift = add(shift, beta);
-  Shape per_channel(weight.dim(), 1);
-  per_channel[0] = weight.shape()[0];
-  Tensor y = conv_call(ir::OpType::conv2d, call.inputs[0], mul(weight, reshape(scale, per_channel)), shift, a.conv);
+  bool cached = !thread_state().capturing;
+  for (size_t i = 1; i < call.inputs.size(); ++i)
+    cached = cached && !(autograd::is_grad_enabled() && call.inputs[i].defined() && call.inputs[i].requires_grad());
+  const std::string key = cached ? fold_key(call, a.eps) : std::string();
+  std::optional<FoldCache::Folded> folded = cached ? fold_cache().find(key) : std::nullopt;
+  if (!folded) {
+    Tensor scale = rsqrt(add(var, Scalar(a.eps)));
+    if (gamma.defined()) scale = mul(scale, gamma);
+    Tensor shift = bias.defined() ? mul(sub(bias, mean), scale) : neg(mul(mean, scale));
+    if (beta.defined()) shift = add(shift, beta);
+    Shape per_channel(weight.dim(), 1);
+    per_channel[0] = weight.shape()[0];
+    folded = FoldCache::Folded{mul(weight, reshape(scale, per_channel)), shift};
+    if (cached) fold_cache().insert(key, *folded);
+  }
+  Tensor y = conv_call(ir::OpType::conv2d, call.inputs[0], folded->first, folded->second, a.conv);
   return {a.relu ? relu(y) : y};
 }
 

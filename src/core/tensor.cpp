@@ -472,12 +472,14 @@ Tensor Tensor::to(Device dst) const {
 Tensor& Tensor::copy_(const Tensor& src) {
   OpCall call{ir::OpType::copy, {src.expand(shape_)}, CopyAttrs{}, {*this}};  // the kernel reads any device
   run_kernel(call, device());
+  storage_->bump_version();  // written, as by an in-place op
   return *this;
 }
 
 Tensor& Tensor::fill_(Scalar value) {
   OpCall call{ir::OpType::fill, {}, FillAttrs{value}, {*this}};
   run_kernel(call, device());
+  storage_->bump_version();
   return *this;
 }
 

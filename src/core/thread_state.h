@@ -17,6 +17,9 @@ struct ThreadState {
   std::optional<Device> device;
   bool grad_enabled = true;
   bool tracing = false;  // a graph trace (src/ir/tracer.cpp) takes this thread's top-level calls
+  // A device graph is being captured (ir::DeviceGraph): every result must be computed by the
+  // work queued now, none taken from a cache (the graph would keep this call's tensors).
+  bool capturing = false;
   int apply_depth = 0;   // apply() calls under way in this thread beneath a traced one
   bool autocast_active = false;                    // any entry of autocast set
   std::optional<DType> autocast[kNumDeviceTypes];  // per device type: the low-precision dtype

@@ -10,6 +10,7 @@
 
 #include "core/backend.h"
 #include "core/dispatch.h"
+#include "core/thread_state.h"
 #include "pyflame/autograd.h"
 #include "pyflame/error.h"
 #include "pyflame/generator.h"
@@ -140,12 +141,15 @@ DeviceGraph::DeviceGraph(const Graph& g, const std::vector<Tensor>& inputs) : gr
     inputs_.push_back(copy);
   }
   backend->begin_capture(device_.index);
+  thread_state().capturing = true;
   try {
     outputs_ = run_graph(graph_, inputs_);
   } catch (const std::exception& e) {
+    thread_state().capturing = false;
     backend->end_capture(device_.index, false);
     throw NotSupportedError(std::string("device graph: the calls could not be captured: ") + e.what());
   }
+  thread_state().capturing = false;
   exec_ = backend->end_capture(device_.index, true);
   PF_CHECK(exec_, NotSupportedError, "device graph: the runtime refused to capture the calls");
   for (const GradWrite& w : graph_.grad_writes) grads_.push_back(leaf(w.leaf, inputs_).grad());
