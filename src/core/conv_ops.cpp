@@ -303,8 +303,9 @@ class FoldCache {
 };
 
 FoldCache& fold_cache() {
-  static FoldCache cache;
-  return cache;
+  // Never destroyed: its GPU tensors must not be freed at exit, after the GPU runtime.
+  static FoldCache* cache = new FoldCache;
+  return *cache;
 }
 
 std::string fold_key(const OpCall& call, double eps) {
