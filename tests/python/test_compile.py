@@ -214,6 +214,16 @@ def _assert_same_training(model, twin, atol=1e-6):
             np.testing.assert_allclose(p.grad.to("cpu").numpy(), q.grad.to("cpu").numpy(), rtol=1e-5, atol=atol)
 
 
+def _train_side_by_side(compiled, eager, model, twin, device, rng, steps):
+    """Compiled and eager training steps on the same fresh batches: the same losses and training state."""
+    for _ in range(steps):
+        x = pf.tensor(make_values(rng, (8, 20), "float32"), device=device)
+        y = pf.tensor(rng.integers(0, 10, 8), device=device)
+        got, want = compiled(x, y), eager(x, y)
+        np.testing.assert_allclose(got.to("cpu").numpy(), want.to("cpu").numpy(), rtol=1e-5, atol=1e-6)
+        _assert_same_training(model, twin)
+
+
 @pytest.mark.parametrize("device", ["cpu", "rocm"])
 @pytest.mark.parametrize("optimizer", ["adam", "adamw_capturable", "sgd_momentum"])
 def test_training_step_is_one_graph(device, optimizer, rng):
@@ -228,12 +238,7 @@ def test_training_step_is_one_graph(device, optimizer, rng):
     opt, twin_opt = make(model.parameters()), make(twin.parameters())
     compiled = pf.compile(_train_step(model, opt))
     eager = _train_step(twin, twin_opt)
-    for _ in range(5):
-        x = pf.tensor(make_values(rng, (8, 20), "float32"), device=device)
-        y = pf.tensor(rng.integers(0, 10, 8), device=device)
-        got, want = compiled(x, y), eager(x, y)
-        np.testing.assert_allclose(got.to("cpu").numpy(), want.to("cpu").numpy(), rtol=1e-5, atol=1e-6)
-        _assert_same_training(model, twin)
+    _train_side_by_side(compiled, eager, model, twin, device, rng, steps=5)
     (graph,) = compiled.graphs()
     assert graph.runs_backward and "cross_entropy_backward" in graph.ops, str(graph)
     assert graph.ops[-1] == ("sgd_step" if optimizer == "sgd_momentum" else "adam_step"), str(graph)
@@ -250,12 +255,7 @@ def test_training_step_captured_as_a_device_graph(device, rng):
     twin_opt = pf.optim.Adam(twin.parameters(), lr=1e-2)
     compiled = pf.compile(_train_step(model, opt), mode="reduce-overhead")
     eager = _train_step(twin, twin_opt)
-    for _ in range(6):
-        x = pf.tensor(make_values(rng, (8, 20), "float32"), device=device)
-        y = pf.tensor(rng.integers(0, 10, 8), device=device)
-        got, want = compiled(x, y), eager(x, y)
-        np.testing.assert_allclose(got.to("cpu").numpy(), want.to("cpu").numpy(), rtol=1e-5, atol=1e-6)
-        _assert_same_training(model, twin)
+    _train_side_by_side(compiled, eager, model, twin, device, rng, steps=6)
     for p, q in zip(opt.state.values(), twin_opt.state.values()):
         assert p["step"].device == model[0].weight.device and q["step"].device == "cpu"
         assert p["step"].to("cpu").item() == q["step"].item() == 6
