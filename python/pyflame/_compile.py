@@ -17,10 +17,11 @@ traced call's results are the eager ones either way. A training step
 (forward, loss.backward(), optimizer.step()) is one graph: its backward's ops
 are traced like the forward's, and the Python objects it depends on beyond
 the arguments guard it (guard(): an optimizer's options, so an lr scheduler's
-change retraces; the leaves' .grad where the step accumulates into them). Tensors the function
-reads from outside (parameters, closures) are used by reference: in-place
-updates (optimizer steps, load_state_dict) are seen, rebinding a closure's
-name to a new tensor is not (a module's parameters are guarded).
+change retraces; the leaves' .grad where the step accumulates into them).
+Tensors the function reads from outside (parameters, closures) are used by
+reference: in-place updates (optimizer steps, load_state_dict) are seen,
+rebinding a closure's name to a new tensor is not (a module's parameters are
+guarded).
 
 Replay runs the same ops through the op layer, so results equal eager ones and
 autograd records them. With mode="reduce-overhead" (or "max-autotune"), a graph
