@@ -3,7 +3,7 @@
 # Sourced by demo.sh and test.sh; installs only from PyPI and Debian.
 # Debian's gloo (libgloo-dev) gives pyflame.distributed its CPU backend; without apt the
 # build goes on without it.
-#   PYFLAME_TEST_DEPS=1   also install what the tests need (PyTorch CPU, pytest,
+#   PYFLAME_TEST_DEPS=1   also install what the tests need (PyTorch CPU, pytest, transformers,
 #                         safetensors, doctest for the C++ tests)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -29,7 +29,7 @@ debian_install() {  # debian_install FILE PACKAGE: the package, unless FILE is t
 debian_install /usr/share/cmake/Gloo/GlooConfig.cmake libgloo-dev || echo "== libgloo-dev not installed: no gloo backend"
 
 if [ "${PYFLAME_TEST_DEPS:-0}" = 1 ]; then
-  python -m pip install -q "torch==2.13.0" pytest safetensors
+  python -m pip install -q "torch==2.13.0" pytest safetensors "transformers==5.24.0"
   debian_install /usr/include/doctest/doctest.h doctest-dev
 fi
 

@@ -1,0 +1,344 @@
+"""pyflame.llm: Llama-family language models for inference (docs/llm.md).
+
+A model is ordinary pf.nn modules over the library's ops (linear, rms_norm,
+silu, scaled_dot_product_attention with grouped-query heads), named as Hugging
+Face's LlamaForCausalLM names its weights, so a checkpoint's state dict loads
+as it is. Generation keeps a key/value cache per layer, allocated once for the
+prompt plus the new tokens and written in place at each step: a decode step
+attends over the cache's filled part and computes only the new position.
+
+Rotary embeddings follow Hugging Face's rotate_half convention: the frequencies
+pair dimension i with i + head_dim / 2. `rope_theta` and the llama3 frequency
+scaling are read from `rope_parameters` (transformers >= 5) or the older
+top-level keys. Nothing here imports transformers; the tests compare with it.
+"""
+
+import json
+import math
+import os
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+import pyflame as pf
+
+from ..nn import Embedding, Linear, Module, ModuleList, Parameter
+from ..nn import functional as F
+from ..serialization import load as _load_safetensors
+
+__all__ = ["LlamaConfig", "LlamaForCausalLM", "estimate_memory"]
+
+_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+
+
+@dataclass
+class LlamaConfig:
+    """The fields of a Hugging Face Llama config.json that the model reads (others are ignored)."""
+
+    vocab_size: int = 32000
+    hidden_size: int = 4096
+    intermediate_size: int = 11008
+    num_hidden_layers: int = 32
+    num_attention_heads: int = 32
+    num_key_value_heads: int = None  # None: num_attention_heads (no grouped-query attention)
+    head_dim: int = None  # None: hidden_size // num_attention_heads
+    max_position_embeddings: int = 2048
+    rms_norm_eps: float = 1e-6
+    rope_parameters: dict = field(default_factory=lambda: {"rope_type": "default", "rope_theta": 10000.0})
+    attention_bias: bool = False
+    mlp_bias: bool = False
+    tie_word_embeddings: bool = False
+    hidden_act: str = "silu"
+    bos_token_id: int = None
+    eos_token_id: object = None  # an int or a list of ints
+    pad_token_id: int = None
+    dtype: str = None  # the checkpoint's dtype name, where config.json gives it
+
+    def __post_init__(self):
+        if self.num_key_value_heads is None:
+            self.num_key_value_heads = self.num_attention_heads
+        if self.head_dim is None:
+            self.head_dim = self.hidden_size // self.num_attention_heads
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError(f"LlamaConfig: num_attention_heads ({self.num_attention_heads}) must be a multiple of "
+                             f"num_key_value_heads ({self.num_key_value_heads})")
+        if self.hidden_act != "silu":
+            raise pf.NotSupportedError(f"LlamaConfig: hidden_act {self.hidden_act!r}; Llama models use 'silu'")
+
+    @classmethod
+    def from_dict(cls, d):
+        """From a config.json's dict: transformers >= 5's rope_parameters, or the older rope_theta and
+        rope_scaling keys."""
+        known = {f.name for f in fields(cls)}
+        kwargs = {k: v for k, v in d.items() if k in known and v is not None}
+        if "rope_parameters" not in d or d["rope_parameters"] is None:
+            rope = dict(d.get("rope_scaling") or {"rope_type": "default"})
+            rope.setdefault("rope_type", rope.pop("type", "default"))
+            rope["rope_theta"] = d.get("rope_theta", 10000.0)
+            kwargs["rope_parameters"] = rope
+        if "torch_dtype" in d and "dtype" not in kwargs and d["torch_dtype"] is not None:
+            kwargs["dtype"] = d["torch_dtype"]
+        return cls(**kwargs)
+
+    @property
+    def eos_token_ids(self):
+        e = self.eos_token_id
+        return [] if e is None else list(e) if isinstance(e, (list, tuple)) else [e]
+
+
+def _inverse_frequencies(config):
+    """The rotary frequencies theta^(-2i/d), with llama3's scaling of the long wavelengths where asked."""
+    rope = config.rope_parameters
+    dim = config.head_dim
+    inv = 1.0 / (rope.get("rope_theta", 10000.0) ** (np.arange(0, dim, 2, dtype=np.float64) / dim))
+    kind = rope.get("rope_type", "default")
+    if kind == "default":
+        return inv
+    if kind != "llama3":
+        raise pf.NotSupportedError(f"pyflame.llm: rope_type {kind!r} (supported: 'default', 'llama3')")
+    factor, low, high = rope["factor"], rope["low_freq_factor"], rope["high_freq_factor"]
+    old = rope["original_max_position_embeddings"]
+    wavelen = 2 * math.pi / inv
+    scaled = np.where(wavelen > old / low, inv / factor, inv)
+    smooth = (old / wavelen - low) / (high - low)
+    medium = (wavelen >= old / high) & (wavelen <= old / low)
+    return np.where(medium, (1 - smooth) * scaled / factor + smooth * scaled, scaled)
+
+
+def _rotate_half(x):
+    half = x.shape[-1] // 2
+    return pf.cat([-x[..., half:], x[..., :half]], -1)
+
+
+class LlamaAttention(Module):
+    def __init__(self, config):
+        super().__init__()
+        c = config
+        self.heads, self.kv_heads, self.head_dim = c.num_attention_heads, c.num_key_value_heads, c.head_dim
+        self.q_proj = Linear(c.hidden_size, c.num_attention_heads * c.head_dim, bias=c.attention_bias)
+        self.k_proj = Linear(c.hidden_size, c.num_key_value_heads * c.head_dim, bias=c.attention_bias)
+        self.v_proj = Linear(c.hidden_size, c.num_key_value_heads * c.head_dim, bias=c.attention_bias)
+        self.o_proj = Linear(c.num_attention_heads * c.head_dim, c.hidden_size, bias=c.attention_bias)
+
+    def forward(self, x, cos, sin, cache, start):
+        b, t, _ = x.shape
+        q = self.q_proj(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        q, k = q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+        if cache is not None:  # written in place; attention reads the filled part
+            k_cache, v_cache = cache
+            k_cache[:, :, start:start + t] = k
+            v_cache[:, :, start:start + t] = v
+            k, v = k_cache[:, :, :start + t], v_cache[:, :, :start + t]
+        mask, causal = None, t > 1
+        if t > 1 and start > 0:  # a chunk after cached positions: query i sees keys up to start + i
+            rows = pf.arange(t, device=x.device).unsqueeze(1) + start
+            mask, causal = pf.arange(start + t, device=x.device).unsqueeze(0) <= rows, False
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
+                                             enable_gqa=self.kv_heads != self.heads)
+        return self.o_proj(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim))
+
+
+class LlamaMLP(Module):
+    def __init__(self, config):
+        super().__init__()
+        c = config
+        self.gate_proj = Linear(c.hidden_size, c.intermediate_size, bias=c.mlp_bias)
+        self.up_proj = Linear(c.hidden_size, c.intermediate_size, bias=c.mlp_bias)
+        self.down_proj = Linear(c.intermediate_size, c.hidden_size, bias=c.mlp_bias)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaRMSNorm(Module):
+    def __init__(self, size, eps):
+        super().__init__()
+        self.weight = Parameter(pf.ones(size))
+        self.eps = eps
+
+    def forward(self, x):
+        return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+
+
+class LlamaDecoderLayer(Module):
+    def __init__(self, config):
+        super().__init__()
+        self.input_layernorm = LlamaRMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.self_attn = LlamaAttention(config)
+        self.post_attention_layernorm = LlamaRMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.mlp = LlamaMLP(config)
+
+    def forward(self, x, cos, sin, cache, start):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache, start)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaModel(Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed_tokens = Embedding(config.vocab_size, config.hidden_size)
+        self.layers = ModuleList([LlamaDecoderLayer(config) for _ in range(config.num_hidden_layers)])
+        self.norm = LlamaRMSNorm(config.hidden_size, config.rms_norm_eps)
+
+
+class CausalLMOutput:
+    """What a forward returns: `.logits` [batch, tokens, vocab]."""
+
+    def __init__(self, logits):
+        self.logits = logits
+
+
+class LlamaForCausalLM(Module):
+    """A Llama decoder with its language-model head, Hugging Face's weight names and layout."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.model = LlamaModel(config)
+        self.lm_head = Linear(config.hidden_size, config.vocab_size, bias=False)
+        if config.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+        self._inv_freq = _inverse_frequencies(config)
+        self._rope_tables = {}  # (device, dtype) -> cos, sin for positions 0..n-1, made on first use
+
+    # ------------------------------------------------------------------ loading
+
+    @classmethod
+    def from_pretrained(cls, path, dtype=None, device=None):
+        """A model from a Hugging Face directory: config.json and model.safetensors, or the shards a
+        model.safetensors.index.json lists. Every weight is checked present before any is assigned.
+        `dtype` converts the weights (default: as stored); `device` places the model."""
+        with open(os.path.join(path, "config.json")) as f:
+            raw = json.load(f)
+        archs = raw.get("architectures") or []
+        if raw.get("model_type") != "llama" and "LlamaForCausalLM" not in archs:
+            raise ValueError(f"pyflame.llm: {path} holds a {raw.get('model_type')!r} model "
+                             f"({', '.join(archs) or 'no architectures'}); LlamaForCausalLM loads Llama checkpoints")
+        config = LlamaConfig.from_dict(raw)
+        index = os.path.join(path, "model.safetensors.index.json")
+        if os.path.exists(index):
+            with open(index) as f:
+                files = sorted(set(json.load(f)["weight_map"].values()))
+        else:
+            files = ["model.safetensors"]
+        state = {}
+        for name in files:
+            file = os.path.join(path, name)
+            if not os.path.exists(file):
+                raise FileNotFoundError(f"pyflame.llm: {path}: the checkpoint file {name} is missing")
+            state.update(_load_safetensors(file))
+        model = cls(config)
+        expected = set(model.state_dict())
+        missing, unexpected = sorted(expected - set(state)), sorted(set(state) - expected)
+        if config.tie_word_embeddings:
+            missing = [k for k in missing if k != "lm_head.weight"]
+            unexpected = [k for k in unexpected if k != "lm_head.weight"]
+        if missing or unexpected:
+            raise ValueError(f"pyflame.llm: {path} does not match LlamaForCausalLM: missing {missing[:5]}, "
+                             f"unexpected {unexpected[:5]}")
+        if config.tie_word_embeddings:
+            state.pop("lm_head.weight", None)
+            state["lm_head.weight"] = state["model.embed_tokens.weight"]
+        model.load_state_dict(state)
+        if dtype is not None:
+            model.to(dtype)
+        elif state:
+            model.to(next(iter(state.values())).dtype)
+        return model.to(device) if device is not None else model
+
+    # ------------------------------------------------------------------ forward
+
+    def _rotary(self, start, t, device, dtype):
+        """cos and sin [t, head_dim] for positions start..start + t - 1, sliced from a table kept on the
+        device (made in float64 on the host once, for max_position_embeddings or more)."""
+        key = (str(device), dtype)
+        table = self._rope_tables.get(key)
+        if table is None or table[0].shape[0] < start + t:
+            freqs = np.outer(np.arange(max(start + t, self.config.max_position_embeddings), dtype=np.float64),
+                             self._inv_freq)
+            emb = np.concatenate([freqs, freqs], axis=-1)
+            table = self._rope_tables[key] = tuple(pf.tensor(f(emb).astype(np.float32), device=device).to(dtype)
+                                                   for f in (np.cos, np.sin))
+        return table[0][start:start + t], table[1][start:start + t]
+
+    def forward(self, input_ids, cache=None, start=0):
+        """Logits [batch, tokens, vocab] for input_ids [batch, tokens] at positions start, start + 1, ...;
+        `cache` (from new_cache) gets the keys and values written at those positions."""
+        h = self.model.embed_tokens(input_ids)
+        cos, sin = self._rotary(start, input_ids.shape[1], h.device, h.dtype)
+        for i, layer in enumerate(self.model.layers):
+            h = layer(h, cos, sin, cache[i] if cache is not None else None, start)
+        return CausalLMOutput(self.lm_head(self.model.norm(h)))
+
+    def new_cache(self, batch_size, max_length):
+        """Per layer, (keys, values) [batch, kv_heads, max_length, head_dim] in the model's dtype and device."""
+        c, w = self.config, self.model.embed_tokens.weight
+        shape = (batch_size, c.num_key_value_heads, max_length, c.head_dim)
+        return [(pf.zeros(shape, dtype=w.dtype, device=w.device), pf.zeros(shape, dtype=w.dtype, device=w.device))
+                for _ in range(c.num_hidden_layers)]
+
+    def generate(self, input_ids, max_new_tokens=20, do_sample=False, temperature=1.0, top_k=None, top_p=None,
+                 eos_token_id=None, attention_mask=None, streamer=None):
+        """The prompt followed by up to max_new_tokens tokens per row, as transformers' generate: greedy, or
+        sampled (temperature, then top_k, then top_p). A row that produced an end-of-sequence token gets
+        it repeated until every row has one or the length is reached. `streamer` (transformers' interface:
+        put(ids), end()) receives the prompt, then each step's tokens."""
+        if attention_mask is not None and not bool((attention_mask != 0).all()):
+            raise pf.NotSupportedError("LlamaForCausalLM.generate: padded prompts (an attention_mask with zeros) "
+                                       "are not supported yet; generate each prompt on its own")
+        eos = [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id or self.config.eos_token_ids)
+        batch, length = input_ids.shape
+        cache = self.new_cache(batch, length + max_new_tokens)
+        tokens, start, step_ids = input_ids, 0, input_ids
+        done = pf.zeros(batch, dtype=pf.bool, device=input_ids.device)
+        if streamer is not None:
+            streamer.put(input_ids.to("cpu"))
+        with pf.no_grad():
+            for _ in range(max_new_tokens):
+                logits = self(step_ids, cache, start).logits[:, -1].float()
+                start += step_ids.shape[1]
+                nxt = _sample(logits, temperature, top_k, top_p) if do_sample else logits.argmax(-1)
+                if eos:
+                    nxt = pf.where(done, eos[0], nxt)
+                    for e in eos:
+                        done = done | (nxt == e)
+                step_ids = nxt.unsqueeze(1)
+                tokens = pf.cat([tokens, step_ids], 1)
+                if streamer is not None:
+                    streamer.put(nxt.to("cpu"))
+                if eos and bool(done.all()):
+                    break
+        if streamer is not None:
+            streamer.end()
+        return tokens
+
+
+def _sample(logits, temperature, top_k, top_p):
+    """One token per row from softmax(logits / temperature), restricted to the top_k most likely and
+    to the smallest set whose probability reaches top_p."""
+    logits = logits / temperature
+    if top_k is not None:
+        kth = pf.topk(logits, min(top_k, logits.shape[-1]), -1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None:
+        sorted_logits, order = pf.sort(logits, -1, descending=True)
+        cumulative = F.softmax(sorted_logits, -1).cumsum(-1)
+        drop = cumulative - F.softmax(sorted_logits, -1) >= top_p  # the most likely token always stays
+        logits = logits.scatter(-1, order, sorted_logits.masked_fill(drop, float("-inf")))
+    return pf.multinomial(F.softmax(logits, -1), 1).squeeze(-1)
+
+
+def estimate_memory(config, batch_size, seq_len, dtype="bfloat16", weight_bits=16):
+    """Bytes a model of `config` needs: its weights (the linear layers' at weight_bits, the embeddings
+    and norms at dtype) and a key/value cache of batch_size x seq_len positions in dtype."""
+    c = config if isinstance(config, LlamaConfig) else LlamaConfig.from_dict(dict(config))
+    size = _DTYPE_BYTES[str(dtype).replace("pyflame.", "")]
+    attn = c.hidden_size * c.head_dim * (2 * c.num_attention_heads + 2 * c.num_key_value_heads)
+    mlp = 3 * c.hidden_size * c.intermediate_size
+    linear = c.num_hidden_layers * (attn + mlp) + (0 if c.tie_word_embeddings else c.vocab_size * c.hidden_size)
+    other = c.vocab_size * c.hidden_size + (2 * c.num_hidden_layers + 1) * c.hidden_size
+    weights = linear * (size if weight_bits == 16 else weight_bits / 8) + other * size
+    kv = 2 * c.num_hidden_layers * batch_size * seq_len * c.num_key_value_heads * c.head_dim * size
+    return {"weights_bytes": int(weights), "kv_cache_bytes": int(kv), "total_bytes": int(weights + kv)}

@@ -1,0 +1,124 @@
+"""pyflame.llm against transformers: tiny random Llama checkpoints written with save_pretrained
+(single file and sharded; grouped-query heads; llama3 rope scaling; tied embeddings) give the same
+logits and the same greedy tokens, on the CPU and, with the model moved by .to(device), the GPU."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import pyflame as pf
+from pyflame import llm
+
+transformers = pytest.importorskip("transformers")
+
+
+def _placed(device):
+    if device == "rocm" and not pf.rocm_is_available():
+        pytest.skip(f"no usable GPU: {pf.rocm_unavailable_reason()}")
+    return device
+
+
+def _tiny(tmp_path, shards=False, **overrides):
+    options = dict(vocab_size=96, hidden_size=64, intermediate_size=112, num_hidden_layers=2, num_attention_heads=4,
+                   num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6, eos_token_id=None,
+                   bos_token_id=None, pad_token_id=0)
+    options.update(overrides)
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**options)).eval()
+    with torch.no_grad():  # norms away from 1, so that their weights matter
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.uniform_(0.5, 1.5)
+    model.save_pretrained(tmp_path, safe_serialization=True, max_shard_size="40KB" if shards else "5GB")
+    return model
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+@pytest.mark.parametrize("variant", ["plain", "sharded", "llama3_rope", "tied"])
+def test_logits_and_greedy_tokens_match_transformers(tmp_path, device, variant):
+    _placed(device)
+    overrides = {"llama3_rope": dict(rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                                                      "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                                      "original_max_position_embeddings": 16}),
+                 "tied": dict(tie_word_embeddings=True)}.get(variant, {})
+    reference = _tiny(tmp_path, shards=variant == "sharded", **overrides)
+    if variant == "sharded":
+        assert (tmp_path / "model.safetensors.index.json").exists()
+    model = llm.LlamaForCausalLM.from_pretrained(str(tmp_path), device=device)
+    ids = np.random.default_rng(1).integers(1, 96, size=(2, 12))
+    with torch.no_grad():
+        want = reference(torch.from_numpy(ids)).logits
+        want_tokens = reference.generate(torch.from_numpy(ids), max_new_tokens=10, do_sample=False)
+    got = model(pf.tensor(ids, device=device)).logits
+    assert got.device == device
+    np.testing.assert_allclose(got.to("cpu").numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+    tokens = model.generate(pf.tensor(ids, device=device), max_new_tokens=10)
+    np.testing.assert_array_equal(tokens.to("cpu").numpy(), want_tokens.numpy())
+
+
+def test_cached_decoding_equals_a_full_forward(tmp_path):
+    """Prefill in two chunks, then steps through the cache: each position's logits are the full forward's."""
+    _tiny(tmp_path)
+    model = llm.LlamaForCausalLM.from_pretrained(str(tmp_path))
+    ids = pf.tensor(np.random.default_rng(2).integers(1, 96, size=(1, 9)))
+    full = model(ids).logits
+    cache = model.new_cache(1, 9)
+    parts = [model(ids[:, :4], cache, 0).logits, model(ids[:, 4:7], cache, 4).logits]
+    parts += [model(ids[:, i:i + 1], cache, i).logits for i in (7, 8)]
+    np.testing.assert_allclose(pf.cat(parts, 1).numpy(), full.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_sampling_stops_and_streams(tmp_path):
+    _tiny(tmp_path)
+    model = llm.LlamaForCausalLM.from_pretrained(str(tmp_path))
+    ids = pf.tensor([[5, 6, 7]])
+    pf.manual_seed(3)
+    a = model.generate(ids, max_new_tokens=6, do_sample=True, temperature=0.7, top_k=20, top_p=0.9)
+    pf.manual_seed(3)
+    b = model.generate(ids, max_new_tokens=6, do_sample=True, temperature=0.7, top_k=20, top_p=0.9)
+    assert a.tolist() == b.tolist() and a.shape == (1, 9)
+    greedy = model.generate(ids, max_new_tokens=6).tolist()[0]
+    stop = greedy[4]  # the second new token as the end of sequence: generation stops there
+
+    class Streamer:
+        def __init__(self):
+            self.seen = []
+
+        def put(self, t):
+            self.seen.append(t.tolist())
+
+        def end(self):
+            self.seen.append("end")
+
+    streamer = Streamer()
+    stopped = model.generate(ids, max_new_tokens=6, eos_token_id=stop, streamer=streamer).tolist()[0]
+    assert stopped == greedy[:greedy.index(stop) + 1]
+    assert streamer.seen[0] == [[5, 6, 7]] and streamer.seen[-1] == "end" and len(streamer.seen) == len(stopped) - 1
+    with pytest.raises(pf.NotSupportedError, match="padded"):
+        model.generate(ids, attention_mask=pf.tensor([[0, 1, 1]]))
+
+
+def test_bad_checkpoints(tmp_path):
+    _tiny(tmp_path, shards=True)
+    index = json.loads((tmp_path / "model.safetensors.index.json").read_text())
+    missing = sorted(set(index["weight_map"].values()))[-1]
+    (tmp_path / missing).unlink()
+    with pytest.raises(FileNotFoundError, match="missing"):
+        llm.LlamaForCausalLM.from_pretrained(str(tmp_path))
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(dict(config, model_type="gpt2", architectures=["GPT2LMHeadModel"])))
+    with pytest.raises(ValueError, match="gpt2"):
+        llm.LlamaForCausalLM.from_pretrained(str(tmp_path))
+
+
+def test_estimate_memory_counts_weights_and_cache():
+    c = llm.LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
+                        num_attention_heads=32, num_key_value_heads=4)
+    m = llm.estimate_memory(c, batch_size=1, seq_len=2048)
+    params = 2 * 32000 * 2048 + 22 * (2048 * 64 * (2 * 32 + 2 * 4) + 3 * 2048 * 5632 + 2 * 2048) + 2048
+    assert m["weights_bytes"] == 2 * params  # TinyLlama's 1.10B parameters in bfloat16
+    assert m["kv_cache_bytes"] == 2 * 22 * 2048 * 4 * 64 * 2
+    assert m["total_bytes"] == m["weights_bytes"] + m["kv_cache_bytes"]
+    assert llm.estimate_memory(c, 1, 2048, weight_bits=4)["weights_bytes"] < m["weights_bytes"] / 3
