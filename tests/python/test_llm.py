@@ -58,6 +58,28 @@ def test_logits_and_greedy_tokens_match_transformers(tmp_path, device, variant):
     np.testing.assert_array_equal(tokens.to("cpu").numpy(), want_tokens.numpy())
 
 
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_apply_rotary_emb_is_transformers_rope(device, dtype):
+    _placed(device)
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    rng = np.random.default_rng(4)
+    q, k = (rng.standard_normal((2, 4, 7, 16)).astype(np.float32) for _ in range(2))
+    angles = np.outer(np.arange(7), 1.0 / 10000 ** (np.arange(0, 16, 2) / 16))
+    cos, sin = (np.concatenate([f(angles)] * 2, -1).astype(np.float32) for f in (np.cos, np.sin))
+    tq, tk = apply_rotary_pos_emb(*(torch.from_numpy(a).to(getattr(torch, dtype)) for a in (q, k, cos, sin)),
+                                  unsqueeze_dim=0)
+    put = lambda a: pf.tensor(a, device=device).to(getattr(pf, dtype))  # noqa: E731
+    tol = 1e-2 if dtype == "bfloat16" else 1e-6
+    for got, want in ((pf.nn.functional.apply_rotary_emb(put(q), put(cos), put(sin)), tq),
+                      (pf.nn.functional.apply_rotary_emb(put(k), put(cos), put(sin)), tk)):
+        assert got.dtype == getattr(pf, dtype) and got.device == device
+        np.testing.assert_allclose(got.float().to("cpu").numpy(), want.float().numpy(), rtol=tol, atol=tol)
+    with pytest.raises(ValueError, match="even"):
+        pf.nn.functional.apply_rotary_emb(pf.ones(2, 3), pf.ones(2, 3), pf.ones(2, 3))
+
+
 def test_cached_decoding_equals_a_full_forward(tmp_path):
     """Prefill in two chunks, then steps through the cache: each position's logits are the full forward's."""
     _tiny(tmp_path)

@@ -105,11 +105,6 @@ def _inverse_frequencies(config):
     return np.where(medium, (1 - smooth) * scaled / factor + smooth * scaled, scaled)
 
 
-def _rotate_half(x):
-    half = x.shape[-1] // 2
-    return pf.cat([-x[..., half:], x[..., :half]], -1)
-
-
 class LlamaAttention(Module):
     def __init__(self, config):
         super().__init__()
@@ -125,7 +120,7 @@ class LlamaAttention(Module):
         q = self.q_proj(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
-        q, k = q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+        q, k = F.apply_rotary_emb(q, cos, sin), F.apply_rotary_emb(k, cos, sin)
         if cache is not None:  # written in place; attention reads the filled part
             k_cache, v_cache = cache
             k_cache[:, :, start:start + t] = k

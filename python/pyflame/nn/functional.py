@@ -1270,8 +1270,19 @@ def upsample_bilinear(input, size=None, scale_factor=None):
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
+def apply_rotary_emb(x, cos, sin):
+    """Rotary position embedding, Hugging Face's rotate_half convention (as Llama's): x * cos +
+    rotate_half(x) * sin, where rotate_half(x) = cat(-x[..., d/2:], x[..., :d/2]) pairs dimension i
+    with i + d/2. cos and sin ([positions, d], each frequency repeated for both halves) broadcast
+    against x ([..., positions, d]). Not in torch.nn.functional (an LLM building block)."""
+    if x.shape[-1] % 2:
+        raise ValueError(f"apply_rotary_emb: the last dim ({x.shape[-1]}) must be even (pairs of dims rotate)")
+    half = x.shape[-1] // 2
+    return x * cos + _pf.cat([-x[..., half:], x[..., :half]], -1) * sin
+
+
 __all__ += [
-    "relu6", "hardsigmoid", "hardswish", "mish", "selu", "celu", "softsign", "tanhshrink", "logsigmoid", "glu",
+    "apply_rotary_emb", "relu6", "hardsigmoid", "hardswish", "mish", "selu", "celu", "softsign", "tanhshrink", "logsigmoid", "glu",
     "prelu", "normalize", "cosine_similarity", "pairwise_distance", "huber_loss", "soft_margin_loss",
     "cosine_embedding_loss", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_avg_pool1d", "interpolate",
     "upsample", "upsample_nearest", "upsample_bilinear",
