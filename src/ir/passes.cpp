@@ -36,6 +36,22 @@ template <class F> void for_each_value(Graph& g, const F& visit) {
   for (GradWrite& w : g.grad_writes) visit(w.grad);
 }
 
+// How many times each call's results are read (or written, or returned).
+std::vector<int> count_uses(Graph& g) {
+  std::vector<int> uses(g.nodes.size(), 0);
+  for_each_value(g, [&](Value& v) {
+    if (v.kind == Value::Kind::Node) ++uses[v.index];
+  });
+  return uses;
+}
+
+// A fusion's last step: what read call i reads the call fused_into[i] (>= 0) that took it.
+void read_fused_results(Graph& g, const std::vector<int64_t>& fused_into) {
+  for_each_value(g, [&](Value& v) {
+    if (v.kind == Value::Kind::Node && fused_into[v.index] >= 0) v = Value{Value::Kind::Node, fused_into[v.index], 0};
+  });
+}
+
 // What makes two inputs the same: the value, or for Python numbers (each call
 // wraps its own) the number itself.
 void append_input_key(std::string& key, const Graph& g, const Value& v) {
@@ -189,10 +205,7 @@ void remove_dead_calls(Graph& g) {
 // linear_relu, the ReLU in the GEMM's epilogue on the GPU): the first call becomes
 // that op; the second is left unused, for remove_dead_calls.
 void fuse_pairs(Graph& g) {
-  std::vector<int> uses(g.nodes.size(), 0);
-  for_each_value(g, [&](Value& v) {
-    if (v.kind == Value::Kind::Node) ++uses[v.index];
-  });
+  const std::vector<int> uses = count_uses(g);
   std::vector<int64_t> fused_into(g.nodes.size(), -1);  // a second call's index -> the call that took it
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
@@ -206,9 +219,7 @@ void fuse_pairs(Graph& g) {
     producer.op = *op;
     fused_into[i] = j;
   }
-  for_each_value(g, [&](Value& v) {
-    if (v.kind == Value::Kind::Node && fused_into[v.index] >= 0) v = Value{Value::Kind::Node, fused_into[v.index], 0};
-  });
+  read_fused_results(g, fused_into);
 }
 
 // The dtype a value has, as traced (a graph input's, a tensor's from outside, a call's output 0).
@@ -231,10 +242,7 @@ std::optional<DType> dtype_of(const Graph& g, const Value& v) {
 // batch_norm in training, a normalisation that is not all of one dtype with the
 // convolution (autocast), statistics made between the two calls, a write between them.
 void fold_conv_batch_norm(Graph& g) {
-  std::vector<int> uses(g.nodes.size(), 0);
-  for_each_value(g, [&](Value& v) {
-    if (v.kind == Value::Kind::Node) ++uses[v.index];
-  });
+  const std::vector<int> uses = count_uses(g);
   std::vector<int64_t> fused_into(g.nodes.size(), -1);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& bn = g.nodes[i];
@@ -274,9 +282,7 @@ void fold_conv_batch_norm(Graph& g) {
     fused_into[last] = j;
     fused_into[i] = j;
   }
-  for_each_value(g, [&](Value& v) {
-    if (v.kind == Value::Kind::Node && fused_into[v.index] >= 0) v = Value{Value::Kind::Node, fused_into[v.index], 0};
-  });
+  read_fused_results(g, fused_into);
 }
 
 // A call fused_elementwise can take: pure, one output of a floating dtype that its
@@ -316,10 +322,7 @@ bool chain_step(const Graph& g, const Node& n) {
 // last call of the chain ran).
 void fuse_elementwise(Graph& g) {
   const size_t n = g.nodes.size();
-  std::vector<int> uses(n, 0);
-  for_each_value(g, [&](Value& v) {
-    if (v.kind == Value::Kind::Node) ++uses[v.index];
-  });
+  const std::vector<int> uses = count_uses(g);
   // A chain's calls, in graph order, kept at its last call. Call i takes in the chain of
   // an input's call when every use of that input is a call of i's chain (so h in
   // sigmoid(h * 0.5) * h joins once both of its readers have).
