@@ -8,7 +8,7 @@
 #   scripts/gpu_check.sh [--wheel FILE] [STEP...]
 #
 # Steps, in this order (default: all): build, cpp_tests, sanitizer, python_tests, demo,
-# rocm_benchmark, training_benchmark, compile_benchmark, models, shapes, distributed (two GPUs); `tests` names
+# rocm_benchmark, training_benchmark, compile_benchmark, llm_benchmark, models, shapes, distributed (two GPUs); `tests` names
 # cpp_tests to demo and `benchmarks` the last six. All of them take longer than one device call may run (10
 # minutes), so the check runs in parts: `build tests` first, whose wheel comes back in
 # $OUT/wheel (parts under 16 MiB: cat them together), then `--wheel FILE sanitizer` and
@@ -31,9 +31,9 @@ if [ "${1:-}" = "--wheel" ]; then
   shift 2
 fi
 ALL_STEPS="build cpp_tests sanitizer python_tests demo"
-ALL_STEPS+=" rocm_benchmark training_benchmark compile_benchmark models shapes distributed"
+ALL_STEPS+=" rocm_benchmark training_benchmark compile_benchmark llm_benchmark models shapes distributed"
 REQUESTED=" $(echo "${*:-$ALL_STEPS}" | sed -e 's/\btests\b/cpp_tests python_tests demo/' \
-  -e 's/\bbenchmarks\b/rocm_benchmark training_benchmark compile_benchmark models shapes distributed/') "
+  -e 's/\bbenchmarks\b/rocm_benchmark training_benchmark compile_benchmark llm_benchmark models shapes distributed/') "
 wanted() { [[ "$REQUESTED" == *" $1 "* ]]; }
 
 # The benchmarks record the commit measured; the GPU machine's copy of the tree may carry a stale
@@ -98,8 +98,8 @@ if wanted rocm_benchmark; then
   step rocm_benchmark python3 benchmarks/rocm_benchmark.py --all --out "$OUT"
   cat "$LOGS/rocm_benchmark.log"
 fi
-# Training steps, graph mode, whole models (issue 21; docs/perf.md): each next to PyTorch.
-for bench in training_benchmark compile_benchmark models; do
+# Training steps, graph mode, LLM inference, whole models (issues 21, 23, 25; docs/perf.md): each next to PyTorch.
+for bench in training_benchmark compile_benchmark llm_benchmark models; do
   if wanted $bench; then
     step $bench python3 "benchmarks/$bench.py" --json "$OUT/$bench.json"
     cat "$LOGS/$bench.log"

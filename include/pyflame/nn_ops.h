@@ -121,6 +121,11 @@ PF_API Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& ke
 // (N, H, L)), what the backward reads instead of the (L, S) probabilities.
 PF_API std::tuple<Tensor, Tensor> flash_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                                   bool is_causal = false, std::optional<double> scale = std::nullopt);
+// One query row per head (query (N, H, 1, E)) against keys and values (N, Hk, S, E), keys where
+// key_mask (N, S; bool; undefined: all) is false left out; a row with no key gets zeros. Not
+// differentiable: a language model's decode step, what scaled_dot_product_attention runs there.
+PF_API Tensor decode_attention(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& key_mask,
+                               std::optional<double> scale = std::nullopt);
 PF_API std::tuple<Tensor, Tensor, Tensor> flash_attention_backward(const Tensor& grad_output, const Tensor& query,
                                                                    const Tensor& key, const Tensor& value,
                                                                    const Tensor& output, const Tensor& logsumexp,

@@ -231,6 +231,12 @@ void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor) {
         nb::kw_only(), "scale"_a = nb::none(),
         "Fused attention of (N, H, L, E) query and (N, Hk, S, E) key and value (float16/bfloat16): "
         "(output, logsumexp). What scaled_dot_product_attention runs where it can.");
+  m.def("decode_attention",
+        [](const Tensor& q, const Tensor& k, const Tensor& v, std::optional<Tensor> key_mask,
+           std::optional<double> scale) { return pyflame::decode_attention(q, k, v, opt(key_mask), scale); },
+        "query"_a, "key"_a, "value"_a, "key_mask"_a = nb::none(), nb::kw_only(), "scale"_a = nb::none(),
+        "One query row per head, (N, H, 1, E), against (N, Hk, S, E) keys and values, keys where the (N, S) bool "
+        "key_mask is False left out: what scaled_dot_product_attention runs for one query row (a decode step).");
   m.def("flash_attention_backward", &pyflame::flash_attention_backward, "grad_output"_a, "query"_a, "key"_a,
         "value"_a, "output"_a, "logsumexp"_a, "is_causal"_a = false, nb::kw_only(), "scale"_a = nb::none(),
         "flash_attention's gradients of query, key and value.");

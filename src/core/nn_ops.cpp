@@ -357,6 +357,19 @@ Inferred infer_flash_attention(OpCall& call) {
           {}};
 }
 
+Inferred infer_decode_attention(OpCall& call) {
+  const Tensor &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2], &mask = call.inputs[3];
+  check_attention_operands(q, k, v, call.op);
+  PF_CHECK(q.size(2) == 1, ValueError, op_name(call.op), ": takes one query row per head (N, H, 1, E), got ",
+           q.shape());
+  if (mask.defined())
+    PF_CHECK(mask.dtype() == DType::Bool && mask.shape() == Shape({k.size(0), k.size(2)}), ValueError,
+             op_name(call.op), ": key_mask must be bool of shape (N, S) = ", Shape({k.size(0), k.size(2)}), ", got ",
+             mask.dtype(), mask.shape());
+  return {current_device(), {attention_plan(q), attention_plan(k), attention_plan(v), InputPlan{}},
+          {{q.shape(), q.dtype()}}, {}};
+}
+
 Inferred infer_flash_attention_backward(OpCall& call) {
   const Tensor &grad = call.inputs[0], &q = call.inputs[1], &k = call.inputs[2], &v = call.inputs[3];
   const Tensor &out = call.inputs[4], &lse = call.inputs[5];
@@ -387,6 +400,7 @@ std::vector<Tensor> d_flash_attention(const autograd::GradContext& c) {
 
 PF_REGISTER_INFER(flash_attention, &infer_flash_attention);
 PF_REGISTER_INFER(flash_attention_backward, &infer_flash_attention_backward);
+PF_REGISTER_INFER(decode_attention, &infer_decode_attention);
 PF_REGISTER_DERIVATIVE(flash_attention, &d_flash_attention, autograd::kSavesBoth);
 PF_REGISTER_INFER(cross_entropy_backward, &infer_cross_entropy_backward);
 PF_REGISTER_INFER(softmax_backward, &infer_softmax_backward);
@@ -786,6 +800,37 @@ bool flash_attention_serves(const Tensor& q, const Tensor& k, const Tensor& v, c
   return true;
 }
 
+// The (N, S) key mask of decode_attention for one query row per head: attn_mask undefined (every
+// key), or a bool mask that varies along the keys and the batch only (what a decode step's
+// cache length or left padding gives); undefined `fits` where another mask is given.
+std::optional<Tensor> decode_key_mask(const Tensor& attn_mask, int64_t batch, int64_t keys) {
+  if (!attn_mask.defined()) return Tensor();
+  if (attn_mask.dtype() != DType::Bool || attn_mask.dim() > 4 || attn_mask.dim() == 0) return std::nullopt;
+  Shape m(4 - attn_mask.dim(), 1);
+  m.insert(m.end(), attn_mask.shape().begin(), attn_mask.shape().end());
+  if (m[1] != 1 || m[2] != 1 || (m[0] != 1 && m[0] != batch) || (m[3] != 1 && m[3] != keys)) return std::nullopt;
+  return expand(reshape(attn_mask, {m[0], m[3]}), {batch, keys});
+}
+
+// Whether decode_attention computes this call of scaled_dot_product_attention: one query row
+// per head of (N, H, 1, E) operands that flash_attention's checks accept, a key mask or none,
+// no dropout, no causal mask (with one row it would see key 0 alone), and nothing for
+// autograd to record (the op has no derivative).
+bool decode_attention_serves(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
+                             const AttentionAttrs& a) {
+  if (q.dim() != 4 || k.dim() != 4 || k.shape() != v.shape() || q.size(2) != 1 || a.is_causal || a.dropout_p > 0)
+    return false;
+  if (q.dtype() != DType::Float16 && q.dtype() != DType::BFloat16 && q.dtype() != DType::Float32) return false;
+  const int64_t e = q.size(3);
+  if (q.size(0) != k.size(0) || q.size(0) == 0 || k.size(2) == 0 || k.size(3) != e || e % 8 != 0 || e > 256)
+    return false;
+  if (q.size(1) != k.size(1) && !(a.enable_gqa && k.size(1) > 0 && q.size(1) % k.size(1) == 0)) return false;
+  if (autograd::is_grad_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad() ||
+                                      (attn_mask.defined() && attn_mask.requires_grad())))
+    return false;
+  return decode_key_mask(attn_mask, q.size(0), k.size(2)).has_value();
+}
+
 // (query, key, value, attn_mask): the checks of torch's scaled_dot_product_attention; the output
 // has the batch dims of query and key broadcast, L rows and value's last dim.
 Inferred infer_scaled_dot_product_attention(OpCall& call) {
@@ -846,6 +891,8 @@ std::vector<Tensor> scaled_dot_product_attention_composite(const OpCall& call) {
   const Device device = current_device();  // the op's (apply's placement)
   // Under autocast the inputs arrive in its lower dtype (the op's autocast policy).
   const DType in_dtype = query.dtype();
+  if (decode_attention_serves(query, key, value, attn_mask, a))
+    return {decode_attention(query, key, value, *decode_key_mask(attn_mask, query.size(0), key.size(2)), a.scale)};
   if (flash_attention_serves(query, key, value, attn_mask, a.dropout_p, a.enable_gqa, device, in_dtype)) {
     // As PyTorch's flash and cuDNN attention: no (L, S) scores in memory, forward or backward.
     const bool batched_heads = query.dim() == 4;
@@ -904,6 +951,11 @@ std::tuple<Tensor, Tensor> flash_attention(const Tensor& query, const Tensor& ke
   std::vector<Tensor> r =
       apply({ir::OpType::flash_attention, {query, key, value}, attention_attrs(query, is_causal, scale), {}});
   return {r[0], r[1]};
+}
+
+Tensor decode_attention(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& key_mask,
+                        std::optional<double> scale) {
+  return apply_one(ir::OpType::decode_attention, {query, key, value, key_mask}, attention_attrs(query, false, scale));
 }
 
 std::tuple<Tensor, Tensor, Tensor> flash_attention_backward(const Tensor& grad_output, const Tensor& query,

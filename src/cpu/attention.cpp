@@ -1,9 +1,10 @@
-// CPU kernels of flash_attention and its backward (nn_ops.h has the op), one
+// CPU kernels of flash_attention, its backward and decode_attention (nn_ops.h has the ops), one
 // query row at a time in float32: each row's scores live only while the row
 // is computed, as in the GPU kernels, and the backward recomputes the
 // probabilities from the saved logsumexp. scaled_dot_product_attention keeps
-// its composite on the CPU, whose GEMMs are faster there; these kernels make
-// the op whole on every device and are the GPU kernels' reference.
+// its composite on the CPU for several query rows, whose GEMMs are faster
+// there; these kernels make the ops whole on every device and are the GPU
+// kernels' reference.
 
 #include <cmath>
 #include <limits>
@@ -41,11 +42,22 @@ struct Dims {
   int64_t keys_seen(int64_t i) const { return causal ? std::min(kv_len, i + 1) : kv_len; }
 };
 
-template <class T> void attention_forward(OpCall& call) {
+// decode_attention's key mask (N, S), any strides; no mask: every key.
+struct KeyMask {
+  const bool* p = nullptr;
+  int64_t batch = 0, key = 0;
+  explicit KeyMask(const Tensor& m) {
+    if (m.defined()) p = m.data<bool>(), batch = m.strides()[0], key = m.strides()[1];
+  }
+  bool sees(int64_t n, int64_t j) const { return !p || p[n * batch + j * key]; }
+};
+
+// flash_attention (its logsumexp in `lse`) and decode_attention (key mask, no logsumexp; a row
+// that sees no key gets zeros).
+template <class T> void attention_forward(OpCall& call, const KeyMask& mask, float* lse) {
   const Dims d(call, call.inputs[0], call.inputs[1]);
   const Heads<T> q(call.inputs[0]), k(call.inputs[1]), v(call.inputs[2]);
   T* out = call.outputs[0].data<T>();
-  float* lse = call.outputs[1].data<float>();
   const int64_t group = d.heads / d.kv_heads, e = d.head_dim, rows = d.batch * d.heads * d.q_len;
   parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, d.kv_len * e)),
                [&](int64_t r0, int64_t r1) {
@@ -54,17 +66,20 @@ template <class T> void attention_forward(OpCall& call) {
       const int64_t n = r / (d.heads * d.q_len), h = r / d.q_len % d.heads, i = r % d.q_len, hk = h / group;
       const T* qi = q.at(n, h, i);
       const int64_t seen = d.keys_seen(i);
-      float m = -std::numeric_limits<float>::infinity(), l = 0;
-      for (int64_t j = 0; j < seen; ++j) m = std::max(m, p[j] = dot(qi, k.at(n, hk, j), e) * d.scale);
+      const float none = -std::numeric_limits<float>::infinity();
+      float m = none, l = 0;
+      for (int64_t j = 0; j < seen; ++j)
+        m = std::max(m, p[j] = mask.sees(n, j) ? dot(qi, k.at(n, hk, j), e) * d.scale : none);
       std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t j = 0; j < seen; ++j) {
+      for (int64_t j = 0; j < seen && m != none; ++j) {
+        if (p[j] == none) continue;
         const float pj = std::exp(p[j] - m);
         l += pj;
         const T* vj = v.at(n, hk, j);
         for (int64_t c = 0; c < e; ++c) acc[c] += pj * static_cast<float>(vj[c]);
       }
-      for (int64_t c = 0; c < e; ++c) out[r * e + c] = static_cast<T>(acc[c] / l);
-      lse[r] = m + std::log(l);
+      for (int64_t c = 0; c < e; ++c) out[r * e + c] = static_cast<T>(l > 0 ? acc[c] / l : 0.0f);
+      if (lse) lse[r] = m + std::log(l);
     }
   });
 }
@@ -109,10 +124,13 @@ template <class T> void attention_backward(OpCall& call) {
   });
 }
 
-template <bool kBackward> void attention_entry(OpCall& call) {
+enum class Attention { Forward, Backward, Decode };
+
+template <Attention kWhich> void attention_entry(OpCall& call) {
   auto run = [&]<class T>() {
-    if constexpr (kBackward) attention_backward<T>(call);
-    else attention_forward<T>(call);
+    if constexpr (kWhich == Attention::Backward) attention_backward<T>(call);
+    else if constexpr (kWhich == Attention::Decode) attention_forward<T>(call, KeyMask(call.inputs[3]), nullptr);
+    else attention_forward<T>(call, KeyMask(Tensor()), call.outputs[1].data<float>());
   };
   switch (call.out().dtype()) {
     case DType::BFloat16: run.template operator()<BFloat16>(); break;
@@ -121,8 +139,9 @@ template <bool kBackward> void attention_entry(OpCall& call) {
   }
 }
 
-PF_REGISTER_KERNEL(flash_attention, CPU, &attention_entry<false>);
-PF_REGISTER_KERNEL(flash_attention_backward, CPU, &attention_entry<true>);
+PF_REGISTER_KERNEL(flash_attention, CPU, &attention_entry<Attention::Forward>);
+PF_REGISTER_KERNEL(flash_attention_backward, CPU, &attention_entry<Attention::Backward>);
+PF_REGISTER_KERNEL(decode_attention, CPU, &attention_entry<Attention::Decode>);
 
 }  // namespace
 }  // namespace pyflame::cpu

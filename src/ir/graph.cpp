@@ -142,12 +142,16 @@ DeviceGraph::DeviceGraph(const Graph& g, const std::vector<Tensor>& inputs) : gr
   }
   backend->begin_capture(device_.index);
   thread_state().capturing = true;
+  size_t captured = 0;  // calls run so far: the error names the one that failed
   try {
-    outputs_ = run_graph(graph_, inputs_);
+    outputs_ = run_graph(graph_, inputs_, [&](size_t node) { captured = node + 1; });
   } catch (const std::exception& e) {
     thread_state().capturing = false;
     backend->end_capture(device_.index, false);
-    throw NotSupportedError(std::string("device graph: the calls could not be captured: ") + e.what());
+    const std::string where = captured < graph_.nodes.size()
+                                  ? "%" + std::to_string(captured) + " = " + op_name(graph_.nodes[captured].op)
+                                  : std::string("after the last call");
+    throw NotSupportedError("device graph: the calls could not be captured (" + where + "): " + e.what());
   }
   thread_state().capturing = false;
   exec_ = backend->end_capture(device_.index, true);

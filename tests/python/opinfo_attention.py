@@ -1,5 +1,5 @@
 """OpInfos of attention: scaled_dot_product_attention (a composite op) against torch's in float64, and
-flash_attention and its backward, against attention written out in float64."""
+flash_attention, its backward and decode_attention, against attention written out in float64."""
 
 import math
 
@@ -75,6 +75,47 @@ def _attention_backward_ref(grad, q, k, v, out, lse, is_causal=False, scale=None
     return tuple((torch.zeros_like(t) if g is None else g).to(q.dtype) for g, t in zip(grads, (q64, k64, v64)))
 
 
+def _decode_samples(rng, dtype, cls):
+    """(query (N, H, 1, E), key, value (N, Hk, S, E)[, key_mask (N, S)]): grouped heads (groups of 2, 8
+    and 16, past the GPU's 8 query heads per block), caches long enough to split into chunks, a row with
+    every key masked (zeros), a mask shared over the batch."""
+    dom = dict(low=-1, high=1)
+
+    def t(shape, layout="contig"):
+        return _x(rng, shape, dtype, dom, layout)
+
+    def key_mask(n, s, empty_row=None):
+        m = rng.random((n, s)) < 0.6
+        m[:, 0] = True
+        if empty_row is not None:
+            m[empty_row] = False
+        return Arg(m, dtype="bool")
+
+    if cls == "plain":
+        return [Sample((t((2, 4, 1, 8)), t((2, 2, 37, 8)), t((2, 2, 37, 8)), key_mask(2, 37))),
+                Sample((t((1, 8, 1, 64)), t((1, 1, 700, 64)), t((1, 1, 700, 64))), dict(scale=0.3)),
+                Sample((t((1, 16, 1, 16)), t((1, 1, 70, 16)), t((1, 1, 70, 16)), key_mask(1, 70))),
+                Sample((t((3, 2, 1, 72)), t((3, 2, 300, 72)), t((3, 2, 300, 72)), key_mask(3, 300, empty_row=1))),
+                Sample((t((2, 3, 1, 8)), t((2, 3, 5, 8)), t((2, 3, 5, 8))))]
+    if cls == "noncontig":
+        return [Sample((t((1, 2, 1, 8), "strided"), t((1, 2, 9, 8), "strided"), t((1, 2, 9, 8))))]
+    if cls == "empty":
+        return [Sample((t((0, 2, 1, 8)), t((0, 2, 4, 8)), t((0, 2, 4, 8))))]
+    if cls == "size1":
+        return [Sample((t((1, 1, 1, 8)), t((1, 1, 1, 8)), t((1, 1, 1, 8)), key_mask(1, 1)))]
+    return []
+
+
+def _decode_ref(q, k, v, key_mask=None, scale=None):
+    """Attention in float64 with keys repeated for the grouped heads; a row that sees no key gives zeros."""
+    rep = q.shape[1] // k.shape[1]
+    k64, v64 = k.double().repeat_interleave(rep, 1), v.double().repeat_interleave(rep, 1)
+    s = q.double() @ k64.transpose(-1, -2) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    if key_mask is not None:
+        s = s.masked_fill(~key_mask[:, None, None, :], -math.inf)
+    return (torch.softmax(s, -1).nan_to_num(0.0) @ v64).to(q.dtype)
+
+
 def _sdpa_samples(rng, dtype, cls):
     """(query, key, value[, attn_mask]) of scaled_dot_product_attention: heads or not, masks of both
     kinds broadcast over the batch, grouped-query heads, a value dim unlike the query's."""
@@ -95,7 +136,14 @@ def _sdpa_samples(rng, dtype, cls):
                 Sample((t((2, 2, 5, 8)), t((2, 2, 7, 8)), t((2, 2, 7, 8)), bool_mask((5, 7)))),
                 Sample((t((2, 2, 5, 8)), t((2, 2, 7, 8)), t((2, 2, 7, 8)), t((2, 1, 5, 7)))),
                 Sample((t((1, 4, 5, 8)), t((1, 2, 5, 8)), t((1, 2, 5, 8))), dict(enable_gqa=True)),
-                Sample((t((3, 5, 16)), t((3, 7, 16)), t((3, 7, 16))), dict(is_causal=True))]
+                Sample((t((3, 5, 16)), t((3, 7, 16)), t((3, 7, 16))), dict(is_causal=True)),
+                # One query row (decode_attention serves these outside autograd): grouped heads and a key
+                # mask over the batch, a mask shared by the batch, a float mask and is_causal (the composite).
+                Sample((t((2, 8, 1, 16)), t((2, 2, 40, 16)), t((2, 2, 40, 16)), bool_mask((2, 1, 1, 40))),
+                       dict(enable_gqa=True)),
+                Sample((t((2, 2, 1, 8)), t((2, 2, 9, 8)), t((2, 2, 9, 8)), bool_mask((1, 9)))),
+                Sample((t((2, 2, 1, 8)), t((2, 2, 9, 8)), t((2, 2, 9, 8)), t((2, 1, 1, 9)))),
+                Sample((t((1, 2, 1, 8)), t((1, 2, 4, 8)), t((1, 2, 4, 8))), dict(is_causal=True))]
     if cls == "noncontig":
         return [Sample((t((1, 2, 6, 8), "T"), t((1, 2, 5, 8), "strided"), t((1, 2, 5, 8))))]
     if cls == "empty":
@@ -115,6 +163,8 @@ OP_INFOS = [
     OpInfo("scaled_dot_product_attention", "CUSTOM", FLOAT_DTYPES, _sdpa_samples, _sdpa_ref, ATTENTION_CLASSES,
            tol={**ATTENTION_TOL, "float64": (1e-10, 1e-10)}, method=False),
     OpInfo("flash_attention", "CUSTOM", ATTENTION_DTYPES, _attention_samples, _attention_ref, ATTENTION_CLASSES,
+           tol=ATTENTION_TOL, method=False),
+    OpInfo("decode_attention", "CUSTOM", ATTENTION_DTYPES, _decode_samples, _decode_ref, ATTENTION_CLASSES,
            tol=ATTENTION_TOL, method=False),
     OpInfo("flash_attention_backward", "CUSTOM", ATTENTION_DTYPES, _attention_backward_samples,
            _attention_backward_ref, ATTENTION_CLASSES, tol={"float16": (8e-3, 8e-3), "bfloat16": (6e-2, 6e-2), "float32": (5e-5, 5e-5)},

@@ -115,21 +115,28 @@ class LlamaAttention(Module):
         self.v_proj = Linear(c.hidden_size, c.num_key_value_heads * c.head_dim, bias=c.attention_bias)
         self.o_proj = Linear(c.num_attention_heads * c.head_dim, c.hidden_size, bias=c.attention_bias)
 
-    def forward(self, x, cos, sin, cache, start):
+    def forward(self, x, cos, sin, cache, start, mask):
         b, t, _ = x.shape
         q = self.q_proj(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         q, k = F.apply_rotary_emb(q, cos, sin), F.apply_rotary_emb(k, cos, sin)
-        if cache is not None:  # written in place; attention reads the filled part
+        causal = t > 1 and mask is None
+        if cache is not None and isinstance(start, pf.Tensor):
+            # One token at the position `start` holds (a graph's decode step): attention reads
+            # the whole cache, `mask` hiding the positions after it.
+            k_cache, v_cache = cache
+            k_cache[:, :, start] = k
+            v_cache[:, :, start] = v
+            k, v = k_cache, v_cache
+        elif cache is not None:  # written in place; attention reads the filled part
             k_cache, v_cache = cache
             k_cache[:, :, start:start + t] = k
             v_cache[:, :, start:start + t] = v
             k, v = k_cache[:, :, :start + t], v_cache[:, :, :start + t]
-        mask, causal = None, t > 1
-        if t > 1 and start > 0:  # a chunk after cached positions: query i sees keys up to start + i
-            rows = pf.arange(t, device=x.device).unsqueeze(1) + start
-            mask, causal = pf.arange(start + t, device=x.device).unsqueeze(0) <= rows, False
+            if t > 1 and start > 0:  # a chunk after cached positions: query i sees keys up to start + i
+                rows = pf.arange(t, device=x.device).unsqueeze(1) + start
+                mask, causal = pf.arange(start + t, device=x.device).unsqueeze(0) <= rows, False
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
                                              enable_gqa=self.kv_heads != self.heads)
         return self.o_proj(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim))
@@ -165,8 +172,8 @@ class LlamaDecoderLayer(Module):
         self.post_attention_layernorm = LlamaRMSNorm(config.hidden_size, config.rms_norm_eps)
         self.mlp = LlamaMLP(config)
 
-    def forward(self, x, cos, sin, cache, start):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache, start)
+    def forward(self, x, cos, sin, cache, start, mask):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache, start, mask)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -245,26 +252,41 @@ class LlamaForCausalLM(Module):
 
     # ------------------------------------------------------------------ forward
 
-    def _rotary(self, start, t, device, dtype):
-        """cos and sin [t, head_dim] for positions start..start + t - 1, sliced from a table kept on the
-        device (made in float64 on the host once, for max_position_embeddings or more)."""
+    def _rotary(self, start, t, device, dtype, length=0):
+        """cos and sin [t, head_dim] for positions start..start + t - 1 (`start` an int, or a one-element
+        tensor for one position), taken from a table kept on the device: made in float64 on the host
+        once, for max(max_position_embeddings, length) positions or more."""
         key = (str(device), dtype)
         table = self._rope_tables.get(key)
-        if table is None or table[0].shape[0] < start + t:
-            freqs = np.outer(np.arange(max(start + t, self.config.max_position_embeddings), dtype=np.float64),
+        needed = max(length, start + t if isinstance(start, int) else 0)
+        if table is None or table[0].shape[0] < needed:
+            freqs = np.outer(np.arange(max(needed, self.config.max_position_embeddings), dtype=np.float64),
                              self._inv_freq)
             emb = np.concatenate([freqs, freqs], axis=-1)
             table = self._rope_tables[key] = tuple(pf.tensor(f(emb).astype(np.float32), device=device).to(dtype)
                                                    for f in (np.cos, np.sin))
+        if isinstance(start, pf.Tensor):
+            return table[0].index_select(0, start), table[1].index_select(0, start)
         return table[0][start:start + t], table[1][start:start + t]
 
     def forward(self, input_ids, cache=None, start=0):
         """Logits [batch, tokens, vocab] for input_ids [batch, tokens] at positions start, start + 1, ...;
-        `cache` (from new_cache) gets the keys and values written at those positions."""
+        `cache` (from new_cache) gets the keys and values written at those positions. `start` may be a
+        one-element int64 tensor on the model's device (one token per row, a decode step whose position
+        lives on the device, as a captured graph needs): attention then reads the whole cache, masked
+        past that position."""
         h = self.model.embed_tokens(input_ids)
-        cos, sin = self._rotary(start, input_ids.shape[1], h.device, h.dtype)
+        mask = None
+        if isinstance(start, pf.Tensor):
+            if cache is None or input_ids.shape[1] != 1:
+                raise ValueError("LlamaForCausalLM: a tensor `start` takes one token per row and a cache")
+            length = cache[0][0].shape[2]
+            mask = pf.arange(length, device=h.device) <= start
+            cos, sin = self._rotary(start, 1, h.device, h.dtype, length)
+        else:
+            cos, sin = self._rotary(start, input_ids.shape[1], h.device, h.dtype)
         for i, layer in enumerate(self.model.layers):
-            h = layer(h, cos, sin, cache[i] if cache is not None else None, start)
+            h = layer(h, cos, sin, cache[i] if cache is not None else None, start, mask)
         return CausalLMOutput(self.lm_head(self.model.norm(h)))
 
     def new_cache(self, batch_size, max_length):
@@ -286,28 +308,40 @@ class LlamaForCausalLM(Module):
         eos = [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id or self.config.eos_token_ids)
         batch, length = input_ids.shape
         cache = self.new_cache(batch, length + max_new_tokens)
-        tokens, start, step_ids = input_ids, 0, input_ids
+        tokens = input_ids
         done = pf.zeros(batch, dtype=pf.bool, device=input_ids.device)
         if streamer is not None:
             streamer.put(input_ids.to("cpu"))
         with pf.no_grad():
-            for _ in range(max_new_tokens):
-                logits = self(step_ids, cache, start).logits[:, -1].float()
-                start += step_ids.shape[1]
+            logits = self(input_ids, cache).logits[:, -1].float()
+            step = self._decode_step(cache, pf.tensor([length], device=input_ids.device))
+            for i in range(max_new_tokens):
                 nxt = _sample(logits, temperature, top_k, top_p) if do_sample else logits.argmax(-1)
                 if eos:
                     nxt = pf.where(done, eos[0], nxt)
                     for e in eos:
                         done = done | (nxt == e)
-                step_ids = nxt.unsqueeze(1)
-                tokens = pf.cat([tokens, step_ids], 1)
+                tokens = pf.cat([tokens, nxt.unsqueeze(1)], 1)
                 if streamer is not None:
                     streamer.put(nxt.to("cpu"))
-                if eos and bool(done.all()):
+                if (eos and bool(done.all())) or i + 1 == max_new_tokens:
                     break
+                logits = step(nxt.unsqueeze(1))
         if streamer is not None:
             streamer.end()
         return tokens
+
+    def _decode_step(self, cache, position):
+        """One decode step as a compiled function of the new tokens [batch, 1] -> the last logits in float32.
+        The cache and the position (advanced by the step itself) are tensors the graph reads from outside
+        its arguments, so every step has the same signature: traced once, then replayed; on a GPU one
+        captured device graph per step instead of a launch per op (pf.compile's reduce-overhead)."""
+        def decode_step(ids):
+            logits = self(ids, cache, position).logits[:, -1].float()
+            position.add_(1)
+            return logits
+
+        return pf.compile(decode_step, mode="reduce-overhead")
 
 
 def _sample(logits, temperature, top_k, top_p):
