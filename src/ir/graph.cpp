@@ -90,6 +90,7 @@ std::vector<Tensor> run_graph(const Graph& g, const std::vector<Tensor>& inputs,
       const PhiloxRange r = default_generator().reserve(n.draws);
       a.seed = r.seed, a.offset = r.offset;
     }
+    const DeviceScope on_traced_device(n.device);
     run.results.push_back(apply(std::move(call)));
     const size_t i = run.results.size() - 1;
     if (after_node) after_node(i);

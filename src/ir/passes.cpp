@@ -124,6 +124,7 @@ void fold_constants(Graph& g) {
       call.outputs.push_back(Tensor::empty(like.shape(), like.dtype(), like.device()).set_placed(like.is_placed()));
       n.absorbed = true;
     }
+    const DeviceScope on_traced_device(n.device);
     g.constants.push_back(apply(std::move(call))[0]);
     g.constant_copied.push_back(false);
     g.constant_data.push_back(true);

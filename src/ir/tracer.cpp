@@ -122,6 +122,7 @@ void on_trace(const OpCall& call, const std::vector<Tensor>& outputs) {
   for (const Tensor& t : call.inputs) node.inputs.push_back(read_value(*tr, t));
   for (const Tensor& t : call.outputs) node.written.push_back(written_value(*tr, t));
   node.num_outputs = static_cast<int>(outputs.size());
+  node.device = current_device();
   if (!outputs.empty() && outputs[0].defined()) node.dtype = outputs[0].dtype();
   if (const auto* random = std::get_if<RandomAttrs>(&call.attrs)) {
     // The call reserved its draws before apply: from the default generator if it

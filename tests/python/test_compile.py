@@ -641,6 +641,21 @@ def test_fused_chain_in_a_device_graph(rng):
     assert f.graphs()[0].ops == ["fused_elementwise"] and f._device_graphs() == 1
 
 
+def test_factory_device_replayed(rng):
+    """A factory's device= holds for its call at every replay: the GPU arange (a cumulative sum on the
+    GPU) stays there, so the graph is captured whole, with the current device 'cpu'."""
+    _placed("rocm")
+    limit = pf.tensor([3], device="rocm")
+    f = pf.compile(lambda x: x * (pf.arange(8, device="rocm") <= limit), mode="reduce-overhead")
+    for step in range(3):
+        x = make_values(rng, (8,), "float32")
+        got = f(pf.tensor(x, device="rocm"))
+        assert got.device.type == "rocm"
+        np.testing.assert_array_equal(got.to("cpu").numpy(), x * (np.arange(8) <= 3 + step))
+        limit.add_(1)
+    assert f._device_graphs() == 1
+
+
 def test_fused_elementwise_errors():
     x = pf.ones(3)
     with pytest.raises(ValueError, match="not an elementwise op"):

@@ -63,6 +63,9 @@ struct Node {
   DType dtype = DType::Float32;  // output 0's, as traced (the fusion pass reads it)
   uint64_t draws = 0;  // random ops: how many draws of the default generator each run takes
   bool absorbed = false;  // taken into another call by a fusion: dropped once nothing reads it
+  // The current device when traced (a factory's device= sets it for the call): replays run the
+  // call there, so unplaced inputs go where they went then (none: wherever the replay is).
+  std::optional<Device> device;
 };
 
 // A leaf's .grad as the traced call left it: set to `grad` (None: cleared) after each run.
