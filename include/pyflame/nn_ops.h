@@ -121,6 +121,10 @@ PF_API Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& ke
 // (N, H, L)), what the backward reads instead of the (L, S) probabilities.
 PF_API std::tuple<Tensor, Tensor> flash_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                                   bool is_causal = false, std::optional<double> scale = std::nullopt);
+// Rotary position embedding, rotate_half convention: x * cos + cat(-x2, x1) * sin, x1 and x2 the
+// halves of x's last dim; x (..., T, D) of 2 to 4 dims, cos and sin (T, D) in x's dtype. Not
+// differentiable (F.apply_rotary_emb composes it from elementwise ops under autograd).
+PF_API Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin);
 // One query row per head (query (N, H, 1, E)) against keys and values (N, Hk, S, E), keys where
 // key_mask (N, S; bool; undefined: all) is false left out; a row with no key gets zeros. Not
 // differentiable: a language model's decode step, what scaled_dot_product_attention runs there.

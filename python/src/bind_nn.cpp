@@ -231,6 +231,9 @@ void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor) {
         nb::kw_only(), "scale"_a = nb::none(),
         "Fused attention of (N, H, L, E) query and (N, Hk, S, E) key and value (float16/bfloat16): "
         "(output, logsumexp). What scaled_dot_product_attention runs where it can.");
+  m.def("rotary_embedding", &pyflame::rotary_embedding, "x"_a, "cos"_a, "sin"_a,
+        "x * cos + rotate_half(x) * sin in one pass: x (..., T, D) of 2 to 4 dims, cos and sin (T, D). "
+        "What F.apply_rotary_emb runs outside autograd.");
   m.def("decode_attention",
         [](const Tensor& q, const Tensor& k, const Tensor& v, std::optional<Tensor> key_mask,
            std::optional<double> scale) { return pyflame::decode_attention(q, k, v, opt(key_mask), scale); },

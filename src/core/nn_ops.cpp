@@ -357,6 +357,21 @@ Inferred infer_flash_attention(OpCall& call) {
           {}};
 }
 
+Inferred infer_rotary_embedding(OpCall& call) {
+  const char* name = op_name(call.op);
+  const Tensor &x = call.inputs[0], &cos = call.inputs[1], &sin = call.inputs[2];
+  check_float(x, name, "x");
+  PF_CHECK(x.dim() >= 2 && x.dim() <= 4 && x.size(-1) % 2 == 0, ValueError, name,
+           ": x must have 2 to 4 dims (..., T, D) with D even, got shape ", x.shape());
+  const Shape table{x.size(-2), x.size(-1)};
+  PF_CHECK(cos.dtype() == x.dtype() && sin.dtype() == x.dtype() && cos.shape() == table && sin.shape() == table,
+           ValueError, name, ": cos and sin must be ", x.dtype(), " of shape (T, D) = ", table, ", got ", cos.dtype(),
+           cos.shape(), " and ", sin.dtype(), sin.shape());
+  InputPlan packed;
+  packed.contiguous = true;
+  return {current_device(), {InputPlan{}, packed, packed}, {{x.shape(), x.dtype()}}, {}};
+}
+
 Inferred infer_decode_attention(OpCall& call) {
   const Tensor &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2], &mask = call.inputs[3];
   check_attention_operands(q, k, v, call.op);
@@ -401,6 +416,7 @@ std::vector<Tensor> d_flash_attention(const autograd::GradContext& c) {
 PF_REGISTER_INFER(flash_attention, &infer_flash_attention);
 PF_REGISTER_INFER(flash_attention_backward, &infer_flash_attention_backward);
 PF_REGISTER_INFER(decode_attention, &infer_decode_attention);
+PF_REGISTER_INFER(rotary_embedding, &infer_rotary_embedding);
 PF_REGISTER_DERIVATIVE(flash_attention, &d_flash_attention, autograd::kSavesBoth);
 PF_REGISTER_INFER(cross_entropy_backward, &infer_cross_entropy_backward);
 PF_REGISTER_INFER(softmax_backward, &infer_softmax_backward);
@@ -951,6 +967,10 @@ std::tuple<Tensor, Tensor> flash_attention(const Tensor& query, const Tensor& ke
   std::vector<Tensor> r =
       apply({ir::OpType::flash_attention, {query, key, value}, attention_attrs(query, is_causal, scale), {}});
   return {r[0], r[1]};
+}
+
+Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+  return apply_one(ir::OpType::rotary_embedding, {x, cos, sin}, NoAttrs{});
 }
 
 Tensor decode_attention(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& key_mask,

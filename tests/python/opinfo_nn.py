@@ -458,7 +458,36 @@ def _group_norm_backward_ref(grad, x, num_groups, weight=None, eps=1e-5):
 
 _NORM_BACKWARD_TOL = {"float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2), "float32": (1e-4, 1e-4)}
 
+def _rotary_samples(rng, dtype, cls):
+    """(x, cos, sin): x of 2 to 4 dims, as laid out by a head split (a transposed view) or strided;
+    cos and sin (T, D) of any values (the kernel does not assume a rotation table)."""
+    dom = dict(low=-2, high=2)
+
+    def rot(x_shape, layout="contig"):
+        table = x_shape[-2:]
+        return Sample((_x(rng, x_shape, dtype, dom, layout), _x(rng, table, dtype, dom), _x(rng, table, dtype, dom)))
+
+    if cls == "plain":
+        return [rot((5, 8)), rot((2, 3, 4)), rot((2, 4, 3, 16))]
+    if cls == "noncontig":
+        return [rot((2, 4, 6, 8), "T"), rot((3, 4, 6), "strided")]
+    if cls == "empty":
+        return [rot((0, 3, 4)), rot((2, 0, 4))]
+    if cls == "size1":
+        return [rot((1, 1, 1, 2))]
+    return []
+
+
+def _rotary_ref(x, cos, sin):
+    half = x.shape[-1] // 2
+    x64 = x.double()
+    rotated = torch.cat([-x64[..., half:], x64[..., :half]], -1)
+    return (x64 * cos.double() + rotated * sin.double()).to(x.dtype)
+
+
 OP_INFOS = [
+    OpInfo("rotary_embedding", "CUSTOM", FLOAT_DTYPES, _rotary_samples, _rotary_ref, UNARY_CLASSES[:4],
+           method=False),
     # UNARY: rounding and sign (exact), hardtanh (parameters min_val, max_val)
     OpInfo("floor", "UNARY", NONBOOL_DTYPES, _unary_samples(_STD), torch.floor, UNARY_CLASSES, exact_float=True),
     OpInfo("ceil", "UNARY", NONBOOL_DTYPES, _unary_samples(_STD), torch.ceil, UNARY_CLASSES, exact_float=True),

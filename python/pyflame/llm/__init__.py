@@ -4,8 +4,10 @@ A model is ordinary pf.nn modules over the library's ops (linear, rms_norm,
 silu, scaled_dot_product_attention with grouped-query heads), named as Hugging
 Face's LlamaForCausalLM names its weights, so a checkpoint's state dict loads
 as it is. Generation keeps a key/value cache per layer, allocated once for the
-prompt plus the new tokens and written in place at each step: a decode step
-attends over the cache's filled part and computes only the new position.
+prompt plus the new tokens and written in place at each step. After the
+prompt, each step computes only the new position, with that position held in a
+tensor on the device: every step then has the same shapes, so pf.compile traces
+it once and, on a GPU, replays it as one captured device graph.
 
 Rotary embeddings follow Hugging Face's rotate_half convention: the frequencies
 pair dimension i with i + head_dim / 2. `rope_theta` and the llama3 frequency

@@ -1274,9 +1274,18 @@ def apply_rotary_emb(x, cos, sin):
     """Rotary position embedding, Hugging Face's rotate_half convention (as Llama's): x * cos +
     rotate_half(x) * sin, where rotate_half(x) = cat(-x[..., d/2:], x[..., :d/2]) pairs dimension i
     with i + d/2. cos and sin ([positions, d], each frequency repeated for both halves) broadcast
-    against x ([..., positions, d]). Not in torch.nn.functional (an LLM building block)."""
+    against x ([..., positions, d]). Not in torch.nn.functional (an LLM building block).
+
+    Outside autograd, with cos and sin [positions, d] in x's dtype and x of 2 to 4 dims, one
+    rotary_embedding call computes it in one pass (a language model's decode step); otherwise the
+    formula's elementwise ops."""
     if x.shape[-1] % 2:
         raise ValueError(f"apply_rotary_emb: the last dim ({x.shape[-1]}) must be even (pairs of dims rotate)")
+    table = (x.shape[-2], x.shape[-1]) if x.dim() >= 2 else None
+    if (2 <= x.dim() <= 4 and x.is_floating_point() and tuple(cos.shape) == table and tuple(sin.shape) == table
+            and cos.dtype == x.dtype and sin.dtype == x.dtype
+            and not (_pf.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad))):
+        return _C.rotary_embedding(x, cos, sin)
     half = x.shape[-1] // 2
     return x * cos + _pf.cat([-x[..., half:], x[..., :half]], -1) * sin
 
