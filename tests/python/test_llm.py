@@ -118,8 +118,36 @@ def test_sampling_stops_and_streams(tmp_path):
     stopped = model.generate(ids, max_new_tokens=6, eos_token_id=stop, streamer=streamer).tolist()[0]
     assert stopped == greedy[:greedy.index(stop) + 1]
     assert streamer.seen[0] == [[5, 6, 7]] and streamer.seen[-1] == "end" and len(streamer.seen) == len(stopped) - 1
-    with pytest.raises(pf.NotSupportedError, match="padded"):
-        model.generate(ids, attention_mask=pf.tensor([[0, 1, 1]]))
+    with pytest.raises(ValueError, match="left"):
+        model.generate(ids, attention_mask=pf.tensor([[1, 1, 0]]))
+    with pytest.raises(ValueError, match="shape"):
+        model.generate(ids, attention_mask=pf.tensor([[1, 1]]))
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_left_padded_batch_matches_transformers(tmp_path, device):
+    """Prompts of three lengths padded on the left: the logits at the real tokens and the greedy tokens
+    are transformers' (whose rotary positions also skip the padding)."""
+    _placed(device)
+    reference = _tiny(tmp_path)
+    model = llm.LlamaForCausalLM.from_pretrained(str(tmp_path)).to(device)
+    rng = np.random.default_rng(5)
+    lengths = (7, 4, 1)
+    ids = np.zeros((3, 7), dtype=np.int64)
+    mask = np.zeros((3, 7), dtype=np.int64)
+    for row, n in enumerate(lengths):
+        ids[row, 7 - n:] = rng.integers(1, 96, size=n)
+        mask[row, 7 - n:] = 1
+    with torch.no_grad():
+        want = reference(torch.from_numpy(ids), attention_mask=torch.from_numpy(mask)).logits.numpy()
+        want_tokens = reference.generate(torch.from_numpy(ids), attention_mask=torch.from_numpy(mask),
+                                         max_new_tokens=8, do_sample=False)
+    got = model(pf.tensor(ids, device=device), attention_mask=pf.tensor(mask, device=device)).logits
+    real = mask.astype(bool)
+    np.testing.assert_allclose(got.to("cpu").numpy()[real], want[real], rtol=1e-4, atol=1e-4)
+    tokens = model.generate(pf.tensor(ids, device=device), max_new_tokens=8,
+                            attention_mask=pf.tensor(mask, device=device))
+    np.testing.assert_array_equal(tokens.to("cpu").numpy(), want_tokens.numpy())
 
 
 def test_bad_checkpoints(tmp_path):

@@ -123,7 +123,6 @@ class LlamaAttention(Module):
         k = self.k_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         q, k = F.apply_rotary_emb(q, cos, sin), F.apply_rotary_emb(k, cos, sin)
-        causal = t > 1 and mask is None
         if cache is not None and isinstance(start, pf.Tensor):
             # One token at the position `start` holds (a graph's decode step): attention reads
             # the whole cache, `mask` hiding the positions after it.
@@ -136,10 +135,7 @@ class LlamaAttention(Module):
             k_cache[:, :, start:start + t] = k
             v_cache[:, :, start:start + t] = v
             k, v = k_cache[:, :, :start + t], v_cache[:, :, :start + t]
-            if t > 1 and start > 0:  # a chunk after cached positions: query i sees keys up to start + i
-                rows = pf.arange(t, device=x.device).unsqueeze(1) + start
-                mask, causal = pf.arange(start + t, device=x.device).unsqueeze(0) <= rows, False
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None and t > 1,
                                              enable_gqa=self.kv_heads != self.heads)
         return self.o_proj(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim))
 
@@ -254,39 +250,52 @@ class LlamaForCausalLM(Module):
 
     # ------------------------------------------------------------------ forward
 
-    def _rotary(self, start, t, device, dtype, length=0):
-        """cos and sin [t, head_dim] for positions start..start + t - 1 (`start` an int, or a one-element
-        tensor for one position), taken from a table kept on the device: made in float64 on the host
-        once, for max(max_position_embeddings, length) positions or more."""
+    def _rope_table(self, device, dtype, length):
+        """cos and sin [n, head_dim] for positions 0..n-1, n >= length, kept on the device: made in float64
+        on the host once, for max(max_position_embeddings, length) positions or more."""
         key = (str(device), dtype)
         table = self._rope_tables.get(key)
-        needed = max(length, start + t if isinstance(start, int) else 0)
-        if table is None or table[0].shape[0] < needed:
-            freqs = np.outer(np.arange(max(needed, self.config.max_position_embeddings), dtype=np.float64),
+        if table is None or table[0].shape[0] < length:
+            freqs = np.outer(np.arange(max(length, self.config.max_position_embeddings), dtype=np.float64),
                              self._inv_freq)
             emb = np.concatenate([freqs, freqs], axis=-1)
             table = self._rope_tables[key] = tuple(pf.tensor(f(emb).astype(np.float32), device=device).to(dtype)
                                                    for f in (np.cos, np.sin))
-        if isinstance(start, pf.Tensor):
-            return table[0].index_select(0, start), table[1].index_select(0, start)
-        return table[0][start:start + t], table[1][start:start + t]
+        return table
 
-    def forward(self, input_ids, cache=None, start=0):
+    def forward(self, input_ids, cache=None, start=0, attention_mask=None):
         """Logits [batch, tokens, vocab] for input_ids [batch, tokens] at positions start, start + 1, ...;
         `cache` (from new_cache) gets the keys and values written at those positions. `start` may be a
         one-element int64 tensor on the model's device (one token per row, a decode step whose position
         lives on the device, as a captured graph needs): attention then reads the whole cache, masked
-        past that position."""
+        past that position. `attention_mask` [batch, start + tokens] (with a tensor `start`: the cache's
+        length), as transformers': 0 marks padding on the left of a prompt, which no token attends to
+        and which does not count in the rotary positions."""
         h = self.model.embed_tokens(input_ids)
+        b, t = input_ids.shape
+        dev = h.device
+        decode = isinstance(start, pf.Tensor)
+        if decode and (cache is None or t != 1):
+            raise ValueError("LlamaForCausalLM: a tensor `start` takes one token per row and a cache")
+        length = cache[0][0].shape[2] if decode else start + t  # the keys attended to
+        cos, sin = self._rope_table(dev, h.dtype, length)
         mask = None
-        if isinstance(start, pf.Tensor):
-            if cache is None or input_ids.shape[1] != 1:
-                raise ValueError("LlamaForCausalLM: a tensor `start` takes one token per row and a cache")
-            length = cache[0][0].shape[2]
-            mask = pf.arange(length, device=h.device) <= start
-            cos, sin = self._rotary(start, 1, h.device, h.dtype, length)
+        if decode:
+            mask = pf.arange(length, device=dev) <= start
+        elif start > 0 or attention_mask is not None:  # query i sees keys up to start + i
+            mask = pf.arange(length, device=dev).unsqueeze(0) <= (pf.arange(t, device=dev).unsqueeze(1) + start)
+        if attention_mask is None:
+            cos, sin = ((cos.index_select(0, start), sin.index_select(0, start)) if decode
+                        else (cos[start:start + t], sin[start:start + t]))
         else:
-            cos, sin = self._rotary(start, input_ids.shape[1], h.device, h.dtype)
+            if tuple(attention_mask.shape) != (b, length):
+                raise ValueError(f"LlamaForCausalLM: attention_mask must be [batch, {length}] (the positions "
+                                 f"attended to), got {tuple(attention_mask.shape)}")
+            valid = attention_mask.to(dev) != 0
+            counted = (valid.long().cumsum(-1) - 1).clamp(min=0)  # each token's rotary position
+            positions = counted.index_select(1, start) if decode else counted[:, start:]
+            cos, sin = cos[positions].unsqueeze(1), sin[positions].unsqueeze(1)  # [batch, 1, tokens, head_dim]
+            mask = (mask.unsqueeze(0) & valid.unsqueeze(1)).unsqueeze(1)  # [batch, 1, tokens or 1, keys]
         for i, layer in enumerate(self.model.layers):
             h = layer(h, cos, sin, cache[i] if cache is not None else None, start, mask)
         return CausalLMOutput(self.lm_head(self.model.norm(h)))
@@ -303,20 +312,32 @@ class LlamaForCausalLM(Module):
         """The prompt followed by up to max_new_tokens tokens per row, as transformers' generate: greedy, or
         sampled (temperature, then top_k, then top_p). A row that produced an end-of-sequence token gets
         it repeated until every row has one or the length is reached. `streamer` (transformers' interface:
-        put(ids), end()) receives the prompt, then each step's tokens."""
-        if attention_mask is not None and not bool((attention_mask != 0).all()):
-            raise pf.NotSupportedError("LlamaForCausalLM.generate: padded prompts (an attention_mask with zeros) "
-                                       "are not supported yet; generate each prompt on its own")
+        put(ids), end()) receives the prompt, then each step's tokens. Prompts of different lengths are
+        padded on the left, `attention_mask` [batch, prompt length] holding 0 at the padding (as
+        transformers with padding_side="left")."""
         eos = [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id or self.config.eos_token_ids)
         batch, length = input_ids.shape
+        device = input_ids.device
+        full_mask = None
+        if attention_mask is not None:
+            valid = (attention_mask != 0).to(device)
+            if tuple(valid.shape) != (batch, length):
+                raise ValueError(f"generate: attention_mask must have input_ids' shape {(batch, length)}, "
+                                 f"got {tuple(attention_mask.shape)}")
+            if length > 1 and bool((valid[:, :-1] & ~valid[:, 1:]).any()):
+                raise ValueError("generate: a prompt's padding must be on the left (padding_side='left'): "
+                                 "attention_mask has a 0 after a 1")
+            if not bool(valid.all()):
+                full_mask = pf.cat([valid, pf.ones(batch, max_new_tokens, dtype=pf.bool, device=device)], 1)
         cache = self.new_cache(batch, length + max_new_tokens)
         tokens = input_ids
-        done = pf.zeros(batch, dtype=pf.bool, device=input_ids.device)
+        done = pf.zeros(batch, dtype=pf.bool, device=device)
         if streamer is not None:
             streamer.put(input_ids.to("cpu"))
         with pf.no_grad():
-            logits = self(input_ids, cache).logits[:, -1].float()
-            step = self._decode_step(cache, pf.tensor([length], device=input_ids.device))
+            prompt_mask = full_mask[:, :length] if full_mask is not None else None
+            logits = self(input_ids, cache, attention_mask=prompt_mask).logits[:, -1].float()
+            step = self._decode_step(cache, pf.tensor([length], device=device), full_mask)
             for i in range(max_new_tokens):
                 nxt = _sample(logits, temperature, top_k, top_p) if do_sample else logits.argmax(-1)
                 if eos:
@@ -333,13 +354,14 @@ class LlamaForCausalLM(Module):
             streamer.end()
         return tokens
 
-    def _decode_step(self, cache, position):
+    def _decode_step(self, cache, position, attention_mask=None):
         """One decode step as a compiled function of the new tokens [batch, 1] -> the last logits in float32.
-        The cache and the position (advanced by the step itself) are tensors the graph reads from outside
-        its arguments, so every step has the same signature: traced once, then replayed; on a GPU one
-        captured device graph per step instead of a launch per op (pf.compile's reduce-overhead)."""
+        The cache, the position (advanced by the step itself) and the padding mask over the cache are
+        tensors the graph reads from outside its arguments, so every step has the same signature: traced
+        once, then replayed; on a GPU one captured device graph per step instead of a launch per op
+        (pf.compile's reduce-overhead)."""
         def decode_step(ids):
-            logits = self(ids, cache, position).logits[:, -1].float()
+            logits = self(ids, cache, position, attention_mask).logits[:, -1].float()
             position.add_(1)
             return logits
 
