@@ -172,3 +172,25 @@ def test_estimate_memory_counts_weights_and_cache():
     assert m["kv_cache_bytes"] == 2 * 22 * 2048 * 4 * 64 * 2
     assert m["total_bytes"] == m["weights_bytes"] + m["kv_cache_bytes"]
     assert llm.estimate_memory(c, 1, 2048, weight_bits=4)["weights_bytes"] < m["weights_bytes"] / 3
+
+
+def test_generate_command_streams_the_greedy_text(tmp_path):
+    """python -m pyflame.llm.generate with a checkpoint and its tokenizer.json: the greedy tokens as text."""
+    tokenizers = pytest.importorskip("tokenizers")
+    import subprocess
+    import sys
+
+    _tiny(tmp_path)
+    vocab = {f"w{i}": i for i in range(95)}
+    vocab["[UNK]"] = 95
+    tokenizer = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    prompt = "w5 w6 w7"
+    model = llm.LlamaForCausalLM.from_pretrained(str(tmp_path))
+    new = model.generate(pf.tensor([tokenizer.encode(prompt).ids]), max_new_tokens=6).tolist()[0][3:]
+    run = subprocess.run([sys.executable, "-m", "pyflame.llm.generate", "--model", str(tmp_path), "--prompt", prompt,
+                          "--max-new-tokens", "6", "--device", "cpu"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == prompt + tokenizer.decode(new) + "\n"
+    assert "prefill: 3 tokens" in run.stderr and "decode:" in run.stderr
