@@ -300,6 +300,18 @@ class LlamaForCausalLM(Module):
             h = layer(h, cos, sin, cache[i] if cache is not None else None, start, mask)
         return CausalLMOutput(self.lm_head(self.model.norm(h)))
 
+    def quantize(self, bits=8, group_size=128):
+        """Weight-only int8 or int4 in place: every linear layer (the projections, and lm_head unless it is
+        the embedding's tied weight) becomes a pyflame.quant.QuantizedLinear with groups of group_size
+        input columns. Returns the model."""
+        from ..quant import QuantizedLinear
+
+        for parent in list(self.modules()):
+            for name, child in list(parent.named_children()):
+                if isinstance(child, Linear) and not (child is self.lm_head and self.config.tie_word_embeddings):
+                    setattr(parent, name, QuantizedLinear.from_linear(child, bits, group_size))
+        return self
+
     def new_cache(self, batch_size, max_length):
         """Per layer, (keys, values) [batch, kv_heads, max_length, head_dim] in the model's dtype and device."""
         c, w = self.config, self.model.embed_tokens.weight

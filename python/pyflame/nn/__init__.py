@@ -120,3 +120,4 @@ from .transformer import (  # noqa: F401
 )
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
 from . import parallel  # noqa: E402,F401  (DistributedDataParallel)
+from ..quant import QuantizedLinear  # noqa: E402,F401  (pf.nn.QuantizedLinear: weight-only int8/int4)
