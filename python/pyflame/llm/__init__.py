@@ -327,6 +327,8 @@ class LlamaForCausalLM(Module):
         put(ids), end()) receives the prompt, then each step's tokens. Prompts of different lengths are
         padded on the left, `attention_mask` [batch, prompt length] holding 0 at the padding (as
         transformers with padding_side="left")."""
+        if max_new_tokens <= 0:
+            return input_ids
         eos = [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id or self.config.eos_token_ids)
         batch, length = input_ids.shape
         device = input_ids.device
