@@ -95,13 +95,14 @@ static __global__ void decode_attention_chunks(const T* q, const T* k, const T* 
   float maxima[kHeads], sums[kHeads];
 #pragma unroll
   for (int h = 0; h < kHeads; ++h) {
-    if (h >= nh) break;  // the same for every thread: the reductions' barriers are met by all
-    const float x = t < len ? probs[h * kMaxChunk + t] : none;
-    const float m = block_all_reduce<kDecodeThreads>(x, MaxOp{});
-    const float p = x == none ? 0.0f : expf(x - m);
-    if (t < len) probs[h * kMaxChunk + t] = p;
-    maxima[h] = m;
-    sums[h] = block_all_reduce<kDecodeThreads>(p, PlusOp{});
+    if (h < nh) {  // the same for every thread: the reductions' barriers are met by all
+      const float x = t < len ? probs[h * kMaxChunk + t] : none;
+      const float m = block_all_reduce<kDecodeThreads>(x, MaxOp{});
+      const float p = x == none ? 0.0f : expf(x - m);
+      if (t < len) probs[h * kMaxChunk + t] = p;
+      maxima[h] = m;
+      sums[h] = block_all_reduce<kDecodeThreads>(p, PlusOp{});
+    }
   }
   __syncthreads();
 
