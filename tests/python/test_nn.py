@@ -881,6 +881,49 @@ def test_integer_inputs_are_refused(dtype):
 
 
 @pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_sequential_folds_conv_batch_norm_relu_in_eval(device, rng):
+    """Sequential runs a plain Conv2d + BatchNorm2d (+ ReLU) in eval as one conv2d_batch_norm where no gradient
+    is recorded, with PyTorch's results; in training, with gradients or a string padding, they run apart."""
+    if device == "rocm" and not pf.rocm_is_available():
+        pytest.skip(f"no usable GPU: {pf.rocm_unavailable_reason()}")
+    layers = lambda lib: lib.nn.Sequential(  # noqa: E731
+        lib.nn.Conv2d(3, 8, 3, padding=1), lib.nn.BatchNorm2d(8), lib.nn.ReLU(),
+        lib.nn.Conv2d(8, 8, 3, stride=2, bias=False), lib.nn.BatchNorm2d(8, affine=False),
+        lib.nn.Conv2d(8, 4, 1, padding="same"), lib.nn.BatchNorm2d(4))
+    ref = layers(torch)
+    with torch.no_grad():  # statistics and affine parameters away from their initial values
+        for m in ref.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+                if m.affine:
+                    m.weight.uniform_(0.5, 1.5)
+                    m.bias.uniform_(-0.5, 0.5)
+    model = layers(pf)
+    model.load_state_dict({k: pf.tensor(v.numpy()) for k, v in ref.state_dict().items()})
+    model.eval().to(device)
+    ref.eval()
+    x = make_values(rng, (2, 3, 10, 10), "float32")
+    with torch.no_grad():
+        want = ref(torch.from_numpy(x)).numpy()
+    px = pf.tensor(x, device=device)
+    with pf.no_grad(), pf.profiler.profile(activities=[pf.profiler.ProfilerActivity.CPU]) as prof:
+        got = model(px)
+    ops = [e.name for e in prof.events()]  # with the calls inside conv2d_batch_norm (its folding)
+    assert ops.count("conv2d_batch_norm") == 2 and ops.count("batch_norm") == 1, ops  # padding="same": apart
+    tol = 1e-2 if device == "rocm" else 1e-4  # the GPU's convolutions in TF32, as PyTorch's
+    np.testing.assert_allclose(got.to("cpu").numpy(), want, rtol=tol, atol=tol)
+
+    with pf.profiler.profile(activities=[pf.profiler.ProfilerActivity.CPU]) as prof:
+        model(px).sum().backward()
+    assert "conv2d_batch_norm" not in [e.name for e in prof.events()]
+    model.train()
+    with pf.no_grad(), pf.profiler.profile(activities=[pf.profiler.ProfilerActivity.CPU]) as prof:
+        model(px)
+    assert "conv2d_batch_norm" not in [e.name for e in prof.events()]
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
 def test_sequential_runs_linear_relu_fused_with_unfused_results(device, rng):
     """Seed 001's automatic fusion: Sequential runs a plain Linear + ReLU as one linear_relu where no
     gradient is recorded, with the unfused results; with gradients, or a hook on either module, they

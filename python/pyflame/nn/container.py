@@ -11,7 +11,9 @@ from collections import OrderedDict
 
 from .. import _C
 from .activation import ReLU as _ReLU
+from .conv import Conv2d as _Conv2d
 from .linear import Linear as _Linear
+from .normalization import BatchNorm2d as _BatchNorm2d
 from .module import Module, _addindent, structure_changed
 from .parameter import Parameter
 
@@ -117,14 +119,34 @@ class Sequential(_IndexedModules):
                 input = _C.linear_relu(input, module.weight, module.bias)
                 i += 2
                 continue
+            # A Conv2d then a BatchNorm2d in eval (then a ReLU): one convolution by weights scaled per
+            # channel (conv2d_batch_norm, which keeps the scaled weights until a parameter or statistic
+            # changes), under the same conditions; the same results to float rounding.
+            if (i + 1 < len(modules) and _fusable(module, _Conv2d) and _fusable(modules[i + 1], _BatchNorm2d)
+                    and _folds(input, module, modules[i + 1])):
+                conv, bn = module, modules[i + 1]
+                relu = i + 2 < len(modules) and _fusable(modules[i + 2], _ReLU)
+                input = _C.conv2d_batch_norm(input, conv.weight, conv.bias, bn.running_mean, bn.running_var, bn.weight,
+                                             bn.bias, conv.stride, conv.padding, conv.dilation, conv.groups, bn.eps,
+                                             relu)
+                i += 3 if relu else 2
+                continue
             input = module(input)
             i += 1
         return input
 
 
-def _needs_grad(input, linear):
-    return (input.requires_grad or linear.weight.requires_grad
-            or (linear.bias is not None and linear.bias.requires_grad))
+def _needs_grad(input, *modules):
+    return input.requires_grad or any(p is not None and p.requires_grad
+                                       for m in modules for p in (m.weight, m.bias))
+
+
+def _folds(input, conv, bn):
+    """Whether conv then bn can run as one conv2d_batch_norm: bn normalises by its running statistics
+    (eval), the convolution pads with zeros by numbers, the input is batched, and no gradient is recorded."""
+    return (not bn.training and bn.running_mean is not None and bn.running_var is not None and input.dim() == 4
+            and conv.padding_mode == "zeros" and not isinstance(conv.padding, str)
+            and not (_C.is_grad_enabled() and _needs_grad(input, conv, bn)))
 
 
 def _fusable(module, cls):
