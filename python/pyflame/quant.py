@@ -17,7 +17,7 @@ and GEMM of the LLM issue are not written yet.
 
 import pyflame as pf
 
-from .nn import Linear, Module, Parameter
+from .nn import Module, Parameter
 from .nn import functional as F
 
 __all__ = ["QuantizedTensor", "quantize_weight", "QuantizedLinear"]
