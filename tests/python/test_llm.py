@@ -194,3 +194,16 @@ def test_generate_command_streams_the_greedy_text(tmp_path):
     assert run.returncode == 0, run.stderr
     assert run.stdout == prompt + tokenizer.decode(new) + "\n"
     assert "prefill: 3 tokens" in run.stderr and "decode:" in run.stderr
+
+
+def test_generate_refuses_a_cache_larger_than_the_gpu():
+    """A key/value cache that cannot fit raises ROCmMemoryError saying what it needs, before allocating it."""
+    _placed("rocm")
+    config = llm.LlamaConfig(vocab_size=32, hidden_size=64, intermediate_size=64, num_hidden_layers=2,
+                             num_attention_heads=4)
+    model = llm.LlamaForCausalLM(config).to("rocm")
+    ids = pf.tensor([[1, 2]], device="rocm")
+    before = pf.cuda.memory_allocated()
+    with pytest.raises(pf.ROCmMemoryError, match=r"key/value cache for 1 x \d+ positions needs [\d.]+ GiB"):
+        model.generate(ids, max_new_tokens=2 ** 31)
+    assert pf.cuda.memory_allocated() == before

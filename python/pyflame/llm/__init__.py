@@ -343,6 +343,7 @@ class LlamaForCausalLM(Module):
                                  "attention_mask has a 0 after a 1")
             if not bool(valid.all()):
                 full_mask = pf.cat([valid, pf.ones(batch, max_new_tokens, dtype=pf.bool, device=device)], 1)
+        self._check_cache_fits(batch, length + max_new_tokens, device)
         cache = self.new_cache(batch, length + max_new_tokens)
         tokens = input_ids
         done = pf.zeros(batch, dtype=pf.bool, device=device)
@@ -367,6 +368,22 @@ class LlamaForCausalLM(Module):
         if streamer is not None:
             streamer.end()
         return tokens
+
+    def _check_cache_fits(self, batch, length, device):
+        """Raises pf.ROCmMemoryError, before anything is allocated, where a GPU's free memory (the driver's and
+        the caching allocator's cached blocks) cannot hold the key/value cache of batch x length positions."""
+        if device.type == "cpu":
+            return
+        w = self.model.embed_tokens.weight
+        needed = estimate_memory(self.config, batch, length, w.dtype)["kv_cache_bytes"]
+        index = device.index or 0
+        free = pf.rocm_get_device_info(index)["free_memory"]
+        free += pf.cuda.memory_reserved(index) - pf.cuda.memory_allocated(index)
+        if needed > free:
+            raise pf.ROCmMemoryError(
+                f"LlamaForCausalLM.generate: the key/value cache for {batch} x {length} positions needs "
+                f"{needed / 2**30:.2f} GiB; {free / 2**30:.2f} GiB of {device} are free (fewer new tokens or a "
+                "smaller batch fit; llm.estimate_memory tells the sizes)")
 
     def _decode_step(self, cache, position, attention_mask=None):
         """One decode step as a compiled function of the new tokens [batch, 1] -> the last logits in float32.
