@@ -90,6 +90,8 @@ def test_cached_decoding_equals_a_full_forward(tmp_path):
     parts = [model(ids[:, :4], cache, 0).logits, model(ids[:, 4:7], cache, 4).logits]
     parts += [model(ids[:, i:i + 1], cache, i).logits for i in (7, 8)]
     np.testing.assert_allclose(pf.cat(parts, 1).numpy(), full.numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="the cache holds 9 positions; positions 7..10 do not fit"):
+        model(ids[:, :4], cache, 7)
 
 
 def test_sampling_stops_and_streams(tmp_path):

@@ -278,6 +278,9 @@ class LlamaForCausalLM(Module):
         if decode and (cache is None or t != 1):
             raise ValueError("LlamaForCausalLM: a tensor `start` takes one token per row and a cache")
         length = cache[0][0].shape[2] if decode else start + t  # the keys attended to
+        if cache is not None and length > cache[0][0].shape[2]:
+            raise ValueError(f"LlamaForCausalLM: the cache holds {cache[0][0].shape[2]} positions; positions "
+                             f"{start}..{length - 1} do not fit (new_cache(batch, max_length) with a larger max_length)")
         cos, sin = self._rope_table(dev, h.dtype, length)
         mask = None
         if decode:
