@@ -818,7 +818,7 @@ bool flash_attention_serves(const Tensor& q, const Tensor& k, const Tensor& v, c
 
 // The (N, S) key mask of decode_attention for one query row per head: attn_mask undefined (every
 // key), or a bool mask that varies along the keys and the batch only (what a decode step's
-// cache length or left padding gives); undefined `fits` where another mask is given.
+// cache length or left padding gives); nullopt for any other mask.
 std::optional<Tensor> decode_key_mask(const Tensor& attn_mask, int64_t batch, int64_t keys) {
   if (!attn_mask.defined()) return Tensor();
   if (attn_mask.dtype() != DType::Bool || attn_mask.dim() > 4 || attn_mask.dim() == 0) return std::nullopt;
