@@ -816,35 +816,30 @@ bool flash_attention_serves(const Tensor& q, const Tensor& k, const Tensor& v, c
   return true;
 }
 
-// The (N, S) key mask of decode_attention for one query row per head: attn_mask undefined (every
-// key), or a bool mask that varies along the keys and the batch only (what a decode step's
-// cache length or left padding gives); nullopt for any other mask.
-std::optional<Tensor> decode_key_mask(const Tensor& attn_mask, int64_t batch, int64_t keys) {
+// Whether decode_attention computes this call of scaled_dot_product_attention, and then its
+// (N, S) key mask (undefined: every key): one query row per head of (N, H, 1, E) operands that
+// flash_attention's checks accept; no mask, or a bool mask that varies along the keys and the
+// batch only (what a decode step's cache length or left padding gives); no dropout; no causal
+// mask (with one row it would see key 0 alone); nothing for autograd to record (the op has no
+// derivative). nullopt where the composite serves the call.
+std::optional<Tensor> decode_attention_key_mask(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                const Tensor& attn_mask, const AttentionAttrs& a) {
+  if (q.dim() != 4 || k.dim() != 4 || k.shape() != v.shape() || q.size(2) != 1 || a.is_causal || a.dropout_p > 0)
+    return std::nullopt;
+  if (q.dtype() != DType::Float16 && q.dtype() != DType::BFloat16 && q.dtype() != DType::Float32)
+    return std::nullopt;
+  const int64_t batch = q.size(0), keys = k.size(2), e = q.size(3);
+  if (k.size(0) != batch || batch == 0 || keys == 0 || k.size(3) != e || e % 8 != 0 || e > 256) return std::nullopt;
+  if (q.size(1) != k.size(1) && !(a.enable_gqa && k.size(1) > 0 && q.size(1) % k.size(1) == 0)) return std::nullopt;
+  if (autograd::is_grad_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad() ||
+                                      (attn_mask.defined() && attn_mask.requires_grad())))
+    return std::nullopt;
   if (!attn_mask.defined()) return Tensor();
   if (attn_mask.dtype() != DType::Bool || attn_mask.dim() > 4 || attn_mask.dim() == 0) return std::nullopt;
   Shape m(4 - attn_mask.dim(), 1);
   m.insert(m.end(), attn_mask.shape().begin(), attn_mask.shape().end());
   if (m[1] != 1 || m[2] != 1 || (m[0] != 1 && m[0] != batch) || (m[3] != 1 && m[3] != keys)) return std::nullopt;
   return expand(reshape(attn_mask, {m[0], m[3]}), {batch, keys});
-}
-
-// Whether decode_attention computes this call of scaled_dot_product_attention: one query row
-// per head of (N, H, 1, E) operands that flash_attention's checks accept, a key mask or none,
-// no dropout, no causal mask (with one row it would see key 0 alone), and nothing for
-// autograd to record (the op has no derivative).
-bool decode_attention_serves(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
-                             const AttentionAttrs& a) {
-  if (q.dim() != 4 || k.dim() != 4 || k.shape() != v.shape() || q.size(2) != 1 || a.is_causal || a.dropout_p > 0)
-    return false;
-  if (q.dtype() != DType::Float16 && q.dtype() != DType::BFloat16 && q.dtype() != DType::Float32) return false;
-  const int64_t e = q.size(3);
-  if (q.size(0) != k.size(0) || q.size(0) == 0 || k.size(2) == 0 || k.size(3) != e || e % 8 != 0 || e > 256)
-    return false;
-  if (q.size(1) != k.size(1) && !(a.enable_gqa && k.size(1) > 0 && q.size(1) % k.size(1) == 0)) return false;
-  if (autograd::is_grad_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad() ||
-                                      (attn_mask.defined() && attn_mask.requires_grad())))
-    return false;
-  return decode_key_mask(attn_mask, q.size(0), k.size(2)).has_value();
 }
 
 // (query, key, value, attn_mask): the checks of torch's scaled_dot_product_attention; the output
@@ -907,8 +902,8 @@ std::vector<Tensor> scaled_dot_product_attention_composite(const OpCall& call) {
   const Device device = current_device();  // the op's (apply's placement)
   // Under autocast the inputs arrive in its lower dtype (the op's autocast policy).
   const DType in_dtype = query.dtype();
-  if (decode_attention_serves(query, key, value, attn_mask, a))
-    return {decode_attention(query, key, value, *decode_key_mask(attn_mask, query.size(0), key.size(2)), a.scale)};
+  if (const std::optional<Tensor> key_mask = decode_attention_key_mask(query, key, value, attn_mask, a))
+    return {decode_attention(query, key, value, *key_mask, a.scale)};
   if (flash_attention_serves(query, key, value, attn_mask, a.dropout_p, a.enable_gqa, device, in_dtype)) {
     // As PyTorch's flash and cuDNN attention: no (L, S) scores in memory, forward or backward.
     const bool batched_heads = query.dim() == 4;
