@@ -45,9 +45,15 @@ class PF_API Storage {
   // existed before it (parameters) from memory the traced code made.
   uint64_t serial() const { return serial_; }
   static uint64_t next_serial();
+  // Bumped when a tensor viewing this memory is given other data (Tensor::set_data,
+  // `p.data = ...`): a traced graph that kept the old tensor no longer reads what
+  // its source reads now (ir::graph_applies).
+  uint64_t rebinds() const { return rebinds_; }
+  void note_rebound() { ++rebinds_; }
 
  private:
   uint64_t version_ = 0;
+  uint64_t rebinds_ = 0;
   uint64_t serial_;
   void* data_;
   size_t nbytes_;

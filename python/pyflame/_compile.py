@@ -7,8 +7,10 @@ Python that made them. The signature holds what torch.compile's guards check:
 each tensor argument's shape, dtype, device, placement and requires_grad (and
 which arguments are the same tensor), every other argument's value, the grad
 mode, the autocast state, the current device and, for a module, the training
-flag and the identity of each parameter and buffer. Python control flow and
-Python numbers are fixed at trace time, as torch's guards specialise them.
+flag and the identity of each parameter and buffer, and the same for every
+module the function called when traced (a function using a model: model.eval()
+after a training trace retraces). Python control flow and Python numbers are
+fixed at trace time, as torch's guards specialise them.
 
 What a graph cannot repeat (a read of tensor values on the host: .item(),
 bool(), printing, NumPy; autograd.grad; a random draw from a generator of the
@@ -19,9 +21,10 @@ are traced like the forward's, and the Python objects it depends on beyond
 the arguments guard it (guard(): an optimizer's options, so an lr scheduler's
 change retraces; the leaves' .grad where the step accumulates into them).
 Tensors the function reads from outside (parameters, closures) are used by
-reference: in-place updates (optimizer steps, load_state_dict) are seen,
-rebinding a closure's name to a new tensor is not (a module's parameters are
-guarded).
+reference: in-place updates (optimizer steps, load_state_dict) are seen, and a
+tensor given new data (`p.data = ...`, as Module.to and .half() do) makes the
+graph retrace; rebinding a closure's name to a new tensor is not seen (the
+parameters of the modules it calls are guarded).
 
 Replay runs the same ops through the op layer, so results equal eager ones and
 autograd records them. With mode="reduce-overhead" (or "max-autotune"), a graph
@@ -36,7 +39,7 @@ import threading
 import warnings
 
 from . import _C
-from .nn.module import Module, structure_version
+from .nn.module import Module, structure_version, trace_modules
 
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 _EAGER = object()  # a signature whose trace cannot be replayed
@@ -70,17 +73,15 @@ def retrace_later(why):
 
 
 class _Entry:
-    __slots__ = ("graph", "out_spec", "device_graph", "guards", "grad_guarded")
+    __slots__ = ("graph", "out_spec", "device_graph", "guards")
 
     def __init__(self, graph, out_spec, guards):
         self.graph, self.out_spec, self.guards = graph, out_spec, guards
-        self.grad_guarded = graph.grad_guards > 0
         self.device_graph = None  # mode="reduce-overhead": the captured graph, False where it cannot be
 
     def holds(self, tensors):
         """Whether the state the trace read beyond the arguments is still as it was."""
-        return (all(fn() == value for fn, value in self.guards)
-                and (not self.grad_guarded or _C._grads_as_traced(self.graph, tensors)))
+        return _C._graph_applies(self.graph, tensors) and all(fn() == value for fn, value in self.guards)
 
 
 def _flatten(obj, tensors):
@@ -128,7 +129,8 @@ class _Compiled:
 
     def __init__(self, fn, module, fullgraph, capture):
         self._fn, self._module, self._fullgraph, self._capture = fn, module, fullgraph, capture
-        self._module_state = (None, None)  # (nn's structure version, the module's key then)
+        self._modules = {} if module is None else {id(module): module}  # the module and those its traces called
+        self._module_state = (None, None)  # (nn's structure version, the modules' key then)
         self._traces = {}
         self._retraces = {}  # signature -> how many times its guards failed
         self._warned = set()
@@ -139,17 +141,18 @@ class _Compiled:
         aliases = tuple(first.setdefault(id(t), i) for i, t in enumerate(tensors))
         keys = (_C._tensor_signature(tensors), aliases)
         state = (_C.is_grad_enabled(), _C.get_device(), _C._get_autocast("cpu"), _C._get_autocast("rocm"))
-        if self._module is not None:
+        if self._modules:
             state += (self._module_key(),)
         return (values, keys, state)
 
     def _module_key(self):
-        """The training flags and the parameters' and buffers' identities, read again only after a module changed."""
+        """The modules' training flags and their parameters' and buffers' identities, read again only after a
+        module changed."""
         version, key = self._module_state
         if version != structure_version():
-            m = self._module
-            key = (tuple(s.training for s in m.modules()), tuple(id(p) for p in m.parameters()),
-                   tuple(id(b) for b in m.buffers()))
+            modules = {id(s): s for m in self._modules.values() for s in m.modules()}
+            key = tuple((s.training, tuple(map(id, s._parameters.values())), tuple(map(id, s._buffers.values())))
+                        for s in modules.values())
             self._module_state = (structure_version(), key)
         return key
 
@@ -167,17 +170,18 @@ class _Compiled:
             if len(self._traces) >= _MAX_TRACES:  # arguments that differ on every call (a new object each time)
                 self._warn_once(f"more than {_MAX_TRACES} signatures; new ones run eagerly")
                 return self._fn(*args, **kwargs)
-            return self._trace(key, tensors, args, kwargs)
+            return self._trace(key, values, tensors, args, kwargs)
         if entry is _EAGER:
             return self._fn(*args, **kwargs)
-        if (entry.guards or entry.grad_guarded) and not entry.holds(tensors):
+        if not entry.holds(tensors):
             retraces = self._retraces[key] = self._retraces.get(key, 0) + 1
             if retraces > _MAX_RETRACES:
                 self._warn_once("state it reads outside its arguments (an optimizer's options, the .grad it "
-                                f"accumulates into) changed on more than {_MAX_RETRACES} calls; it runs eagerly")
+                                "accumulates into, a tensor given new data) changed on more than "
+                                f"{_MAX_RETRACES} calls; it runs eagerly")
                 self._traces[key] = _EAGER
                 return self._fn(*args, **kwargs)
-            return self._trace(key, tensors, args, kwargs)
+            return self._trace(key, values, tensors, args, kwargs)
         if self._capture and entry.device_graph is None:
             try:
                 entry.device_graph = _C._DeviceGraph(entry.graph, tensors)
@@ -187,10 +191,12 @@ class _Compiled:
             return _unflatten(entry.out_spec, entry.device_graph.launch(tensors))
         return _unflatten(entry.out_spec, _C._run_graph(entry.graph, tensors))
 
-    def _trace(self, key, tensors, args, kwargs):
+    def _trace(self, key, values, tensors, args, kwargs):
         self._traces.pop(key, None)
         state = _active.trace = _TraceState()
         _C._begin_trace(tensors)
+        called = {}
+        trace_modules(called)
         try:
             result = self._fn(*args, **kwargs)
         except BaseException:
@@ -198,6 +204,11 @@ class _Compiled:
             raise
         finally:
             _active.trace = None
+            trace_modules(None)
+        if called.keys() - self._modules.keys():  # modules the signature did not hold yet
+            self._modules.update(called)
+            self._module_state = (None, None)
+            key = self._signature(values, tensors)
         outputs = []
         out_spec = _flatten(result, outputs)
         graph, why_not = _C._end_trace(outputs)

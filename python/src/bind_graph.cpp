@@ -80,8 +80,10 @@ void bind_graph(nb::module_& m) {
   }, "outputs"_a, "(graph, why it cannot be replayed or '').");
   m.def("_abort_trace", &ir::abort_trace);
   m.def("_is_tracing", &ir::is_tracing);
-  m.def("_grads_as_traced", &ir::grads_as_traced, "graph"_a, "inputs"_a,
-        "Whether each leaf's .grad that the graph read is as the trace found it.");
+  m.def("_graph_applies", &ir::graph_applies, "graph"_a, "inputs"_a,
+        "Whether each leaf's .grad that the graph read is as the trace found it and no tensor it kept from "
+        "outside was given new data since.");
+  m.def("_trace_break", &ir::trace_break, "what"_a, "Within a trace: the traced call cannot be replayed (why).");
   m.def("_run_graph", [](const ir::Graph& g, const std::vector<Tensor>& inputs) { return ir::run_graph(g, inputs); },
         "graph"_a, "inputs"_a);
   m.def("_tensor_signature", [](const std::vector<Tensor>& tensors) {

@@ -739,6 +739,9 @@ void Tensor::set_data(const Tensor& other) {
   PF_CHECK(other.defined(), ValueError, "data: the new value must be a tensor");
   PF_CHECK(!requires_grad() || is_floating(other.dtype()), AutogradError, "data: a tensor that requires grad "
            "cannot take ", other.dtype(), " data (only floating point tensors can require gradients)");
+  // A graph replays its calls, not the Python that rebinds a tensor's data: such a trace runs eagerly.
+  ir::trace_break("a tensor given new data (.data = ...)");
+  if (storage_) storage_->note_rebound();
   storage_ = other.storage_;
   shape_ = other.shape_;
   strides_ = other.strides_;

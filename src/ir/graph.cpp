@@ -69,6 +69,14 @@ std::string Graph::to_string() const {
   return s;
 }
 
+Value Graph::add_constant(const Tensor& t, bool data) {
+  constants.push_back(t);
+  constant_copied.push_back(false);
+  constant_data.push_back(data);
+  constant_rebinds.push_back(t.defined() ? t.storage()->rebinds() : 0);
+  return {Value::Kind::Constant, static_cast<int64_t>(constants.size()) - 1, 0};
+}
+
 std::vector<Tensor> run_graph(const Graph& g, const std::vector<Tensor>& inputs,
                               const std::function<void(size_t node)>& after_node) {
   PF_CHECK(static_cast<int64_t>(inputs.size()) == g.num_inputs, ValueError, "run_graph: the graph takes ",

@@ -125,10 +125,7 @@ void fold_constants(Graph& g) {
       n.absorbed = true;
     }
     const DeviceScope on_traced_device(n.device);
-    g.constants.push_back(apply(std::move(call))[0]);
-    g.constant_copied.push_back(false);
-    g.constant_data.push_back(true);
-    folded[i] = Value{Value::Kind::Constant, static_cast<int64_t>(g.constants.size()) - 1, 0};
+    folded[i] = g.add_constant(apply(std::move(call))[0], true);
   }
   for_each_value(g, [&](Value& v) {
     if (v.kind == Value::Kind::Node && folded[v.index].kind == Value::Kind::Constant) v = folded[v.index];

@@ -56,12 +56,6 @@ thread_local std::unique_ptr<Trace> t_trace;
 
 bool made_during_trace(const Trace& tr, const Tensor& t) { return t.storage()->serial() >= tr.first_serial; }
 
-Value add_constant(Trace& tr, const Tensor& t, bool data) {
-  tr.graph.constants.push_back(t);
-  tr.graph.constant_copied.push_back(false);
-  tr.graph.constant_data.push_back(data);
-  return {Value::Kind::Constant, static_cast<int64_t>(tr.graph.constants.size()) - 1, 0};
-}
 
 // Notes a tensor seen for the first time as value v: a leaf is found by its autograd state.
 Value first_seen(Trace& tr, const Tensor& t, const TensorKey& key, Value v) {
@@ -76,7 +70,7 @@ Value read_value(Trace& tr, const Tensor& t) {
   if (!t.defined()) return {};
   const TensorKey key = key_of(t);
   if (auto it = tr.values.find(key); it != tr.values.end()) return it->second;
-  return first_seen(tr, t, key, add_constant(tr, t, made_during_trace(tr, t)));
+  return first_seen(tr, t, key, tr.graph.add_constant(t, made_during_trace(tr, t)));
 }
 
 // A value written in place or handed to the caller: data the traced code made must
@@ -92,7 +86,7 @@ Value written_value(Trace& tr, const Tensor& t) {
     mark_escaping(tr, it->second);
     return it->second;
   }
-  if (!made_during_trace(tr, t)) return first_seen(tr, t, key, add_constant(tr, t, false));
+  if (!made_during_trace(tr, t)) return first_seen(tr, t, key, tr.graph.add_constant(t, false));
   tr.graph.buffers.push_back(t);
   return first_seen(tr, t, key, Value{Value::Kind::Buffer, static_cast<int64_t>(tr.graph.buffers.size()) - 1, 0});
 }
@@ -234,7 +228,9 @@ void trace_backward() {
 
 bool recorded_before_trace(uint64_t sequence_nr) { return t_trace && sequence_nr < t_trace->first_sequence_nr; }
 
-bool grads_as_traced(const Graph& g, const std::vector<Tensor>& inputs) {
+bool graph_applies(const Graph& g, const std::vector<Tensor>& inputs) {
+  for (size_t i = 0; i < g.constants.size(); ++i)
+    if (g.constants[i].defined() && g.constants[i].storage()->rebinds() != g.constant_rebinds[i]) return false;
   for (const GradGuard& guard : g.grad_guards) {
     const Tensor& leaf = guard.leaf.kind == Value::Kind::Input ? inputs.at(guard.leaf.index)
                                                                 : g.constants.at(guard.leaf.index);

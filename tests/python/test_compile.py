@@ -367,6 +367,75 @@ def test_replaced_parameters_retrace(rng):
     assert len(compiled.graphs()) == 2
 
 
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+@pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+def test_parameters_given_new_data_retrace(device, mode, rng):
+    """Module.to, .double() and `p.data = ...` keep a parameter's identity and give it other memory: a
+    graph kept from before (a compiled module, or a function calling the model; on a GPU a captured
+    device graph) must read the new data, never the old."""
+    _placed(device)
+    model = pf.nn.Sequential(pf.nn.Linear(20, 32), pf.nn.GELU(), pf.nn.Linear(32, 10)).to(device)
+    compiled_model = pf.compile(model, mode=mode)
+    compiled_fn = pf.compile(lambda x: model(x) * 2 + 1, mode=mode)
+    x = pf.tensor(make_values(rng, (4, 20), "float32"), device=device)
+    with pf.no_grad():
+        for _ in range(2):
+            compiled_model(x), compiled_fn(x)
+        for p in model.parameters():
+            p.data = pf.tensor(make_values(rng, p.shape, "float32"), device=device)
+        np.testing.assert_array_equal(compiled_model(x).to("cpu").numpy(), model(x).to("cpu").numpy())
+        np.testing.assert_array_equal(compiled_fn(x).to("cpu").numpy(), (model(x) * 2 + 1).to("cpu").numpy())
+        model.double()
+        xd = x.double()
+        for got, want in ((compiled_model(xd), model(xd)), (compiled_fn(xd), model(xd) * 2 + 1)):
+            assert got.dtype == pf.float64
+            np.testing.assert_allclose(got.to("cpu").numpy(), want.to("cpu").numpy(), rtol=1e-12)
+
+
+def test_modules_a_function_calls_are_guarded(rng):
+    """A compiled function holds the training flags of the modules it called: eval() after a training
+    trace retraces (dropout off, batch_norm on its running statistics), and train() again finds the
+    first graph."""
+    model = pf.nn.Sequential(pf.nn.Linear(20, 32), pf.nn.BatchNorm1d(32), pf.nn.Dropout(0.5))
+    compiled = pf.compile(lambda x: model(x).sum(dim=1))
+    x = pf.tensor(make_values(rng, (8, 20), "float32"))
+    with pf.no_grad():
+        compiled(x), compiled(x)
+        model.eval()
+        for _ in range(2):
+            np.testing.assert_array_equal(compiled(x).numpy(), model(x).sum(dim=1).numpy())
+        model.train()
+        compiled(x)
+    assert len(compiled.graphs()) == 2
+
+
+def test_assigning_data_or_buffers_inside_runs_eagerly(rng):
+    """A graph repeats calls, not Python assignments: a traced function that rebinds a tensor's data or
+    a module's buffer runs eagerly, with a warning saying so."""
+    model = pf.nn.Linear(4, 4)
+    model.register_buffer("calls", pf.zeros(()))
+    x = pf.tensor(make_values(rng, (2, 4), "float32"))
+
+    def shrink(x):
+        model.weight.data = model.weight * 0.5
+        return model(x)
+
+    def count(x):
+        model.calls = model.calls + 1
+        return model(x)
+
+    for fn, why in ((shrink, "new data"), (count, "Linear.calls")):
+        compiled = pf.compile(fn)
+        with pf.no_grad(), pytest.warns(UserWarning, match=why):
+            compiled(x)
+        before = model.weight.detach().clone()
+        with pf.no_grad():
+            compiled(x)
+        if fn is shrink:  # the second call ran it again
+            np.testing.assert_array_equal(model.weight.numpy(), before.numpy() * 0.5)
+    assert model.calls.item() == 2
+
+
 def test_compile_arguments():
     f = lambda x: x + 1  # noqa: E731
     assert pf.compile(f, disable=True) is f

@@ -21,7 +21,7 @@
 // leaf's .grad before writing it (zero_grad's check; backward accumulating
 // into it when no zero_grad came first), the graph holds only while that
 // .grad is as it was (None or not; the same tensor where an op used it):
-// grads_as_traced() tells; pf.compile retraces otherwise.
+// graph_applies() tells; pf.compile retraces otherwise.
 //
 // A finished trace goes through optimize(): equal pure calls merged, unused
 // ones removed. run_graph replays the calls through apply() on new inputs, so
@@ -91,6 +91,7 @@ struct PF_API Graph {
   std::vector<Tensor> constants;
   std::vector<bool> constant_copied;
   std::vector<bool> constant_data;  // made by the traced code (fixed data), not a tensor from outside
+  std::vector<uint64_t> constant_rebinds;  // each constant's Storage::rebinds() when the trace read it
   std::vector<Tensor> buffers;  // shape, dtype and device of each (the contents are not kept)
   std::vector<Node> nodes;
   std::vector<Value> outputs;
@@ -102,6 +103,8 @@ struct PF_API Graph {
   std::vector<GradGuard> grad_guards;
   // One line per node: "%3 = add(in0, %1)", "%5 = copy(%2) -> c0" (written into c0).
   std::string to_string() const;
+  // Appends a constant (`data`: made by the traced code); returns its value.
+  Value add_constant(const Tensor& t, bool data);
 };
 
 // Starts tracing this thread's top-level apply() calls; `inputs` are the graph's inputs.
@@ -126,9 +129,10 @@ PF_API void trace_backward();
 // Whether an autograd node of this sequence number was recorded before the trace began.
 PF_API bool recorded_before_trace(uint64_t sequence_nr);
 
-// Whether each leaf's .grad is as the traced call found it (g.grad_guards), so
-// the graph applies to a call on `inputs`.
-PF_API bool grads_as_traced(const Graph& g, const std::vector<Tensor>& inputs);
+// Whether the graph applies to a call on `inputs`: each leaf's .grad is as the
+// traced call found it (g.grad_guards), and no tensor it kept from outside was
+// given new data since (`p.data = ...`, as Module.to does: the graph would read the old).
+PF_API bool graph_applies(const Graph& g, const std::vector<Tensor>& inputs);
 
 // The passes a finished trace goes through (src/ir/passes.cpp): pure calls of fixed
 // data computed once (constant folding), equal pure calls merged, fusions, pure calls

@@ -7,6 +7,7 @@ them there. Everything else (state_dict keys, repr, to(), train()) walks these
 dicts, so the keys and the printed form match PyTorch's for the same model.
 """
 
+import threading
 from collections import OrderedDict, namedtuple
 
 from .. import _C
@@ -29,6 +30,20 @@ def structure_changed():
 
 def structure_version():
     return _structure_version
+
+
+# pf.compile's traces running (any thread), and per thread the modules called in the one running there
+# (.modules: id -> module): a compiled function's signature then holds their training flags and
+# parameters, as torch.compile guards the modules a function uses (python/pyflame/_compile.py).
+traces_running = 0
+_traced = threading.local()
+
+
+def trace_modules(modules):
+    """Collects the modules called in this thread into `modules` (a dict) until trace_modules(None)."""
+    global traces_running
+    traces_running += 1 if modules is not None else -1
+    _traced.modules = modules
 
 
 class _HookedIdentity(Function):
@@ -175,6 +190,10 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
+        if traces_running:
+            modules = getattr(_traced, "modules", None)
+            if modules is not None:
+                modules[id(self)] = self
         state = self.__dict__  # (a module unpickled from before hooks existed has no hook dicts)
         backward_hooks = (state.get("_backward_pre_hooks") or state.get("_backward_hooks")) and _C.is_grad_enabled()
         if not (state.get("_forward_pre_hooks") or state.get("_forward_hooks") or backward_hooks):
@@ -292,6 +311,9 @@ class Module:
     def __setattr__(self, name, value):
         structure_changed()
         d = self.__dict__
+        if traces_running and (isinstance(value, Parameter) or name in d.get("_parameters", ())
+                               or name in d.get("_buffers", ())):  # a graph would not repeat the assignment
+            _C._trace_break(f"assigning {type(self).__name__}.{name} (a parameter or buffer)")
 
         def forget(*stores):  # the name leaves the other stores
             d.pop(name, None)
