@@ -799,11 +799,10 @@ AttentionAttrs attention_attrs(const Tensor& query, bool is_causal, std::optiona
 
 // Whether flash_attention computes this call of scaled_dot_product_attention
 // on `device` in `dtype`: no mask but the causal one, no dropout, (N, H, L, E)
-// or (N, L, E) operands of one batch, one head dim that the kernels take. The
-// CPU keeps the composite, whose GEMMs are faster there.
+// or (N, L, E) operands of one batch, one head dim that the kernels take.
 bool flash_attention_serves(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
                             double dropout_p, bool enable_gqa, Device device, DType dtype) {
-  if (device.is_cpu() || !find_kernel(ir::OpType::flash_attention, device.type)) return false;
+  if (!find_kernel(ir::OpType::flash_attention, device.type)) return false;
   if (dtype != DType::Float16 && dtype != DType::BFloat16 && dtype != DType::Float32) return false;
   if (attn_mask.defined() || dropout_p > 0) return false;
   if (q.dim() != k.dim() || q.dim() != v.dim() || (q.dim() != 3 && q.dim() != 4) || k.shape() != v.shape())

@@ -1,17 +1,24 @@
-// CPU kernels of flash_attention, its backward and decode_attention (nn_ops.h has the ops), one
-// query row at a time in float32: each row's scores live only while the row
-// is computed, as in the GPU kernels, and the backward recomputes the
-// probabilities from the saved logsumexp. scaled_dot_product_attention keeps
-// its composite on the CPU for several query rows, whose GEMMs are faster
-// there; these kernels make the ops whole on every device and are the GPU
-// kernels' reference.
+// CPU kernels of flash_attention, its backward and decode_attention (nn_ops.h
+// has the ops). A block of query rows meets a chunk of keys at a time through
+// OpenBLAS: the block's scores live in a small buffer (64 x 256 floats stays in
+// L2), an online softmax carries each row's max and sum across chunks, and the
+// backward recomputes the probabilities from the saved logsumexp. Nothing of
+// size (L, S) is made, which is what made the composite (matmul, softmax,
+// matmul) slower than PyTorch's fused CPU attention: its scores and
+// probabilities were written, zeroed by the kernel as fresh pages, and read
+// again. 16-bit operands are converted to float a block at a time (the BLAS
+// has no 16-bit products); everything accumulates in float.
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/dispatch.h"
+#include "cpu/blas.h"
 #include "cpu/loops.h"
+#include "kernels/math.h"
 #include "pyflame/error.h"
 
 namespace pyflame::cpu {
@@ -30,6 +37,27 @@ template <class T> float dot(const T* a, const T* b, int64_t e) {
   for (int64_t c = 0; c < e; ++c) s += static_cast<float>(a[c]) * static_cast<float>(b[c]);
   return s;
 }
+
+// `rows` rows of `e` floats at `p` (row stride `stride`): the memory itself for float (ld = stride), else a
+// float copy in `buf` (ld = e), times `scale`.
+template <class T> const float* as_float(const T* p, int64_t stride, int64_t rows, int64_t e, std::vector<float>& buf,
+                                         int64_t& ld, float scale = 1.0f) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (scale == 1.0f) {
+      ld = stride;
+      return p;
+    }
+  }
+  buf.resize(rows * e);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < e; ++c) buf[r * e + c] = static_cast<float>(p[r * stride + c]) * scale;
+  ld = e;
+  return buf.data();
+}
+
+constexpr int64_t kQueryBlock = 64;
+constexpr int64_t kKeyChunk = 256;
+constexpr float kNone = -std::numeric_limits<float>::infinity();
 
 struct Dims {
   int64_t batch, heads, kv_heads, q_len, kv_len, head_dim;
@@ -52,40 +80,99 @@ struct KeyMask {
   bool sees(int64_t n, int64_t j) const { return !p || p[n * batch + j * key]; }
 };
 
+// Sets the scores of a (rows x keys) block that a row may not see to -inf: causal (row i sees
+// keys up to i) or masked keys.
+void hide_scores(float* s, int64_t ld, int64_t i0, int64_t rows, int64_t j0, int64_t keys, const Dims& d,
+                 const KeyMask& mask, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = s + r * ld;
+    if (d.causal) std::fill(row + std::clamp<int64_t>(i0 + r + 1 - j0, 0, keys), row + keys, kNone);
+    if (mask.p)
+      for (int64_t j = 0; j < keys; ++j)
+        if (!mask.sees(n, j0 + j)) row[j] = kNone;
+  }
+}
+
+// The max of `start` and n floats; then s[j] = exp(s[j] - mx) and their sum. Eight lanes, so that
+// the loops vectorise (a single float accumulator keeps its order and does not).
+float max_of(const float* s, int64_t n, float start) {
+  float lanes[8];
+  std::fill(lanes, lanes + 8, start);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) lanes[l] = std::max(lanes[l], s[j + l]);
+  for (; j < n; ++j) lanes[0] = std::max(lanes[0], s[j]);
+  return *std::max_element(lanes, lanes + 8);
+}
+
+float exp_in_place(float* s, int64_t n, float mx) {
+  float lanes[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) lanes[l] += s[j + l] = math::exp(s[j + l] - mx);
+  for (; j < n; ++j) lanes[0] += s[j] = math::exp(s[j] - mx);
+  float sum = 0;
+  for (float l : lanes) sum += l;
+  return sum;
+}
+
 // flash_attention (its logsumexp in `lse`) and decode_attention (key mask, no logsumexp; a row
-// that sees no key gets zeros).
+// that sees no key gets zeros). A task is one block of query rows of one (batch, head).
 template <class T> void attention_forward(OpCall& call, const KeyMask& mask, float* lse) {
   const Dims d(call, call.inputs[0], call.inputs[1]);
   const Heads<T> q(call.inputs[0]), k(call.inputs[1]), v(call.inputs[2]);
   T* out = call.outputs[0].data<T>();
-  const int64_t group = d.heads / d.kv_heads, e = d.head_dim, rows = d.batch * d.heads * d.q_len;
-  parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, d.kv_len * e)),
-               [&](int64_t r0, int64_t r1) {
-    std::vector<float> p(d.kv_len), acc(e);
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t n = r / (d.heads * d.q_len), h = r / d.q_len % d.heads, i = r % d.q_len, hk = h / group;
-      const T* qi = q.at(n, h, i);
-      const int64_t seen = d.keys_seen(i);
-      const float none = -std::numeric_limits<float>::infinity();
-      float m = none, l = 0;
-      for (int64_t j = 0; j < seen; ++j)
-        m = std::max(m, p[j] = mask.sees(n, j) ? dot(qi, k.at(n, hk, j), e) * d.scale : none);
+  const int64_t group = d.heads / d.kv_heads, e = d.head_dim;
+  const int64_t blocks = (d.q_len + kQueryBlock - 1) / kQueryBlock;
+  parallel_for(d.batch * d.heads * blocks, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<float> qbuf, kbuf, vbuf, scores(kQueryBlock * kKeyChunk), acc(kQueryBlock * e);
+    std::vector<float> m(kQueryBlock), l(kQueryBlock);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / (d.heads * blocks), h = t / blocks % d.heads, hk = h / group;
+      const int64_t i0 = t % blocks * kQueryBlock, rows = std::min(kQueryBlock, d.q_len - i0);
+      int64_t ldq, ldk, ldv;
+      const float* qs = as_float(q.at(n, h, i0), q.row, rows, e, qbuf, ldq, d.scale);  // scaled once: L x E products
+      std::fill(m.begin(), m.end(), kNone);
+      std::fill(l.begin(), l.end(), 0.0f);
       std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t j = 0; j < seen && m != none; ++j) {
-        if (p[j] == none) continue;
-        const float pj = std::exp(p[j] - m);
-        l += pj;
-        const T* vj = v.at(n, hk, j);
-        for (int64_t c = 0; c < e; ++c) acc[c] += pj * static_cast<float>(vj[c]);
+      const int64_t keys_end = d.keys_seen(i0 + rows - 1);
+      for (int64_t j0 = 0; j0 < keys_end; j0 += kKeyChunk) {
+        const int64_t keys = std::min(kKeyChunk, keys_end - j0);
+        const float* kf = as_float(k.at(n, hk, j0), k.row, keys, e, kbuf, ldk);
+        const float* vf = as_float(v.at(n, hk, j0), v.row, keys, e, vbuf, ldv);
+        gemm_serial(false, true, rows, keys, e, qs, ldq, kf, ldk, scores.data(), kKeyChunk, 0.0f);
+        hide_scores(scores.data(), kKeyChunk, i0, rows, j0, keys, d, mask, n);
+        for (int64_t r = 0; r < rows; ++r) {
+          float* s = scores.data() + r * kKeyChunk;
+          const float mx = max_of(s, keys, m[r]);
+          if (mx == kNone) {  // nothing seen yet: the row's probabilities are 0
+            std::fill(s, s + keys, 0.0f);
+            continue;
+          }
+          const float sum = exp_in_place(s, keys, mx);
+          const float carry = math::exp(m[r] - mx);  // the earlier chunks' terms, rescaled to the new max
+          l[r] = l[r] * carry + sum;
+          m[r] = mx;
+          if (carry != 1.0f)
+            for (int64_t c = 0; c < e; ++c) acc[r * e + c] *= carry;
+        }
+        gemm_serial(false, false, rows, e, keys, scores.data(), kKeyChunk, vf, ldv, acc.data(), e, 1.0f);
       }
-      for (int64_t c = 0; c < e; ++c) out[r * e + c] = static_cast<T>(l > 0 ? acc[c] / l : 0.0f);
-      if (lse) lse[r] = m + std::log(l);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t row = (n * d.heads + h) * d.q_len + i0 + r;
+        const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
+        for (int64_t c = 0; c < e; ++c) out[row * e + c] = static_cast<T>(acc[r * e + c] * inv);
+        if (lse) lse[row] = m[r] + std::log(l[r]);
+      }
     }
   });
 }
 
 // Per (batch, key/value head): its keys' gradients gather over every query
-// head that shares them, so planes are independent and need no atomics.
+// head that shares them, so planes are independent and need no atomics. For a
+// block of query rows and a chunk of keys, with P recomputed from logsumexp:
+// dV += P^T dO, dS = P (dO V^T - rowsum(dO O)), dQ += dS K, dK += dS Q (the
+// scale folded into Q once and into dQ at the end).
 template <class T> void attention_backward(OpCall& call) {
   const Dims d(call, call.inputs[1], call.inputs[2]);
   const Heads<T> g(call.inputs[0]), q(call.inputs[1]), k(call.inputs[2]), v(call.inputs[3]), o(call.inputs[4]);
@@ -93,33 +180,42 @@ template <class T> void attention_backward(OpCall& call) {
   T *grad_q = call.outputs[0].data<T>(), *grad_k = call.outputs[1].data<T>(), *grad_v = call.outputs[2].data<T>();
   const int64_t group = d.heads / d.kv_heads, e = d.head_dim;
   parallel_for(d.batch * d.kv_heads, 1, [&](int64_t p0, int64_t p1) {
-    std::vector<float> dk(d.kv_len * e), dv(d.kv_len * e), dq(e);
+    std::vector<float> dk(d.kv_len * e), dv(d.kv_len * e), dq(kQueryBlock * e), delta(kQueryBlock);
+    std::vector<float> qbuf, gbuf, kbuf, vbuf, p(kQueryBlock * kKeyChunk), ds(kQueryBlock * kKeyChunk);
     for (int64_t plane = p0; plane < p1; ++plane) {
       const int64_t n = plane / d.kv_heads, hk = plane % d.kv_heads;
       std::fill(dk.begin(), dk.end(), 0.0f);
       std::fill(dv.begin(), dv.end(), 0.0f);
       for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
-        for (int64_t i = 0; i < d.q_len; ++i) {
-          const T *qi = q.at(n, h, i), *gi = g.at(n, h, i);
-          const int64_t row = (n * d.heads + h) * d.q_len + i;
-          const float delta = dot(gi, o.at(n, h, i), e);
+        for (int64_t i0 = 0; i0 < d.q_len; i0 += kQueryBlock) {
+          const int64_t rows = std::min(kQueryBlock, d.q_len - i0), first = (n * d.heads + h) * d.q_len + i0;
+          int64_t ldq, ldg, ldk, ldv;
+          const float* qs = as_float(q.at(n, h, i0), q.row, rows, e, qbuf, ldq, d.scale);
+          const float* gf = as_float(g.at(n, h, i0), g.row, rows, e, gbuf, ldg);
+          for (int64_t r = 0; r < rows; ++r) delta[r] = dot(g.at(n, h, i0 + r), o.at(n, h, i0 + r), e);
           std::fill(dq.begin(), dq.end(), 0.0f);
-          for (int64_t j = 0; j < d.keys_seen(i); ++j) {
-            const T *kj = k.at(n, hk, j), *vj = v.at(n, hk, j);
-            const float p = std::exp(dot(qi, kj, e) * d.scale - lse[row]);
-            const float ds = p * (dot(gi, vj, e) - delta);
-            for (int64_t c = 0; c < e; ++c) {
-              dq[c] += ds * static_cast<float>(kj[c]);
-              dk[j * e + c] += ds * static_cast<float>(qi[c]);
-              dv[j * e + c] += p * static_cast<float>(gi[c]);
-            }
+          const int64_t keys_end = d.keys_seen(i0 + rows - 1);
+          for (int64_t j0 = 0; j0 < keys_end; j0 += kKeyChunk) {
+            const int64_t keys = std::min(kKeyChunk, keys_end - j0);
+            const float* kf = as_float(k.at(n, hk, j0), k.row, keys, e, kbuf, ldk);
+            const float* vf = as_float(v.at(n, hk, j0), v.row, keys, e, vbuf, ldv);
+            gemm_serial(false, true, rows, keys, e, qs, ldq, kf, ldk, p.data(), kKeyChunk, 0.0f);
+            hide_scores(p.data(), kKeyChunk, i0, rows, j0, keys, d, KeyMask(Tensor()), n);
+            for (int64_t r = 0; r < rows; ++r) exp_in_place(p.data() + r * kKeyChunk, keys, lse[first + r]);
+            gemm_serial(true, false, keys, e, rows, p.data(), kKeyChunk, gf, ldg, dv.data() + j0 * e, e, 1.0f);
+            gemm_serial(false, true, rows, keys, e, gf, ldg, vf, ldv, ds.data(), kKeyChunk, 0.0f);
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t j = 0; j < keys; ++j)
+                ds[r * kKeyChunk + j] = p[r * kKeyChunk + j] * (ds[r * kKeyChunk + j] - delta[r]);
+            gemm_serial(false, false, rows, e, keys, ds.data(), kKeyChunk, kf, ldk, dq.data(), e, 1.0f);
+            gemm_serial(true, false, keys, e, rows, ds.data(), kKeyChunk, qs, ldq, dk.data() + j0 * e, e, 1.0f);
           }
-          for (int64_t c = 0; c < e; ++c) grad_q[row * e + c] = static_cast<T>(dq[c] * d.scale);
+          for (int64_t x = 0; x < rows * e; ++x) grad_q[first * e + x] = static_cast<T>(dq[x] * d.scale);
         }
       }
       T* gk = grad_k + plane * d.kv_len * e;
       T* gv = grad_v + plane * d.kv_len * e;
-      for (int64_t x = 0; x < d.kv_len * e; ++x) gk[x] = static_cast<T>(dk[x] * d.scale), gv[x] = static_cast<T>(dv[x]);
+      for (int64_t x = 0; x < d.kv_len * e; ++x) gk[x] = static_cast<T>(dk[x]), gv[x] = static_cast<T>(dv[x]);
     }
   });
 }

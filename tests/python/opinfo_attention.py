@@ -39,7 +39,9 @@ def _shapes(cls):
         return [((2, 2, 5, 8), (2, 2, 7, 8), {}, c), ((1, 4, 9, 16), (1, 2, 9, 16), dict(is_causal=True), c),
                 ((2, 1, 3, 8), (2, 1, 6, 8), dict(scale=0.3), c),
                 ((1, 2, 70, 16), (1, 1, 70, 16), dict(is_causal=True), c),  # past one 64-row GPU block
-                ((1, 1, 150, 72), (1, 1, 150, 72), dict(is_causal=True), c)]  # past 128 rows; E > 64
+                ((1, 1, 150, 72), (1, 1, 150, 72), dict(is_causal=True), c),  # past 128 rows; E > 64
+                # Past the CPU's 256-key chunks: the online softmax carried across them, causal inside one.
+                ((2, 2, 20, 8), (2, 1, 600, 8), {}, c), ((1, 2, 300, 16), (1, 2, 300, 16), dict(is_causal=True), c)]
     if cls == "noncontig":
         return [((1, 2, 6, 8), (1, 2, 5, 8), {}, ("T", "strided", "contig")),
                 ((2, 2, 4, 16), (2, 1, 4, 16), dict(is_causal=True), ("strided", "T", "T"))]
