@@ -23,6 +23,7 @@
 #include <climits>
 #include <functional>
 #include <unordered_map>
+#include <vector>
 
 #include "core/dispatch.h"
 #include "core/matrix_layout.h"
@@ -32,6 +33,7 @@
 #include "pyflame/backend/rocm/stream.h"
 #include "rocm/device_guard.h"
 #include "rocm/library_handles.h"
+#include "rocm/kernels/gemv.h"
 #include "rocm/kernels/matmul.h"
 
 namespace pyflame::backend::rocm {
@@ -421,7 +423,8 @@ void matmul_entry(OpCall& call) {
 // the GEMM accumulates onto it (beta = 1), as the CPU kernel and PyTorch's
 // unfused addmm do: still no separate pass of an add. linear_relu asks for the ReLU
 // in the same epilogue; where the library has none for the problem, a pass of relu's
-// functor follows the GEMM (relu_in_place, kernels/matmul.hip).
+// functor follows the GEMM (relu_in_place, kernels/matmul.hip). A few rows of x (a decode
+// step) go to the GEMV kernel (kernels/gemv.hip), which reads w faster than the library.
 void linear_entry(OpCall& call) {
   Tensor x = call.inputs[0];
   Tensor w_t = call.inputs[1].transpose(0, 1);
@@ -440,6 +443,10 @@ void linear_entry(OpCall& call) {
     else out.fill_(Scalar(0.0));
     if (relu) relu_in_place(out, op_name(call.op));
     return;
+  }
+  if (!relu) {
+    const std::vector<GemvProblem> part{{&call.inputs[1], bias.defined() ? &bias : nullptr, &out}};
+    if (gemv_serves(x, part)) return gemv(x, part, op_name(call.op));
   }
   const MatrixLayout lx = matrix_layout(x), lw = matrix_layout(w_t);
   for (int64_t ld : {lx.ld, lw.ld})
