@@ -2,14 +2,11 @@
 // y (m, n) = x (m, k) w (n, k)^T + b for m up to kMaxGemvRows. Its cost is
 // reading w once, and the BLAS libraries' kernels for such shapes stop short of
 // the memory's speed (cuBLAS on an H200: 57-65% of a copy for bf16 4096 x
-// 14336, docs/perf.md). A block takes kGemvRowsPerBlock rows of w and its
-// threads split the columns: each thread reads its pieces of both rows 16 bytes
-// at a time, kGemvUnroll pieces a row in flight before the multiply-adds, and
-// multiplies them with the same columns of the m rows of x (every block reads
-// x: it stays in the caches); the block then sums each output across its warps
-// (block_reduce.h's warp sums: right for wave64 and wave32). Blocks this small
-// make many waves of the grid, so the last, partly filled wave costs little
-// (a warp per row left a 4096 x 14336 product 1.7 waves: 67% of a copy).
+// 14336, docs/perf.md). Here a warp takes one row of w; its lanes read the row
+// 16 bytes at a time with kGemvUnroll loads in flight before the multiply-adds
+// (a row of 4096 bf16 is 16 loads a lane on wave32, 8 on wave64), multiply
+// them with the m rows of x, which every warp reads (they stay in the caches),
+// and sum across the warp (block_reduce.h: right for wave64 and wave32).
 // Several weights that share x (a layer's query, key and value projections)
 // are parts of one launch: the rows of all parts are numbered one after another.
 
@@ -27,7 +24,6 @@ namespace pyflame::backend::rocm {
 namespace {
 
 constexpr int kGemvThreads = 256;
-constexpr int kGemvRowsPerBlock = 2;
 constexpr int kGemvUnroll = 4;
 
 template <class T> struct GemvPart {
@@ -49,65 +45,45 @@ struct Plus {
 };
 
 template <class T, int kM> static __global__ void gemv_rows(GemvArgs<T> a) {
-  constexpr int V = kVec<T>, R = kGemvRowsPerBlock, kWarps = kGemvThreads / PF_WARP_SIZE;
-  constexpr int64_t kStride = int64_t{kGemvThreads} * V;  // columns the block reads per piece of a row
-  const T* w[R];
-  int part[R];
-  int64_t row[R];
+  constexpr int V = kVec<T>;
+  constexpr int64_t kStride = int64_t{PF_WARP_SIZE} * V;  // elements a warp reads per load
+  const int lane = threadIdx.x % PF_WARP_SIZE;
+  int64_t row = int64_t{blockIdx.x} * (kGemvThreads / PF_WARP_SIZE) + threadIdx.x / PF_WARP_SIZE;
+  int p = 0;
+  while (p < a.parts && row >= a.part[p].rows) row -= a.part[p++].rows;
+  if (p == a.parts) return;  // the whole warp: past the last row
+  const GemvPart<T> part = a.part[p];
+  const T* w = part.w + row * part.ldw;
+  float acc[kM] = {};
+  for (int64_t c0 = int64_t{lane} * V; c0 < a.k; c0 += kStride * kGemvUnroll) {
+    Vec<T, V> wv[kGemvUnroll];
 #pragma unroll
-  for (int r = 0; r < R; ++r) {
-    row[r] = int64_t{blockIdx.x} * R + r;
-    part[r] = 0;
-    while (part[r] < a.parts && row[r] >= a.part[part[r]].rows) row[r] -= a.part[part[r]++].rows;
-    w[r] = part[r] < a.parts ? a.part[part[r]].w + row[r] * a.part[part[r]].ldw : nullptr;  // null: past the end
-  }
-  float acc[R][kM] = {};
-  for (int64_t c0 = int64_t{threadIdx.x} * V; c0 < a.k; c0 += kStride * kGemvUnroll) {
-    Vec<T, V> wv[R][kGemvUnroll];
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int u = 0; u < kGemvUnroll; ++u) {
-        wv[r][u] = Vec<T, V>{};
-        if (w[r] && c0 + u * kStride < a.k) wv[r][u] = *reinterpret_cast<const Vec<T, V>*>(w[r] + c0 + u * kStride);
-      }
+    for (int u = 0; u < kGemvUnroll; ++u) {
+      wv[u] = Vec<T, V>{};
+      if (c0 + u * kStride < a.k) wv[u] = *reinterpret_cast<const Vec<T, V>*>(w + c0 + u * kStride);
+    }
 #pragma unroll
     for (int u = 0; u < kGemvUnroll; ++u) {
       if (c0 + u * kStride >= a.k) break;
 #pragma unroll
-      for (int m = 0; m < kM; ++m) {
-        const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(a.x + m * a.ldx + c0 + u * kStride);
+      for (int r = 0; r < kM; ++r) {
+        const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(a.x + r * a.ldx + c0 + u * kStride);
 #pragma unroll
-        for (int r = 0; r < R; ++r)
-#pragma unroll
-          for (int e = 0; e < V; ++e) acc[r][m] += static_cast<float>(wv[r][u].v[e]) * static_cast<float>(xv.v[e]);
+        for (int e = 0; e < V; ++e) acc[r] += static_cast<float>(wv[u].v[e]) * static_cast<float>(xv.v[e]);
       }
     }
   }
-  __shared__ float warp_sums[kWarps][R * kM];
-  const int lane = threadIdx.x % PF_WARP_SIZE, warp = threadIdx.x / PF_WARP_SIZE;
+  const float b = part.bias ? static_cast<float>(part.bias[row]) : 0.0f;
 #pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int m = 0; m < kM; ++m) {
-      const float sum = warp_all_reduce(acc[r][m], Plus{});
-      if (lane == 0) warp_sums[warp][r * kM + m] = sum;
-    }
-  __syncthreads();
-  if (threadIdx.x < R * kM) {
-    const int r = threadIdx.x / kM, m = threadIdx.x % kM;
-    if (!w[r]) return;
-    float sum = 0;
-    for (int i = 0; i < kWarps; ++i) sum += warp_sums[i][threadIdx.x];
-    const GemvPart<T>& p = a.part[part[r]];
-    if (p.bias) sum += static_cast<float>(p.bias[row[r]]);
-    p.y[m * p.rows + row[r]] = static_cast<T>(sum);
+  for (int r = 0; r < kM; ++r) {
+    const float sum = warp_all_reduce(acc[r], Plus{});
+    if (lane == r) part.y[r * part.rows + row] = static_cast<T>(sum + b);
   }
 }
 
 template <class T, int kM> void launch_rows(const GemvArgs<T>& args, int64_t rows, int device, const char* op) {
-  const int64_t blocks = (rows + kGemvRowsPerBlock - 1) / kGemvRowsPerBlock;
-  gemv_rows<T, kM><<<static_cast<unsigned>(blocks), kGemvThreads, 0, current_stream(device)>>>(args);
+  const int64_t warps = kGemvThreads / warp_size(device);
+  gemv_rows<T, kM><<<static_cast<unsigned>((rows + warps - 1) / warps), kGemvThreads, 0, current_stream(device)>>>(args);
   check_launch(op, [&] {
     return "gemv_rows of " + std::to_string(kM) + " x " + std::to_string(args.k) + " by " + std::to_string(rows) +
            " weight rows in " + std::to_string(args.parts) + " part(s)";
