@@ -2,6 +2,7 @@
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
 
 #include "bindings.h"
 #include "pyflame/ir/op_call.h"
@@ -18,6 +19,14 @@ void bind_modules(nb::module_& m, nb::class_<Tensor>& /*tensor*/) {
   }, "input"_a, "weight"_a, "bias"_a = nb::none(),
      "relu(linear(input, weight, bias)) in one call: what pf.compile makes of the pair (the ReLU in the GEMM's "
      "epilogue on the GPU).");
+  m.def("grouped_linear", [](const Tensor& input, const nb::args& params) {
+    OpCall call{ir::OpType::grouped_linear, {input}, NoAttrs{}, {}};
+    for (nb::handle p : params) call.inputs.push_back(p.is_none() ? Tensor() : nb::cast<Tensor>(p));
+    return nb::tuple(nb::cast(pyflame::apply(std::move(call))));
+  }, "input"_a, "params"_a,
+     "grouped_linear(input, weight0, bias0, weight1, bias1, ...) -> (linear(input, weight0, bias0), ...) in one "
+     "call (a bias may be None): what pf.compile makes of linears reading the same input (one GEMV launch on the "
+     "GPU for up to 8 rows of input and 4 weights).");
   m.def("lstm_sequence", [](const Tensor& input_gates, const Tensor& h0, const Tensor& c0, const Tensor& weight_hh,
                             const std::optional<Tensor>& bias_hh, bool reverse) {
     return pyflame::lstm_sequence(input_gates, h0, c0, weight_hh, bias_hh.value_or(Tensor()), reverse);

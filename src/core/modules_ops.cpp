@@ -1,4 +1,5 @@
-// The op layer of the nn-modules area: linear, the op behind nn.Linear. A
+// The op layer of the nn-modules area: linear, the op behind nn.Linear (and
+// grouped_linear, graph mode's several linears of one input as one call). A
 // device with a `linear` kernel gets the fused form (the CPU: bias written
 // into the output, then the matrix product accumulated onto it: one pass over
 // the output less than matmul + add; the GPU: the BLAS library adds the bias
@@ -24,22 +25,23 @@ namespace {
 // is one row), bias (N) (a 0-d bias expanded), out (M, N) contiguous.
 Inferred infer_linear(OpCall& call) {
   const Tensor &input = call.inputs[0], &weight = call.inputs[1], &bias = call.inputs[2];
-  PF_CHECK(input.dim() >= 1, ValueError, "linear: the input needs at least 1 dimension, got a 0-d tensor");
+  const char* name = op_name(call.op);
+  PF_CHECK(input.dim() >= 1, ValueError, name, ": the input needs at least 1 dimension, got a 0-d tensor");
   PF_CHECK(weight.dim() == 1 || weight.dim() == 2, ValueError,
-           "linear: the weight must be (out_features, in_features) or (in_features), got shape ", weight.shape());
-  PF_CHECK(is_floating(input.dtype()), TypeError, "linear: needs floating-point tensors, got an input of ",
+           name, ": the weight must be (out_features, in_features) or (in_features), got shape ", weight.shape());
+  PF_CHECK(is_floating(input.dtype()), TypeError, name, ": needs floating-point tensors, got an input of ",
            input.dtype(), " (convert with .to(float32))");
   PF_CHECK(weight.dtype() == input.dtype() && (!bias.defined() || bias.dtype() == input.dtype()), TypeError,
-           "linear: input, weight and bias must have one dtype, got ", input.dtype(), ", ", weight.dtype(),
+           name, ": input, weight and bias must have one dtype, got ", input.dtype(), ", ", weight.dtype(),
            bias.defined() ? detail::cat(" and ", bias.dtype()) : std::string(" (no bias)"));
   const int64_t k = input.size(-1);
-  PF_CHECK(weight.size(-1) == k, ValueError, "linear: the input's last dimension is ", k, " (input shape ",
+  PF_CHECK(weight.size(-1) == k, ValueError, name, ": the input's last dimension is ", k, " (input shape ",
            input.shape(), ") but the weight has in_features ", weight.size(-1), " (weight shape ", weight.shape(),
            ")");
   const int64_t n = weight.dim() == 2 ? weight.size(0) : 1;
   if (bias.defined()) {
     bool ok = bias.dim() == 0 || (weight.dim() == 2 && bias.dim() == 1 && bias.size(0) == n);
-    PF_CHECK(ok, ValueError, "linear: the bias must have shape ",
+    PF_CHECK(ok, ValueError, name, ": the bias must have shape ",
              weight.dim() == 2 ? detail::cat("(", n, ") or ") : std::string(), "() (0-d), got shape ", bias.shape());
   }
   Shape result = input.shape();
@@ -57,6 +59,33 @@ std::vector<Tensor> linear_composite(const OpCall& call) {
   const Tensor &input = call.inputs[0], &weight = call.inputs[1], &bias = call.inputs[2];
   Tensor y = matmul(input, weight.dim() == 2 ? transpose(weight, 0, 1) : weight);
   return {bias.defined() ? add(y, bias) : y};
+}
+
+// grouped_linear: linear's checks and plans for each (weight, bias) pair; one result each.
+Inferred infer_grouped_linear(OpCall& call) {
+  PF_CHECK(is_floating(call.inputs[0].dtype()), TypeError, op_name(call.op),
+           ": needs floating-point tensors, got an input of ", call.inputs[0].dtype());
+  PF_CHECK(call.inputs.size() >= 3 && call.inputs.size() % 2 == 1, ValueError, op_name(call.op),
+           ": takes an input and (weight, bias) pairs, got ", call.inputs.size(), " tensors");
+  Inferred all{current_device(), {}, {}, {}};
+  for (size_t i = 1; i < call.inputs.size(); i += 2) {
+    OpCall pair{call.op, {call.inputs[0], call.inputs[i], call.inputs[i + 1]}, NoAttrs{}, {}};
+    Inferred one = infer_linear(pair);
+    if (i == 1) all.inputs.push_back(one.inputs[0]);
+    all.inputs.push_back(one.inputs[1]);
+    all.inputs.push_back(one.inputs[2]);
+    all.outputs.push_back(one.outputs[0]);
+  }
+  return all;
+}
+
+std::vector<Tensor> grouped_linear_composite(const OpCall& call) {
+  std::vector<Tensor> results;
+  for (size_t i = 1; i < call.inputs.size(); i += 2) {
+    const Tensor& bias = call.inputs[i + 1];
+    results.push_back(linear(call.inputs[0], call.inputs[i], bias.defined() ? std::optional<Tensor>(bias) : std::nullopt));
+  }
+  return results;
 }
 
 std::vector<Tensor> linear_relu_composite(const OpCall& call) {
@@ -140,6 +169,7 @@ std::vector<Tensor> d_lstm_sequence(const autograd::GradContext& c) {
 
 PF_REGISTER_COMPOSITE(linear, &infer_linear, &linear_composite);
 PF_REGISTER_COMPOSITE(linear_relu, &infer_linear, &linear_relu_composite);
+PF_REGISTER_COMPOSITE(grouped_linear, &infer_grouped_linear, &grouped_linear_composite);
 PF_REGISTER_INFER(lstm_sequence, &infer_lstm_sequence);
 PF_REGISTER_INFER(lstm_sequence_backward, &infer_lstm_sequence_backward);
 PF_REGISTER_DERIVATIVE(lstm_sequence, &d_lstm_sequence, autograd::kSavesBoth);

@@ -376,6 +376,47 @@ void fuse_elementwise(Graph& g) {
   }
 }
 
+// linear calls that read the same input, with weights and biases from outside the graph
+// (parameters), become one grouped_linear at the first one's place, up to kMaxGroup a call:
+// on the GPU a decode step's query, key and value projections (or its gate and up
+// projections) are then one GEMV launch instead of one each. Left as they are: weights made
+// inside the graph, calls across a write (the input may have changed between them).
+void group_linears(Graph& g) {
+  constexpr size_t kMaxGroup = 4;  // the GEMV's parts per launch (rocm/kernels/gemv.h)
+  auto from_outside = [&](const Value& v) {
+    return v.kind == Value::Kind::None ||
+           (v.kind == Value::Kind::Constant && !g.constant_data[v.index] && !g.constants[v.index].is_wrapped_number());
+  };
+  auto groupable = [&](const Node& n) {
+    return n.op == OpType::linear && n.num_outputs == 1 && n.written.empty() && !n.absorbed &&
+           n.inputs[1].kind == Value::Kind::Constant && from_outside(n.inputs[1]) && from_outside(n.inputs[2]) &&
+           g.constants[n.inputs[1].index].dim() == 2;
+  };
+  std::vector<Value> moved(g.nodes.size());  // a grouped call -> the output of the group's call it became
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& first = g.nodes[i];
+    if (!groupable(first)) continue;
+    std::vector<size_t> group{i};
+    for (size_t j = i + 1; j < g.nodes.size() && group.size() < kMaxGroup && g.nodes[j].written.empty(); ++j) {
+      const Node& n = g.nodes[j];
+      if (groupable(n) && n.inputs[0] == first.inputs[0] && n.dtype == first.dtype && n.device == first.device)
+        group.push_back(j);
+    }
+    if (group.size() < 2) continue;
+    for (size_t k = 1; k < group.size(); ++k) {
+      Node& n = g.nodes[group[k]];
+      first.inputs.insert(first.inputs.end(), {n.inputs[1], n.inputs[2]});
+      n.absorbed = true;
+      moved[group[k]] = Value{Value::Kind::Node, static_cast<int64_t>(i), static_cast<int>(k)};
+    }
+    first.op = OpType::grouped_linear;
+    first.num_outputs = static_cast<int>(group.size());
+  }
+  for_each_value(g, [&](Value& v) {
+    if (v.kind == Value::Kind::Node && moved[v.index].kind == Value::Kind::Node) v = moved[v.index];
+  });
+}
+
 }  // namespace
 
 // Each node's results are dropped after their last reader runs (right after the node
@@ -410,6 +451,7 @@ void optimize(Graph& g) {
   fold_conv_batch_norm(g);
   fuse_pairs(g);
   fuse_elementwise(g);
+  group_linears(g);
   remove_dead_calls(g);
   plan_memory(g);
 }

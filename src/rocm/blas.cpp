@@ -466,10 +466,31 @@ void linear_entry(OpCall& call) {
   if (relu) relu_in_place(out, op_name(call.op));
 }
 
+// grouped_linear on the device: (x, weight0, bias0, weight1, bias1, ...), one output each. One GEMV
+// launch for all weights where it serves the call (a decode step); otherwise each weight is a
+// linear of its own.
+void grouped_linear_entry(OpCall& call) {
+  const Tensor& x = call.inputs[0];
+  std::vector<Tensor> biases;  // packed, as linear's epilogue reads them
+  for (size_t i = 0; i < call.outputs.size(); ++i) {
+    const Tensor& bias = call.inputs[2 + 2 * i];
+    biases.push_back(bias.defined() ? bias.contiguous() : Tensor());
+  }
+  std::vector<GemvProblem> parts;
+  for (size_t i = 0; i < call.outputs.size(); ++i)
+    parts.push_back({&call.inputs[1 + 2 * i], biases[i].defined() ? &biases[i] : nullptr, &call.outputs[i]});
+  if (gemv_serves(x, parts)) return gemv(x, parts, op_name(call.op));
+  for (size_t i = 0; i < call.outputs.size(); ++i) {
+    OpCall one{ir::OpType::linear, {x, call.inputs[1 + 2 * i], call.inputs[2 + 2 * i]}, NoAttrs{}, {call.outputs[i]}};
+    linear_entry(one);
+  }
+}
+
 PF_REGISTER_KERNEL(matmul, ROCm, &matmul_entry);
 PF_REGISTER_KERNEL(batch_matmul, ROCm, &matmul_entry);
 PF_REGISTER_KERNEL(linear, ROCm, &linear_entry);
 PF_REGISTER_KERNEL(linear_relu, ROCm, &linear_entry);
+PF_REGISTER_KERNEL(grouped_linear, ROCm, &grouped_linear_entry);
 
 }  // namespace
 }  // namespace pyflame::backend::rocm

@@ -1,4 +1,4 @@
-"""OpInfos of the nn-modules area: linear, linear_relu, lstm_sequence and its backward."""
+"""OpInfos of the nn-modules area: linear, linear_relu, grouped_linear, lstm_sequence and its backward."""
 
 import numpy as np
 import torch
@@ -31,6 +31,33 @@ def _linear_samples(rng, dtype, cls):
     if cls == "size1":
         return [s((1, 1), (1, 1), (1,)), s((1, 5), (1, 5)), s((3, 1), (4, 1), (4,))]
     return []
+
+
+def _grouped_linear_samples(rng, dtype, cls):
+    """(input, weight0, bias0, weight1, bias1, ...): 2 to 4 weights of different widths, biases or None; rows
+    of input up to 8 (the GPU's GEMV, k a multiple of 16 bytes) and past it."""
+    dom = dict(low=-1, high=1)
+
+    def x(shape, layout="contig"):
+        return _x(rng, shape, dtype, dom, layout)
+
+    if cls == "plain":
+        return [Sample((x((1, 64)), x((96, 64)), x((96,)), x((32, 64)), None, x((32, 64)), x((32,)))),
+                Sample((x((3, 1, 40)), x((7, 40)), None, x((5, 40)), x((5,)))),
+                Sample((x((9, 24)), x((4, 24)), x((4,)), x((6, 24)), x((6,)), x((3, 24)), None, x((2, 24)), None)),
+                Sample((x((2, 5, 7)), x((3, 7)), x((3,)), x((4, 7)), None))]
+    if cls == "noncontig":
+        return [Sample((x((4, 16), "T"), x((8, 16), "strided"), x((8,)), x((3, 16)), x((3,), "strided")))]
+    if cls == "empty":
+        return [Sample((x((0, 8)), x((3, 8)), x((3,)), x((2, 8)), None)),
+                Sample((x((2, 8)), x((0, 8)), x((0,)), x((2, 8)), None))]
+    if cls == "size1":
+        return [Sample((x((1, 1)), x((1, 1)), x((1,)), x((1, 1)), None))]
+    return []
+
+
+def _grouped_linear_ref(input, *params):
+    return tuple(F.linear(input, params[i], params[i + 1]) for i in range(0, len(params), 2))
 
 
 def _lstm_samples(rng, dtype, cls):
@@ -114,6 +141,9 @@ OP_INFOS = [
     OpInfo("linear_relu", "CUSTOM", FLOAT_DTYPES, _linear_samples, lambda *a, **k: F.relu(F.linear(*a, **k)),
            ("plain", "broadcast", "noncontig", "empty", "size1"),
            tol={"float16": (1e-3, 2e-3), "bfloat16": (1.6e-2, 2e-2)}, method=False),
+    OpInfo("grouped_linear", "CUSTOM", FLOAT_DTYPES, _grouped_linear_samples, _grouped_linear_ref,
+           ("plain", "noncontig", "empty", "size1"), tol={"float16": (1e-3, 2e-3), "bfloat16": (1.6e-2, 2e-2)},
+           method=False),
     OpInfo("lstm_sequence", "CUSTOM", FLOAT_DTYPES, _lstm_samples, _lstm_ref, ("plain", "noncontig", "empty", "size1"),
            tol={"float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2), "float32": (1e-5, 1e-5)}, method=False),
     OpInfo("lstm_sequence_backward", "CUSTOM", FLOAT_DTYPES, _lstm_backward_samples, _lstm_backward_ref,

@@ -472,6 +472,34 @@ def test_reduce_overhead_launches_a_captured_graph(device, rng):
     assert compiled._device_graphs() == (1 if device == "rocm" else 0)
 
 
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+@pytest.mark.parametrize("rows", [1, 16])
+def test_linears_of_one_input_become_one_call(device, rows, rng):
+    """A layer's query, key and value projections (and a gated MLP's gate and up) read one input: the graph
+    runs them as one grouped_linear (on the GPU one GEMV launch for a decode step's row), with results as
+    eager; a linear of another input, or one across an in-place write, stays alone."""
+    _placed(device)
+    pf.manual_seed(4)
+    q, k, v = pf.nn.Linear(64, 64).to(device), pf.nn.Linear(64, 32, bias=False).to(device), pf.nn.Linear(64, 32).to(device)
+    gate, up = pf.nn.Linear(32, 48, bias=False).to(device), pf.nn.Linear(32, 48, bias=False).to(device)
+    for m in (q, k, v, gate, up):
+        m.to(pf.bfloat16)
+
+    def block(x):
+        h = q(x) + pf.cat([k(x), v(x)], -1)
+        a = h[..., :32]
+        return pf.nn.functional.silu(gate(a)) * up(a)
+
+    compiled = pf.compile(block, mode="reduce-overhead")
+    with pf.no_grad():
+        for _ in range(3):
+            x = pf.tensor(make_values(rng, (rows, 1, 64), "float32"), device=device).to(pf.bfloat16)
+            got, want = compiled(x), block(x)
+            np.testing.assert_allclose(got.float().to("cpu").numpy(), want.float().to("cpu").numpy(), rtol=2e-2, atol=2e-2)
+    ops = compiled.graphs()[0].ops
+    assert ops.count("grouped_linear") == 2 and "linear" not in ops, ops
+
+
 def test_repeated_and_unused_calls_are_dropped(rng):
     """Equal pure calls run once, unused ones not at all; calls with effects stay (the running
     statistics batch_norm updates, an in-place write, a random draw)."""
