@@ -26,7 +26,7 @@ void bind_modules(nb::module_& m, nb::class_<Tensor>& /*tensor*/) {
   }, "input"_a, "params"_a,
      "grouped_linear(input, weight0, bias0, weight1, bias1, ...) -> (linear(input, weight0, bias0), ...) in one "
      "call (a bias may be None): what pf.compile makes of linears reading the same input (one GEMV launch on the "
-     "GPU for up to 8 rows of input and 4 weights).");
+     "GPU for one row of input and up to 4 weights).");
   m.def("lstm_sequence", [](const Tensor& input_gates, const Tensor& h0, const Tensor& c0, const Tensor& weight_hh,
                             const std::optional<Tensor>& bias_hh, bool reverse) {
     return pyflame::lstm_sequence(input_gates, h0, c0, weight_hh, bias_hh.value_or(Tensor()), reverse);

@@ -423,8 +423,8 @@ void matmul_entry(OpCall& call) {
 // the GEMM accumulates onto it (beta = 1), as the CPU kernel and PyTorch's
 // unfused addmm do: still no separate pass of an add. linear_relu asks for the ReLU
 // in the same epilogue; where the library has none for the problem, a pass of relu's
-// functor follows the GEMM (relu_in_place, kernels/matmul.hip). A few rows of x (a decode
-// step) go to the GEMV kernel (kernels/gemv.hip), which reads w faster than the library.
+// functor follows the GEMM (relu_in_place, kernels/matmul.hip). One row of x (a decode
+// step at batch 1) goes to the GEMV kernel (kernels/gemv.hip), which reads w faster than the library.
 void linear_entry(OpCall& call) {
   Tensor x = call.inputs[0];
   Tensor w_t = call.inputs[1].transpose(0, 1);

@@ -35,7 +35,7 @@ def _linear_samples(rng, dtype, cls):
 
 def _grouped_linear_samples(rng, dtype, cls):
     """(input, weight0, bias0, weight1, bias1, ...): 2 to 4 weights of different widths, biases or None; rows
-    of input up to 8 (the GPU's GEMV, k a multiple of 16 bytes) and past it."""
+    of input: one (the GPU's GEMV, k a multiple of 16 bytes) and more."""
     dom = dict(low=-1, high=1)
 
     def x(shape, layout="contig"):
