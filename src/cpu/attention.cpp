@@ -93,6 +93,24 @@ void hide_scores(float* s, int64_t ld, int64_t i0, int64_t rows, int64_t j0, int
   }
 }
 
+// A chunk of keys and values of one (batch, key/value head) as float (kf, vf and their row
+// strides), and the scores of a block of query rows (qs: scaled) against it, with what a row may
+// not see at -inf, into s (rows x kKeyChunk).
+struct KeyChunk {
+  std::vector<float> kbuf, vbuf;
+  const float *kf = nullptr, *vf = nullptr;
+  int64_t ldk = 0, ldv = 0;
+
+  template <class T>
+  void scores(const Dims& d, const Heads<T>& k, const Heads<T>& v, int64_t n, int64_t hk, int64_t j0, int64_t keys,
+              const float* qs, int64_t ldq, int64_t i0, int64_t rows, const KeyMask& mask, float* s) {
+    kf = as_float(k.at(n, hk, j0), k.row, keys, d.head_dim, kbuf, ldk);
+    vf = as_float(v.at(n, hk, j0), v.row, keys, d.head_dim, vbuf, ldv);
+    gemm_serial(false, true, rows, keys, d.head_dim, qs, ldq, kf, ldk, s, kKeyChunk, 0.0f);
+    hide_scores(s, kKeyChunk, i0, rows, j0, keys, d, mask, n);
+  }
+};
+
 // The max of `start` and n floats; then s[j] = exp(s[j] - mx) and their sum. Eight lanes, so that
 // the loops vectorise (a single float accumulator keeps its order and does not).
 float max_of(const float* s, int64_t n, float start) {
@@ -125,12 +143,13 @@ template <class T> void attention_forward(OpCall& call, const KeyMask& mask, flo
   const int64_t group = d.heads / d.kv_heads, e = d.head_dim;
   const int64_t blocks = (d.q_len + kQueryBlock - 1) / kQueryBlock;
   parallel_for(d.batch * d.heads * blocks, 1, [&](int64_t t0, int64_t t1) {
-    std::vector<float> qbuf, kbuf, vbuf, scores(kQueryBlock * kKeyChunk), acc(kQueryBlock * e);
+    std::vector<float> qbuf, scores(kQueryBlock * kKeyChunk), acc(kQueryBlock * e);
+    KeyChunk chunk;
     std::vector<float> m(kQueryBlock), l(kQueryBlock);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / (d.heads * blocks), h = t / blocks % d.heads, hk = h / group;
       const int64_t i0 = t % blocks * kQueryBlock, rows = std::min(kQueryBlock, d.q_len - i0);
-      int64_t ldq, ldk, ldv;
+      int64_t ldq;
       const float* qs = as_float(q.at(n, h, i0), q.row, rows, e, qbuf, ldq, d.scale);  // scaled once: L x E products
       std::fill(m.begin(), m.end(), kNone);
       std::fill(l.begin(), l.end(), 0.0f);
@@ -138,10 +157,7 @@ template <class T> void attention_forward(OpCall& call, const KeyMask& mask, flo
       const int64_t keys_end = d.keys_seen(i0 + rows - 1);
       for (int64_t j0 = 0; j0 < keys_end; j0 += kKeyChunk) {
         const int64_t keys = std::min(kKeyChunk, keys_end - j0);
-        const float* kf = as_float(k.at(n, hk, j0), k.row, keys, e, kbuf, ldk);
-        const float* vf = as_float(v.at(n, hk, j0), v.row, keys, e, vbuf, ldv);
-        gemm_serial(false, true, rows, keys, e, qs, ldq, kf, ldk, scores.data(), kKeyChunk, 0.0f);
-        hide_scores(scores.data(), kKeyChunk, i0, rows, j0, keys, d, mask, n);
+        chunk.scores(d, k, v, n, hk, j0, keys, qs, ldq, i0, rows, mask, scores.data());
         for (int64_t r = 0; r < rows; ++r) {
           float* s = scores.data() + r * kKeyChunk;
           const float mx = max_of(s, keys, m[r]);
@@ -156,7 +172,7 @@ template <class T> void attention_forward(OpCall& call, const KeyMask& mask, flo
           if (carry != 1.0f)
             for (int64_t c = 0; c < e; ++c) acc[r * e + c] *= carry;
         }
-        gemm_serial(false, false, rows, e, keys, scores.data(), kKeyChunk, vf, ldv, acc.data(), e, 1.0f);
+        gemm_serial(false, false, rows, e, keys, scores.data(), kKeyChunk, chunk.vf, chunk.ldv, acc.data(), e, 1.0f);
       }
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t row = (n * d.heads + h) * d.q_len + i0 + r;
@@ -181,7 +197,8 @@ template <class T> void attention_backward(OpCall& call) {
   const int64_t group = d.heads / d.kv_heads, e = d.head_dim;
   parallel_for(d.batch * d.kv_heads, 1, [&](int64_t p0, int64_t p1) {
     std::vector<float> dk(d.kv_len * e), dv(d.kv_len * e), dq(kQueryBlock * e), delta(kQueryBlock);
-    std::vector<float> qbuf, gbuf, kbuf, vbuf, p(kQueryBlock * kKeyChunk), ds(kQueryBlock * kKeyChunk);
+    std::vector<float> qbuf, gbuf, p(kQueryBlock * kKeyChunk), ds(kQueryBlock * kKeyChunk);
+    KeyChunk chunk;
     for (int64_t plane = p0; plane < p1; ++plane) {
       const int64_t n = plane / d.kv_heads, hk = plane % d.kv_heads;
       std::fill(dk.begin(), dk.end(), 0.0f);
@@ -189,7 +206,7 @@ template <class T> void attention_backward(OpCall& call) {
       for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
         for (int64_t i0 = 0; i0 < d.q_len; i0 += kQueryBlock) {
           const int64_t rows = std::min(kQueryBlock, d.q_len - i0), first = (n * d.heads + h) * d.q_len + i0;
-          int64_t ldq, ldg, ldk, ldv;
+          int64_t ldq, ldg;
           const float* qs = as_float(q.at(n, h, i0), q.row, rows, e, qbuf, ldq, d.scale);
           const float* gf = as_float(g.at(n, h, i0), g.row, rows, e, gbuf, ldg);
           for (int64_t r = 0; r < rows; ++r) delta[r] = dot(g.at(n, h, i0 + r), o.at(n, h, i0 + r), e);
@@ -197,17 +214,14 @@ template <class T> void attention_backward(OpCall& call) {
           const int64_t keys_end = d.keys_seen(i0 + rows - 1);
           for (int64_t j0 = 0; j0 < keys_end; j0 += kKeyChunk) {
             const int64_t keys = std::min(kKeyChunk, keys_end - j0);
-            const float* kf = as_float(k.at(n, hk, j0), k.row, keys, e, kbuf, ldk);
-            const float* vf = as_float(v.at(n, hk, j0), v.row, keys, e, vbuf, ldv);
-            gemm_serial(false, true, rows, keys, e, qs, ldq, kf, ldk, p.data(), kKeyChunk, 0.0f);
-            hide_scores(p.data(), kKeyChunk, i0, rows, j0, keys, d, KeyMask(Tensor()), n);
+            chunk.scores(d, k, v, n, hk, j0, keys, qs, ldq, i0, rows, KeyMask(Tensor()), p.data());
             for (int64_t r = 0; r < rows; ++r) exp_in_place(p.data() + r * kKeyChunk, keys, lse[first + r]);
             gemm_serial(true, false, keys, e, rows, p.data(), kKeyChunk, gf, ldg, dv.data() + j0 * e, e, 1.0f);
-            gemm_serial(false, true, rows, keys, e, gf, ldg, vf, ldv, ds.data(), kKeyChunk, 0.0f);
+            gemm_serial(false, true, rows, keys, e, gf, ldg, chunk.vf, chunk.ldv, ds.data(), kKeyChunk, 0.0f);
             for (int64_t r = 0; r < rows; ++r)
               for (int64_t j = 0; j < keys; ++j)
                 ds[r * kKeyChunk + j] = p[r * kKeyChunk + j] * (ds[r * kKeyChunk + j] - delta[r]);
-            gemm_serial(false, false, rows, e, keys, ds.data(), kKeyChunk, kf, ldk, dq.data(), e, 1.0f);
+            gemm_serial(false, false, rows, e, keys, ds.data(), kKeyChunk, chunk.kf, chunk.ldk, dq.data(), e, 1.0f);
             gemm_serial(true, false, keys, e, rows, ds.data(), kKeyChunk, qs, ldq, dk.data() + j0 * e, e, 1.0f);
           }
           for (int64_t x = 0; x < rows * e; ++x) grad_q[first * e + x] = static_cast<T>(dq[x] * d.scale);
