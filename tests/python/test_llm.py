@@ -152,6 +152,37 @@ def test_left_padded_batch_matches_transformers(tmp_path, device):
     np.testing.assert_array_equal(tokens.to("cpu").numpy(), want_tokens.numpy())
 
 
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_generate_reuses_its_cache_and_decode_step(tmp_path, device):
+    """A second generate of the same batch size that needs no more positions reuses the first's cache and
+    compiled step (traced once); its tokens are transformers' though the cache holds the first call's
+    keys past its prompt. A padded batch, a longer generation or a model converted to another dtype
+    (Module.to) get their own, and the tokens stay right."""
+    _placed(device)
+    reference = _tiny(tmp_path)
+    model = llm.LlamaForCausalLM.from_pretrained(str(tmp_path)).to(device)
+    rng = np.random.default_rng(8)
+
+    def check(ids, new, mask=None):
+        with torch.no_grad():
+            kwargs = {} if mask is None else dict(attention_mask=torch.from_numpy(mask))
+            want = reference.to(torch.float64 if model.lm_head.weight.dtype == pf.float64 else torch.float32)
+            want = want.generate(torch.from_numpy(ids), max_new_tokens=new, do_sample=False, **kwargs)
+        got = model.generate(pf.tensor(ids, device=device), max_new_tokens=new,
+                             attention_mask=None if mask is None else pf.tensor(mask, device=device))
+        np.testing.assert_array_equal(got.to("cpu").numpy(), want.numpy())
+        return model._generation[-1]
+
+    step = check(rng.integers(1, 96, size=(2, 9)), 8)
+    assert check(rng.integers(1, 96, size=(2, 5)), 6) is step and len(step.graphs()) == 1
+    mask = np.ones((2, 5), dtype=np.int64)
+    mask[1, :2] = 0
+    padded = check(rng.integers(1, 96, size=(2, 5)), 4, mask)
+    assert padded is not step and check(rng.integers(1, 96, size=(2, 5)), 4, mask) is padded
+    assert check(rng.integers(1, 96, size=(2, 9)), 12) is not padded
+    model.double()
+    assert check(rng.integers(1, 96, size=(2, 9)), 4) is not step
+
 def test_bad_checkpoints(tmp_path):
     _tiny(tmp_path, shards=True)
     index = json.loads((tmp_path / "model.safetensors.index.json").read_text())

@@ -202,6 +202,7 @@ class LlamaForCausalLM(Module):
             self.lm_head.weight = self.model.embed_tokens.weight
         self._inv_freq = _inverse_frequencies(config)
         self._rope_tables = {}  # (device, dtype) -> cos, sin for positions 0..n-1, made on first use
+        self._generation = None  # the last generate call's cache and compiled decode step (_generation_state)
 
     # ------------------------------------------------------------------ loading
 
@@ -329,13 +330,15 @@ class LlamaForCausalLM(Module):
         it repeated until every row has one or the length is reached. `streamer` (transformers' interface:
         put(ids), end()) receives the prompt, then each step's tokens. Prompts of different lengths are
         padded on the left, `attention_mask` [batch, prompt length] holding 0 at the padding (as
-        transformers with padding_side="left")."""
+        transformers with padding_side="left"). The cache and the compiled decode step stay for the next
+        call: one with the same batch size, device, dtype and padding (with or without) that needs no more
+        positions reuses them, without tracing and capturing its step again."""
         if max_new_tokens <= 0:
             return input_ids
         eos = [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id or self.config.eos_token_ids)
         batch, length = input_ids.shape
         device = input_ids.device
-        full_mask = None
+        valid = None
         if attention_mask is not None:
             valid = (attention_mask != 0).to(device)
             if tuple(valid.shape) != (batch, length):
@@ -344,18 +347,17 @@ class LlamaForCausalLM(Module):
             if length > 1 and bool((valid[:, :-1] & ~valid[:, 1:]).any()):
                 raise ValueError("generate: a prompt's padding must be on the left (padding_side='left'): "
                                  "attention_mask has a 0 after a 1")
-            if not bool(valid.all()):
-                full_mask = pf.cat([valid, pf.ones(batch, max_new_tokens, dtype=pf.bool, device=device)], 1)
-        self._check_cache_fits(batch, length + max_new_tokens, device)
-        cache = self.new_cache(batch, length + max_new_tokens)
+            if bool(valid.all()):
+                valid = None
+        cache, position, mask, step = self._generation_state(batch, length + max_new_tokens, device, valid)
+        position.fill_(length)
         tokens = input_ids
         done = pf.zeros(batch, dtype=pf.bool, device=device)
         if streamer is not None:
             streamer.put(input_ids.to("cpu"))
         with pf.no_grad():
-            prompt_mask = full_mask[:, :length] if full_mask is not None else None
+            prompt_mask = mask[:, :length] if mask is not None else None
             logits = self(input_ids, cache, attention_mask=prompt_mask).logits[:, -1].float()
-            step = self._decode_step(cache, pf.tensor([length], device=device), full_mask)
             for i in range(max_new_tokens):
                 nxt = _sample(logits, temperature, top_k, top_p) if do_sample else logits.argmax(-1)
                 if eos:
@@ -387,6 +389,28 @@ class LlamaForCausalLM(Module):
                 f"LlamaForCausalLM.generate: the key/value cache for {batch} x {length} positions needs "
                 f"{needed / 2**30:.2f} GiB; {free / 2**30:.2f} GiB of {device} are free (fewer new tokens or a "
                 "smaller batch fit; llm.estimate_memory tells the sizes)")
+
+    def _generation_state(self, batch, needed, device, padding):
+        """(cache, position, mask, step) for a generation of `batch` rows over `needed` positions: the key/value
+        cache; the position tensor the step reads and advances; the padding mask over the cache (None without
+        padding), set from `padding` [batch, prompt length] with the positions after the prompt visible; the
+        compiled decode step. The last call's where its batch, device, dtype and padding (or none) match and
+        its cache holds `needed` positions (positions past a step's are masked, so a longer cache is
+        right); else new ones, the old cache let go before the new one is checked and made."""
+        key = (batch, str(device), self.model.embed_tokens.weight.dtype, padding is not None)
+        state = self._generation
+        if state is None or state[0] != key or state[1][0][0].shape[2] < needed:
+            self._generation = None
+            self._check_cache_fits(batch, needed, device)
+            cache = self.new_cache(batch, needed)
+            position = pf.zeros(1, dtype=pf.int64, device=device)
+            mask = pf.ones(batch, needed, dtype=pf.bool, device=device) if padding is not None else None
+            state = self._generation = (key, cache, position, mask, self._decode_step(cache, position, mask))
+        _, cache, position, mask, step = state
+        if mask is not None:
+            mask.fill_(True)
+            mask[:, :padding.shape[1]].copy_(padding)
+        return cache, position, mask, step
 
     def _decode_step(self, cache, position, attention_mask=None):
         """One decode step as a compiled function of the new tokens [batch, 1] -> the last logits in float32.
