@@ -56,7 +56,6 @@ thread_local std::unique_ptr<Trace> t_trace;
 
 bool made_during_trace(const Trace& tr, const Tensor& t) { return t.storage()->serial() >= tr.first_serial; }
 
-
 // Notes a tensor seen for the first time as value v: a leaf is found by its autograd state.
 Value first_seen(Trace& tr, const Tensor& t, const TensorKey& key, Value v) {
   tr.seen.push_back(t);
