@@ -7,7 +7,9 @@
 //   (1 - eps) * -w[t] logp[t]  +  eps / C * -sum_c w[c] logp[c]
 // (0 where t == ignore_index), computed in double; 'mean' divides the sum by
 // the sum of w[t] over the elements not ignored, as PyTorch. Sums run in a
-// fixed order, so results do not depend on the thread count. cross_entropy's
+// fixed order, so results do not depend on the thread count. Rows along memory
+// take their logsumexp and gradient in the compute type (float for float32 and
+// the 16-bit types), vectorised; the loss sums stay in double. cross_entropy's
 // backward pass (cross_entropy_backward) is fused the same way.
 
 #include <algorithm>
@@ -18,12 +20,32 @@
 #include "core/dispatch.h"
 #include "cpu/loops.h"
 #include "kernels/kernel_error.h"
+#include "kernels/math.h"
 
 namespace pyflame::cpu {
 namespace {
 
-// log(sum_q exp(row[q * s])) over the c classes, in double.
+// log(sum_q exp(row[q * s])) over the c classes. Classes along memory (s == 1, the common (N, C)
+// logits) in the compute type A with eight lanes, so that the loops vectorise (in double with
+// libm's exp, a row of 1000 classes took 7x PyTorch's time); strided ones in double.
 template <class T> double logsumexp(const T* row, int64_t c, int64_t s) {
+  using A = acc_t<T>;
+  if (s == 1) {
+    A lanes[8];
+    std::fill(lanes, lanes + 8, -std::numeric_limits<A>::infinity());
+    int64_t q = 0;
+    for (; q + 8 <= c; q += 8)
+      for (int l = 0; l < 8; ++l) lanes[l] = std::max(lanes[l], static_cast<A>(row[q + l]));
+    for (; q < c; ++q) lanes[0] = std::max(lanes[0], static_cast<A>(row[q]));
+    const A m = *std::max_element(lanes, lanes + 8);
+    std::fill(lanes, lanes + 8, A(0));
+    for (q = 0; q + 8 <= c; q += 8)
+      for (int l = 0; l < 8; ++l) lanes[l] += math::exp(static_cast<A>(row[q + l]) - m);
+    for (; q < c; ++q) lanes[0] += math::exp(static_cast<A>(row[q]) - m);
+    A sum = 0;
+    for (A l : lanes) sum += l;
+    return static_cast<double>(m) + std::log(static_cast<double>(sum));
+  }
   double m = -std::numeric_limits<double>::infinity();
   for (int64_t q = 0; q < c; ++q) m = std::max(m, static_cast<double>(row[q * s]));
   double sum = 0;
@@ -98,6 +120,7 @@ void cross_entropy_backward_kernel(OpCall& call) {
   const LossAttrs& at = call.attr<LossAttrs>();
   std::vector<double> weight(c, 1.0);
   if (call.inputs[3].defined()) weight.assign(call.inputs[3].data<double>(), call.inputs[3].data<double>() + c);
+  const bool weighted = call.inputs[3].defined();
   double weight_total = 0;
   for (double w : weight) weight_total += w;
   const double eps = at.label_smoothing, smooth = eps / static_cast<double>(c);
@@ -122,6 +145,13 @@ void cross_entropy_backward_kernel(OpCall& call) {
           const double lse = static_cast<double>(lse_of[k]);
           const double sc = static_cast<double>(scale[per_element ? k : 0]);
           const double total = (1 - eps) * weight[t] + smooth * weight_total;
+          if (s == 1 && !weighted) {  // along memory, in A (vectorised): sc (total p - smooth), and at t less
+            const A a = static_cast<A>(sc * total), shift = static_cast<A>(sc * smooth), m = static_cast<A>(lse);
+            for (int64_t q = 0; q < c; ++q) dst[q] = static_cast<T>(a * math::exp(static_cast<A>(row[q]) - m) - shift);
+            dst[t] = static_cast<T>(static_cast<A>(
+                sc * (std::exp(static_cast<double>(row[t]) - lse) * total - smooth - (1 - eps))));
+            continue;
+          }
           for (int64_t q = 0; q < c; ++q) {
             const double coef = smooth * weight[q] + (q == t ? (1 - eps) * weight[t] : 0.0);
             dst[q * s] = static_cast<T>(static_cast<A>(
