@@ -3,6 +3,7 @@
 // (outer, inner) line subtracts its max before exponentiating.
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "core/dispatch.h"
@@ -25,15 +26,29 @@ template <class T, bool kLog> void softmax_row(const T* in, T* out, int64_t n) {
   A mx = lanes[0];
   for (int l = 1; l < 8; ++l) mx = std::max(mx, lanes[l]);
   for (A& l : lanes) l = 0;
+  // float: the exponentials are kept in `out` and then scaled, one exp an element; a 16-bit `out`
+  // would round them before the scaling, so those compute them again.
+  constexpr bool kKeep = !kLog && std::is_same_v<T, A>;
   for (i = 0; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) lanes[l] += math::exp(static_cast<A>(in[i + l]) - mx);
-  for (; i < n; ++i) lanes[0] += math::exp(static_cast<A>(in[i]) - mx);
+    for (int l = 0; l < 8; ++l) {
+      const A e = math::exp(static_cast<A>(in[i + l]) - mx);
+      if constexpr (kKeep) out[i + l] = e;
+      lanes[l] += e;
+    }
+  for (; i < n; ++i) {
+    const A e = math::exp(static_cast<A>(in[i]) - mx);
+    if constexpr (kKeep) out[i] = e;
+    lanes[0] += e;
+  }
   A sum = 0;
   for (A l : lanes) sum += l;
   if constexpr (kLog) {
     // (x - max) - log(sum): subtracting max first keeps large logits exact.
     const A log_sum = math::log(sum);
     for (i = 0; i < n; ++i) out[i] = static_cast<T>((static_cast<A>(in[i]) - mx) - log_sum);
+  } else if constexpr (kKeep) {
+    const A scale = A(1) / sum;
+    for (i = 0; i < n; ++i) out[i] *= scale;
   } else {
     const A scale = A(1) / sum;
     for (i = 0; i < n; ++i) out[i] = static_cast<T>(math::exp(static_cast<A>(in[i]) - mx) * scale);
@@ -103,6 +118,24 @@ void softmax_backward_line(const T* g, const T* y, T* gx, int64_t n, int64_t inn
   }
 }
 
+// The same along memory (inner == 1): the sum in eight lanes of the compute type, in fixed
+// order, so that both loops vectorise.
+template <class T, bool kLog> void softmax_backward_row(const T* g, const T* y, T* gx, int64_t n) {
+  using A = acc_t<T>;
+  A lanes[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l)
+      lanes[l] += kLog ? static_cast<A>(g[i + l]) : static_cast<A>(g[i + l]) * static_cast<A>(y[i + l]);
+  for (; i < n; ++i) lanes[0] += kLog ? static_cast<A>(g[i]) : static_cast<A>(g[i]) * static_cast<A>(y[i]);
+  A sum = 0;
+  for (A l : lanes) sum += l;
+  for (i = 0; i < n; ++i) {
+    const A gv = static_cast<A>(g[i]), yv = static_cast<A>(y[i]);
+    gx[i] = static_cast<T>(kLog ? gv - math::exp(yv) * sum : yv * (gv - sum));
+  }
+}
+
 template <bool kLog> void softmax_backward_kernel(OpCall& call) {
   const Tensor &g = call.inputs[0], &y = call.inputs[1];
   const auto [outer, n, inner] = Lines(y.shape(), call.attr<DimAttrs>().dim);
@@ -115,7 +148,8 @@ template <bool kLog> void softmax_backward_kernel(OpCall& call) {
                    [&](int64_t b, int64_t e) {
                      for (int64_t line = b; line < e; ++line) {
                        const int64_t o = line / inner, off = o * n * inner;
-                       softmax_backward_line<T, kLog>(gp + off, yp + off, out + off, n, inner, line % inner);
+                       if (inner == 1) softmax_backward_row<T, kLog>(gp + off, yp + off, out + off, n);
+                       else softmax_backward_line<T, kLog>(gp + off, yp + off, out + off, n, inner, line % inner);
                      }
                    });
     }
