@@ -96,13 +96,49 @@ template <class T, bool kMax> void sliding_pool(const Window& w, const PoolAttrs
   });
 }
 
+// Each plane's sum of its `size` elements over `divisor`: global average pooling
+// (adaptive_avg_pool2d to 1x1, an average pool whose window is the whole unpadded
+// plane). One pass along memory in lanes, so that the loop vectorises: 8 for small
+// planes, 32 (several independent vector sums) from 128 elements, where one chain of
+// vector adds would wait on itself. The general kernels' per-row setup cost more than
+// the sums on planes of 4x4 or 7x7 (0.18-0.24x PyTorch's time).
+template <class T> void plane_means(const T* in, T* out, int64_t planes, int64_t size, int64_t divisor) {
+  using A = acc_t<T>;
+  const int used = size >= 128 ? 32 : 8;
+  parallel_for(planes, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, size)), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      const T* x = in + p * size;
+      A lanes[32] = {};
+      int64_t i = 0;
+      if (used == 32)
+        for (; i + 32 <= size; i += 32)
+          for (int l = 0; l < 32; ++l) lanes[l] += static_cast<A>(x[i + l]);
+      for (; i + 8 <= size; i += 8)
+        for (int l = 0; l < 8; ++l) lanes[l] += static_cast<A>(x[i + l]);
+      for (; i < size; ++i) lanes[0] += static_cast<A>(x[i]);
+      A sum = 0;
+      for (int l = 0; l < used; ++l) sum += lanes[l];
+      out[p] = static_cast<T>(sum / static_cast<A>(divisor));
+    }
+  });
+}
+
 template <bool kMax> void sliding_pool_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
-  const Window w = make_window(x.shape(), call.out().shape(), call.attr<PoolAttrs>().kernel_size, call.attr<PoolAttrs>());
+  const PoolAttrs& a = call.attr<PoolAttrs>();
+  const Window w = make_window(x.shape(), call.out().shape(), a.kernel_size, a);
   const int64_t planes = x.shape()[0] * x.shape()[1];
+  bool whole_plane = !kMax && w.out_plane() == 1;
+  for (int i = 0; i < 3; ++i) whole_plane = whole_plane && w.k[i] == w.in[i] && w.p[i] == 0;
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (is_float_v<T>) sliding_pool<T, kMax>(w, call.attr<PoolAttrs>(), x.data<T>(), call.out().data<T>(), planes);
+    if constexpr (is_float_v<T>) {
+      if (whole_plane)
+        plane_means(x.data<T>(), call.out().data<T>(), planes, w.in_plane(),
+                    a.divisor_override ? a.divisor_override : w.in_plane());
+      else
+        sliding_pool<T, kMax>(w, a, x.data<T>(), call.out().data<T>(), planes);
+    }
   });
 }
 
@@ -120,6 +156,7 @@ void adaptive_avg_pool2d_kernel(OpCall& call) {
       using A = acc_t<T>;
       const T* in = x.data<T>();
       T* out = call.out().data<T>();
+      if (oh == 1 && ow == 1) return plane_means(in, out, planes, ih * iw, ih * iw);
       parallel_for(planes, std::max<int64_t>(1, kParallelGrain / (ih * iw)), [&](int64_t b, int64_t e) {
         std::vector<A> acc(iw);
         for (int64_t p = b; p < e; ++p)
