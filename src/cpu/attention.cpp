@@ -17,6 +17,7 @@
 
 #include "core/dispatch.h"
 #include "cpu/blas.h"
+#include "cpu/lanes.h"
 #include "cpu/loops.h"
 #include "kernels/math.h"
 #include "pyflame/error.h"
@@ -111,27 +112,9 @@ struct KeyChunk {
   }
 };
 
-// The max of `start` and n floats; then s[j] = exp(s[j] - mx) and their sum. Eight lanes, so that
-// the loops vectorise (a single float accumulator keeps its order and does not).
-float max_of(const float* s, int64_t n, float start) {
-  float lanes[8];
-  std::fill(lanes, lanes + 8, start);
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int l = 0; l < 8; ++l) lanes[l] = std::max(lanes[l], s[j + l]);
-  for (; j < n; ++j) lanes[0] = std::max(lanes[0], s[j]);
-  return *std::max_element(lanes, lanes + 8);
-}
-
+// s[j] = exp(s[j] - mx) for n floats; returns their sum.
 float exp_in_place(float* s, int64_t n, float mx) {
-  float lanes[8] = {};
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int l = 0; l < 8; ++l) lanes[l] += s[j + l] = math::exp(s[j + l] - mx);
-  for (; j < n; ++j) lanes[0] += s[j] = math::exp(s[j] - mx);
-  float sum = 0;
-  for (float l : lanes) sum += l;
-  return sum;
+  return lanes_sum<float>(n, [&](int64_t j) { return s[j] = math::exp(s[j] - mx); });
 }
 
 // flash_attention (its logsumexp in `lse`) and decode_attention (key mask, no logsumexp; a row
@@ -160,7 +143,7 @@ template <class T> void attention_forward(OpCall& call, const KeyMask& mask, flo
         chunk.scores(d, k, v, n, hk, j0, keys, qs, ldq, i0, rows, mask, scores.data());
         for (int64_t r = 0; r < rows; ++r) {
           float* s = scores.data() + r * kKeyChunk;
-          const float mx = max_of(s, keys, m[r]);
+          const float mx = lanes_max<float>(keys, m[r], [&](int64_t j) { return s[j]; });
           if (mx == kNone) {  // nothing seen yet: the row's probabilities are 0
             std::fill(s, s + keys, 0.0f);
             continue;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/dispatch.h"
+#include "cpu/lanes.h"
 #include "cpu/loops.h"
 #include "kernels/kernel_error.h"
 #include "kernels/math.h"
@@ -26,24 +27,13 @@ namespace pyflame::cpu {
 namespace {
 
 // log(sum_q exp(row[q * s])) over the c classes. Classes along memory (s == 1, the common (N, C)
-// logits) in the compute type A with eight lanes, so that the loops vectorise (in double with
+// logits) in the compute type A in lanes (cpu/lanes.h), so that the loops vectorise (in double with
 // libm's exp, a row of 1000 classes took 7x PyTorch's time); strided ones in double.
 template <class T> double logsumexp(const T* row, int64_t c, int64_t s) {
   using A = acc_t<T>;
   if (s == 1) {
-    A lanes[8];
-    std::fill(lanes, lanes + 8, -std::numeric_limits<A>::infinity());
-    int64_t q = 0;
-    for (; q + 8 <= c; q += 8)
-      for (int l = 0; l < 8; ++l) lanes[l] = std::max(lanes[l], static_cast<A>(row[q + l]));
-    for (; q < c; ++q) lanes[0] = std::max(lanes[0], static_cast<A>(row[q]));
-    const A m = *std::max_element(lanes, lanes + 8);
-    std::fill(lanes, lanes + 8, A(0));
-    for (q = 0; q + 8 <= c; q += 8)
-      for (int l = 0; l < 8; ++l) lanes[l] += math::exp(static_cast<A>(row[q + l]) - m);
-    for (; q < c; ++q) lanes[0] += math::exp(static_cast<A>(row[q]) - m);
-    A sum = 0;
-    for (A l : lanes) sum += l;
+    const A m = lanes_max<A>(c, -std::numeric_limits<A>::infinity(), [&](int64_t q) { return static_cast<A>(row[q]); });
+    const A sum = lanes_sum<A>(c, [&](int64_t q) { return math::exp(static_cast<A>(row[q]) - m); });
     return static_cast<double>(m) + std::log(static_cast<double>(sum));
   }
   double m = -std::numeric_limits<double>::infinity();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/dispatch.h"
+#include "cpu/lanes.h"
 #include "cpu/loops.h"
 #include "kernels/math.h"
 
@@ -14,44 +15,28 @@ namespace pyflame::cpu {
 namespace {
 
 // Lines along a dim with unit stride (inner == 1): the common last-dim case.
-// Max and sum use 8 independent lanes so the loops vectorise.
+// Max and sum run in lanes (cpu/lanes.h) so the loops vectorise.
 template <class T, bool kLog> void softmax_row(const T* in, T* out, int64_t n) {
   using A = acc_t<T>;
-  A lanes[8];
-  for (A& l : lanes) l = -std::numeric_limits<A>::infinity();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) lanes[l] = std::max(lanes[l], static_cast<A>(in[i + l]));
-  for (; i < n; ++i) lanes[0] = std::max(lanes[0], static_cast<A>(in[i]));
-  A mx = lanes[0];
-  for (int l = 1; l < 8; ++l) mx = std::max(mx, lanes[l]);
-  for (A& l : lanes) l = 0;
+  const A mx = lanes_max<A>(n, -std::numeric_limits<A>::infinity(), [&](int64_t i) { return static_cast<A>(in[i]); });
   // float: the exponentials are kept in `out` and then scaled, one exp an element; a 16-bit `out`
   // would round them before the scaling, so those compute them again.
   constexpr bool kKeep = !kLog && std::is_same_v<T, A>;
-  for (i = 0; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) {
-      const A e = math::exp(static_cast<A>(in[i + l]) - mx);
-      if constexpr (kKeep) out[i + l] = e;
-      lanes[l] += e;
-    }
-  for (; i < n; ++i) {
+  const A sum = lanes_sum<A>(n, [&](int64_t i) {
     const A e = math::exp(static_cast<A>(in[i]) - mx);
     if constexpr (kKeep) out[i] = e;
-    lanes[0] += e;
-  }
-  A sum = 0;
-  for (A l : lanes) sum += l;
+    return e;
+  });
   if constexpr (kLog) {
     // (x - max) - log(sum): subtracting max first keeps large logits exact.
     const A log_sum = math::log(sum);
-    for (i = 0; i < n; ++i) out[i] = static_cast<T>((static_cast<A>(in[i]) - mx) - log_sum);
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>((static_cast<A>(in[i]) - mx) - log_sum);
   } else if constexpr (kKeep) {
     const A scale = A(1) / sum;
-    for (i = 0; i < n; ++i) out[i] *= scale;
+    for (int64_t i = 0; i < n; ++i) out[i] *= scale;
   } else {
     const A scale = A(1) / sum;
-    for (i = 0; i < n; ++i) out[i] = static_cast<T>(math::exp(static_cast<A>(in[i]) - mx) * scale);
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(math::exp(static_cast<A>(in[i]) - mx) * scale);
   }
 }
 
@@ -118,19 +103,13 @@ void softmax_backward_line(const T* g, const T* y, T* gx, int64_t n, int64_t inn
   }
 }
 
-// The same along memory (inner == 1): the sum in eight lanes of the compute type, in fixed
-// order, so that both loops vectorise.
+// The same along memory (inner == 1): the sum in lanes of the compute type (cpu/lanes.h), so
+// that both loops vectorise.
 template <class T, bool kLog> void softmax_backward_row(const T* g, const T* y, T* gx, int64_t n) {
   using A = acc_t<T>;
-  A lanes[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l)
-      lanes[l] += kLog ? static_cast<A>(g[i + l]) : static_cast<A>(g[i + l]) * static_cast<A>(y[i + l]);
-  for (; i < n; ++i) lanes[0] += kLog ? static_cast<A>(g[i]) : static_cast<A>(g[i]) * static_cast<A>(y[i]);
-  A sum = 0;
-  for (A l : lanes) sum += l;
-  for (i = 0; i < n; ++i) {
+  const A sum = lanes_sum<A>(
+      n, [&](int64_t i) { return kLog ? static_cast<A>(g[i]) : static_cast<A>(g[i]) * static_cast<A>(y[i]); });
+  for (int64_t i = 0; i < n; ++i) {
     const A gv = static_cast<A>(g[i]), yv = static_cast<A>(y[i]);
     gx[i] = static_cast<T>(kLog ? gv - math::exp(yv) * sum : yv * (gv - sum));
   }
