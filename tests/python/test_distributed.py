@@ -57,19 +57,22 @@ def test_collectives_on_two_ranks(worker_results, check):
         assert result.get(check) == "ok", f"{backend} rank {rank}, {check}:\n{result.get(check)}"
 
 
-def _script(tmp_path, body):
+def _script(tmp_path, body, backend="gloo"):
     path = tmp_path / "script.py"
-    path.write_text(textwrap.dedent("""
-        import datetime, os, sys
+    path.write_text(textwrap.dedent(f"""
+        import datetime, os, sys, time
         import pyflame as pf
         import pyflame.distributed as dist
         rank = int(os.environ["RANK"])
-        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=5))
+        device = "rocm:" + os.environ["LOCAL_RANK"] if "{backend}" == "nccl" else "cpu"
+        dist.init_process_group("{backend}", timeout=datetime.timedelta(seconds=5))
     """) + textwrap.dedent(body))
     return str(path)
 
 
 def test_mismatched_sizes_raise_not_hang(tmp_path):
+    # gloo only: NCCL cannot compare sizes across ranks (docs/distributed.md), so a mismatch
+    # there either hangs (then the watchdog below ends it) or is the caller's to avoid.
     _backend_skip("gloo")
     script = _script(tmp_path, """
         t = pf.ones(10 if rank == 0 else 20)
@@ -85,18 +88,30 @@ def test_mismatched_sizes_raise_not_hang(tmp_path):
     assert "raised" in run.stdout, run.stdout + run.stderr
 
 
-def test_a_dead_peer_raises_naming_the_collective(tmp_path):
-    _backend_skip("gloo")
+@pytest.mark.parametrize("backend", ["gloo", "nccl"])
+def test_a_dead_peer_raises_naming_the_collective(tmp_path, backend):
+    # Both ranks join (NCCL's communicator exists), then rank 1 dies. gloo notices at once;
+    # on NCCL the collective runs on the GPU after the host returned, so the watchdog aborts
+    # it after the timeout, the device wait ends, and the next call raises.
+    _backend_skip(backend)
     script = _script(tmp_path, """
+        t = pf.ones(1000, device=device)
+        dist.all_reduce(t)
+        assert t.tolist() == [2.0] * 1000
         if rank == 1:
             os._exit(0)  # gone without a word, as a crashed rank
+        start = time.monotonic()
         try:
-            dist.all_reduce(pf.ones(1000))
+            dist.all_reduce(t)
+            if device != "cpu":
+                pf.cuda.synchronize(device)
+            dist.all_reduce(t)
         except dist.DistBackendError as e:
             assert "all_reduce" in str(e), e
+            assert time.monotonic() - start < 30, time.monotonic() - start
             print("raised")
-    """)
-    run = _launch([script], tmp_path, timeout=60)
+    """, backend)
+    run = _launch([script], tmp_path, timeout=90)
     assert run.returncode == 0 and "raised" in run.stdout, run.stdout + run.stderr
 
 
