@@ -6,6 +6,7 @@ result every rank wrote."""
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -113,6 +114,31 @@ def test_a_dead_peer_raises_naming_the_collective(tmp_path, backend):
     """, backend)
     run = _launch([script], tmp_path, timeout=90)
     assert run.returncode == 0 and "raised" in run.stdout, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("backend", ["gloo", "nccl"])
+def test_two_nodes_meet_through_the_master(tmp_path, backend):
+    # Two launchers, as on two machines (--nnodes 2, one node rank each) on this host; for
+    # NCCL each "node" sees one GPU of its own, as separate machines would.
+    _backend_skip(backend)
+    script = _script(tmp_path, """
+        t = pf.tensor([float(rank + 1)] * 3, device=device)
+        dist.all_reduce(t)
+        print("sum", t.tolist(), "of", dist.get_world_size())
+    """, backend)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    nodes = []
+    for node in range(2):
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(node)) if backend == "nccl" else None
+        nodes.append(subprocess.Popen([sys.executable, "-m", "pyflame.distributed.run", "--nnodes", "2",
+                                       "--node-rank", str(node), "--nproc-per-node", "1", "--master-addr",
+                                       "127.0.0.1", "--master-port", str(port), script], cwd=tmp_path, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for proc in nodes:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0 and "sum [3.0, 3.0, 3.0] of 2" in out, out + err
 
 
 def test_errors_without_a_process_group():
