@@ -101,8 +101,11 @@ Inferred infer_scan(OpCall& call) {
   return inf;
 }
 
-// layer_norm and rms_norm: the trailing dims of `input` must be normalized_shape.
-Inferred infer_row_norm(OpCall& call) {
+// layer_norm and rms_norm: the trailing dims of `input` must be normalized_shape. A 16-bit
+// input's weight and bias of its own dtype stay 16-bit for the forward kernels, which read them
+// as they are (a half-precision model's norms would otherwise convert them on every call: a
+// launch per norm of a decode step); the backward kernels read float32.
+Inferred row_norm_plan(OpCall& call, bool params_as_input) {
   const ir::OpType op = call.op;
   const char* name = op_name(op);
   const Tensor &input = call.inputs[0], &weight = call.inputs[1], &bias = call.inputs[2];
@@ -119,8 +122,14 @@ Inferred infer_row_norm(OpCall& call) {
   InputPlan b = norm_param_plan(bias, normalized_shape, "bias", "normalized_shape", op);
   if (weight.defined()) w.reshape = Shape{m};
   if (bias.defined()) b.reshape = Shape{m};
+  const DType x = input.dtype();
+  if (params_as_input && (x == DType::Float16 || x == DType::BFloat16) &&
+      (!weight.defined() || weight.dtype() == x) && (!bias.defined() || bias.dtype() == x))
+    w.dtype = b.dtype = x;
   return {current_device(), {reshaped({rows, m}), w, b}, {{{rows, m}, input.dtype(), input.shape()}}, {}};
 }
+
+Inferred infer_row_norm(OpCall& call) { return row_norm_plan(call, true); }
 
 void check_channels_input(const Tensor& input, ir::OpType op) {
   check_float(input, op_name(op), "input");
@@ -245,7 +254,7 @@ Inferred infer_row_norm_backward(OpCall& call) {
   PF_CHECK(call.inputs[0].shape() == call.inputs[1].shape(), ValueError, name, ": grad shape ",
            call.inputs[0].shape(), " does not match input shape ", call.inputs[1].shape());
   OpCall forward{call.op, {call.inputs[1], call.inputs[2], Tensor()}, call.attrs, {}};
-  Inferred inf = infer_row_norm(forward);
+  Inferred inf = row_norm_plan(forward, false);
   InputPlan g = inf.inputs[0];
   g.dtype = call.inputs[1].dtype();
   const Shape& normalized_shape = call.attr<NormAttrs>().normalized_shape;

@@ -5,7 +5,8 @@
 // in the compute type (float for the 16-bit floats and float32, double for
 // float64). Centring before scaling keeps data far from zero accurate, where
 // x * scale + shift' would cancel. Weight, bias and running statistics
-// arrive as float32 or float64 (src/core/nn_ops.cpp), undefined when not given.
+// arrive as float32 or float64 (src/core/nn_ops.cpp; a 16-bit layer_norm's or
+// rms_norm's of the input's dtype as they are), undefined when not given.
 // The backward passes recompute the statistics the same way and compute in
 // double throughout, as the references of the GPU kernels.
 
@@ -32,14 +33,16 @@ template <class F> void for_float(DType d, const F& f) {
   });
 }
 
-// A per-channel or per-element parameter (float32 or float64) in the compute type A; `fill` where not given.
+// A per-channel or per-element parameter (float32 or float64; layer_norm's and rms_norm's
+// also the 16-bit input's dtype) in the compute type A; `fill` where not given.
 template <class A> std::vector<A> param_as(const Tensor& t, int64_t n, A fill) {
   std::vector<A> out(n, fill);
   if (!t.defined()) return out;
-  if (t.dtype() == DType::Float64)
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<A>(t.data<double>()[i]);
-  else
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<A>(t.data<float>()[i]);
+  for_float(t.dtype(), [&](auto tag) {
+    using P = typename decltype(tag)::type;
+    const P* p = t.data<P>();
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<A>(static_cast<acc_t<P>>(p[i]));
+  });
   return out;
 }
 

@@ -98,7 +98,13 @@ def _decode_samples(rng, dtype, cls):
                 Sample((t((1, 8, 1, 64)), t((1, 1, 700, 64)), t((1, 1, 700, 64))), dict(scale=0.3)),
                 Sample((t((1, 16, 1, 16)), t((1, 1, 70, 16)), t((1, 1, 70, 16)), key_mask(1, 70))),
                 Sample((t((3, 2, 1, 72)), t((3, 2, 300, 72)), t((3, 2, 300, 72)), key_mask(3, 300, empty_row=1))),
-                Sample((t((2, 3, 1, 8)), t((2, 3, 5, 8)), t((2, 3, 5, 8))))]
+                Sample((t((2, 3, 1, 8)), t((2, 3, 5, 8)), t((2, 3, 5, 8)))),
+                # TinyLlama's step (8 query heads a key/value head, d 128), rows of 256 (two vectors a
+                # lane in float32), of 96 (lanes left idle in a team), a long masked cache.
+                Sample((t((1, 32, 1, 128)), t((1, 4, 216, 128)), t((1, 4, 216, 128)), key_mask(1, 216))),
+                Sample((t((1, 4, 1, 256)), t((1, 2, 130, 256)), t((1, 2, 130, 256)))),
+                Sample((t((2, 2, 1, 96)), t((2, 1, 77, 96)), t((2, 1, 77, 96)))),
+                Sample((t((1, 2, 1, 64)), t((1, 2, 2100, 64)), t((1, 2, 2100, 64)), key_mask(1, 2100)))]
     if cls == "noncontig":
         return [Sample((t((1, 2, 1, 8), "strided"), t((1, 2, 9, 8), "strided"), t((1, 2, 9, 8))))]
     if cls == "empty":

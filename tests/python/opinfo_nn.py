@@ -129,7 +129,7 @@ def _row_norm_samples(rms):
         eps = dict(eps=1e-3)
         if cls == "plain":
             return [s(x((3, 5)), (5,)), s(x((2, 3, 4)), (3, 4)), s(x((2, 3, 4)), (4,), affine=False),
-                    s(x((2, 3, 4)), (2, 3, 4), **eps), s(x((6, 40)), (40,)),
+                    s(x((2, 3, 4)), (2, 3, 4), **eps), s(x((6, 40)), (40,)), s(x((3, 2048)), (2048,)),
                     s(_x(rng, (4, 33), dtype, dict(low=10, high=11)), (33,))]  # off zero (test_nn.py goes further)
         if cls == "noncontig":
             return [s(x((4, 5), "T"), (5,)), s(x((2, 3, 4), "strided"), (4,)), s(x((2, 3, 4), "T"), (3, 4), **eps)]

@@ -57,18 +57,20 @@ constexpr int64_t kMinBlockPlane = 64;
 // The weight and bias of element `col` of row `row`: per column (layer_norm,
 // rms_norm), or per channel (group_norm, rows of (C / G) * S: the channel is
 // (row % G) * (C / G) + col / S).
-// They arrive as float64 and are converted to the compute type A once per
-// call: read for every element, they would otherwise move twice the bytes.
-template <class A> struct RowAffine {
-  const A* weight;  // or null: ones
-  const A* bias;    // or null: zeros
+// They arrive as float32 or float64 and are converted to the compute type A
+// once per call (read for every element, float64 would move twice the bytes);
+// a 16-bit layer_norm's or rms_norm's parameters of the input's dtype are read
+// as they are (P), converted per element.
+template <class A, class P = A> struct RowAffine {
+  const P* weight;  // or null: ones
+  const P* bias;    // or null: zeros
   int64_t groups;   // group_norm's G; 0 for per-column parameters
   int64_t group_channels, plane;  // group_norm: C / G and S
 
   __device__ void at(int64_t row, int64_t col, A& w, A& b) const {
     const int64_t i = groups ? row % groups * group_channels + col / plane : col;
-    w = weight ? weight[i] : A(1);
-    b = bias ? bias[i] : A(0);
+    w = weight ? static_cast<A>(weight[i]) : A(1);
+    b = bias ? static_cast<A>(bias[i]) : A(0);
   }
 
   // Columns col .. col + V - 1 (col V-aligned) of a row of at most 2^31
@@ -76,16 +78,24 @@ template <class A> struct RowAffine {
   // with 32-bit division (a 64-bit one costs several times as much).
   template <int V> __device__ void at(int64_t row, int64_t col, Vec<A, V>& w, Vec<A, V>& b) const {
     if (!groups) {
-      if (weight) w = *reinterpret_cast<const Vec<A, V>*>(weight + col);
-      if (bias) b = *reinterpret_cast<const Vec<A, V>*>(bias + col);
+      if (weight) {
+        const Vec<P, V> pw = *reinterpret_cast<const Vec<P, V>*>(weight + col);
+#pragma unroll
+        for (int j = 0; j < V; ++j) w.v[j] = static_cast<A>(pw.v[j]);
+      }
+      if (bias) {
+        const Vec<P, V> pb = *reinterpret_cast<const Vec<P, V>*>(bias + col);
+#pragma unroll
+        for (int j = 0; j < V; ++j) b.v[j] = static_cast<A>(pb.v[j]);
+      }
     }
     const int64_t first_channel = groups ? row % groups * group_channels : 0;
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       if (groups) {
         const int64_t i = first_channel + static_cast<uint32_t>(col + j) / static_cast<uint32_t>(plane);
-        w.v[j] = weight ? weight[i] : A(1);
-        b.v[j] = bias ? bias[i] : A(0);
+        w.v[j] = weight ? static_cast<A>(weight[i]) : A(1);
+        b.v[j] = bias ? static_cast<A>(bias[i]) : A(0);
       } else {
         if (!weight) w.v[j] = A(1);
         if (!bias) b.v[j] = A(0);
@@ -98,9 +108,9 @@ template <class A> struct RowAffine {
 // is read once, one row per team (kBlock: the block; else `width` lanes of a
 // warp, several rows per warp for short rows): thread `rank` holds vectors
 // rank + k * width (V > 1: rows V-aligned, m % V == 0).
-template <class T, bool kRms, int kVecs, int V, bool kBlock>
+template <class T, bool kRms, int kVecs, int V, bool kBlock, class Affine>
 static __global__ void __launch_bounds__(kNormThreads)
-    row_norm_cached(T* out, const T* in, RowAffine<acc_t<T>> affine, int64_t rows, int64_t m, double eps, int width) {
+    row_norm_cached(T* out, const T* in, Affine affine, int64_t rows, int64_t m, double eps, int width) {
   using A = acc_t<T>;
   const int64_t nvec = m / V;
   const kernels::SumReduce<A> sum_of;
@@ -152,8 +162,8 @@ static __global__ void __launch_bounds__(kNormThreads)
 }
 
 // Any row length: x is read for the statistics and again to write.
-template <class T, bool kRms>
-static __global__ void row_norm(T* out, const T* in, RowAffine<acc_t<T>> affine, int64_t rows, int64_t m, double eps) {
+template <class T, bool kRms, class Affine>
+static __global__ void row_norm(T* out, const T* in, Affine affine, int64_t rows, int64_t m, double eps) {
   using A = acc_t<T>;
   const kernels::SumReduce<A> sum_of;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -180,8 +190,8 @@ static __global__ void row_norm(T* out, const T* in, RowAffine<acc_t<T>> affine,
   }
 }
 
-template <class T, bool kRms, int V, bool kBlock>
-void launch_row_norm_cached(T* out, const T* in, const RowAffine<acc_t<T>>& affine, int64_t rows, int64_t m, double eps,
+template <class T, bool kRms, int V, bool kBlock, class Affine>
+void launch_row_norm_cached(T* out, const T* in, const Affine& affine, int64_t rows, int64_t m, double eps,
                             int width, hipStream_t stream) {
   const int64_t per = (m / V + width - 1) / width * V;  // elements per thread
   const int64_t teams = kNormThreads / width;
@@ -195,8 +205,8 @@ void launch_row_norm_cached(T* out, const T* in, const RowAffine<acc_t<T>>& affi
   else run(std::integral_constant<int, kMaxCached>());
 }
 
-// x (rows, m) normalized per row into `out`; weight and bias (float64 or
-// undefined) per column, or per channel where groups > 0 (RowAffine).
+// x (rows, m) normalized per row into `out`; weight and bias (float32, float64, x's
+// 16-bit dtype, or undefined) per column, or per channel where groups > 0 (RowAffine).
 template <bool kRms>
 void launch_row_norm(const OpCall& call, const Tensor& x, int64_t rows, int64_t m, const Tensor& weight,
                      const Tensor& bias, int64_t groups, int64_t group_channels, int64_t plane) {
@@ -208,31 +218,42 @@ void launch_row_norm(const OpCall& call, const Tensor& x, int64_t rows, int64_t 
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
       using A = acc_t<T>;
-      // In the compute type, read a vector at a time: a view of the caller's (off 16 bytes, say) is copied.
-      auto for_vectors = [](const Tensor& t) {
-        if (!t.defined()) return Tensor();
-        Tensor c = t.to(dtype_of<A>());
-        return aligned(c.data_ptr(), sizeof(A) * kVec<T>) ? c : c.clone();
-      };
-      const Tensor w = for_vectors(weight), b = for_vectors(bias);
-      const RowAffine<A> affine{w.defined() ? w.data<A>() : nullptr, b.defined() ? b.data<A>() : nullptr, groups,
-                                group_channels, plane};
       const T* in = x.data<T>();
       T* out = call.out().data<T>();
       constexpr int V = kVec<T>;  // 16-byte accesses
       const bool vector = m % V == 0 && aligned(in, sizeof(T) * V) && aligned(out, sizeof(T) * V);
       const int64_t nvec = vector ? m / V : m;
       const int warp = warp_size(device);
-      if (m > int64_t{kNormThreads} * kMaxCached) {
-        row_norm<T, kRms><<<grid, kNormThreads, 0, stream>>>(out, in, affine, rows, m, eps);
-      } else if ((nvec + warp - 1) / warp * (vector ? V : 1) <= kMaxCached) {  // a warp's lanes hold the row
-        const int width = team_width(nvec, warp);
-        if (vector) launch_row_norm_cached<T, kRms, V, false>(out, in, affine, rows, m, eps, width, stream);
-        else launch_row_norm_cached<T, kRms, 1, false>(out, in, affine, rows, m, eps, width, stream);
-      } else if (vector) {
-        launch_row_norm_cached<T, kRms, V, true>(out, in, affine, rows, m, eps, kNormThreads, stream);
+      auto launch = [&](const auto& affine) {
+        if (m > int64_t{kNormThreads} * kMaxCached) {
+          row_norm<T, kRms><<<grid, kNormThreads, 0, stream>>>(out, in, affine, rows, m, eps);
+        } else if ((nvec + warp - 1) / warp * (vector ? V : 1) <= kMaxCached) {  // a warp's lanes hold the row
+          const int width = team_width(nvec, warp);
+          if (vector) launch_row_norm_cached<T, kRms, V, false>(out, in, affine, rows, m, eps, width, stream);
+          else launch_row_norm_cached<T, kRms, 1, false>(out, in, affine, rows, m, eps, width, stream);
+        } else if (vector) {
+          launch_row_norm_cached<T, kRms, V, true>(out, in, affine, rows, m, eps, kNormThreads, stream);
+        } else {
+          launch_row_norm_cached<T, kRms, 1, true>(out, in, affine, rows, m, eps, kNormThreads, stream);
+        }
+      };
+      // Read a vector at a time: a view of the caller's (off 16 bytes, say) is copied.
+      auto for_vectors = [](const Tensor& t, DType dtype) {
+        if (!t.defined()) return Tensor();
+        Tensor c = t.to(dtype);
+        return aligned(c.data_ptr(), c.itemsize() * kVec<T>) ? c : c.clone();
+      };
+      const bool as_input = !std::is_same_v<T, A> && (weight.defined() || bias.defined()) &&
+                            (!weight.defined() || weight.dtype() == x.dtype()) &&
+                            (!bias.defined() || bias.dtype() == x.dtype());
+      if (as_input) {
+        const Tensor w = for_vectors(weight, x.dtype()), b = for_vectors(bias, x.dtype());
+        launch(RowAffine<A, T>{w.defined() ? w.data<T>() : nullptr, b.defined() ? b.data<T>() : nullptr, groups,
+                               group_channels, plane});
       } else {
-        launch_row_norm_cached<T, kRms, 1, true>(out, in, affine, rows, m, eps, kNormThreads, stream);
+        const Tensor w = for_vectors(weight, dtype_of<A>()), b = for_vectors(bias, dtype_of<A>());
+        launch(RowAffine<A>{w.defined() ? w.data<A>() : nullptr, b.defined() ? b.data<A>() : nullptr, groups,
+                            group_channels, plane});
       }
     }
   });
