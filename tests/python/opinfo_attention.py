@@ -78,9 +78,9 @@ def _attention_backward_ref(grad, q, k, v, out, lse, is_causal=False, scale=None
 
 
 def _decode_samples(rng, dtype, cls):
-    """(query (N, H, 1, E), key, value (N, Hk, S, E)[, key_mask (N, S)]): grouped heads (groups of 2, 8
+    """(query (N, H, 1, E), key, value (N, Hk, S, E)[, key_mask (N, S)]): grouped heads (groups of 2, 5, 8
     and 16, past the GPU's 8 query heads per block), caches long enough to split into chunks, a row with
-    every key masked (zeros), a mask shared over the batch."""
+    every key masked (zeros), a mask shared over the batch, head dims of 8 to 256."""
     dom = dict(low=-1, high=1)
 
     def t(shape, layout="contig"):
@@ -104,7 +104,10 @@ def _decode_samples(rng, dtype, cls):
                 Sample((t((1, 32, 1, 128)), t((1, 4, 216, 128)), t((1, 4, 216, 128)), key_mask(1, 216))),
                 Sample((t((1, 4, 1, 256)), t((1, 2, 130, 256)), t((1, 2, 130, 256)))),
                 Sample((t((2, 2, 1, 96)), t((2, 1, 77, 96)), t((2, 1, 77, 96)))),
-                Sample((t((1, 2, 1, 64)), t((1, 2, 2100, 64)), t((1, 2, 2100, 64)), key_mask(1, 2100)))]
+                Sample((t((1, 2, 1, 64)), t((1, 2, 2100, 64)), t((1, 2, 2100, 64)), key_mask(1, 2100))),
+                # Groups of 5 spread over blocks of 3, 2 and 1 heads; more chunks than a merge tile.
+                Sample((t((1, 10, 1, 64)), t((1, 2, 20, 64)), t((1, 2, 20, 64)))),
+                Sample((t((1, 1, 1, 64)), t((1, 1, 5000, 64)), t((1, 1, 5000, 64))))]
     if cls == "noncontig":
         return [Sample((t((1, 2, 1, 8), "strided"), t((1, 2, 9, 8), "strided"), t((1, 2, 9, 8))))]
     if cls == "empty":

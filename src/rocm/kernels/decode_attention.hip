@@ -23,6 +23,7 @@
 #include <climits>
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 #include "core/dispatch.h"
 #include "pyflame/backend/rocm/hip_check.h"
@@ -37,11 +38,12 @@ namespace {
 constexpr int kDecodeThreads = 256;
 constexpr int kMaxChunk = 256;  // keys per block
 constexpr int kMinChunk = 32;
-constexpr int kHeads = 8;  // query heads per block; a larger group is split across blocks
+constexpr int kHeads = 8;  // query heads per block at most; a larger group is split across blocks
 constexpr int kMaxDim = 256;
 constexpr int kMaxColumns = 1024;  // a block's heads x head dim: its weighted values meet in shared memory
 constexpr int kUnroll = 4;         // rows a team loads before using them
 constexpr int kMaxTeam = 32;
+constexpr int kMergeThreads = 128;
 
 struct DecodeDims {
   int64_t batch, heads, kv_heads, keys;
@@ -62,13 +64,16 @@ struct MaxOp {
 // Vectors of a row per lane: float rows of 256 are 64 vectors for a team of 32.
 template <class T> constexpr int kPerLane = kMaxDim / kVec<T> > kMaxTeam ? kMaxDim / kVec<T> / kMaxTeam : 1;
 
-template <class T>
+// H: the block's query heads at most (heads_per_block <= H), so that a block of one head
+// (multi-head attention, or a group spread over blocks) holds one head's registers.
+template <class T, int H>
 static __global__ void __launch_bounds__(kDecodeThreads, 2)
     decode_attention_chunks(const T* q, const T* k, const T* v, const bool* mask, T* out, float* partial, DecodeDims d) {
   constexpr int V = kVec<T>, P = kPerLane<T>, kWarps = kDecodeThreads / PF_WARP_SIZE;
-  __shared__ float probs[kHeads * kMaxChunk];
-  __shared__ float columns[kWarps * kMaxColumns];  // each warp's weighted values
-  __shared__ float maxima[kHeads], sums[kHeads];
+  constexpr int kColumns = H * kMaxDim < kMaxColumns ? H * kMaxDim : kMaxColumns;
+  __shared__ float probs[H * kMaxChunk];
+  __shared__ float columns[kWarps * kColumns];  // each warp's weighted values
+  __shared__ float maxima[H], sums[H];
   const int chunk = static_cast<int>(blockIdx.x % d.chunks);
   int64_t rest = blockIdx.x / d.chunks;
   const int head_block = static_cast<int>(rest % d.head_blocks);
@@ -85,9 +90,9 @@ static __global__ void __launch_bounds__(kDecodeThreads, 2)
   const bool* seen = mask ? mask + n * d.m_batch + j0 * d.m_key : nullptr;
 
   // This lane's columns of the block's query rows, scaled.
-  float query[kHeads][P][V];
+  float query[H][P][V];
 #pragma unroll
-  for (int h = 0; h < kHeads; ++h)
+  for (int h = 0; h < H; ++h)
 #pragma unroll
     for (int p = 0; p < P; ++p) {
       const int c = rank + p * team;
@@ -117,7 +122,7 @@ static __global__ void __launch_bounds__(kDecodeThreads, 2)
     for (int r = 0; r < kUnroll; ++r) {
       const int j = base + r * row_lanes + row_lane;
 #pragma unroll
-      for (int h = 0; h < kHeads; ++h) {
+      for (int h = 0; h < H; ++h) {
         if (h < nh) {  // the same for the whole block: the shuffles are met by every lane
           float s = 0;
 #pragma unroll
@@ -152,7 +157,7 @@ static __global__ void __launch_bounds__(kDecodeThreads, 2)
   __syncthreads();
 
   // The weighted values: each team's rows, then the teams of a warp in shuffles, then the warps.
-  float acc[kHeads][P][V] = {};
+  float acc[H][P][V] = {};
   for (int base = 0; base < len; base += row_lanes * kUnroll) {
     Vec<T, V> x[kUnroll][P];
 #pragma unroll
@@ -160,7 +165,7 @@ static __global__ void __launch_bounds__(kDecodeThreads, 2)
       const int j = base + r * row_lanes + row_lane;
       bool live = false;
 #pragma unroll
-      for (int h = 0; h < kHeads; ++h)
+      for (int h = 0; h < H; ++h)
         if (h < nh && j < len) live = live || probs[h * kMaxChunk + j] != 0.0f;
 #pragma unroll
       for (int p = 0; p < P; ++p) {
@@ -173,7 +178,7 @@ static __global__ void __launch_bounds__(kDecodeThreads, 2)
     for (int r = 0; r < kUnroll; ++r) {
       const int j = base + r * row_lanes + row_lane;
 #pragma unroll
-      for (int h = 0; h < kHeads; ++h) {
+      for (int h = 0; h < H; ++h) {
         const float w = h < nh && j < len ? probs[h * kMaxChunk + j] : 0.0f;
 #pragma unroll
         for (int p = 0; p < P; ++p)
@@ -183,7 +188,7 @@ static __global__ void __launch_bounds__(kDecodeThreads, 2)
     }
   }
 #pragma unroll
-  for (int h = 0; h < kHeads; ++h) {
+  for (int h = 0; h < H; ++h) {
     if (h < nh) {
 #pragma unroll
       for (int p = 0; p < P; ++p)
@@ -192,7 +197,7 @@ static __global__ void __launch_bounds__(kDecodeThreads, 2)
           float a = acc[h][p][u];
           for (int m = team; m < PF_WARP_SIZE; m <<= 1) a += shfl_xor(a, m);
           const int c = rank + p * team;
-          if (lane < team && c < vectors) columns[warp * kMaxColumns + h * e + c * V + u] = a;
+          if (lane < team && c < vectors) columns[warp * kColumns + h * e + c * V + u] = a;
         }
     }
   }
@@ -200,7 +205,7 @@ static __global__ void __launch_bounds__(kDecodeThreads, 2)
   for (int i = t; i < nh * e; i += kDecodeThreads) {
     float a = 0;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) a += columns[w * kMaxColumns + i];
+    for (int w = 0; w < kWarps; ++w) a += columns[w * kColumns + i];
     const int h = i / e, c = i % e;
     const int64_t row = n * d.heads + h0 + h;
     if (d.chunks == 1) {
@@ -214,22 +219,41 @@ static __global__ void __launch_bounds__(kDecodeThreads, 2)
 }
 
 // One block per (batch, query head): the chunks' partial results rescaled to the largest
-// maximum, summed and divided by the merged sum (zeros where no key was seen).
-template <class T> static __global__ void decode_attention_merge(const float* partial, T* out, DecodeDims d) {
+// maximum, summed and divided by the merged sum (zeros where no key was seen). Every
+// chunk's maximum and sum is read at once (threads over chunks), then the values a tile of
+// chunks at a time with their weights in shared memory: no load waits on another.
+template <class T> static __global__ void __launch_bounds__(kMergeThreads) decode_attention_merge(const float* partial,
+                                                                                                   T* out, DecodeDims d) {
+  __shared__ float weights[kMergeThreads];
   const int64_t row = blockIdx.x;
-  const int e = d.head_dim, stride = e + 2;
+  const int e = d.head_dim, stride = e + 2, t = threadIdx.x;
   const float* p = partial + row * d.chunks * stride;
-  float m = -INFINITY, sum = 0;
-  for (int c = 0; c < d.chunks; ++c)
+  float m = -INFINITY;
+  for (int c = t; c < d.chunks; c += kMergeThreads)
     if (p[c * stride + 1] > 0) m = fmaxf(m, p[c * stride]);
-  for (int c = 0; c < d.chunks; ++c)
+  m = block_all_reduce<kMergeThreads>(m, MaxOp{});
+  float sum = 0;
+  for (int c = t; c < d.chunks; c += kMergeThreads)
     if (p[c * stride + 1] > 0) sum += p[c * stride + 1] * expf(p[c * stride] - m);
-  for (int col = threadIdx.x; col < e; col += blockDim.x) {
-    float acc = 0;
-    for (int c = 0; c < d.chunks; ++c)
-      if (p[c * stride + 1] > 0) acc += p[c * stride + 2 + col] * expf(p[c * stride] - m);
-    out[row * e + col] = static_cast<T>(sum > 0 ? acc / sum : 0.0f);
+  sum = block_all_reduce<kMergeThreads>(sum, PlusOp{});
+  float acc[kMaxDim / kMergeThreads] = {};  // columns t, t + kMergeThreads
+  for (int c0 = 0; c0 < d.chunks; c0 += kMergeThreads) {
+    const int c = c0 + t;
+    weights[t] = c < d.chunks && p[c * stride + 1] > 0 ? expf(p[c * stride] - m) : 0.0f;
+    __syncthreads();
+    const int tile = min(kMergeThreads, d.chunks - c0);
+#pragma unroll 4
+    for (int i = 0; i < tile; ++i) {
+      const float* values = p + int64_t{c0 + i} * stride + 2;
+#pragma unroll
+      for (int a = 0; a < kMaxDim / kMergeThreads; ++a)
+        if (t + a * kMergeThreads < e) acc[a] += weights[i] * values[t + a * kMergeThreads];
+    }
+    __syncthreads();
   }
+#pragma unroll
+  for (int a = 0; a < kMaxDim / kMergeThreads; ++a)
+    if (t + a * kMergeThreads < e) out[row * e + t + a * kMergeThreads] = static_cast<T>(sum > 0 ? acc[a] / sum : 0.0f);
 }
 
 std::string describe(const OpCall& call, const DecodeDims& d, const char* kernel) {
@@ -247,35 +271,52 @@ template <class T> void decode_attention_launch(OpCall& call) {
   d.batch = q.size(0), d.heads = q.size(1), d.kv_heads = k.size(1), d.keys = k.size(2);
   d.head_dim = static_cast<int>(q.size(3));
   d.group = static_cast<int>(d.heads / d.kv_heads);
-  d.heads_per_block = std::min({d.group, kHeads, kMaxColumns / d.head_dim});
   d.team = 1;
   while (d.team < kMaxTeam && d.team * kVec<T> < d.head_dim) d.team *= 2;
-  d.head_blocks = (d.group + d.heads_per_block - 1) / d.heads_per_block;
   d.scale = static_cast<float>(call.attr<AttentionAttrs>().scale);
   d.q_batch = q.strides()[0], d.q_head = q.strides()[1];
   d.k_batch = k.strides()[0], d.k_head = k.strides()[1], d.k_row = k.strides()[2];
   d.v_batch = v.strides()[0], d.v_head = v.strides()[1], d.v_row = v.strides()[2];
   if (mask.defined()) d.m_batch = mask.strides()[0], d.m_key = mask.strides()[1];
   if (out.numel() == 0) return;
-  // Chunks halve until the grid has about two blocks per compute unit (or reach kMinChunk).
-  const int64_t pairs = d.batch * d.kv_heads * d.head_blocks, target = 2 * int64_t{compute_units(device.index)};
+  // Until the grid has about two blocks per compute unit: chunks halve down to what a block's
+  // teams load in one round, then a group's heads spread over more blocks (their keys and
+  // values are read again, from the cache), then chunks halve down to kMinChunk.
+  const int64_t target = 2 * int64_t{compute_units(device.index)};
+  const int one_round = kDecodeThreads / d.team * kUnroll;
+  d.heads_per_block = std::min({d.group, kHeads, kMaxColumns / d.head_dim});
   d.chunk = kMaxChunk;
-  while (d.chunk > kMinChunk && pairs * ((d.keys + d.chunk - 1) / d.chunk) < target) d.chunk /= 2;
-  const int64_t chunks = (d.keys + d.chunk - 1) / d.chunk;
-  PF_CHECK(pairs * chunks <= INT_MAX && chunks <= INT_MAX, NotSupportedError, op_name(call.op), ": ",
-           pairs * chunks, " blocks exceed the grid limit of 2^31-1");
+  auto blocks = [&] {
+    const int64_t head_blocks = (d.group + d.heads_per_block - 1) / d.heads_per_block;
+    return d.batch * d.kv_heads * head_blocks * ((d.keys + d.chunk - 1) / d.chunk);
+  };
+  while (blocks() < target) {
+    if (d.chunk > std::max(one_round, kMinChunk)) d.chunk /= 2;
+    else if (d.heads_per_block > 1) d.heads_per_block = (d.heads_per_block + 1) / 2;
+    else if (d.chunk > kMinChunk) d.chunk /= 2;
+    else break;
+  }
+  d.head_blocks = (d.group + d.heads_per_block - 1) / d.heads_per_block;
+  const int64_t chunks = (d.keys + d.chunk - 1) / d.chunk, grid = blocks();
+  PF_CHECK(grid <= INT_MAX && chunks <= INT_MAX, NotSupportedError, op_name(call.op), ": ", grid,
+           " blocks exceed the grid limit of 2^31-1");
   d.chunks = static_cast<int>(chunks);
   const hipStream_t stream = current_stream(device.index);
   Tensor partial;
   if (d.chunks > 1)
     partial = Tensor::empty({d.batch * d.heads * chunks * (d.head_dim + 2)}, DType::Float32, device);
-  decode_attention_chunks<T><<<static_cast<unsigned>(pairs * chunks), kDecodeThreads, 0, stream>>>(
-      q.data<T>(), k.data<T>(), v.data<T>(), mask.defined() ? mask.data<bool>() : nullptr, out.data<T>(),
-      d.chunks > 1 ? partial.data<float>() : nullptr, d);
+  auto launch = [&](auto heads) {
+    decode_attention_chunks<T, decltype(heads)::value><<<static_cast<unsigned>(grid), kDecodeThreads, 0, stream>>>(
+        q.data<T>(), k.data<T>(), v.data<T>(), mask.defined() ? mask.data<bool>() : nullptr, out.data<T>(),
+        d.chunks > 1 ? partial.data<float>() : nullptr, d);
+  };
+  if (d.heads_per_block == 1) launch(std::integral_constant<int, 1>());
+  else if (d.heads_per_block == 2) launch(std::integral_constant<int, 2>());
+  else if (d.heads_per_block <= 4) launch(std::integral_constant<int, 4>());
+  else launch(std::integral_constant<int, kHeads>());
   check_launch(op_name(call.op), [&] { return describe(call, d, "decode_attention_chunks"); });
   if (d.chunks == 1) return;
-  const int merge_threads = (d.head_dim + 31) / 32 * 32;
-  decode_attention_merge<T><<<static_cast<unsigned>(d.batch * d.heads), merge_threads, 0, stream>>>(
+  decode_attention_merge<T><<<static_cast<unsigned>(d.batch * d.heads), kMergeThreads, 0, stream>>>(
       partial.data<float>(), out.data<T>(), d);
   check_launch(op_name(call.op), [&] { return describe(call, d, "decode_attention_merge"); });
 }
