@@ -12,6 +12,7 @@
 // a size; scatter_add and scatter_reduce combine float16 and bfloat16 in
 // float32, so that each result is rounded once.
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -48,6 +49,7 @@ void check_indices(const OpCall& call, const Tensor& index, int64_t size) {
   visit_index(index.dtype(), [&](auto itag) {
     using I = typename decltype(itag)::type;
     for_each_strided<1>({&index}, [&](auto p, auto s, int64_t n) {
+      if (s[0] == 0) n = std::min<int64_t>(n, 1);  // an expanded index: one value for the run
       for (int64_t i = 0; i < n; ++i) {
         int64_t v = index_at<I>(p[0] + i * s[0]);
         const int64_t given = v;
@@ -195,6 +197,34 @@ void scatter_loop(Tensor& out, const Tensor& index, const Tensor& src, int64_t d
   });
 }
 
+// Whether a scatter along dim 0 is row by row: out and src contiguous, the index
+// the same along every other dim (an expanded 1-D index, as index_select's and
+// embedding's gradients give) over whole rows of out.
+bool scatters_rows(const Tensor& out, const Tensor& index, const Tensor& src, int64_t d) {
+  if (d != 0 || !out.is_contiguous() || !src.is_contiguous() || src.shape() != index.shape()) return false;
+  for (int64_t k = 1; k < index.dim(); ++k)
+    if (index.strides()[k] != 0 || index.shape()[k] != out.shape()[k]) return false;
+  return true;
+}
+
+// out[index[i], :] op= src[i, :] in index order; threads split the columns, so
+// repeated indices never meet across threads and the loop over a row vectorises.
+template <class T, class I, class Op> void scatter_rows(Tensor& out, const Tensor& index, const Tensor& src) {
+  const int64_t size = out.shape()[0], nd = index.shape()[0];
+  const int64_t width = size ? out.numel() / size : 0;
+  T* const o = out.data<T>();
+  const T* const v = src.data<T>();
+  const I* const idx = index.data<I>();
+  const int64_t index_step = index.strides()[0];
+  parallel_for(width, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(nd, 1)), [&](int64_t c0, int64_t c1) {
+    for (int64_t i = 0; i < nd; ++i) {
+      T* row = o + wrapped(static_cast<int64_t>(idx[i * index_step]), size) * width;
+      const T* from = v + i * width;
+      for (int64_t c = c0; c < c1; ++c) Op()(row[c], from[c]);
+    }
+  });
+}
+
 // inputs: x, index, src (at least index's size). The output starts as x
 // (it is x itself for an in-place scatter) and src is written into it.
 template <class Op> void scatter_kernel(OpCall& call) {
@@ -206,8 +236,11 @@ template <class Op> void scatter_kernel(OpCall& call) {
   if (index.numel() == 0) return;
   auto run = [&](Tensor& target, const Tensor& values, auto ttag) {
     using T = typename decltype(ttag)::type;
-    visit_index(index.dtype(),
-                [&](auto itag) { scatter_loop<T, typename decltype(itag)::type, Op>(target, index, values, d); });
+    visit_index(index.dtype(), [&](auto itag) {
+      using I = typename decltype(itag)::type;
+      if (scatters_rows(target, index, values, d)) scatter_rows<T, I, Op>(target, index, values);
+      else scatter_loop<T, I, Op>(target, index, values, d);
+    });
   };
   if constexpr (!std::is_same_v<Op, Assign>) {
     if (out.dtype() == DType::Float16 || out.dtype() == DType::BFloat16) {

@@ -1,20 +1,25 @@
 // CPU normalization: layer_norm and rms_norm over rows (rows, M), group_norm
 // over (N, C, S) with rows of (C / G) * S elements, batch_norm over the
-// (N, S) values of each channel. Statistics are computed in double, in two
-// passes (cpu/moments.h); normalizing, (x - mean) * scale + shift, then runs
-// in the compute type (float for the 16-bit floats and float32, double for
-// float64). Centring before scaling keeps data far from zero accurate, where
-// x * scale + shift' would cancel. Weight, bias and running statistics
+// (N, S) values of each channel. Statistics take two passes (the mean, then
+// squared deviations from it): for the row norms in the compute type (float
+// for the 16-bit floats and float32, double for float64) in many lanes, as
+// PyTorch's, whose rows of a few hundred values double would halve; for
+// group_norm and batch_norm in double (cpu/moments.h). Normalizing,
+// (x - mean) * scale + shift, runs in the compute type. Centring before
+// scaling keeps data far from zero accurate, where x * scale + shift' would
+// cancel. Weight, bias and running statistics
 // arrive as float32 or float64 (src/core/nn_ops.cpp; a 16-bit layer_norm's or
 // rms_norm's of the input's dtype as they are), undefined when not given.
-// The backward passes recompute the statistics the same way and compute in
-// double throughout, as the references of the GPU kernels.
+// The backward passes recompute the statistics the same way; group_norm's and
+// batch_norm's compute in double throughout, as the references of the GPU kernels.
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "core/dispatch.h"
+#include "cpu/lanes.h"
 #include "cpu/loops.h"
 #include "cpu/moments.h"
 
@@ -46,6 +51,18 @@ template <class A> std::vector<A> param_as(const Tensor& t, int64_t n, A fill) {
   return out;
 }
 
+// A row's mean (0 for rms_norm) and 1/std in the compute type, in kRowLanes lanes (as
+// PyTorch's CPU kernels: double would halve the vector width of these short rows), two passes.
+constexpr int kRowLanes = 16;
+template <bool kRms, class T, class A = acc_t<T>> std::pair<A, A> row_stats(const T* x, int64_t m, double eps) {
+  const A mean = kRms ? A(0) : lanes_sum<A, kRowLanes>(m, [&](int64_t i) { return static_cast<A>(x[i]); }) / static_cast<A>(m);
+  const A var = lanes_sum<A, kRowLanes>(m, [&](int64_t i) {
+                  const A d = static_cast<A>(x[i]) - mean;
+                  return d * d;
+                }) / static_cast<A>(m);
+  return {mean, A(1) / std::sqrt(var + static_cast<A>(eps))};
+}
+
 // layer_norm (kRms false) and rms_norm (kRms true): x (rows, M), weight (M), bias (M).
 template <bool kRms> void row_norm_kernel(OpCall& call) {
   const Tensor& x = call.inputs[0];
@@ -62,11 +79,8 @@ template <bool kRms> void row_norm_kernel(OpCall& call) {
       for (int64_t r = lo; r < hi; ++r) {
         const T* src = in + r * m;
         T* dst = out + r * m;
-        // rms_norm: mean square about 0; layer_norm: variance about the mean.
-        const double mean = kRms ? 0.0 : row_sum(src, m) / static_cast<double>(m);
-        const double rstd = 1.0 / std::sqrt(row_squared_deviation(src, m, mean) / static_cast<double>(m) + eps);
-        const A mu = static_cast<A>(mean), scale = static_cast<A>(rstd);
-        for (int64_t j = 0; j < m; ++j) dst[j] = static_cast<T>((static_cast<A>(src[j]) - mu) * scale * w[j] + b[j]);
+        const auto [mean, rstd] = row_stats<kRms>(src, m, eps);
+        for (int64_t j = 0; j < m; ++j) dst[j] = static_cast<T>((static_cast<A>(src[j]) - mean) * rstd * w[j] + b[j]);
       }
     });
   });
@@ -75,10 +89,10 @@ template <bool kRms> void row_norm_kernel(OpCall& call) {
 // The gradients of layer_norm (kRms false) and rms_norm: per row, with
 // xhat = (x - mean) rstd and gxhat = g w,
 //   gx = rstd (gxhat - mean(gxhat) - xhat mean(gxhat xhat))   (rms_norm: no mean(gxhat) term),
-// the statistics and both means in double; the weight's gradient sum(g xhat)
+// in the compute type with kRowLanes lanes, as the forward; the weight's gradient sum(g xhat)
 // and the bias's sum(g) over the rows (outputs 1 and 2, where asked for). The rows go in at
-// most kParamChunks fixed chunks, each summing its own columns, the chunks
-// added in order: the same sums whatever the thread count.
+// most kParamChunks fixed chunks, each summing its own columns, the chunks added in order
+// in double: the same sums whatever the thread count.
 template <bool kRms> void row_norm_backward_kernel(OpCall& call) {
   constexpr int64_t kParamChunks = 64;
   const Tensor &g = call.inputs[0], &x = call.inputs[1];
@@ -87,41 +101,47 @@ template <bool kRms> void row_norm_backward_kernel(OpCall& call) {
   const int64_t chunks = std::min(kParamChunks, rows), chunk_rows = chunks ? (rows + chunks - 1) / chunks : 0;
   for_float(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const std::vector<double> w = param_as<double>(call.inputs[2], m, 1.0);
+    using A = acc_t<T>;
+    const std::vector<A> w = param_as<A>(call.inputs[2], m, A(1));
     const T *gp = g.data<T>(), *xp = x.data<T>();
     T* out = call.out().data<T>();
-    std::vector<double> sum_gxhat(chunks * m), sum_g(chunks * m);  // per chunk
+    std::vector<A> sum_gxhat(chunks * m), sum_g(chunks * m);  // per chunk
     parallel_for(chunks, 1, [&](int64_t lo, int64_t hi) {
       for (int64_t c = lo; c < hi; ++c)
         for (int64_t r = c * chunk_rows; r < std::min(rows, (c + 1) * chunk_rows); ++r) {
           const T *gr = gp + r * m, *xr = xp + r * m;
-          double *cw = sum_gxhat.data() + c * m, *cb = sum_g.data() + c * m;
-          const double mean = kRms ? 0.0 : row_sum(xr, m) / static_cast<double>(m);
-          const double rstd = 1.0 / std::sqrt(row_squared_deviation(xr, m, mean) / static_cast<double>(m) + eps);
-          double row_g = 0, row_gx = 0;
-          for (int64_t j = 0; j < m; ++j) {
-            const double gj = static_cast<double>(gr[j]), xhat = (static_cast<double>(xr[j]) - mean) * rstd;
-            row_g += gj * w[j];
-            row_gx += gj * w[j] * xhat;
+          A *cw = sum_gxhat.data() + c * m, *cb = sum_g.data() + c * m;
+          const auto [mean, rstd] = row_stats<kRms>(xr, m, eps);
+          // sum(g w) and sum(g w xhat) in lanes; the parameters' sums per column.
+          A lg[kRowLanes] = {}, lgx[kRowLanes] = {};
+          auto step = [&](int64_t j, int l) {
+            const A gj = static_cast<A>(gr[j]), xhat = (static_cast<A>(xr[j]) - mean) * rstd, gw = gj * w[j];
+            lg[l] += gw;
+            lgx[l] += gw * xhat;
             cw[j] += gj * xhat;
             cb[j] += gj;
-          }
-          const double mean_g = kRms ? 0.0 : row_g / static_cast<double>(m), mean_gx = row_gx / static_cast<double>(m);
-          for (int64_t j = 0; j < m; ++j) {
-            const double xhat = (static_cast<double>(xr[j]) - mean) * rstd;
-            out[r * m + j] = static_cast<T>(rstd * (static_cast<double>(gr[j]) * w[j] - mean_g - xhat * mean_gx));
+          };
+          int64_t j = 0;
+          for (; j + kRowLanes <= m; j += kRowLanes)
+            for (int l = 0; l < kRowLanes; ++l) step(j + l, l);
+          for (; j < m; ++j) step(j, 0);
+          A row_g = 0, row_gx = 0;
+          for (int l = 0; l < kRowLanes; ++l) row_g += lg[l], row_gx += lgx[l];
+          const A mean_g = kRms ? A(0) : row_g / static_cast<A>(m), mean_gx = row_gx / static_cast<A>(m);
+          for (j = 0; j < m; ++j) {
+            const A xhat = (static_cast<A>(xr[j]) - mean) * rstd;
+            out[r * m + j] = static_cast<T>(rstd * (static_cast<A>(gr[j]) * w[j] - mean_g - xhat * mean_gx));
           }
         }
     });
     if (call.outputs.size() == 1) return;  // no parameters' gradients asked for
-    using P = acc_t<T>;
-    P* gw = call.outputs[1].data<P>();
-    P* gb = kRms ? nullptr : call.outputs[2].data<P>();
+    A* gw = call.outputs[1].data<A>();
+    A* gb = kRms ? nullptr : call.outputs[2].data<A>();
     for (int64_t j = 0; j < m; ++j) {
       double tw = 0, tb = 0;
       for (int64_t c = 0; c < chunks; ++c) tw += sum_gxhat[c * m + j], tb += sum_g[c * m + j];
-      gw[j] = static_cast<P>(tw);
-      if (gb) gb[j] = static_cast<P>(tb);
+      gw[j] = static_cast<A>(tw);
+      if (gb) gb[j] = static_cast<A>(tb);
     }
   });
 }
