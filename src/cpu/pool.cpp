@@ -14,6 +14,7 @@
 // agree bit for bit. Max pooling's backward finds each window's maximum
 // again, as the forward does.
 
+#include <array>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -30,21 +31,32 @@ using kernels::make_window;
 using kernels::valid_range;
 using kernels::Window;
 
+// The width taps of an output row of `width` outputs: each tap's offset and the outputs
+// [lo, hi) whose input it reaches, the same for every row (made once per call: on small
+// planes the divisions cost more than the row).
+struct WidthTaps {
+  std::vector<std::array<int64_t, 3>> taps;  // off, lo, hi
+  WidthTaps(const Window& w, int64_t width) {
+    for (int64_t kw = 0; kw < w.k[2]; ++kw) {
+      const int64_t off = kw * w.d[2] - w.p[2];
+      const auto [lo, hi] = valid_range(off, w.s[2], w.in[2], width);
+      taps.push_back({off, lo, hi});
+    }
+  }
+};
+
 // The taps of output row (od, oh): for each kernel tap inside the input in
 // depth and height, visit(row, off, lo, hi) with row the input row's first
 // element, off the tap's width offset; outputs o in [lo, hi) read row + o * s + off.
-template <class F> void for_each_row_tap(const Window& w, int64_t od, int64_t oh, int64_t width, const F& visit) {
+template <class F> void for_each_row_tap(const Window& w, const WidthTaps& width_taps, int64_t od, int64_t oh,
+                                         const F& visit) {
   for (int64_t kd = 0; kd < w.k[0]; ++kd) {
     const int64_t id = od * w.s[0] - w.p[0] + kd * w.d[0];
     if (id < 0 || id >= w.in[0]) continue;
     for (int64_t kh = 0; kh < w.k[1]; ++kh) {
       const int64_t ih = oh * w.s[1] - w.p[1] + kh * w.d[1];
       if (ih < 0 || ih >= w.in[1]) continue;
-      for (int64_t kw = 0; kw < w.k[2]; ++kw) {
-        const int64_t off = kw * w.d[2] - w.p[2];
-        const auto [lo, hi] = valid_range(off, w.s[2], w.in[2], width);
-        visit((id * w.in[1] + ih) * w.in[2], off, lo, hi);
-      }
+      for (const auto& [off, lo, hi] : width_taps.taps) visit((id * w.in[1] + ih) * w.in[2], off, lo, hi);
     }
   }
 }
@@ -60,6 +72,7 @@ int64_t avg_extent(int64_t o, int64_t k, int64_t s, int64_t p, int64_t in, bool 
 template <class T, bool kMax> void sliding_pool(const Window& w, const PoolAttrs& a, const T* in, T* out, int64_t planes) {
   using A = acc_t<T>;
   const int64_t width = w.out[2];
+  const WidthTaps width_taps(w, width);
   std::vector<A> width_extent(width);  // average pooling: the width part of each column's divisor
   for (int64_t o = 0; o < width; ++o)
     width_extent[o] = static_cast<A>(avg_extent(o, w.k[2], w.s[2], w.p[2], w.in[2], a.count_include_pad));
@@ -73,7 +86,7 @@ template <class T, bool kMax> void sliding_pool(const Window& w, const PoolAttrs
         for (int64_t oh = 0; oh < w.out[1]; ++oh, dst += width) {
           std::fill(acc.begin(), acc.end(), kMax ? -std::numeric_limits<A>::infinity() : A(0));
           const int64_t s = w.s[2];
-          for_each_row_tap(w, od, oh, width, [&](int64_t row, int64_t off, int64_t lo, int64_t hi) {
+          for_each_row_tap(w, width_taps, od, oh, [&](int64_t row, int64_t off, int64_t lo, int64_t hi) {
             const T* r = src + row;
             A* acc_p = acc.data();
             for (int64_t o = lo; o < hi; ++o) {
@@ -210,6 +223,7 @@ void max_pool_backward_kernel(OpCall& call) {
   const Tensor &grad = call.inputs[0], &x = call.inputs[1];
   const Window w = make_window(x.shape(), grad.shape(), call.attr<PoolAttrs>().kernel_size, call.attr<PoolAttrs>());
   const int64_t planes = x.shape()[0] * x.shape()[1], width = w.out[2];
+  const WidthTaps width_taps(w, width);
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_float_v<T>) {
@@ -219,13 +233,17 @@ void max_pool_backward_kernel(OpCall& call) {
                      [&](A* acc, int64_t plane) {
         const T* src = in + plane * w.in_plane();
         const T* gy = g + plane * w.out_plane();
-        std::vector<A> m(width);
-        std::vector<int64_t> best(width);  // -1: none yet (a window of dilated taps may miss the input altogether)
+        // A row's maxima and where each was taken (-1: none yet; a window of dilated taps may
+        // miss the input altogether); per thread, not per plane: small planes are many.
+        thread_local std::vector<A> m;
+        thread_local std::vector<int64_t> best;
+        m.resize(width);
+        best.resize(width);
         for (int64_t od = 0; od < w.out[0]; ++od)
           for (int64_t oh = 0; oh < w.out[1]; ++oh, gy += width) {
             std::fill(m.begin(), m.end(), -std::numeric_limits<A>::infinity());
             std::fill(best.begin(), best.end(), int64_t{-1});
-            for_each_row_tap(w, od, oh, width, [&](int64_t row, int64_t off, int64_t lo, int64_t hi) {
+            for_each_row_tap(w, width_taps, od, oh, [&](int64_t row, int64_t off, int64_t lo, int64_t hi) {
               for (int64_t o = lo; o < hi; ++o) {
                 const int64_t at = row + o * w.s[2] + off;
                 const A v = static_cast<A>(src[at]);
