@@ -426,7 +426,9 @@ Grads d_index_select(const GradContext& c) {
   Shape index_shape(s.size(), 1);
   index_shape[a.dim] = index.numel();
   Tensor spread = expand(reshape(index, index_shape), g_shape);
-  return {scatter_add(zeros_like_shape(s, g), a.dim, spread, g), Tensor()};
+  Tensor grad = zeros_like_shape(s, g);  // added into in place: a copy of the zeros would cost as much again
+  scatter_add_(grad, a.dim, spread, g);
+  return {grad, Tensor()};
 }
 Grads d_gather(const GradContext& c) {
   const IndexAttrs& a = c.attr<IndexAttrs>();
