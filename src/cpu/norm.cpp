@@ -1,17 +1,17 @@
 // CPU normalization: layer_norm and rms_norm over rows (rows, M), group_norm
 // over (N, C, S) with rows of (C / G) * S elements, batch_norm over the
 // (N, S) values of each channel. Statistics take two passes (the mean, then
-// squared deviations from it): for the row norms in the compute type (float
-// for the 16-bit floats and float32, double for float64) in many lanes, as
-// PyTorch's, whose rows of a few hundred values double would halve; for
-// group_norm and batch_norm in double (cpu/moments.h). Normalizing,
-// (x - mean) * scale + shift, runs in the compute type. Centring before
-// scaling keeps data far from zero accurate, where x * scale + shift' would
-// cancel. Weight, bias and running statistics
-// arrive as float32 or float64 (src/core/nn_ops.cpp; a 16-bit layer_norm's or
-// rms_norm's of the input's dtype as they are), undefined when not given.
-// The backward passes recompute the statistics the same way; group_norm's and
-// batch_norm's compute in double throughout, as the references of the GPU kernels.
+// squared deviations from it): for the row norms and group_norm in the
+// compute type (float for the 16-bit floats and float32, double for float64)
+// in many lanes, as PyTorch's (double would halve the vector width); for
+// batch_norm in double (cpu/moments.h). Normalizing, (x - mean) * scale +
+// shift, runs in the compute type. Centring before scaling keeps data far from
+// zero accurate, where x * scale + shift' would cancel. Weight, bias and
+// running statistics arrive as float32 or float64 (src/core/nn_ops.cpp; a
+// 16-bit layer_norm's or rms_norm's of the input's dtype as they are),
+// undefined when not given.
+// The backward passes recompute the statistics the same way; batch_norm's
+// computes in double throughout, as the reference of the GPU kernels.
 
 #include <algorithm>
 #include <cmath>
@@ -147,30 +147,26 @@ template <bool kRms> void row_norm_backward_kernel(OpCall& call) {
 }
 
 // sum(g) and sum(g (x - center)) over n values, added to sum_g and sum_gx; in
-// double with eight lanes so the loop vectorises.
-template <class T> void add_grad_sums(const T* g, const T* x, int64_t n, double center, double& sum_g, double& sum_gx) {
-  double lg[8] = {}, lgx[8] = {};
+// A (double for batch_norm, the compute type for group_norm) with kRowLanes lanes so the loop vectorises.
+template <class A, class T> void add_grad_sums(const T* g, const T* x, int64_t n, A center, A& sum_g, A& sum_gx) {
+  A lg[kRowLanes] = {}, lgx[kRowLanes] = {};
+  auto step = [&](int64_t i, int l) {
+    const A gv = static_cast<A>(g[i]);
+    lg[l] += gv;
+    lgx[l] += gv * (static_cast<A>(x[i]) - center);
+  };
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) {
-      const double gv = static_cast<double>(g[i + l]);
-      lg[l] += gv;
-      lgx[l] += gv * (static_cast<double>(x[i + l]) - center);
-    }
-  for (; i < n; ++i) {
-    const double gv = static_cast<double>(g[i]);
-    lg[0] += gv;
-    lgx[0] += gv * (static_cast<double>(x[i]) - center);
-  }
-  for (int l = 0; l < 8; ++l) sum_g += lg[l], sum_gx += lgx[l];
+  for (; i + kRowLanes <= n; i += kRowLanes)
+    for (int l = 0; l < kRowLanes; ++l) step(i + l, l);
+  for (; i < n; ++i) step(i, 0);
+  for (int l = 0; l < kRowLanes; ++l) sum_g += lg[l], sum_gx += lgx[l];
 }
 
 // The input gradient of a norm over n values sharing one statistic:
-// gx = scale g - b (x - mean) - d, centred first as the forward.
-template <class T>
-void write_input_grad(const T* g, const T* x, T* gx, int64_t n, double scale, double b, double mean, double d) {
+// gx = scale g - b (x - mean) - d, centred first as the forward, in A.
+template <class A, class T> void write_input_grad(const T* g, const T* x, T* gx, int64_t n, A scale, A b, A mean, A d) {
   for (int64_t i = 0; i < n; ++i)
-    gx[i] = static_cast<T>(scale * static_cast<double>(g[i]) - b * (static_cast<double>(x[i]) - mean) - d);
+    gx[i] = static_cast<T>(scale * static_cast<A>(g[i]) - b * (static_cast<A>(x[i]) - mean) - d);
 }
 
 // The weight's and bias's gradients (outputs 1 and 2), in the compute type.
@@ -199,12 +195,10 @@ void group_norm_kernel(OpCall& call) {
       for (int64_t ng = lo; ng < hi; ++ng) {
         const T* src = in + ng * len;
         T* dst = out + ng * len;
-        const double mean = row_sum(src, len) / static_cast<double>(len);
-        const double rstd = 1.0 / std::sqrt(row_squared_deviation(src, len, mean) / static_cast<double>(len) + eps);
+        const auto [mean, rstd] = row_stats<false>(src, len, eps);
         for (int64_t k = 0; k < cg; ++k) {
           const int64_t ch = (ng % groups) * cg + k;
-          normalize(src + k * s, dst + k * s, s, static_cast<A>(mean), static_cast<A>(rstd * w[ch]),
-                    static_cast<A>(b[ch]));
+          normalize(src + k * s, dst + k * s, s, mean, static_cast<A>(rstd * w[ch]), static_cast<A>(b[ch]));
         }
       }
     });
@@ -320,7 +314,7 @@ void batch_norm_backward_kernel(OpCall& call) {
           rstd[ch] = 1.0 / std::sqrt(running_var[ch] + at.eps);
         }
       }
-      runs([&](int64_t ch, int64_t off) { add_grad_sums(gp + off, xp + off, s, mean[ch], sum_g[ch], sum_gxhat[ch]); });
+      runs([&](int64_t ch, int64_t off) { add_grad_sums<double>(gp + off, xp + off, s, mean[ch], sum_g[ch], sum_gxhat[ch]); });
       for (int64_t ch = lo; ch < hi; ++ch) sum_gxhat[ch] *= rstd[ch];
       runs([&](int64_t ch, int64_t off) {
         const double scale = w[ch] * rstd[ch];
@@ -328,7 +322,7 @@ void batch_norm_backward_kernel(OpCall& call) {
           for (int64_t j = 0; j < s; ++j) out[off + j] = static_cast<T>(scale * static_cast<double>(gp[off + j]));
           return;
         }
-        write_input_grad(gp + off, xp + off, out + off, s, scale, scale * rstd[ch] * sum_gxhat[ch] / count, mean[ch],
+        write_input_grad<double>(gp + off, xp + off, out + off, s, scale, scale * rstd[ch] * sum_gxhat[ch] / count, mean[ch],
                          scale * sum_g[ch] / count);
       });
     });
@@ -346,19 +340,19 @@ void group_norm_backward_kernel(OpCall& call) {
   const int64_t n = x.shape()[0], c = x.shape()[1], s = x.shape()[2], groups = call.attr<NormAttrs>().num_groups;
   const int64_t cg = c / groups, len = cg * s;
   const double eps = call.attr<NormAttrs>().eps;
-  const std::vector<double> w = param_as<double>(call.inputs[2], c, 1.0);
-  std::vector<double> plane_g(n * c, 0.0), plane_gxhat(n * c, 0.0);
   for_float(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
+    using A = acc_t<T>;
+    const std::vector<A> w = param_as<A>(call.inputs[2], c, A(1));
+    std::vector<A> plane_g(n * c, A(0)), plane_gxhat(n * c, A(0));
     const T *gp = g.data<T>(), *xp = x.data<T>();
     T* out = call.out().data<T>();
     if (len > 0) {
       parallel_for(n * groups, std::max<int64_t>(1, kParallelGrain / len), [&](int64_t lo, int64_t hi) {
         for (int64_t row = lo; row < hi; ++row) {
           const T *gr = gp + row * len, *xr = xp + row * len;
-          const double mean = row_sum(xr, len) / static_cast<double>(len);
-          const double rstd = 1.0 / std::sqrt(row_squared_deviation(xr, len, mean) / static_cast<double>(len) + eps);
-          double sum_gh = 0, sum_ghxhat = 0;
+          const auto [mean, rstd] = row_stats<false>(xr, len, eps);
+          A sum_gh = 0, sum_ghxhat = 0;
           // plane (n, c) = row * cg + k: row = n G + c / cg
           for (int64_t k = 0; k < cg; ++k) {
             const int64_t plane = row * cg + k, ch = (row % groups) * cg + k;
@@ -367,7 +361,7 @@ void group_norm_backward_kernel(OpCall& call) {
             sum_gh += w[ch] * plane_g[plane];
             sum_ghxhat += w[ch] * plane_gxhat[plane];
           }
-          const double mean_gh = sum_gh / static_cast<double>(len), mean_ghxhat = sum_ghxhat / static_cast<double>(len);
+          const A mean_gh = sum_gh / static_cast<A>(len), mean_ghxhat = sum_ghxhat / static_cast<A>(len);
           for (int64_t k = 0; k < cg; ++k) {
             const int64_t ch = (row % groups) * cg + k;
             write_input_grad(gr + k * s, xr + k * s, out + row * len + k * s, s, rstd * w[ch],
