@@ -6,6 +6,8 @@
 // (beta = 1), as PyTorch's addmm does, instead of a separate pass to add it;
 // linear_relu then applies relu's functor to the output while it is in cache.
 
+#include <omp.h>
+
 #include <climits>
 
 #include "core/dispatch.h"
@@ -18,13 +20,25 @@
 namespace pyflame::cpu {
 namespace {
 
+// A batch of products: threads take whole products where there are enough of them (or they
+// are small), one fork for the batch; else each product is split across threads. Attention's
+// 192 products of 197x197x64 forked twice a product and ran at 0.67x PyTorch's time.
 template <class T> void blas_matmul(Tensor a, Tensor b, Tensor& out) {
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   const MatrixLayout la = matrix_layout(a), lb = matrix_layout(b);
   const int64_t batches = out.numel() / std::max<int64_t>(m * n, 1);
-  for (int64_t i = 0; i < batches; ++i)
-    gemm<T>(la.trans, lb.trans, m, n, k, a.data<T>() + batch_offset(a, i), la.ld, b.data<T>() + batch_offset(b, i),
-            lb.ld, out.data<T>() + i * m * n, n);
+  auto product = [&](int64_t i, auto multiply) {
+    multiply(la.trans, lb.trans, m, n, k, a.data<T>() + batch_offset(a, i), la.ld, b.data<T>() + batch_offset(b, i),
+             lb.ld, out.data<T>() + i * m * n, n, T(0));
+  };
+  const int64_t macs = std::max<int64_t>(1, m * n * k);
+  if (batches >= 4 * omp_get_max_threads() || macs < 4 * kParallelMacs) {
+    parallel_for(batches, std::max<int64_t>(1, kParallelMacs / macs), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) product(i, gemm_serial<T>);
+    });
+  } else {
+    for (int64_t i = 0; i < batches; ++i) product(i, gemm<T>);
+  }
 }
 
 // out (M, N) = x (M, K) w (N, K)^T + bias (N, one per column; null: none).
