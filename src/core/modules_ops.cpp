@@ -22,7 +22,8 @@ namespace pyflame {
 namespace {
 
 // The kernel's call: x (M, K) and weight (N, K) in any strides (a 1-D weight
-// is one row), bias (N) (a 0-d bias expanded), out (M, N) contiguous.
+// is one row), bias (N) (a 0-d bias expanded) or, broadcast, of the result's
+// shape (infer_linear), out (M, N) contiguous.
 Inferred infer_linear(OpCall& call) {
   const Tensor &input = call.inputs[0], &weight = call.inputs[1], &bias = call.inputs[2];
   const char* name = op_name(call.op);
@@ -39,11 +40,6 @@ Inferred infer_linear(OpCall& call) {
            input.shape(), ") but the weight has in_features ", weight.size(-1), " (weight shape ", weight.shape(),
            ")");
   const int64_t n = weight.dim() == 2 ? weight.size(0) : 1;
-  if (bias.defined()) {
-    bool ok = bias.dim() == 0 || (weight.dim() == 2 && bias.dim() == 1 && bias.size(0) == n);
-    PF_CHECK(ok, ValueError, name, ": the bias must have shape ",
-             weight.dim() == 2 ? detail::cat("(", n, ") or ") : std::string(), "() (0-d), got shape ", bias.shape());
-  }
   Shape result = input.shape();
   result.pop_back();
   if (weight.dim() == 2) result.push_back(n);
@@ -52,6 +48,23 @@ Inferred infer_linear(OpCall& call) {
   x.reshape = Shape{m, k};
   if (weight.dim() == 1) w.reshape = Shape{1, k};
   b.expand = Shape{n};
+  // A bias of one value per output feature (or 0-d) is a vector to the kernels; any other that
+  // broadcasts to the result (as torch's addmm takes: (1, n), (m, 1), (m, n); graph mode folds a
+  // residual added to a linear's result in this way) comes with the result's shape.
+  if (bias.defined() && bias.dim() != 0 && !(weight.dim() == 2 && bias.dim() == 1 && bias.size(0) == n)) {
+    bool broadcasts = weight.dim() == 2 && bias.dim() <= static_cast<int64_t>(result.size());
+    for (int64_t i = 1; broadcasts && i <= bias.dim(); ++i) {
+      const int64_t have = bias.size(-i), want = result[result.size() - i];
+      broadcasts = have == want || have == 1;
+    }
+    PF_CHECK(broadcasts, ValueError, name, ": the bias must have shape ",
+             weight.dim() == 2 ? detail::cat("(", n, "), ") : std::string(), "() (0-d) or one that broadcasts to the "
+             "result's ", result, ", got shape ", bias.shape());
+    Shape padded(result.size() - bias.dim(), 1);
+    padded.insert(padded.end(), bias.shape().begin(), bias.shape().end());
+    b.reshape = padded;
+    b.expand = result;
+  }
   return {current_device(), {x, w, b}, {{{m, n}, input.dtype(), result}}, {}};
 }
 

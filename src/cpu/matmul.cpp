@@ -41,10 +41,11 @@ template <class T> void blas_matmul(Tensor a, Tensor b, Tensor& out) {
   }
 }
 
-// out (M, N) = x (M, K) w (N, K)^T + bias (N, one per column; null: none).
+// out (M, N) = x (M, K) w (N, K)^T + bias (N, one per column; or of the result's shape,
+// one per output: infer_linear; null: none).
 template <class T> void blas_linear(Tensor x, Tensor w, const Tensor* bias, Tensor& out) {
   const int64_t m = x.size(0), k = x.size(1), n = w.size(0);
-  if (bias) out.copy_(bias->expand(out.shape()));
+  if (bias) out.copy_(bias->dim() == 1 ? bias->expand(out.shape()) : bias->reshape(out.shape()));
   if (m == 0 || n == 0) return;
   if (k == 0) {  // an empty sum: BLAS would want leading dimensions of at least 1
     if (!bias) out.fill_(Scalar(int64_t{0}));

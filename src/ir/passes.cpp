@@ -232,6 +232,60 @@ std::optional<DType> dtype_of(const Graph& g, const Value& v) {
   return std::nullopt;
 }
 
+// The shape a value has, as traced (nullopt: not recorded).
+std::optional<Shape> shape_of(const Graph& g, const Value& v) {
+  switch (v.kind) {
+    case Value::Kind::Input:
+      return v.index < static_cast<int64_t>(g.input_shapes.size()) ? std::optional<Shape>(g.input_shapes[v.index])
+                                                                    : std::nullopt;
+    case Value::Kind::Constant: return g.constants[v.index].shape();
+    case Value::Kind::Buffer: return g.buffers[v.index].shape();
+    case Value::Kind::Node: return v.output == 0 ? std::optional<Shape>(g.nodes[v.index].shape) : std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+// A linear without bias whose result only an add reads, the add's other operand made before
+// the linear, of its dtype and broadcasting to its result (a residual: x + o_proj(h)): the
+// operand becomes the linear's bias (infer_linear takes one of the result's shape), so the
+// GEMV or the GEMM adds it (a decode step's residual adds: a kernel each, gone). Left as they
+// are: writes between the two calls, operands made after the linear.
+void fold_residual_adds(Graph& g) {
+  const std::vector<int> uses = count_uses(g);
+  std::vector<int64_t> fused_into(g.nodes.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& add = g.nodes[i];
+    if (add.op != OpType::add || add.inputs.size() != 2 || !pure(add)) continue;
+    for (int side = 0; side < 2; ++side) {
+      const Value& from_linear = add.inputs[side];
+      const Value& residual = add.inputs[1 - side];
+      if (from_linear.kind != Value::Kind::Node || from_linear.output != 0) continue;
+      const int64_t j = from_linear.index;
+      Node& linear = g.nodes[j];
+      if (linear.op != OpType::linear) continue;
+      const std::optional<Shape> weight = shape_of(g, linear.inputs[1]), r = shape_of(g, residual);
+      if (uses[j] != 1 || linear.num_outputs != 1 || !linear.written.empty() ||
+          linear.absorbed || linear.inputs[2].kind != Value::Kind::None || !weight || weight->size() != 2 || !r ||
+          add.shape != linear.shape || add.dtype != linear.dtype || dtype_of(g, residual) != linear.dtype)
+        continue;
+      if (residual.kind == Value::Kind::Constant && g.constants[residual.index].is_wrapped_number()) continue;
+      if (residual.kind == Value::Kind::Node && residual.index >= j) continue;
+      bool broadcasts = r->size() <= linear.shape.size();
+      for (size_t d = 1; broadcasts && d <= r->size(); ++d) {
+        const int64_t have = (*r)[r->size() - d];
+        broadcasts = have == 1 || have == linear.shape[linear.shape.size() - d];
+      }
+      bool written_between = false;
+      for (size_t k = j + 1; k < i; ++k) written_between = written_between || !g.nodes[k].written.empty();
+      if (!broadcasts || written_between) continue;
+      linear.inputs[2] = residual;
+      fused_into[i] = j;
+      break;
+    }
+  }
+  read_fused_results(g, fused_into);
+}
+
 // conv2d whose result only batch_norm in eval reads (and whose result only a relu
 // reads: can_fuse's CONV_BN_RELU) becomes one conv2d_batch_norm at the convolution's
 // place: the normalisation folded into the weights, its pass over the activations
@@ -450,6 +504,7 @@ void optimize(Graph& g) {
   merge_common_calls(g);
   fold_conv_batch_norm(g);
   fuse_pairs(g);
+  fold_residual_adds(g);
   fuse_elementwise(g);
   group_linears(g);
   remove_dead_calls(g);

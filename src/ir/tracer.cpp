@@ -116,7 +116,7 @@ void on_trace(const OpCall& call, const std::vector<Tensor>& outputs) {
   for (const Tensor& t : call.outputs) node.written.push_back(written_value(*tr, t));
   node.num_outputs = static_cast<int>(outputs.size());
   node.device = current_device();
-  if (!outputs.empty() && outputs[0].defined()) node.dtype = outputs[0].dtype();
+  if (!outputs.empty() && outputs[0].defined()) node.dtype = outputs[0].dtype(), node.shape = outputs[0].shape();
   if (const auto* random = std::get_if<RandomAttrs>(&call.attrs)) {
     // The call reserved its draws before apply: from the default generator if it
     // is exactly that many draws ahead of the call's first.
@@ -162,6 +162,7 @@ void begin_trace(const std::vector<Tensor>& inputs) {
   tr->graph.num_inputs = static_cast<int64_t>(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     tr->graph.input_dtypes.push_back(inputs[i].dtype());
+    tr->graph.input_shapes.push_back(inputs[i].shape());
     tr->computed.insert(inputs[i].storage().get());
     const TensorKey key = key_of(inputs[i]);
     if (!tr->values.count(key)) first_seen(*tr, inputs[i], key, Value{Value::Kind::Input, static_cast<int64_t>(i), 0});

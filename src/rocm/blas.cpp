@@ -436,8 +436,12 @@ void linear_entry(OpCall& call) {
     PF_CHECK(s <= INT_MAX, NotSupportedError, op_name(call.op), ": matrix dimension ", s,
              " exceeds the GPU BLAS limit of 2^31-1 (input ", x.shape(), ", weight ", call.inputs[1].shape(), ")");
   DeviceGuard guard(out.device().index);
-  // The epilogue reads the bias packed; a 0-d bias comes expanded (stride 0).
-  const Tensor bias = call.inputs[2].defined() ? call.inputs[2].contiguous() : Tensor();
+  // The epilogue reads the bias packed; a 0-d bias comes expanded (stride 0). A bias of the
+  // result's shape (infer_linear) is one value per output: the GEMV's epilogue adds it for a
+  // row (m == 1); otherwise the GEMM accumulates onto it.
+  Tensor bias = call.inputs[2].defined() ? call.inputs[2].contiguous() : Tensor();
+  const bool vector_bias = bias.defined() && bias.dim() == 1;
+  if (bias.defined() && !vector_bias) bias = bias.reshape(out.shape());
   if (k == 0) {  // empty sums; BLAS wants leading dimensions of at least 1
     if (bias.defined()) out.copy_(bias.expand(out.shape()));
     else out.fill_(Scalar(0.0));
@@ -454,7 +458,7 @@ void linear_entry(OpCall& call) {
              " exceeds the GPU BLAS limit of 2^31-1; make the operand contiguous first");
   ROCmBLAS& blas = get_blas();
   const int M = static_cast<int>(n), N = static_cast<int>(m), K = static_cast<int>(k);
-  if (bias.defined() && blas.try_gemm_bias(op_name(call.op), x.dtype(), op_of(lw), op_of(lx), M, N, K,
+  if (vector_bias && blas.try_gemm_bias(op_name(call.op), x.dtype(), op_of(lw), op_of(lx), M, N, K,
                                            w_t.data_ptr(), static_cast<int>(lw.ld), x.data_ptr(),
                                            static_cast<int>(lx.ld), bias.data_ptr(), relu, out.data_ptr(), M,
                                            allow_tf32()))

@@ -19,8 +19,10 @@ def _linear_samples(rng, dtype, cls):
 
     if cls == "plain":
         return [s((4, 3), (5, 3), (5,)), s((4, 7), (6, 7)), s((2, 3, 9), (4, 9), (4,)), s((7,), (3, 7), (3,))]
-    if cls == "broadcast":  # batch dims, a 0-d bias, a 1-D weight
-        return [s((2, 3, 4, 5), (6, 5), (6,)), s((3, 5), (4, 5), ()), s((2, 3, 5), (5,)), s((5,), (5,))]
+    if cls == "broadcast":  # batch dims, a 0-d bias, a 1-D weight, biases broadcast to the result (addmm's)
+        return [s((2, 3, 4, 5), (6, 5), (6,)), s((3, 5), (4, 5), ()), s((2, 3, 5), (5,)), s((5,), (5,)),
+                s((3, 5), (4, 5), (1, 4)), s((3, 5), (4, 5), (3, 4)), s((3, 5), (4, 5), (3, 1)),
+                s((1, 16), (8, 16), (1, 8))]  # one row: the GPU's GEMV adds it
     if cls == "noncontig":
         return [s((4, 5), (3, 5), (3,), lay=("T", "contig", "contig")),
                 s((4, 5), (3, 5), (3,), lay=("strided", "T", "strided")),

@@ -500,6 +500,31 @@ def test_linears_of_one_input_become_one_call(device, rows, rng):
     assert ops.count("grouped_linear") == 2 and "linear" not in ops, ops
 
 
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+@pytest.mark.parametrize("rows", [1, 16])
+def test_a_residual_added_to_a_linear_becomes_its_bias(device, rows, rng):
+    """x + proj(h) (a transformer's residual): the graph gives x to the linear as its bias, so the GEMV (one
+    row) or the GEMM adds it; results and gradients as eager. A residual made after the linear, or a linear
+    with a bias of its own, keeps its add."""
+    _placed(device)
+    pf.manual_seed(5)
+    proj, biased = pf.nn.Linear(64, 64, bias=False).to(device), pf.nn.Linear(64, 64).to(device)
+    blocks = {"folded": lambda x, h: x * 2 + proj(h), "made after": lambda x, h: proj(h) + x * 2,
+              "biased": lambda x, h: x * 2 + biased(h)}
+    for name, block in blocks.items():
+        compiled = pf.compile(block)
+        for _ in range(2):
+            x, h = (pf.tensor(make_values(rng, (rows, 1, 64), "float32"), device=device) for _ in range(2))
+            h.requires_grad_()
+            got, want = compiled(x, h), block(x, h)
+            (got_grad,), (want_grad,) = pf.autograd.grad(got.sum(), [h]), pf.autograd.grad(want.sum(), [h])
+            for a, b in ((got, want), (got_grad, want_grad)):
+                np.testing.assert_allclose(a.detach().to("cpu").numpy(), b.detach().to("cpu").numpy(), rtol=1e-5,
+                                           atol=1e-5)
+        ops = compiled.graphs()[0].ops
+        assert (ops == ["mul", "linear"]) == (name == "folded"), (name, ops)
+
+
 def test_repeated_and_unused_calls_are_dropped(rng):
     """Equal pure calls run once, unused ones not at all; calls with effects stay (the running
     statistics batch_norm updates, an in-place write, a random draw)."""

@@ -60,7 +60,8 @@ struct Node {
   std::vector<Value> inputs;
   std::vector<Value> written;  // in-place calls: the tensors the results are written into
   int num_outputs = 0;
-  DType dtype = DType::Float32;  // output 0's, as traced (the fusion pass reads it)
+  DType dtype = DType::Float32;  // output 0's, as traced (the fusion passes read it)
+  Shape shape;                   // output 0's, as traced
   uint64_t draws = 0;  // random ops: how many draws of the default generator each run takes
   bool absorbed = false;  // taken into another call by a fusion: dropped once nothing reads it
   // The current device when traced (a factory's device= sets it for the call): replays run the
@@ -86,6 +87,7 @@ struct GradGuard {
 struct PF_API Graph {
   int64_t num_inputs = 0;
   std::vector<DType> input_dtypes;  // as traced
+  std::vector<Shape> input_shapes;  // as traced (a graph serves one signature)
   // By reference, except data the traced code made (pf.tensor of a list) and then
   // wrote or returned: copied each run (constant_copied), so runs do not share it.
   std::vector<Tensor> constants;
