@@ -13,7 +13,7 @@ is_grad_enabled = _C.is_grad_enabled
 Node = _C.Node
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "enable_grad", "no_grad", "set_grad_enabled", "is_grad_enabled",
-           "inference_mode", "is_inference_mode_enabled", "Node"]
+           "inference_mode", "is_inference_mode_enabled", "Node", "functional"]
 
 
 def _as_list(tensors):
@@ -61,3 +61,5 @@ def _register_hook(self, hook):
 
 
 _C.Tensor.register_hook = _register_hook
+
+from . import functional  # noqa: E402 (it builds on grad above)

@@ -1,0 +1,103 @@
+"""pf.autograd.functional's vjp and jacobian against torch.autograd.functional on fresh random inputs:
+one and several inputs and outputs, outputs that do not depend on an input (zeros; strict raises),
+and the second-order tools' NotSupportedError."""
+
+import numpy as np
+import pytest
+import torch
+
+import pyflame as pf
+from op_registry import make_values
+
+AF, TAF = pf.autograd.functional, torch.autograd.functional
+
+
+def _placed(device):
+    if device == "rocm" and not pf.rocm_is_available():
+        pytest.skip("no GPU")
+
+
+def _pair(rng, shape, device):
+    a = make_values(rng, shape, "float64")
+    return pf.tensor(a, device=device), torch.tensor(a)
+
+
+def _close(got, want):
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            _close(g, w)
+        return
+    assert tuple(got.shape) == tuple(want.shape)
+    assert not got.requires_grad
+    np.testing.assert_allclose(got.to("cpu").numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+
+
+FUNCS = {  # (pyflame function, torch function, input shapes)
+    "one to one": (lambda x: (x.sin() * x).sum(-1), lambda x: (x.sin() * x).sum(-1), [(3, 4)]),
+    "two to one": (lambda x, w: x @ w, lambda x, w: x @ w, [(2, 3), (3, 4)]),
+    "two to two": (lambda x, y: (x * y, (x + y).exp().sum()), lambda x, y: (x * y, (x + y).exp().sum()),
+                   [(2, 2), (2, 2)]),
+    "unused input": (lambda x, y: x.tanh(), lambda x, y: x.tanh(), [(3,), (2,)]),
+}
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+@pytest.mark.parametrize("name", list(FUNCS))
+def test_jacobian_matches_torch(device, name, rng):
+    _placed(device)
+    f, tf, shapes = FUNCS[name]
+    pairs = [_pair(rng, s, device) for s in shapes]
+    ours, theirs = tuple(p for p, _ in pairs), tuple(t for _, t in pairs)
+    if len(shapes) == 1:
+        ours, theirs = ours[0], theirs[0]
+    _close(AF.jacobian(f, ours), TAF.jacobian(tf, theirs))
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+@pytest.mark.parametrize("name", list(FUNCS))
+def test_vjp_matches_torch(device, name, rng):
+    _placed(device)
+    f, tf, shapes = FUNCS[name]
+    pairs = [_pair(rng, s, device) for s in shapes]
+    ours, theirs = tuple(p for p, _ in pairs), tuple(t for _, t in pairs)
+    outputs = tf(*theirs)
+    vs = [_pair(rng, tuple(o.shape), device) for o in (outputs if isinstance(outputs, tuple) else (outputs,))]
+    v_ours, v_theirs = tuple(p for p, _ in vs), tuple(t for _, t in vs)
+    if not isinstance(outputs, tuple):
+        v_ours, v_theirs = v_ours[0], v_theirs[0]
+    if len(shapes) == 1:
+        ours, theirs = ours[0], theirs[0]
+    _close(AF.vjp(f, ours, v_ours), TAF.vjp(tf, theirs, v_theirs))
+
+
+def test_vjp_of_a_scalar_needs_no_v_and_inputs_are_left_alone(rng):
+    x, tx = _pair(rng, (5,), "cpu")
+    out, g = AF.vjp(lambda t: (t * t).sum(), x)
+    tout, tg = TAF.vjp(lambda t: (t * t).sum(), tx)
+    _close((out, g), (tout, tg))
+    assert not x.requires_grad and x.grad is None
+    with pytest.raises(RuntimeError, match="single value"):
+        AF.vjp(lambda t: t * 2, x)
+    with pytest.raises(RuntimeError, match="shapes"):
+        AF.vjp(lambda t: t * 2, x, pf.ones(4, dtype=pf.float64))
+
+
+def test_strict_raises_for_an_input_the_outputs_do_not_depend_on(rng):
+    x, _ = _pair(rng, (3,), "cpu")
+    y, _ = _pair(rng, (2,), "cpu")
+    with pytest.raises(RuntimeError, match="does not depend on input 1"):
+        AF.jacobian(lambda a, b: a.tanh(), (x, y), strict=True)
+    with pytest.raises(RuntimeError, match="does not depend on input 1"):
+        AF.vjp(lambda a, b: a.sum(), (x, y), strict=True)
+
+
+def test_second_order_tools_say_what_is_missing(rng):
+    x, _ = _pair(rng, (3,), "cpu")
+    for tool in (AF.jvp, AF.vhp, AF.hvp, AF.hessian):
+        with pytest.raises(pf.NotSupportedError, match="higher-order"):
+            tool(lambda t: (t * t).sum(), x)
+    with pytest.raises(pf.NotSupportedError, match="create_graph"):
+        AF.jacobian(lambda t: t * 2, x, create_graph=True)
+    with pytest.raises(pf.NotSupportedError, match="forward-mode"):
+        AF.jacobian(lambda t: t * 2, x, strategy="forward-mode")
