@@ -33,42 +33,36 @@ def _close(got, want):
     np.testing.assert_allclose(got.to("cpu").numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
 
 
-FUNCS = {  # (pyflame function, torch function, input shapes)
-    "one to one": (lambda x: (x.sin() * x).sum(-1), lambda x: (x.sin() * x).sum(-1), [(3, 4)]),
-    "two to one": (lambda x, w: x @ w, lambda x, w: x @ w, [(2, 3), (3, 4)]),
-    "two to two": (lambda x, y: (x * y, (x + y).exp().sum()), lambda x, y: (x * y, (x + y).exp().sum()),
-                   [(2, 2), (2, 2)]),
-    "unused input": (lambda x, y: x.tanh(), lambda x, y: x.tanh(), [(3,), (2,)]),
+def _inputs(rng, shapes, device, single):
+    """(ours, torch's): fresh random tensors of `shapes`, a tuple of them, or the one tensor where `single`."""
+    pairs = [_pair(rng, s, device) for s in shapes]
+    ours, theirs = tuple(p for p, _ in pairs), tuple(t for _, t in pairs)
+    return (ours[0], theirs[0]) if single else (ours, theirs)
+
+
+FUNCS = {  # (a function both libraries run as written, input shapes)
+    "one to one": (lambda x: (x.sin() * x).sum(-1), [(3, 4)]),
+    "two to one": (lambda x, w: x @ w, [(2, 3), (3, 4)]),
+    "two to two": (lambda x, y: (x * y, (x + y).exp().sum()), [(2, 2), (2, 2)]),
+    "unused input": (lambda x, y: x.tanh(), [(3,), (2,)]),
 }
 
 
 @pytest.mark.parametrize("device", ["cpu", "rocm"])
 @pytest.mark.parametrize("name", list(FUNCS))
-def test_jacobian_matches_torch(device, name, rng):
+@pytest.mark.parametrize("tool", ["jacobian", "vjp"])
+def test_matches_torch(device, name, tool, rng):
     _placed(device)
-    f, tf, shapes = FUNCS[name]
-    pairs = [_pair(rng, s, device) for s in shapes]
-    ours, theirs = tuple(p for p, _ in pairs), tuple(t for _, t in pairs)
-    if len(shapes) == 1:
-        ours, theirs = ours[0], theirs[0]
-    _close(AF.jacobian(f, ours), TAF.jacobian(tf, theirs))
-
-
-@pytest.mark.parametrize("device", ["cpu", "rocm"])
-@pytest.mark.parametrize("name", list(FUNCS))
-def test_vjp_matches_torch(device, name, rng):
-    _placed(device)
-    f, tf, shapes = FUNCS[name]
-    pairs = [_pair(rng, s, device) for s in shapes]
-    ours, theirs = tuple(p for p, _ in pairs), tuple(t for _, t in pairs)
-    outputs = tf(*theirs)
-    vs = [_pair(rng, tuple(o.shape), device) for o in (outputs if isinstance(outputs, tuple) else (outputs,))]
-    v_ours, v_theirs = tuple(p for p, _ in vs), tuple(t for _, t in vs)
-    if not isinstance(outputs, tuple):
-        v_ours, v_theirs = v_ours[0], v_theirs[0]
-    if len(shapes) == 1:
-        ours, theirs = ours[0], theirs[0]
-    _close(AF.vjp(f, ours, v_ours), TAF.vjp(tf, theirs, v_theirs))
+    f, shapes = FUNCS[name]
+    ours, theirs = _inputs(rng, shapes, device, len(shapes) == 1)
+    if tool == "jacobian":
+        _close(AF.jacobian(f, ours), TAF.jacobian(f, theirs))
+        return
+    outputs = f(*theirs) if isinstance(theirs, tuple) else f(theirs)
+    single_output = not isinstance(outputs, tuple)
+    v_ours, v_theirs = _inputs(rng, [tuple(o.shape) for o in ((outputs,) if single_output else outputs)], device,
+                               single_output)
+    _close(AF.vjp(f, ours, v_ours), TAF.vjp(f, theirs, v_theirs))
 
 
 def test_vjp_of_a_scalar_needs_no_v_and_inputs_are_left_alone(rng):
