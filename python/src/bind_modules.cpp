@@ -19,14 +19,19 @@ void bind_modules(nb::module_& m, nb::class_<Tensor>& /*tensor*/) {
   }, "input"_a, "weight"_a, "bias"_a = nb::none(),
      "relu(linear(input, weight, bias)) in one call: what pf.compile makes of the pair (the ReLU in the GEMM's "
      "epilogue on the GPU).");
-  m.def("grouped_linear", [](const Tensor& input, const nb::args& params) {
-    OpCall call{ir::OpType::grouped_linear, {input}, NoAttrs{}, {}};
+  m.def("grouped_linear", [](const Tensor& input, const nb::args& params, const std::optional<double>& rms_norm_eps,
+                             const std::optional<Tensor>& norm_weight, bool swiglu) {
+    GroupedLinearAttrs attrs{rms_norm_eps.has_value(), rms_norm_eps.value_or(0.0), swiglu};
+    OpCall call{ir::OpType::grouped_linear, {input, norm_weight.value_or(Tensor())}, attrs, {}};
     for (nb::handle p : params) call.inputs.push_back(p.is_none() ? Tensor() : nb::cast<Tensor>(p));
     return nb::tuple(nb::cast(pyflame::apply(std::move(call))));
-  }, "input"_a, "params"_a,
-     "grouped_linear(input, weight0, bias0, weight1, bias1, ...) -> (linear(input, weight0, bias0), ...) in one "
-     "call (a bias may be None): what pf.compile makes of linears reading the same input (one GEMV launch on the "
-     "GPU for one row of input and up to 4 weights).");
+  }, "input"_a, "params"_a, nb::kw_only(), "rms_norm_eps"_a = nb::none(), "norm_weight"_a = nb::none(),
+     "swiglu"_a = false,
+     "grouped_linear(input, weight0, bias0, weight1, bias1, ..., rms_norm_eps=None, norm_weight=None, swiglu=False) "
+     "-> (linear(input, weight0, bias0), ...) in one call (a bias may be None): what pf.compile makes of linears "
+     "reading the same input (one GEMV launch on the GPU for one row of input and up to 4 weights). With "
+     "rms_norm_eps, the input is rms_norm(input, (input.shape[-1],), norm_weight, rms_norm_eps) first; with swiglu "
+     "(two weights), the one result is silu(first) * second.");
   m.def("lstm_sequence", [](const Tensor& input_gates, const Tensor& h0, const Tensor& c0, const Tensor& weight_hh,
                             const std::optional<Tensor>& bias_hh, bool reverse) {
     return pyflame::lstm_sequence(input_gates, h0, c0, weight_hh, bias_hh.value_or(Tensor()), reverse);

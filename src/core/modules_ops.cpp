@@ -1,5 +1,6 @@
 // The op layer of the nn-modules area: linear, the op behind nn.Linear (and
-// grouped_linear, graph mode's several linears of one input as one call). A
+// grouped_linear, graph mode's several linears of one input as one call, with the
+// norm before them and the SwiGLU after them where graph mode folds those in). A
 // device with a `linear` kernel gets the fused form (the CPU: bias written
 // into the output, then the matrix product accumulated onto it: one pass over
 // the output less than matmul + add; the GPU: the BLAS library adds the bias
@@ -15,6 +16,7 @@
 #include "core/dispatch.h"
 #include "core/op_utils.h"
 #include "pyflame/error.h"
+#include "pyflame/nn_ops.h"
 #include "pyflame/ops.h"
 
 namespace pyflame {
@@ -74,30 +76,53 @@ std::vector<Tensor> linear_composite(const OpCall& call) {
   return {bias.defined() ? add(y, bias) : y};
 }
 
-// grouped_linear: linear's checks and plans for each (weight, bias) pair; one result each.
+// grouped_linear: (input, norm_weight, weight0, bias0, ...): linear's checks and plans for each
+// (weight, bias) pair, one result each, or one under SwiGLU (two pairs with results of one shape);
+// the norm weight as rms_norm's over the input's last dimension.
 Inferred infer_grouped_linear(OpCall& call) {
-  PF_CHECK(is_floating(call.inputs[0].dtype()), TypeError, op_name(call.op),
-           ": needs floating-point tensors, got an input of ", call.inputs[0].dtype());
-  PF_CHECK(call.inputs.size() >= 3 && call.inputs.size() % 2 == 1, ValueError, op_name(call.op),
-           ": takes an input and (weight, bias) pairs, got ", call.inputs.size(), " tensors");
+  const char* name = op_name(call.op);
+  const auto& a = call.attr<GroupedLinearAttrs>();
+  PF_CHECK(is_floating(call.inputs[0].dtype()), TypeError, name, ": needs floating-point tensors, got an input of ",
+           call.inputs[0].dtype());
+  PF_CHECK(call.inputs.size() >= 4 && call.inputs.size() % 2 == 0, ValueError, name,
+           ": takes an input, a norm weight (or none) and (weight, bias) pairs, got ", call.inputs.size(), " tensors");
+  PF_CHECK(a.rms_norm || !call.inputs[1].defined(), ValueError, name, ": a norm weight without rms_norm");
+  PF_CHECK(!a.swiglu || call.inputs.size() == 6, ValueError, name, ": swiglu takes two (weight, bias) pairs, got ",
+           (call.inputs.size() - 2) / 2);
   Inferred all{current_device(), {}, {}, {}};
-  for (size_t i = 1; i < call.inputs.size(); i += 2) {
+  for (size_t i = 2; i < call.inputs.size(); i += 2) {
     OpCall pair{call.op, {call.inputs[0], call.inputs[i], call.inputs[i + 1]}, NoAttrs{}, {}};
     Inferred one = infer_linear(pair);
-    if (i == 1) all.inputs.push_back(one.inputs[0]);
+    if (i == 2) {
+      all.inputs.push_back(one.inputs[0]);
+      InputPlan norm_weight;  // as rms_norm's: its kernels read the input's 16-bit dtype or float32
+      if (a.rms_norm) {
+        OpCall norm{ir::OpType::rms_norm, {call.inputs[0], call.inputs[1], Tensor()}, NormAttrs{}, {}};
+        std::get<NormAttrs>(norm.attrs).normalized_shape = {call.inputs[0].size(-1)};
+        norm_weight = find_infer(ir::OpType::rms_norm)(norm).inputs[1];
+      }
+      all.inputs.push_back(norm_weight);
+    }
     all.inputs.push_back(one.inputs[1]);
     all.inputs.push_back(one.inputs[2]);
-    all.outputs.push_back(one.outputs[0]);
+    if (!a.swiglu || i == 2) all.outputs.push_back(one.outputs[0]);
+    else
+      PF_CHECK(one.outputs[0].shape == all.outputs[0].shape, ValueError, name,
+               ": swiglu's two products must have one shape, got ", all.outputs[0].shape, " and ", one.outputs[0].shape);
   }
   return all;
 }
 
 std::vector<Tensor> grouped_linear_composite(const OpCall& call) {
+  const auto& a = call.attr<GroupedLinearAttrs>();
+  const Tensor& x = call.inputs[0];
+  const Tensor input = a.rms_norm ? rms_norm(x, {x.size(-1)}, call.inputs[1], a.eps) : x;
   std::vector<Tensor> results;
-  for (size_t i = 1; i < call.inputs.size(); i += 2) {
+  for (size_t i = 2; i < call.inputs.size(); i += 2) {
     const Tensor& bias = call.inputs[i + 1];
-    results.push_back(linear(call.inputs[0], call.inputs[i], bias.defined() ? std::optional<Tensor>(bias) : std::nullopt));
+    results.push_back(linear(input, call.inputs[i], bias.defined() ? std::optional<Tensor>(bias) : std::nullopt));
   }
+  if (a.swiglu) return {mul(silu(results[0]), results[1])};
   return results;
 }
 

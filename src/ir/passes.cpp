@@ -364,6 +364,57 @@ bool chain_step(const Graph& g, const Node& n) {
   return true;
 }
 
+// A linear whose weight (2-d) and bias come from outside the graph (parameters), so another call
+// may take them at its own place: grouped_linear's parts.
+bool linear_of_parameters(const Graph& g, const Node& n) {
+  auto from_outside = [&](const Value& v) {
+    return v.kind == Value::Kind::None ||
+           (v.kind == Value::Kind::Constant && !g.constant_data[v.index] && !g.constants[v.index].is_wrapped_number());
+  };
+  return n.op == OpType::linear && n.num_outputs == 1 && n.written.empty() && !n.absorbed &&
+         n.inputs[1].kind == Value::Kind::Constant && from_outside(n.inputs[1]) && from_outside(n.inputs[2]) &&
+         g.constants[n.inputs[1].index].dim() == 2;
+}
+
+bool written_between(const Graph& g, size_t first, size_t last) {
+  for (size_t k = first + 1; k < last; ++k)
+    if (!g.nodes[k].written.empty()) return true;
+  return false;
+}
+
+// silu(linear(x, gate)) * linear(x, up), each result read only there (a gated MLP's SwiGLU):
+// the product becomes one grouped_linear with swiglu, which on the GPU is one GEMV launch
+// writing silu(gate) * up (a decode step's three kernels: one). Left as they are: linears of
+// two inputs or of weights made in the graph, results read elsewhere, writes in between.
+void fold_swiglu(Graph& g) {
+  const std::vector<int> uses = count_uses(g);
+  auto node_of = [&](const Value& v) -> Node* {
+    return v.kind == Value::Kind::Node && v.output == 0 && uses[v.index] == 1 ? &g.nodes[v.index] : nullptr;
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& mul = g.nodes[i];
+    if (mul.op != OpType::mul || mul.inputs.size() != 2 || !pure(mul)) continue;
+    for (int side = 0; side < 2; ++side) {
+      Node* silu = node_of(mul.inputs[side]);
+      Node* up = node_of(mul.inputs[1 - side]);
+      if (!silu || !up || silu->op != OpType::silu || !pure(*silu) || !linear_of_parameters(g, *up)) continue;
+      Node* gate = node_of(silu->inputs[0]);
+      if (!gate || !linear_of_parameters(g, *gate) || gate->inputs[0] != up->inputs[0] || gate->shape != up->shape ||
+          gate->dtype != up->dtype || silu->dtype != gate->dtype || mul.dtype != gate->dtype ||
+          mul.shape != gate->shape)
+        continue;
+      const size_t first = std::min(silu->inputs[0].index, mul.inputs[1 - side].index);
+      if (written_between(g, first, i)) continue;
+      std::vector<Value> inputs{gate->inputs[0], Value{}, gate->inputs[1], gate->inputs[2], up->inputs[1], up->inputs[2]};
+      gate->absorbed = silu->absorbed = up->absorbed = true;
+      mul.op = OpType::grouped_linear;
+      mul.attrs = GroupedLinearAttrs{false, 0.0, true};
+      mul.inputs = std::move(inputs);
+      break;
+    }
+  }
+}
+
 // Chains of elementwise calls (fusable_elementwise) over one floating dtype, each
 // result but the last read only by later calls of its chain, become one
 // fused_elementwise call at the last one's place: on the GPU one kernel compiled at
@@ -437,15 +488,7 @@ void fuse_elementwise(Graph& g) {
 // inside the graph, calls across a write (the input may have changed between them).
 void group_linears(Graph& g) {
   constexpr size_t kMaxGroup = 4;  // the GEMV's parts per launch (rocm/kernels/gemv.h)
-  auto from_outside = [&](const Value& v) {
-    return v.kind == Value::Kind::None ||
-           (v.kind == Value::Kind::Constant && !g.constant_data[v.index] && !g.constants[v.index].is_wrapped_number());
-  };
-  auto groupable = [&](const Node& n) {
-    return n.op == OpType::linear && n.num_outputs == 1 && n.written.empty() && !n.absorbed &&
-           n.inputs[1].kind == Value::Kind::Constant && from_outside(n.inputs[1]) && from_outside(n.inputs[2]) &&
-           g.constants[n.inputs[1].index].dim() == 2;
-  };
+  auto groupable = [&](const Node& n) { return linear_of_parameters(g, n); };
   std::vector<Value> moved(g.nodes.size());  // a grouped call -> the output of the group's call it became
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& first = g.nodes[i];
@@ -464,6 +507,8 @@ void group_linears(Graph& g) {
       moved[group[k]] = Value{Value::Kind::Node, static_cast<int64_t>(i), static_cast<int>(k)};
     }
     first.op = OpType::grouped_linear;
+    first.attrs = GroupedLinearAttrs{};
+    first.inputs.insert(first.inputs.begin() + 1, Value{});  // no norm weight
     first.num_outputs = static_cast<int>(group.size());
   }
   for_each_value(g, [&](Value& v) {
@@ -472,6 +517,50 @@ void group_linears(Graph& g) {
 }
 
 }  // namespace
+
+// rms_norm over the last dimension whose result only a linear or grouped_linear reads, as its
+// input (a decoder layer's norm before its projections, the final norm before the head): the
+// linear becomes a grouped_linear that normalises its input first, which the GEMV does as it
+// reads the row (a decode step's norms: a kernel each, gone). Left as they are: norms over more
+// dims or read elsewhere, writes in between.
+void fold_rms_norms(Graph& g) {
+  std::vector<int> uses(g.nodes.size(), 0);  // as count_uses, without the calls grouping absorbed
+  for (const Node& n : g.nodes)
+    if (!n.absorbed)
+      for (const Value& v : n.inputs)
+        if (v.kind == Value::Kind::Node) ++uses[v.index];
+  for (const Node& n : g.nodes)
+    for (const Value& v : n.written)
+      if (v.kind == Value::Kind::Node) ++uses[v.index];
+  for (const Value& v : g.outputs)
+    if (v.kind == Value::Kind::Node) ++uses[v.index];
+  for (const GradWrite& w : g.grad_writes)
+    if (w.grad.kind == Value::Kind::Node) ++uses[w.grad.index];
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& lin = g.nodes[i];
+    const bool linear = lin.op == OpType::linear && lin.num_outputs == 1;
+    const bool grouped = lin.op == OpType::grouped_linear && !std::get<GroupedLinearAttrs>(lin.attrs).rms_norm;
+    if ((!linear && !grouped) || lin.absorbed || !lin.written.empty()) continue;
+    const Value in = lin.inputs[0];
+    if (in.kind != Value::Kind::Node || in.output != 0 || uses[in.index] != 1) continue;
+    Node& norm = g.nodes[in.index];
+    if (norm.op != OpType::rms_norm || !norm.written.empty() || norm.absorbed || norm.num_outputs != 1 ||
+        std::get<NormAttrs>(norm.attrs).normalized_shape.size() != 1 || norm.dtype != lin.dtype ||
+        written_between(g, in.index, i))
+      continue;
+    if (linear) {
+      lin.attrs = GroupedLinearAttrs{};
+      lin.inputs.insert(lin.inputs.begin() + 1, Value{});
+      lin.op = OpType::grouped_linear;
+    }
+    auto& attrs = std::get<GroupedLinearAttrs>(lin.attrs);
+    attrs.rms_norm = true;
+    attrs.eps = std::get<NormAttrs>(norm.attrs).eps;
+    lin.inputs[0] = norm.inputs[0];
+    lin.inputs[1] = norm.inputs[1];
+    norm.absorbed = true;
+  }
+}
 
 // Each node's results are dropped after their last reader runs (right after the node
 // where nothing reads them); the graph's outputs and the gradients it leaves are kept.
@@ -505,8 +594,10 @@ void optimize(Graph& g) {
   fold_conv_batch_norm(g);
   fuse_pairs(g);
   fold_residual_adds(g);
+  fold_swiglu(g);
   fuse_elementwise(g);
   group_linears(g);
+  fold_rms_norms(g);
   remove_dead_calls(g);
   plan_memory(g);
 }

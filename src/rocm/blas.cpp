@@ -31,6 +31,7 @@
 #include "pyflame/backend/rocm/math_mode.h"
 #include "pyflame/backend/rocm/memory.h"
 #include "pyflame/backend/rocm/stream.h"
+#include "pyflame/nn_ops.h"
 #include "rocm/device_guard.h"
 #include "rocm/library_handles.h"
 #include "rocm/kernels/gemv.h"
@@ -470,23 +471,36 @@ void linear_entry(OpCall& call) {
   if (relu) relu_in_place(out, op_name(call.op));
 }
 
-// grouped_linear on the device: (x, weight0, bias0, weight1, bias1, ...), one output each. One GEMV
-// launch for all weights where it serves the call (a decode step); otherwise each weight is a
-// linear of its own.
+// grouped_linear on the device: (x, norm_weight, weight0, bias0, ...), one output each (one under
+// SwiGLU). One GEMV launch for all weights, the norm and the SwiGLU where it serves the call (a
+// decode step); otherwise the norm's kernel, each weight's linear and the SwiGLU's fused kernel.
 void grouped_linear_entry(OpCall& call) {
-  const Tensor& x = call.inputs[0];
+  const auto& a = call.attr<GroupedLinearAttrs>();
+  const size_t pairs = (call.inputs.size() - 2) / 2;
   std::vector<Tensor> biases;  // packed, as linear's epilogue reads them
-  for (size_t i = 0; i < call.outputs.size(); ++i) {
-    const Tensor& bias = call.inputs[2 + 2 * i];
+  for (size_t i = 0; i < pairs; ++i) {
+    const Tensor& bias = call.inputs[3 + 2 * i];
     biases.push_back(bias.defined() ? bias.contiguous() : Tensor());
   }
+  GemvFusion fusion{a.rms_norm, call.inputs[1].defined() ? &call.inputs[1] : nullptr, a.eps,
+                    a.swiglu ? &call.outputs[0] : nullptr};
   std::vector<GemvProblem> parts;
-  for (size_t i = 0; i < call.outputs.size(); ++i)
-    parts.push_back({&call.inputs[1 + 2 * i], biases[i].defined() ? &biases[i] : nullptr, &call.outputs[i]});
-  if (gemv_serves(x, parts)) return gemv(x, parts, op_name(call.op));
-  for (size_t i = 0; i < call.outputs.size(); ++i) {
-    OpCall one{ir::OpType::linear, {x, call.inputs[1 + 2 * i], call.inputs[2 + 2 * i]}, NoAttrs{}, {call.outputs[i]}};
+  for (size_t i = 0; i < pairs; ++i)
+    parts.push_back({&call.inputs[2 + 2 * i], biases[i].defined() ? &biases[i] : nullptr,
+                     a.swiglu ? nullptr : &call.outputs[i]});
+  const Tensor& x = call.inputs[0];
+  if (gemv_serves(x, parts, fusion)) return gemv(x, parts, op_name(call.op), fusion);
+  const Tensor input = a.rms_norm ? rms_norm(x, {x.size(-1)}, call.inputs[1], a.eps) : x;
+  std::vector<Tensor> products(pairs);
+  for (size_t i = 0; i < pairs; ++i) {
+    products[i] = a.swiglu ? Tensor::empty(call.outputs[0].shape(), x.dtype(), x.device()) : call.outputs[i];
+    OpCall one{ir::OpType::linear, {input, call.inputs[2 + 2 * i], call.inputs[3 + 2 * i]}, NoAttrs{}, {products[i]}};
     linear_entry(one);
+  }
+  if (a.swiglu) {
+    FusedElementwiseAttrs swiglu;
+    swiglu.steps = {{ir::OpType::silu, {0}, {}}, {ir::OpType::mul, {-1, 1}, {}}};
+    apply({ir::OpType::fused_elementwise, {products[0], products[1]}, std::move(swiglu), {call.outputs[0]}});
   }
 }
 

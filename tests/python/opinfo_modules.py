@@ -37,7 +37,9 @@ def _linear_samples(rng, dtype, cls):
 
 def _grouped_linear_samples(rng, dtype, cls):
     """(input, weight0, bias0, weight1, bias1, ...): 2 to 4 weights of different widths, biases or None; rows
-    of input: one (the GPU's GEMV, k a multiple of 16 bytes) and more."""
+    of input: one (the GPU's GEMV, k a multiple of 16 bytes) and more; the input RMS-normalised first
+    (rms_norm_eps: a norm without weight; graph mode's calls with a weight are in test_compile.py) and
+    two results met as SwiGLU."""
     dom = dict(low=-1, high=1)
 
     def x(shape, layout="contig"):
@@ -47,7 +49,10 @@ def _grouped_linear_samples(rng, dtype, cls):
         return [Sample((x((1, 64)), x((96, 64)), x((96,)), x((32, 64)), None, x((32, 64)), x((32,)))),
                 Sample((x((3, 1, 40)), x((7, 40)), None, x((5, 40)), x((5,)))),
                 Sample((x((9, 24)), x((4, 24)), x((4,)), x((6, 24)), x((6,)), x((3, 24)), None, x((2, 24)), None)),
-                Sample((x((2, 5, 7)), x((3, 7)), x((3,)), x((4, 7)), None))]
+                Sample((x((2, 5, 7)), x((3, 7)), x((3,)), x((4, 7)), None)),
+                Sample((x((1, 64)), x((96, 64)), x((96,)), x((32, 64)), None), dict(rms_norm_eps=1e-5)),
+                Sample((x((1, 64)), x((48, 64)), None, x((48, 64)), x((48,))), dict(swiglu=True)),
+                Sample((x((3, 1, 32)), x((40, 32)), None, x((40, 32)), None), dict(rms_norm_eps=1e-6, swiglu=True))]
     if cls == "noncontig":
         return [Sample((x((4, 16), "T"), x((8, 16), "strided"), x((8,)), x((3, 16)), x((3,), "strided")))]
     if cls == "empty":
@@ -58,8 +63,11 @@ def _grouped_linear_samples(rng, dtype, cls):
     return []
 
 
-def _grouped_linear_ref(input, *params):
-    return tuple(F.linear(input, params[i], params[i + 1]) for i in range(0, len(params), 2))
+def _grouped_linear_ref(input, *params, rms_norm_eps=None, swiglu=False):
+    if rms_norm_eps is not None:
+        input = F.rms_norm(input, (input.shape[-1],), eps=rms_norm_eps)
+    results = tuple(F.linear(input, params[i], params[i + 1]) for i in range(0, len(params), 2))
+    return (F.silu(results[0]) * results[1],) if swiglu else results
 
 
 def _lstm_samples(rng, dtype, cls):

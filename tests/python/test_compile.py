@@ -502,6 +502,55 @@ def test_linears_of_one_input_become_one_call(device, rows, rng):
 
 @pytest.mark.parametrize("device", ["cpu", "rocm"])
 @pytest.mark.parametrize("rows", [1, 16])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_norms_and_swiglu_fold_into_the_linears(device, rows, dtype, rng):
+    """A decoder layer's rms_norm before its projections and its gated MLP's silu(gate(h)) * up(h): the
+    graph runs each norm inside the grouped_linear that reads it and the SwiGLU as one grouped_linear
+    (on the GPU: the GEMV normalises the row as it reads it and writes silu(gate) * up), with results as
+    eager; a norm whose result is read twice, and a norm over two dims, stay calls of their own."""
+    _placed(device)
+    pf.manual_seed(6)
+    dt = getattr(pf, dtype)
+    q, k, gate, up, down = (pf.nn.Linear(i, o, bias=b).to(device).to(dt)
+                            for i, o, b in ((64, 64, False), (64, 32, True), (64, 96, False), (64, 96, True),
+                                            (96, 64, False)))
+    norm1, norm2 = pf.nn.RMSNorm(64, eps=1e-5).to(device).to(dt), pf.nn.RMSNorm(64).to(device).to(dt)
+    with pf.no_grad():
+        for norm in (norm1, norm2):
+            norm.weight.copy_(pf.tensor(make_values(rng, (64,), "float32"), device=device).to(dt))
+
+    def layer(x):
+        h = norm1(x)
+        a = q(h) + pf.cat([k(h), k(h)], -1)
+        m = norm2(x + a)
+        return down(pf.nn.functional.silu(gate(m)) * up(m))
+
+    def shared(x):  # the norm's result also read by the add: not folded
+        h = norm1(x)
+        return q(h) + h
+
+    def two_dims(x):
+        return q(pf.nn.functional.rms_norm(x, (1, 64), eps=1e-5))
+
+    tol = 2e-2 if dtype == "bfloat16" else 1e-5
+    for fn, folded in ((layer, True), (shared, False), (two_dims, False)):
+        compiled = pf.compile(fn, mode="reduce-overhead")
+        with pf.no_grad():
+            for _ in range(3):
+                x = pf.tensor(make_values(rng, (rows, 1, 64), "float32"), device=device).to(dt)
+                got, want = compiled(x), fn(x)
+                np.testing.assert_allclose(got.float().to("cpu").numpy(), want.float().to("cpu").numpy(),
+                                           rtol=tol, atol=tol)
+        ops = compiled.graphs()[0].ops
+        if folded:
+            assert "rms_norm" not in ops and "silu" not in ops and ops.count("fused_elementwise") == 1, ops  # the adds
+            assert ops.count("grouped_linear") == 2 and ops.count("linear") == 1, ops
+        else:
+            assert "rms_norm" in ops, ops
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+@pytest.mark.parametrize("rows", [1, 16])
 def test_a_residual_added_to_a_linear_becomes_its_bias(device, rows, rng):
     """x + proj(h) (a transformer's residual): the graph gives x to the linear as its bias, so the GEMV (one
     row) or the GEMM adds it; results and gradients as eager. A residual made after the linear, or a linear

@@ -464,6 +464,17 @@ struct RmspropAttrs {
   }
 };
 
+// grouped_linear's fusions (graph mode's, src/ir/passes.cpp): the input RMS-normalised
+// over its last dimension first (rms_norm with eps, the call's norm weight), and the
+// first two products met as silu(y0) * y1 (SwiGLU), the call's one result.
+struct GroupedLinearAttrs {
+  bool rms_norm = false;
+  double eps = 0;
+  bool swiglu = false;
+  bool operator==(const GroupedLinearAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("rms_norm", rms_norm), v("eps", eps), v("swiglu", swiglu); }
+};
+
 // A chain of elementwise calls run as one kernel (fused_elementwise: what pf.compile's
 // fusion pass makes of them). Step k applies `op`, an elementwise op of the table, with
 // its parameters (ElementwiseAttrs::params, canonical), to `args`: input i of the call
@@ -488,7 +499,7 @@ struct FusedElementwiseAttrs {
   X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(SelectAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs) \
   X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs) X(AddProductAttrs) X(IndexAlongAttrs)    \
   X(DiffAttrs) X(DiagonalAttrs) X(FlipAttrs) X(RollAttrs) X(TensordotAttrs) X(EinsumAttrs) X(LerpAttrs)   \
-  X(LogitAttrs) X(CdistAttrs) X(FusedElementwiseAttrs)
+  X(LogitAttrs) X(CdistAttrs) X(FusedElementwiseAttrs) X(GroupedLinearAttrs)
 #define PF_ATTRS_ALTERNATIVE(A) , A
 using OpAttrs = std::variant<NoAttrs PF_FOR_EACH_ATTRS(PF_ATTRS_ALTERNATIVE)>;
 #undef PF_ATTRS_ALTERNATIVE

@@ -11,10 +11,18 @@
 // of a 1B model's layers 2-3x faster than cuBLAS's calls; with 2 to 8 rows of x
 // (a first version multiplied them all in registers) cuBLAS was faster, so those
 // stay with it, as do blocks of one weight row per block (tried: 1.7x slower).
+//
+// A decode step's norms and SwiGLU ride along (grouped_linear's fusions, made by
+// graph mode): each warp sums x's squares itself while its first weight loads are
+// in flight (x is a few KB, read from the caches) and normalises x as it reads it;
+// with SwiGLU a warp takes row r of both the gate and the up weights and writes
+// silu(gate) * up. Each was a kernel of its own, about 2 us at a 1B model's sizes.
 
 #include <string>
+#include <type_traits>
 
 #include "core/dispatch.h"
+#include "kernels/functors.h"
 #include "pyflame/backend/rocm/hip_check.h"
 #include "pyflame/backend/rocm/stream.h"
 #include "rocm/device_guard.h"
@@ -40,57 +48,130 @@ template <class T> struct GemvArgs {
   int64_t k;
   int parts;
   GemvPart<T> part[kMaxGemvParts];
+  const T* norm_weight;  // kNorm: null for ones
+  float eps;
+  T* swiglu_out;  // kSwiglu
 };
 
 struct Plus {
   __device__ float operator()(float a, float b) const { return a + b; }
 };
 
-template <class T> static __global__ void gemv_rows(GemvArgs<T> a) {
+// 1 / the root mean square of x (rms_norm's statistic), every lane of the warp taking part.
+template <class T> __device__ float row_rstd(const GemvArgs<T>& a, int lane) {
   constexpr int V = kVec<T>;
+  float q = 0.0f;
+  for (int64_t c = int64_t{lane} * V; c < a.k; c += int64_t{PF_WARP_SIZE} * V) {
+    const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(a.x + c);
+#pragma unroll
+    for (int e = 0; e < V; ++e) q += static_cast<float>(xv.v[e]) * static_cast<float>(xv.v[e]);
+  }
+  q = warp_all_reduce(q, Plus{});
+  return 1.0f / sqrtf(q / static_cast<float>(a.k) + a.eps);
+}
+
+// x's elements c .. c + V - 1 as the product reads them: normalised as rms_norm writes them.
+template <class T, bool kNorm>
+__device__ void read_x(const GemvArgs<T>& a, int64_t c, float rstd, float (&xs)[kVec<T>]) {
+  constexpr int V = kVec<T>;
+  const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(a.x + c);
+  Vec<T, V> nw;
+  if constexpr (kNorm) {
+    if (a.norm_weight) nw = *reinterpret_cast<const Vec<T, V>*>(a.norm_weight + c);
+  }
+#pragma unroll
+  for (int e = 0; e < V; ++e) {
+    xs[e] = static_cast<float>(xv.v[e]);
+    if constexpr (kNorm)
+      xs[e] = static_cast<float>(static_cast<T>(xs[e] * rstd * (a.norm_weight ? static_cast<float>(nw.v[e]) : 1.0f)));
+  }
+}
+
+// kSwiglu: parts 0 and 1 (gate and up) of as many rows, a warp taking row r of both.
+template <class T, bool kNorm, bool kSwiglu> static __global__ void gemv_rows(GemvArgs<T> a) {
+  constexpr int V = kVec<T>, W = kSwiglu ? 2 : 1;  // weight rows a warp reads
   constexpr int64_t kStride = int64_t{PF_WARP_SIZE} * V;  // elements a warp reads per load
   const int lane = threadIdx.x % PF_WARP_SIZE;
   int64_t row = int64_t{blockIdx.x} * (kGemvThreads / PF_WARP_SIZE) + threadIdx.x / PF_WARP_SIZE;
   int p = 0;
-  while (p < a.parts && row >= a.part[p].rows) row -= a.part[p++].rows;
-  if (p == a.parts) return;  // the whole warp: past the last row
-  const GemvPart<T> part = a.part[p];
-  const T* w = part.w + row * part.ldw;
-  float acc = 0.0f;
-  for (int64_t c0 = int64_t{lane} * V; c0 < a.k; c0 += kStride * kGemvUnroll) {
-    Vec<T, V> wv[kGemvUnroll];
+  if constexpr (!kSwiglu)
+    while (p < a.parts && row >= a.part[p].rows) row -= a.part[p++].rows;
+  if (p == a.parts || row >= a.part[p].rows) return;  // the whole warp: past the last row
+  const T* w[W];
 #pragma unroll
-    for (int u = 0; u < kGemvUnroll; ++u) {
-      wv[u] = Vec<T, V>{};
-      if (c0 + u * kStride < a.k) wv[u] = *reinterpret_cast<const Vec<T, V>*>(w + c0 + u * kStride);
+  for (int i = 0; i < W; ++i) w[i] = a.part[p + i].w + row * a.part[p + i].ldw;
+  float acc[W] = {};
+  float rstd = 1.0f;
+  // Every lane runs the same iterations (row_rstd's shuffles need the whole warp).
+  for (int64_t base = 0; base < a.k; base += kStride * kGemvUnroll) {
+    const int64_t c0 = base + int64_t{lane} * V;
+    Vec<T, V> wv[W][kGemvUnroll];
+#pragma unroll
+    for (int u = 0; u < kGemvUnroll; ++u)
+#pragma unroll
+      for (int i = 0; i < W; ++i) {
+        wv[i][u] = Vec<T, V>{};
+        if (c0 + u * kStride < a.k) wv[i][u] = *reinterpret_cast<const Vec<T, V>*>(w[i] + c0 + u * kStride);
+      }
+    if constexpr (kNorm) {
+      if (base == 0) rstd = row_rstd(a, lane);
     }
 #pragma unroll
     for (int u = 0; u < kGemvUnroll; ++u) {
-      if (c0 + u * kStride >= a.k) break;
-      const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(a.x + c0 + u * kStride);
+      if (c0 + u * kStride < a.k) {
+        float xs[V];
+        read_x<T, kNorm>(a, c0 + u * kStride, rstd, xs);
 #pragma unroll
-      for (int e = 0; e < V; ++e) acc += static_cast<float>(wv[u].v[e]) * static_cast<float>(xv.v[e]);
+        for (int i = 0; i < W; ++i)
+#pragma unroll
+          for (int e = 0; e < V; ++e) acc[i] += static_cast<float>(wv[i][u].v[e]) * xs[e];
+      }
     }
   }
-  const float sum = warp_all_reduce(acc, Plus{});
-  if (lane == 0) part.y[row] = static_cast<T>(sum + (part.bias ? static_cast<float>(part.bias[row]) : 0.0f));
+  float y[W];
+#pragma unroll
+  for (int i = 0; i < W; ++i) {
+    const T* bias = a.part[p + i].bias;
+    y[i] = warp_all_reduce(acc[i], Plus{}) + (bias ? static_cast<float>(bias[row]) : 0.0f);
+  }
+  if (lane != 0) return;
+  if constexpr (kSwiglu) {
+    // As the unfused graph: each product rounded to T, then silu(gate) * up.
+    const float gate = static_cast<float>(static_cast<T>(y[0])), up = static_cast<float>(static_cast<T>(y[1]));
+    a.swiglu_out[row] = static_cast<T>(kernels::Silu<float>{}(gate) * up);
+  } else {
+    a.part[p].y[row] = static_cast<T>(y[0]);
+  }
 }
 
-template <class T> void launch(const Tensor& x, const std::vector<GemvProblem>& parts, const char* op) {
-  GemvArgs<T> args{x.data<T>(), x.size(1), static_cast<int>(parts.size()), {}};
+template <class T>
+void launch(const Tensor& x, const std::vector<GemvProblem>& parts, const char* op, const GemvFusion& f) {
+  GemvArgs<T> args{x.data<T>(), x.size(1), static_cast<int>(parts.size()), {}, nullptr, static_cast<float>(f.eps),
+                   nullptr};
   int64_t rows = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const GemvProblem& p = parts[i];
-    args.part[i] = {p.w->data<T>(), p.bias ? p.bias->data<T>() : nullptr, p.y->data<T>(), p.w->size(0),
-                    p.w->strides()[0]};
+    args.part[i] = {p.w->data<T>(), p.bias ? p.bias->data<T>() : nullptr, p.y ? p.y->data<T>() : nullptr,
+                    p.w->size(0), p.w->strides()[0]};
     rows += p.w->size(0);
   }
+  if (f.norm_weight) args.norm_weight = f.norm_weight->data<T>();
+  if (f.swiglu_out) args.swiglu_out = f.swiglu_out->data<T>(), rows = parts[0].w->size(0);
   const int device = x.device().index;
   DeviceGuard guard(device);
   const int64_t warps = kGemvThreads / warp_size(device);
-  gemv_rows<T><<<static_cast<unsigned>((rows + warps - 1) / warps), kGemvThreads, 0, current_stream(device)>>>(args);
+  const auto grid = static_cast<unsigned>((rows + warps - 1) / warps);
+  const hipStream_t stream = current_stream(device);
+  auto run = [&](auto norm, auto swiglu) {
+    gemv_rows<T, decltype(norm)::value, decltype(swiglu)::value><<<grid, kGemvThreads, 0, stream>>>(args);
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  if (f.rms_norm) f.swiglu_out ? run(Yes{}, Yes{}) : run(Yes{}, No{});
+  else f.swiglu_out ? run(No{}, Yes{}) : run(No{}, No{});
   check_launch(op, [&] {
-    return "gemv_rows of a row of " + std::to_string(args.k) + " by " + std::to_string(rows) + " weight rows in " +
+    return std::string("gemv_rows") + (f.rms_norm ? " (rms_norm first)" : "") + (f.swiglu_out ? " (swiglu)" : "") +
+           " of a row of " + std::to_string(args.k) + " by " + std::to_string(rows) + " weight rows in " +
            std::to_string(args.parts) + " part(s)";
   });
 }
@@ -103,7 +184,7 @@ bool rows_aligned(const Tensor& t) {
 
 }  // namespace
 
-bool gemv_serves(const Tensor& x, const std::vector<GemvProblem>& parts) {
+bool gemv_serves(const Tensor& x, const std::vector<GemvProblem>& parts, const GemvFusion& fusion) {
   const DType dt = x.dtype();
   if (dt != DType::BFloat16 && dt != DType::Float16 && dt != DType::Float32) return false;
   if (x.dim() != 2 || x.size(0) != 1 || parts.empty() || parts.size() > kMaxGemvParts) return false;
@@ -112,17 +193,21 @@ bool gemv_serves(const Tensor& x, const std::vector<GemvProblem>& parts) {
   for (const GemvProblem& p : parts) {
     if (p.w->dtype() != dt || p.w->dim() != 2 || p.w->size(1) != k || p.w->size(0) == 0 || !rows_aligned(*p.w))
       return false;
-    if (!p.y->is_contiguous() || p.y->dtype() != dt || p.y->shape() != Shape({1, p.w->size(0)})) return false;
+    Tensor* y = fusion.swiglu_out ? fusion.swiglu_out : p.y;
+    if (!y->is_contiguous() || y->dtype() != dt || y->shape() != Shape({1, p.w->size(0)})) return false;
     if (p.bias && (!p.bias->is_contiguous() || p.bias->dtype() != dt || p.bias->numel() != p.w->size(0))) return false;
   }
-  return true;
+  const Tensor* nw = fusion.norm_weight;
+  if (nw && (nw->dtype() != dt || nw->numel() != k || !nw->is_contiguous() || !aligned(nw->data_ptr(), 16)))
+    return false;
+  return !fusion.swiglu_out || (parts.size() == 2 && parts[0].w->size(0) == parts[1].w->size(0));
 }
 
-void gemv(const Tensor& x, const std::vector<GemvProblem>& parts, const char* op) {
+void gemv(const Tensor& x, const std::vector<GemvProblem>& parts, const char* op, const GemvFusion& fusion) {
   switch (x.dtype()) {
-    case DType::BFloat16: launch<BFloat16>(x, parts, op); break;
-    case DType::Float16: launch<Half>(x, parts, op); break;
-    default: launch<float>(x, parts, op); break;
+    case DType::BFloat16: launch<BFloat16>(x, parts, op, fusion); break;
+    case DType::Float16: launch<Half>(x, parts, op, fusion); break;
+    default: launch<float>(x, parts, op, fusion); break;
   }
 }
 
