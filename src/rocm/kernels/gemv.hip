@@ -13,10 +13,12 @@
 // stay with it, as do blocks of one weight row per block (tried: 1.7x slower).
 //
 // A decode step's norms and SwiGLU ride along (grouped_linear's fusions, made by
-// graph mode): each warp sums x's squares itself while its first weight loads are
-// in flight (x is a few KB, read from the caches) and normalises x as it reads it;
-// with SwiGLU a warp takes row r of both the gate and the up weights and writes
-// silu(gate) * up. Each was a kernel of its own, about 2 us at a 1B model's sizes.
+// graph mode): a block normalises x into shared memory while its warps' first
+// weight loads are in flight, and its warps read x from there (a first version
+// had each warp sum x's squares itself and normalise x as it read it: the GEMVs
+// of TinyLlama's step took 1214 us instead of 770); with SwiGLU a warp takes row
+// r of both the gate and the up weights and writes silu(gate) * up. Each was a
+// kernel of its own, about 2 us at a 1B model's sizes.
 
 #include <string>
 #include <type_traits>
@@ -35,6 +37,7 @@ namespace {
 
 constexpr int kGemvThreads = 256;
 constexpr int kGemvUnroll = 4;
+constexpr int64_t kMaxNormedRow = 8192;  // elements of x a fused norm holds in shared memory
 
 template <class T> struct GemvPart {
   const T* w;
@@ -57,55 +60,46 @@ struct Plus {
   __device__ float operator()(float a, float b) const { return a + b; }
 };
 
-// 1 / the root mean square of x (rms_norm's statistic), every lane of the warp taking part.
-template <class T> __device__ float row_rstd(const GemvArgs<T>& a, int lane) {
+// rms_norm of x (1, k) into `out` (shared memory), rounded to T as rms_norm writes it; the
+// whole block takes part (block_all_reduce: every thread must call this).
+template <class T> __device__ void normalize_row(const GemvArgs<T>& a, T* out) {
   constexpr int V = kVec<T>;
   float q = 0.0f;
-  for (int64_t c = int64_t{lane} * V; c < a.k; c += int64_t{PF_WARP_SIZE} * V) {
+  for (int64_t c = int64_t{threadIdx.x} * V; c < a.k; c += int64_t{kGemvThreads} * V) {
     const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(a.x + c);
 #pragma unroll
     for (int e = 0; e < V; ++e) q += static_cast<float>(xv.v[e]) * static_cast<float>(xv.v[e]);
   }
-  q = warp_all_reduce(q, Plus{});
-  return 1.0f / sqrtf(q / static_cast<float>(a.k) + a.eps);
-}
-
-// x's elements c .. c + V - 1 as the product reads them: normalised as rms_norm writes them.
-template <class T, bool kNorm>
-__device__ void read_x(const GemvArgs<T>& a, int64_t c, float rstd, float (&xs)[kVec<T>]) {
-  constexpr int V = kVec<T>;
-  const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(a.x + c);
-  Vec<T, V> nw;
-  if constexpr (kNorm) {
+  q = block_all_reduce<kGemvThreads>(q, Plus{});
+  const float rstd = 1.0f / sqrtf(q / static_cast<float>(a.k) + a.eps);
+  for (int64_t c = int64_t{threadIdx.x} * V; c < a.k; c += int64_t{kGemvThreads} * V) {
+    const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(a.x + c);
+    Vec<T, V> nw, y;
     if (a.norm_weight) nw = *reinterpret_cast<const Vec<T, V>*>(a.norm_weight + c);
-  }
 #pragma unroll
-  for (int e = 0; e < V; ++e) {
-    xs[e] = static_cast<float>(xv.v[e]);
-    if constexpr (kNorm)
-      xs[e] = static_cast<float>(static_cast<T>(xs[e] * rstd * (a.norm_weight ? static_cast<float>(nw.v[e]) : 1.0f)));
+    for (int e = 0; e < V; ++e)
+      y.v[e] = static_cast<T>(static_cast<float>(xv.v[e]) * rstd * (a.norm_weight ? static_cast<float>(nw.v[e]) : 1.0f));
+    *reinterpret_cast<Vec<T, V>*>(out + c) = y;
   }
+  __syncthreads();
 }
 
-// kSwiglu: parts 0 and 1 (gate and up) of as many rows, a warp taking row r of both.
+// kNorm: the block normalises x into shared memory once, while each warp's first weight loads
+// are in flight, and the warps read it from there. kSwiglu: parts 0 and 1 (gate and up) of as
+// many rows, a warp taking row r of both.
 template <class T, bool kNorm, bool kSwiglu> static __global__ void gemv_rows(GemvArgs<T> a) {
   constexpr int V = kVec<T>, W = kSwiglu ? 2 : 1;  // weight rows a warp reads
   constexpr int64_t kStride = int64_t{PF_WARP_SIZE} * V;  // elements a warp reads per load
+  alignas(16) __shared__ unsigned char normed[kNorm ? kMaxNormedRow * sizeof(T) : 16];
   const int lane = threadIdx.x % PF_WARP_SIZE;
   int64_t row = int64_t{blockIdx.x} * (kGemvThreads / PF_WARP_SIZE) + threadIdx.x / PF_WARP_SIZE;
   int p = 0;
   if constexpr (!kSwiglu)
     while (p < a.parts && row >= a.part[p].rows) row -= a.part[p++].rows;
-  if (p == a.parts || row >= a.part[p].rows) return;  // the whole warp: past the last row
+  const bool live = p < a.parts && row < a.part[p].rows;  // the whole warp: false past the last row
   const T* w[W];
-#pragma unroll
-  for (int i = 0; i < W; ++i) w[i] = a.part[p + i].w + row * a.part[p + i].ldw;
-  float acc[W] = {};
-  float rstd = 1.0f;
-  // Every lane runs the same iterations (row_rstd's shuffles need the whole warp).
-  for (int64_t base = 0; base < a.k; base += kStride * kGemvUnroll) {
-    const int64_t c0 = base + int64_t{lane} * V;
-    Vec<T, V> wv[W][kGemvUnroll];
+  Vec<T, V> wv[W][kGemvUnroll];
+  auto load = [&](int64_t c0) {
 #pragma unroll
     for (int u = 0; u < kGemvUnroll; ++u)
 #pragma unroll
@@ -113,19 +107,30 @@ template <class T, bool kNorm, bool kSwiglu> static __global__ void gemv_rows(Ge
         wv[i][u] = Vec<T, V>{};
         if (c0 + u * kStride < a.k) wv[i][u] = *reinterpret_cast<const Vec<T, V>*>(w[i] + c0 + u * kStride);
       }
-    if constexpr (kNorm) {
-      if (base == 0) rstd = row_rstd(a, lane);
-    }
+  };
+  const int64_t first = int64_t{lane} * V;
+  if (live) {
+#pragma unroll
+    for (int i = 0; i < W; ++i) w[i] = a.part[p + i].w + row * a.part[p + i].ldw;
+  }
+  const T* x = a.x;
+  if constexpr (kNorm) {
+    if (live) load(first);
+    normalize_row(a, reinterpret_cast<T*>(normed));
+    x = reinterpret_cast<const T*>(normed);
+  }
+  if (!live) return;
+  float acc[W] = {};
+  for (int64_t c0 = first; c0 < a.k; c0 += kStride * kGemvUnroll) {
+    if (!kNorm || c0 != first) load(c0);
 #pragma unroll
     for (int u = 0; u < kGemvUnroll; ++u) {
-      if (c0 + u * kStride < a.k) {
-        float xs[V];
-        read_x<T, kNorm>(a, c0 + u * kStride, rstd, xs);
+      if (c0 + u * kStride >= a.k) break;
+      const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(x + c0 + u * kStride);
 #pragma unroll
-        for (int i = 0; i < W; ++i)
+      for (int i = 0; i < W; ++i)
 #pragma unroll
-          for (int e = 0; e < V; ++e) acc[i] += static_cast<float>(wv[i][u].v[e]) * xs[e];
-      }
+        for (int e = 0; e < V; ++e) acc[i] += static_cast<float>(wv[i][u].v[e]) * static_cast<float>(xv.v[e]);
     }
   }
   float y[W];
@@ -200,6 +205,7 @@ bool gemv_serves(const Tensor& x, const std::vector<GemvProblem>& parts, const G
   const Tensor* nw = fusion.norm_weight;
   if (nw && (nw->dtype() != dt || nw->numel() != k || !nw->is_contiguous() || !aligned(nw->data_ptr(), 16)))
     return false;
+  if (fusion.rms_norm && k > kMaxNormedRow) return false;
   return !fusion.swiglu_out || (parts.size() == 2 && parts[0].w->size(0) == parts[1].w->size(0));
 }
 
