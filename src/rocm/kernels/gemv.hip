@@ -20,6 +20,7 @@
 // r of both the gate and the up weights and writes silu(gate) * up. Each was a
 // kernel of its own, about 2 us at a 1B model's sizes.
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
 
@@ -84,68 +85,81 @@ template <class T> __device__ void normalize_row(const GemvArgs<T>& a, T* out) {
   __syncthreads();
 }
 
-// kNorm: the block normalises x into shared memory once, while each warp's first weight loads
-// are in flight, and the warps read it from there. kSwiglu: parts 0 and 1 (gate and up) of as
-// many rows, a warp taking row r of both.
-template <class T, bool kNorm, bool kSwiglu> static __global__ void gemv_rows(GemvArgs<T> a) {
+// kNorm: the block normalises x into shared memory once, while its warps' first weight loads
+// are in flight, and the warps read it from there; such blocks stay resident and take group after
+// group of rows (row_blocks of them), so that a second wave does not normalise x again. kSwiglu:
+// parts 0 and 1 (gate and up) of as many rows, a warp taking row r of both.
+template <class T, bool kNorm, bool kSwiglu> static __global__ void gemv_rows(GemvArgs<T> a, int64_t row_blocks) {
   constexpr int V = kVec<T>, W = kSwiglu ? 2 : 1;  // weight rows a warp reads
   constexpr int64_t kStride = int64_t{PF_WARP_SIZE} * V;  // elements a warp reads per load
+  constexpr int kWarps = kGemvThreads / PF_WARP_SIZE;
   alignas(16) __shared__ unsigned char normed[kNorm ? kMaxNormedRow * sizeof(T) : 16];
   const int lane = threadIdx.x % PF_WARP_SIZE;
-  int64_t row = int64_t{blockIdx.x} * (kGemvThreads / PF_WARP_SIZE) + threadIdx.x / PF_WARP_SIZE;
-  int p = 0;
-  if constexpr (!kSwiglu)
-    while (p < a.parts && row >= a.part[p].rows) row -= a.part[p++].rows;
-  const bool live = p < a.parts && row < a.part[p].rows;  // the whole warp: false past the last row
-  const T* w[W];
-  Vec<T, V> wv[W][kGemvUnroll];
-  auto load = [&](int64_t c0) {
-#pragma unroll
-    for (int u = 0; u < kGemvUnroll; ++u)
-#pragma unroll
-      for (int i = 0; i < W; ++i) {
-        wv[i][u] = Vec<T, V>{};
-        if (c0 + u * kStride < a.k) wv[i][u] = *reinterpret_cast<const Vec<T, V>*>(w[i] + c0 + u * kStride);
-      }
-  };
   const int64_t first = int64_t{lane} * V;
-  if (live) {
-#pragma unroll
-    for (int i = 0; i < W; ++i) w[i] = a.part[p + i].w + row * a.part[p + i].ldw;
-  }
   const T* x = a.x;
-  if constexpr (kNorm) {
-    if (live) load(first);
-    normalize_row(a, reinterpret_cast<T*>(normed));
-    x = reinterpret_cast<const T*>(normed);
-  }
-  if (!live) return;
-  float acc[W] = {};
-  for (int64_t c0 = first; c0 < a.k; c0 += kStride * kGemvUnroll) {
-    if (!kNorm || c0 != first) load(c0);
+  bool normalized = !kNorm;
+  for (int64_t group = blockIdx.x; group < row_blocks; group += gridDim.x) {
+    int64_t row = group * kWarps + threadIdx.x / PF_WARP_SIZE;
+    int p = 0;
+    if constexpr (!kSwiglu)
+      while (p < a.parts && row >= a.part[p].rows) row -= a.part[p++].rows;
+    const bool live = p < a.parts && row < a.part[p].rows;  // the whole warp: false past the last row
+    const T* w[W];
+    Vec<T, V> wv[W][kGemvUnroll];
+    auto load = [&](int64_t c0) {
 #pragma unroll
-    for (int u = 0; u < kGemvUnroll; ++u) {
-      if (c0 + u * kStride >= a.k) break;
-      const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(x + c0 + u * kStride);
+      for (int u = 0; u < kGemvUnroll; ++u)
 #pragma unroll
-      for (int i = 0; i < W; ++i)
+        for (int i = 0; i < W; ++i) {
+          wv[i][u] = Vec<T, V>{};
+          if (c0 + u * kStride < a.k) wv[i][u] = *reinterpret_cast<const Vec<T, V>*>(w[i] + c0 + u * kStride);
+        }
+    };
+    if (live) {
 #pragma unroll
-        for (int e = 0; e < V; ++e) acc[i] += static_cast<float>(wv[i][u].v[e]) * static_cast<float>(xv.v[e]);
+      for (int i = 0; i < W; ++i) w[i] = a.part[p + i].w + row * a.part[p + i].ldw;
     }
-  }
-  float y[W];
+    bool preloaded = false;
+    if (!normalized) {  // the block's first rows (group is the same for the whole block)
+      if (live) load(first);
+      preloaded = live;
+      normalize_row(a, reinterpret_cast<T*>(normed));
+      x = reinterpret_cast<const T*>(normed);
+      normalized = true;
+    }
+    if (!live) {
+      if constexpr (kNorm) continue;
+      break;
+    }
+    float acc[W] = {};
+    for (int64_t c0 = first; c0 < a.k; c0 += kStride * kGemvUnroll) {
+      if (!preloaded || c0 != first) load(c0);
 #pragma unroll
-  for (int i = 0; i < W; ++i) {
-    const T* bias = a.part[p + i].bias;
-    y[i] = warp_all_reduce(acc[i], Plus{}) + (bias ? static_cast<float>(bias[row]) : 0.0f);
-  }
-  if (lane != 0) return;
-  if constexpr (kSwiglu) {
-    // As the unfused graph: each product rounded to T, then silu(gate) * up.
-    const float gate = static_cast<float>(static_cast<T>(y[0])), up = static_cast<float>(static_cast<T>(y[1]));
-    a.swiglu_out[row] = static_cast<T>(kernels::Silu<float>{}(gate) * up);
-  } else {
-    a.part[p].y[row] = static_cast<T>(y[0]);
+      for (int u = 0; u < kGemvUnroll; ++u) {
+        if (c0 + u * kStride >= a.k) break;
+        const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(x + c0 + u * kStride);
+#pragma unroll
+        for (int i = 0; i < W; ++i)
+#pragma unroll
+          for (int e = 0; e < V; ++e) acc[i] += static_cast<float>(wv[i][u].v[e]) * static_cast<float>(xv.v[e]);
+      }
+    }
+    float y[W];
+#pragma unroll
+    for (int i = 0; i < W; ++i) {
+      const T* bias = a.part[p + i].bias;
+      y[i] = warp_all_reduce(acc[i], Plus{}) + (bias ? static_cast<float>(bias[row]) : 0.0f);
+    }
+    if (lane == 0) {
+      if constexpr (kSwiglu) {
+        // As the unfused graph: each product rounded to T, then silu(gate) * up.
+        const float gate = static_cast<float>(static_cast<T>(y[0])), up = static_cast<float>(static_cast<T>(y[1]));
+        a.swiglu_out[row] = static_cast<T>(kernels::Silu<float>{}(gate) * up);
+      } else {
+        a.part[p].y[row] = static_cast<T>(y[0]);
+      }
+    }
+    if constexpr (!kNorm) break;  // one group a block
   }
 }
 
@@ -165,10 +179,20 @@ void launch(const Tensor& x, const std::vector<GemvProblem>& parts, const char* 
   const int device = x.device().index;
   DeviceGuard guard(device);
   const int64_t warps = kGemvThreads / warp_size(device);
-  const auto grid = static_cast<unsigned>((rows + warps - 1) / warps);
+  const int64_t row_blocks = (rows + warps - 1) / warps;
   const hipStream_t stream = current_stream(device);
   auto run = [&](auto norm, auto swiglu) {
-    gemv_rows<T, decltype(norm)::value, decltype(swiglu)::value><<<grid, kGemvThreads, 0, stream>>>(args);
+    const auto kernel = gemv_rows<T, decltype(norm)::value, decltype(swiglu)::value>;
+    int64_t grid = row_blocks;
+    if (norm) {  // as many blocks as stay resident: each normalises x once
+      static const int per_unit = [&] {
+        int n = 0;
+        HIP_CHECK(hipOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kGemvThreads, 0));
+        return std::max(n, 1);
+      }();
+      grid = std::min<int64_t>(grid, int64_t{per_unit} * compute_units(device));
+    }
+    kernel<<<static_cast<unsigned>(grid), kGemvThreads, 0, stream>>>(args, row_blocks);
   };
   using Yes = std::true_type;
   using No = std::false_type;

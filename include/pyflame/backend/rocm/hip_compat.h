@@ -89,6 +89,7 @@ using hipStreamCaptureStatus = cudaStreamCaptureStatus;
 #define hipEventElapsedTime cudaEventElapsedTime
 #define hipEventDestroy cudaEventDestroy
 #define hipDeviceGetAttribute cudaDeviceGetAttribute
+#define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
 // Graphs. hipGraphInstantiate is not mapped: HIP's takes an error node and a
 // log buffer, CUDA 12's a flags word; hipGraphInstantiateWithFlags is the same on both.
 #define hipStreamBeginCapture cudaStreamBeginCapture
