@@ -18,17 +18,26 @@ template <template <class> class F, kernels::DTypeSet kTypes, bool kToBool> void
     if constexpr (kernels::accepts<kTypes, T>()) {
       using A = acc_t<T>;
       using O = std::conditional_t<kToBool, bool, T>;
+      auto run = [&](const auto& functor) {
+        for_each_strided<2>({&call.out(), &call.inputs[0]}, [&](auto p, auto s, int64_t n) {
+          const auto f = functor;  // a local copy: its fields provably do not alias the output
+          if (s[0] == sizeof(O) && s[1] == sizeof(T)) {
+            O* o = reinterpret_cast<O*>(p[0]);
+            const T* x = reinterpret_cast<const T*>(p[1]);
+            store_run(o, n, [&](int64_t i) { return static_cast<O>(f(static_cast<A>(x[i]))); });
+          } else {
+            for (int64_t i = 0; i < n; ++i) at<O>(p[0], i, s[0]) = static_cast<O>(f(static_cast<A>(at<T>(p[1], i, s[1]))));
+          }
+        });
+      };
       const auto functor = kernels::make_functor<F<A>>(call.attrs);
-      for_each_strided<2>({&call.out(), &call.inputs[0]}, [&](auto p, auto s, int64_t n) {
-        const auto f = functor;  // a local copy: its fields provably do not alias the output
-        if (s[0] == sizeof(O) && s[1] == sizeof(T)) {
-          O* o = reinterpret_cast<O*>(p[0]);
-          const T* x = reinterpret_cast<const T*>(p[1]);
-          store_run(o, n, [&](int64_t i) { return static_cast<O>(f(static_cast<A>(x[i]))); });
-        } else {
-          for (int64_t i = 0; i < n; ++i) at<O>(p[0], i, s[0]) = static_cast<O>(f(static_cast<A>(at<T>(p[1], i, s[1]))));
-        }
-      });
+      // A functor with forms chosen once per call (GELU's approximate) runs the chosen one alone.
+      if constexpr (requires { typename F<A>::template Form<true>; }) {
+        if (functor.form()) run(typename F<A>::template Form<true>{});
+        else run(typename F<A>::template Form<false>{});
+      } else {
+        run(functor);
+      }
     } else {
       throw TypeError(std::string(op_name(call.op)) + ": no CPU kernel for " + dtype_name(call.inputs[0].dtype()));
     }
