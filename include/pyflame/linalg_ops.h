@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <tuple>
 #include <vector>
 
 #include "pyflame/tensor.h"
@@ -19,6 +20,15 @@ namespace pyflame {
 
 // sum(|x|^ord)^(1/ord) over `dims` ({} = all); ord inf/-inf: the largest/smallest
 // |x|; 0: the number of nonzero elements. The gradient is 0 where the norm is 0.
+// torch.linalg's solvers and decompositions of square matrices (batched over leading dims,
+// float32 and float64): the inverse, X with A X = B (B (..., n, k), batch dims as A's), the
+// lower Cholesky factor, each with an int32 info per matrix (0: done; k > 0: singular, or the
+// leading minor of order k not positive-definite); and (sign, log |det|).
+PF_API std::tuple<Tensor, Tensor> linalg_inv_ex(const Tensor& A);
+PF_API std::tuple<Tensor, Tensor> linalg_solve_ex(const Tensor& A, const Tensor& B);
+PF_API std::tuple<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A);
+PF_API std::tuple<Tensor, Tensor> linalg_slogdet(const Tensor& A);
+
 PF_API Tensor linalg_vector_norm(const Tensor& x, double ord = 2, const std::vector<int64_t>& dims = {},
                                  bool keepdim = false, std::optional<DType> dtype = std::nullopt);
 // The norm of the matrices spanning dims (rows, columns): ord 1/-1 is the

@@ -293,7 +293,7 @@ from . import linalg  # noqa: E402  (pf.linalg reads this module's functions)
 # torch's top-level and Tensor forms of pf.linalg's functions.
 det, slogdet, svd, qr, cholesky = linalg.det, linalg.slogdet, linalg.svd, linalg.qr, linalg.cholesky
 inverse, pinverse, matrix_power, matrix_exp = linalg.inv, linalg.pinv, linalg.matrix_power, linalg.matrix_exp
-logdet = linalg._make_unsupported("logdet", "numpy.linalg.slogdet")
+logdet = linalg.logdet
 for _name in ("det", "slogdet", "logdet", "svd", "qr", "cholesky", "inverse", "pinverse", "matrix_power",
               "matrix_exp"):
     setattr(_C.Tensor, _name, globals()[_name])

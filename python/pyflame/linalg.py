@@ -1,15 +1,148 @@
-"""pf.linalg: torch.linalg's norms (vector_norm and matrix_norm are ops of the table) and products
-(compositions of table ops).
+"""pf.linalg: torch.linalg's norms (vector_norm and matrix_norm are ops of the table), products
+(compositions of table ops), and the solvers inv, solve, cholesky, det and slogdet (and their
+_ex forms) on the CPU through LAPACK (ops linalg_inv_ex, linalg_solve_ex, linalg_cholesky_ex and
+linalg_slogdet), differentiable. A singular or not positive-definite input raises LinAlgError
+(a RuntimeError) as torch.linalg's, or gives its info for the _ex forms.
 
-Decompositions and solvers (inv, solve, eigh, svd, qr, cholesky, det, ...)
-have no kernels in PyFlame: they raise pf.NotSupportedError naming the NumPy
-or SciPy function to use on `.numpy()` of the tensor (docs/ops.md).
+The other decompositions (eigh, svd, qr, lstsq, pinv, ...) have no kernels in PyFlame yet: they
+raise pf.NotSupportedError naming the NumPy or SciPy function to use on `.numpy()` of the tensor
+(docs/ops.md), as the solvers do on the GPU.
 """
+
+from collections import namedtuple
 
 from . import _C
 from ._creation import eye
 from ._misc_api import cross as _cross
 from ._linalg import linalg_norm as norm, matrix_norm, vector_norm  # noqa: F401
+from ._shape_api import broadcast_shapes
+
+
+class LinAlgError(RuntimeError):
+    """A matrix the solver cannot take: singular (inv, solve) or not positive-definite (cholesky),
+    as torch.linalg.LinAlgError."""
+
+
+InvExResult = namedtuple("inv_ex", ["inverse", "info"])
+SolveExResult = namedtuple("solve_ex", ["result", "info"])
+CholeskyExResult = namedtuple("cholesky_ex", ["L", "info"])
+SlogdetResult = namedtuple("slogdet", ["sign", "logabsdet"])
+
+
+def _raise_for(info, name, message):
+    """LinAlgError for the first matrix whose info is not 0, in torch's words; message(k) for info k."""
+    bad = (info != 0).reshape(-1)
+    if not bool(bad.any()):
+        return
+    flat = info.reshape(-1)
+    index = int(bad.int().argmax())
+    where = f"(Batch element {index}): " if info.dim() > 0 else ""
+    raise LinAlgError(f"{name}: {where}{message(int(flat[index]))}")
+
+
+def inv_ex(A, *, check_errors=False):
+    """(inverse, info) of square matrices (..., n, n), as torch.linalg.inv_ex: info k > 0 where the
+    k-th diagonal element of the LU factor is zero (singular)."""
+    inverse, info = _C.linalg_inv_ex(A)
+    if check_errors:
+        _raise_for(info, "linalg.inv_ex", _singular_inverse)
+    return InvExResult(inverse, info)
+
+
+def _singular_inverse(k):
+    return (f"The diagonal element {k} is zero, the inversion could not be completed because the input matrix "
+            "is singular.")
+
+
+def inv(A):
+    """The inverse of square matrices (..., n, n), as torch.linalg.inv; LinAlgError if one is singular."""
+    inverse, info = _C.linalg_inv_ex(A)
+    _raise_for(info, "linalg.inv", _singular_inverse)
+    return inverse
+
+
+def _solve_operands(A, B, left):
+    """A and B as linalg_solve_ex takes them (B (..., n, k), batch dims broadcast), and how to give X back."""
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        A = A.mT
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if not left:
+        if vector:
+            raise _C.InvalidArgumentError("linalg.solve: Vector broadcasting of the left hand side is not "
+                                          "supported for left=False. In this case linalg.solve is equivalent "
+                                          "to B / A.squeeze(-1)")
+        B = B.mT
+    Bm = B.unsqueeze(-1) if vector else B
+    if A.dim() < 2 or Bm.dim() < 2:
+        raise _C.InvalidArgumentError("linalg.solve: The input tensor A must have at least 2 dimensions.")
+    batch = broadcast_shapes(tuple(A.shape[:-2]), tuple(Bm.shape[:-2]))
+    A = A.expand(*batch, *A.shape[-2:])
+    Bm = Bm.expand(*batch, *Bm.shape[-2:])
+
+    def result(X):
+        X = X.squeeze(-1) if vector else X
+        return X if left else X.mT
+
+    return A, Bm, result
+
+
+def solve_ex(A, B, *, left=True, check_errors=False):
+    """(X, info) with A X = B (or X A = B with left=False), as torch.linalg.solve_ex: B (..., n) or
+    (..., n, k), batch dims broadcast."""
+    A, B, result = _solve_operands(A, B, left)
+    X, info = _C.linalg_solve_ex(A, B)
+    if check_errors:
+        _raise_for(info, "torch.linalg.solve_ex", lambda k: "The solver failed because the input matrix is singular.")
+    return SolveExResult(result(X), info)
+
+
+def solve(A, B, *, left=True):
+    """X with A X = B (or X A = B with left=False), as torch.linalg.solve; LinAlgError if A is singular."""
+    A, B, result = _solve_operands(A, B, left)
+    X, info = _C.linalg_solve_ex(A, B)
+    _raise_for(info, "torch.linalg.solve", lambda k: "The solver failed because the input matrix is singular.")
+    return result(X)
+
+
+def _not_positive_definite(k):
+    return (f"The factorization could not be completed because the input is not positive-definite (the leading "
+            f"minor of order {k} is not positive-definite).")
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False):
+    """(L, info) with A = L L^T (U with A = U^T U for upper=True), as torch.linalg.cholesky_ex: info k
+    > 0 where the leading minor of order k is not positive-definite. Only A's lower triangle is read."""
+    L, info = _C.linalg_cholesky_ex(A)
+    if check_errors:
+        _raise_for(info, "linalg.cholesky_ex", _not_positive_definite)
+    return CholeskyExResult(L.mT if upper else L, info)
+
+
+def cholesky(A, *, upper=False):
+    """The Cholesky factor of symmetric positive-definite matrices, as torch.linalg.cholesky;
+    LinAlgError if one is not positive-definite."""
+    L, info = _C.linalg_cholesky_ex(A)
+    _raise_for(info, "linalg.cholesky", _not_positive_definite)
+    return L.mT if upper else L
+
+
+def slogdet(A):
+    """(sign, logabsdet) of the determinants of square matrices, as torch.linalg.slogdet: (0, -inf)
+    for a singular one. logabsdet is differentiable."""
+    return SlogdetResult(*_C.linalg_slogdet(A))
+
+
+def det(A):
+    """The determinants of square matrices (..., n, n), as torch.linalg.det (sign * exp(logabsdet);
+    its gradient det * A^-T, so a singular A has none: inv raises, as torch's does at rank n - 2)."""
+    sign, logabsdet = _C.linalg_slogdet(A)
+    return sign * logabsdet.exp()
+
+
+def logdet(A):
+    """log det(A), as torch.logdet: nan where det < 0, -inf where det = 0."""
+    sign, logabsdet = _C.linalg_slogdet(A)
+    return logabsdet + sign.log()
 
 matmul = _C.matmul
 
@@ -41,14 +174,14 @@ def multi_dot(tensors):
 
 
 def matrix_power(A, n):
-    """A (square, or a batch of them) to the integer power n >= 0 by repeated squaring, as
-    torch.linalg.matrix_power; negative powers need an inverse: NotSupportedError."""
+    """A (square, or a batch of them) to the integer power n by repeated squaring, as
+    torch.linalg.matrix_power; a negative power is the inverse's."""
     if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
         raise _C.InvalidArgumentError("linalg.matrix_power: A must be batches of square matrices, but they are "
                                       f"{A.shape[-2] if A.dim() >= 2 else A.dim()} by {A.shape[-1] if A.dim() else 0} "
                                       "matrices")
     if n < 0:
-        _unsupported("matrix_power with a negative exponent", "matrix_power")
+        A, n = inv(A), -n
     result = None
     base = A
     while n:
@@ -64,18 +197,17 @@ def matrix_power(A, n):
 
 def _unsupported(what, numpy_name):
     raise _C.NotSupportedError(
-        f"linalg.{what}: PyFlame has no matrix decompositions or solvers; convert with .numpy() and use "
+        f"linalg.{what}: PyFlame has no kernel for it yet (its solvers are inv, solve, cholesky, det and "
+        f"slogdet, on the CPU); convert with .numpy() and use "
         f"{numpy_name} (then pf.tensor(...) the result), or use torch.linalg through torch.from_dlpack")
 
 
 # torch.linalg's decompositions and solvers, and what to use instead.
 _ALTERNATIVES = {
-    "inv": "numpy.linalg.inv", "inv_ex": "numpy.linalg.inv", "solve": "numpy.linalg.solve",
-    "solve_ex": "numpy.linalg.solve", "solve_triangular": "scipy.linalg.solve_triangular",
+    "solve_triangular": "scipy.linalg.solve_triangular",
     "eigh": "numpy.linalg.eigh", "eigvalsh": "numpy.linalg.eigvalsh", "eig": "numpy.linalg.eig",
     "eigvals": "numpy.linalg.eigvals", "svd": "numpy.linalg.svd", "svdvals": "numpy.linalg.svd(compute_uv=False)",
-    "qr": "numpy.linalg.qr", "cholesky": "numpy.linalg.cholesky", "cholesky_ex": "numpy.linalg.cholesky",
-    "det": "numpy.linalg.det", "slogdet": "numpy.linalg.slogdet", "lstsq": "numpy.linalg.lstsq",
+    "qr": "numpy.linalg.qr", "lstsq": "numpy.linalg.lstsq",
     "pinv": "numpy.linalg.pinv", "matrix_rank": "numpy.linalg.matrix_rank", "cond": "numpy.linalg.cond",
     "lu": "scipy.linalg.lu", "lu_factor": "scipy.linalg.lu_factor", "lu_factor_ex": "scipy.linalg.lu_factor",
     "lu_solve": "scipy.linalg.lu_solve", "ldl_factor": "scipy.linalg.ldl", "ldl_factor_ex": "scipy.linalg.ldl",
@@ -90,7 +222,7 @@ def _make_unsupported(name, alternative):
         _unsupported(name, alternative)
 
     fn.__name__ = name
-    fn.__doc__ = f"Not supported (no decompositions in PyFlame): raises NotSupportedError; use {alternative}."
+    fn.__doc__ = f"Not supported (no kernel in PyFlame yet): raises NotSupportedError; use {alternative}."
     return fn
 
 

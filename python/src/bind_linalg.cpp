@@ -8,6 +8,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
@@ -82,6 +83,13 @@ void bind_add_product(nb::module_& m, nb::class_<Tensor>& tensor, const char* na
 }  // namespace
 
 void bind_linalg(nb::module_& m, nb::class_<Tensor>& tensor) {
+  // The solvers' table ops: pyflame/linalg.py gives them torch's signatures and LinAlgError.
+  m.def("linalg_inv_ex", &pyflame::linalg_inv_ex, "A"_a, "(inverse, info) of square matrices (float32/float64).");
+  m.def("linalg_solve_ex", &pyflame::linalg_solve_ex, "A"_a, "B"_a,
+        "(X, info) with A X = B for A (..., n, n) and B (..., n, k) of A's batch dims.");
+  m.def("linalg_cholesky_ex", &pyflame::linalg_cholesky_ex, "A"_a,
+        "(L, info): the lower Cholesky factor of symmetric positive-definite matrices.");
+  m.def("linalg_slogdet", &pyflame::linalg_slogdet, "A"_a, "(sign, logabsdet) of the determinants.");
   m.def(
       "count_nonzero",
       [](const Tensor& input, nb::handle dim) {

@@ -16,6 +16,7 @@
 #include <string>
 #include <tuple>
 
+#include "core/derivative.h"
 #include "core/dispatch.h"
 #include "core/op_utils.h"
 #include "pyflame/error.h"
@@ -779,7 +780,121 @@ std::vector<Tensor> linalg_cross_composite(const OpCall& call) {
 
 PF_REGISTER_COMPOSITE(linalg_cross, &infer_linalg_cross, &linalg_cross_composite);
 
+// ---- solvers and decompositions (kernels: src/cpu/linalg.cpp) ----------------------------
+
+// torch's name of the solver ops in messages ("linalg.inv").
+std::string solver_name(ir::OpType op) {
+  std::string name = op_name(op);
+  name.replace(0, 7, "linalg.");
+  if (name.size() > 3 && name.compare(name.size() - 3, 3, "_ex") == 0) name.resize(name.size() - 3);
+  return name;
+}
+
+// A: (..., n, n) of float32 or float64, as torch's messages say it.
+void check_square(const Tensor& A, ir::OpType op, const char* what = "A") {
+  const std::string name = solver_name(op);
+  PF_CHECK(A.dtype() == DType::Float32 || A.dtype() == DType::Float64, TypeError, name,
+           ": Expected a floating point tensor as input (float32 or float64; PyFlame has no complex dtypes). Got ",
+           torch_type_name(A.dtype()));
+  PF_CHECK(A.dim() >= 2, ValueError, name, ": The input tensor ", what, " must have at least 2 dimensions.");
+  PF_CHECK(A.size(-1) == A.size(-2), ValueError, name, ": ", what, " must be batches of square matrices, but they are ",
+           A.size(-2), " by ", A.size(-1), " matrices");
+}
+
+Shape batch_of(const Tensor& A) { return Shape(A.shape().begin(), A.shape().end() - 2); }
+
+InputPlan packed() {
+  InputPlan p;
+  p.contiguous = true;
+  return p;
+}
+
+// (A) -> (a result of A's shape, info): inv_ex, cholesky_ex.
+Inferred infer_square_ex(OpCall& call) {
+  const Tensor& A = call.inputs[0];
+  check_square(A, call.op);
+  return {current_device(), {packed()}, {{A.shape(), A.dtype()}, {batch_of(A), DType::Int32}}, {}};
+}
+
+Inferred infer_linalg_solve_ex(OpCall& call) {
+  const Tensor &A = call.inputs[0], &B = call.inputs[1];
+  check_square(A, call.op);
+  const std::string name = solver_name(call.op);
+  PF_CHECK(B.dtype() == A.dtype(), TypeError, name, ": Expected A and B to have the same dtype, but found A of type ",
+           torch_type_name(A.dtype()), " and B of type ", torch_type_name(B.dtype()), " instead");
+  PF_CHECK(B.dim() == A.dim() && B.size(-2) == A.size(-1) && batch_of(B) == batch_of(A), ValueError, name,
+           ": B must be (..., n, k) with A's batch dims and n = ", A.size(-1), ", got A of shape ", A.shape(),
+           " and B of shape ", B.shape());
+  return {current_device(), {packed(), packed()}, {{B.shape(), A.dtype()}, {batch_of(A), DType::Int32}}, {}};
+}
+
+Inferred infer_linalg_slogdet(OpCall& call) {
+  const Tensor& A = call.inputs[0];
+  check_square(A, call.op);
+  return {current_device(), {packed()}, {{batch_of(A), A.dtype()}, {batch_of(A), A.dtype()}}, {}};
+}
+
+Tensor mT(const Tensor& t) { return transpose(t, -2, -1); }
+
+// d inv = -inv^T g inv^T
+std::vector<Tensor> d_linalg_inv_ex(const autograd::GradContext& c) {
+  const Tensor inv_t = mT(c.output(0));
+  return {neg(matmul(matmul(inv_t, c.grad(0)), inv_t))};
+}
+
+// X = A^-1 B: gB = A^-T gX, gA = -gB X^T
+std::vector<Tensor> d_linalg_solve_ex(const autograd::GradContext& c) {
+  const Tensor gB = std::get<0>(linalg_solve_ex(mT(c.input(0)), c.grad(0)));
+  return {c.needs[0] ? neg(matmul(gB, mT(c.output(0)))) : Tensor(), gB};
+}
+
+// As PyTorch's cholesky_backward: with P = Phi(L^T gL) (the lower triangle, its diagonal
+// halved), gA = L^-T P L^-1, symmetrised.
+std::vector<Tensor> d_linalg_cholesky_ex(const autograd::GradContext& c) {
+  const Tensor& L = c.output(0);
+  const Tensor L_inv = std::get<0>(linalg_inv_ex(L));
+  const Tensor X = matmul(mT(L), tril(c.grad(0)));
+  const Tensor phi = mul(add(tril(X), tril(X, -1)), Scalar(0.5));
+  const Tensor gA = matmul(matmul(mT(L_inv), phi), L_inv);
+  return {mul(add(gA, mT(gA)), Scalar(0.5))};
+}
+
+// d log|det A| = A^-T (sign carries no gradient).
+std::vector<Tensor> d_linalg_slogdet(const autograd::GradContext& c) {
+  const Tensor inv_t = mT(std::get<0>(linalg_inv_ex(c.input(0))));
+  return {mul(unsqueeze(unsqueeze(c.grad(1), -1), -1), inv_t)};
+}
+
+PF_REGISTER_INFER(linalg_inv_ex, &infer_square_ex);
+PF_REGISTER_INFER(linalg_cholesky_ex, &infer_square_ex);
+PF_REGISTER_INFER(linalg_solve_ex, &infer_linalg_solve_ex);
+PF_REGISTER_INFER(linalg_slogdet, &infer_linalg_slogdet);
+PF_REGISTER_DERIVATIVE(linalg_inv_ex, &d_linalg_inv_ex, autograd::kSavesOutputs);
+PF_REGISTER_DERIVATIVE(linalg_solve_ex, &d_linalg_solve_ex, autograd::kSavesBoth);
+PF_REGISTER_DERIVATIVE(linalg_cholesky_ex, &d_linalg_cholesky_ex, autograd::kSavesOutputs);
+PF_REGISTER_DERIVATIVE(linalg_slogdet, &d_linalg_slogdet, autograd::kSavesInputs);
+
 }  // namespace
+
+std::tuple<Tensor, Tensor> linalg_inv_ex(const Tensor& A) {
+  std::vector<Tensor> r = apply({ir::OpType::linalg_inv_ex, {A}, NoAttrs{}, {}});
+  return {std::move(r[0]), std::move(r[1])};
+}
+
+std::tuple<Tensor, Tensor> linalg_solve_ex(const Tensor& A, const Tensor& B) {
+  std::vector<Tensor> r = apply({ir::OpType::linalg_solve_ex, {A, B}, NoAttrs{}, {}});
+  return {std::move(r[0]), std::move(r[1])};
+}
+
+std::tuple<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A) {
+  std::vector<Tensor> r = apply({ir::OpType::linalg_cholesky_ex, {A}, NoAttrs{}, {}});
+  return {std::move(r[0]), std::move(r[1])};
+}
+
+std::tuple<Tensor, Tensor> linalg_slogdet(const Tensor& A) {
+  std::vector<Tensor> r = apply({ir::OpType::linalg_slogdet, {A}, NoAttrs{}, {}});
+  return {std::move(r[0]), std::move(r[1])};
+}
 
 Tensor linalg_vector_norm(const Tensor& x, double ord, const std::vector<int64_t>& dims, bool keepdim,
                           std::optional<DType> dtype) {

@@ -1,4 +1,5 @@
-"""OpInfos of torch.linalg's norms and cross product, logsumexp, nansum, nanmean, count_nonzero, aminmax, kron,
+"""OpInfos of torch.linalg's solvers (linalg_inv_ex, linalg_solve_ex, linalg_cholesky_ex, linalg_slogdet: their
+Python forms and LinAlgError are tested in test_linalg_solvers.py), norms and cross product, logsumexp, nansum, nanmean, count_nonzero, aminmax, kron,
 tensordot, einsum and addmm & co. (composite ops): linalg_vector_norm, linalg_matrix_norm, linalg_cross, logsumexp, nansum,
 nanmean, count_nonzero, aminmax, kron, tensordot, einsum, addmm, addmv, addr, baddbmm and addbmm against torch's, values and gradients.
 
@@ -9,7 +10,9 @@ import math
 
 import torch
 
-from op_registry import (ALL_DTYPES, FLOAT_DTYPES, MATMUL_CLASSES, NONBOOL_DTYPES, REDUCE_CLASSES, TORCH_DTYPE,
+import numpy as np
+
+from op_registry import (ALL_DTYPES, FLOAT_DTYPES, MATMUL_CLASSES, NONBOOL_DTYPES, REDUCE_CLASSES, TORCH_DTYPE, Arg,
                          OpInfo, Sample, _x)
 
 # Away from 0, where the gradients of |x|^p with p < 1 and of the negative ords grow without bound.
@@ -300,9 +303,42 @@ def _cross_samples(rng, dtype, cls):
     return table.get(cls, [])
 
 
+def _solver_samples(kind):
+    """Square matrices with a dominant diagonal of either sign (det of both signs), symmetric
+    positive-definite ones for cholesky; solve's right-hand sides (..., n, 2)."""
+    def gen(rng, dtype, cls):
+        def A(shape, layout="contig"):
+            a = rng.uniform(-1, 1, shape)
+            n = shape[-1]
+            if kind == "cholesky":
+                a = a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
+            else:
+                a = a + n * np.eye(n) * rng.choice([-1.0, 1.0], size=shape[:-1])[..., None]
+            return Arg(a, layout)
+
+        shapes = {"plain": [((3, 3), "contig"), ((2, 4, 4), "contig")], "noncontig": [((4, 4), "T"), ((3, 3), "strided")],
+                  "empty": [((0, 3, 3), "contig"), ((2, 0, 0), "contig")], "size1": [((1, 1), "contig")]}.get(cls, [])
+        if kind == "solve":
+            return [Sample((A(s, lay), Arg(rng.uniform(-2, 2, s[:-1] + (2,)), lay))) for s, lay in shapes]
+        return [Sample((A(s, lay),)) for s, lay in shapes]
+
+    return gen
+
+
+_SOLVER_CLASSES = ("plain", "noncontig", "empty", "size1")
+_SOLVER_TOL = {"float32": (1e-4, 1e-4), "float64": (1e-10, 1e-10)}
+
 _ADD_PRODUCT_TOL = {"float16": (2e-3, 4e-3), "bfloat16": (1.6e-2, 3e-2)}
 
 OP_INFOS = [
+    OpInfo("linalg_inv_ex", "CUSTOM", ("float32", "float64"), _solver_samples("inv"), torch.linalg.inv_ex,
+           _SOLVER_CLASSES, tol=_SOLVER_TOL, method=False),
+    OpInfo("linalg_solve_ex", "CUSTOM", ("float32", "float64"), _solver_samples("solve"), torch.linalg.solve_ex,
+           _SOLVER_CLASSES, tol=_SOLVER_TOL, method=False),
+    OpInfo("linalg_cholesky_ex", "CUSTOM", ("float32", "float64"), _solver_samples("cholesky"),
+           torch.linalg.cholesky_ex, _SOLVER_CLASSES, tol=_SOLVER_TOL, method=False),
+    OpInfo("linalg_slogdet", "CUSTOM", ("float32", "float64"), _solver_samples("slogdet"), torch.linalg.slogdet,
+           _SOLVER_CLASSES, tol=_SOLVER_TOL, method=False),
     OpInfo("logsumexp", "CUSTOM", ALL_DTYPES, _logsumexp_samples, torch.logsumexp, REDUCE_CLASSES),
     OpInfo("nansum", "CUSTOM", ALL_DTYPES, _nan_reduce_samples(True), _with_torch_dtype(torch.nansum), REDUCE_CLASSES),
     OpInfo("nanmean", "CUSTOM", FLOAT_DTYPES, _nan_reduce_samples(False), _with_torch_dtype(torch.nanmean), REDUCE_CLASSES),

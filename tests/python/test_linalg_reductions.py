@@ -542,8 +542,8 @@ def test_linalg_products(device, rng):
         close(sq.matrix_power(n), tsq.matrix_power(n), "float64", f"Tensor.matrix_power {n}")
 
 
-@pytest.mark.parametrize("name", ["inv", "solve", "eigh", "eig", "svd", "qr", "cholesky", "det", "slogdet", "lstsq",
-                                  "pinv", "matrix_rank", "eigvals", "svdvals", "matrix_exp"])
+@pytest.mark.parametrize("name", ["eigh", "eig", "svd", "qr", "lstsq", "pinv", "matrix_rank", "eigvals", "svdvals",
+                                  "matrix_exp"])
 def test_linalg_decompositions_are_not_supported(device, name):
     err = raises(pf.NotSupportedError, lambda: getattr(pf.linalg, name)(pf.eye(3)), ".numpy()")
     assert isinstance(err, RuntimeError)
@@ -551,7 +551,6 @@ def test_linalg_decompositions_are_not_supported(device, name):
 
 
 def test_top_level_decompositions_are_not_supported(device):
-    for name in ("det", "inverse", "logdet", "slogdet", "svd", "qr", "cholesky", "pinverse"):
+    for name in ("svd", "qr", "pinverse"):
         raises(pf.NotSupportedError, lambda: getattr(pf, name)(pf.eye(3)), "numpy")
         raises(pf.NotSupportedError, lambda: getattr(pf.eye(3), name)(), "numpy")
-    raises(pf.NotSupportedError, lambda: pf.linalg.matrix_power(pf.eye(3), -1), "numpy")

@@ -1,0 +1,175 @@
+// CPU kernels of torch.linalg's solvers (linalg_ops.h has the ops): LAPACK from
+// the OpenBLAS the CPU backend links (scipy-openblas32: 32-bit LAPACK integers),
+// one call per matrix of the batch, the batch split across threads (OpenBLAS
+// itself runs single-threaded, cpu/blas.h). LAPACKE's row-major entry points
+// take the tensors' layout as it is; each works on its own copy (LAPACK
+// overwrites its operands), and its info goes to the op's info output: the
+// Python layer raises LinAlgError from it where torch raises.
+
+#include <lapacke.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "cpu/loops.h"
+#include "pyflame/error.h"
+
+namespace pyflame::cpu {
+namespace {
+
+// One matrix of n x n a thread's work unit; small matrices go several to a task.
+int64_t batch_grain(int64_t n) { return std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, n * n * n)); }
+
+void check_lapack(int info, const char* routine, ir::OpType op, int64_t n) {
+  PF_CHECK(info >= 0, ValueError, op_name(op), ": LAPACK's ", routine, " rejected argument ", -info, " for a ", n,
+           " x ", n, " matrix (a library bug)");
+}
+
+void check_size(int64_t n, int64_t k, ir::OpType op) {
+  PF_CHECK(n <= INT_MAX && k <= INT_MAX && n * std::max<int64_t>(n, k) <= INT_MAX, NotSupportedError, op_name(op),
+           ": matrices of ", n, " x ", std::max(n, k), " exceed LAPACK's 32-bit sizes");
+}
+
+template <class T> int getrf(T* a, int n, int* pivots) {
+  if constexpr (std::is_same_v<T, float>) return scipy_LAPACKE_sgetrf(LAPACK_ROW_MAJOR, n, n, a, n, pivots);
+  else return scipy_LAPACKE_dgetrf(LAPACK_ROW_MAJOR, n, n, a, n, pivots);
+}
+template <class T> int getri(T* a, int n, const int* pivots) {
+  if constexpr (std::is_same_v<T, float>) return scipy_LAPACKE_sgetri(LAPACK_ROW_MAJOR, n, a, n, pivots);
+  else return scipy_LAPACKE_dgetri(LAPACK_ROW_MAJOR, n, a, n, pivots);
+}
+template <class T> int gesv(T* a, int n, int* pivots, T* b, int k) {
+  if constexpr (std::is_same_v<T, float>) return scipy_LAPACKE_sgesv(LAPACK_ROW_MAJOR, n, k, a, n, pivots, b, k);
+  else return scipy_LAPACKE_dgesv(LAPACK_ROW_MAJOR, n, k, a, n, pivots, b, k);
+}
+template <class T> int potrf(T* a, int n) {
+  if constexpr (std::is_same_v<T, float>) return scipy_LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'L', n, a, n);
+  else return scipy_LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', n, a, n);
+}
+
+// Calls f(dtype tag) for float32 and float64 (the infer functions allow no other).
+template <class F> void float_types(DType dtype, const F& f) {
+  if (dtype == DType::Float64) f(double{});
+  else f(float{});
+}
+
+void inv_ex_kernel(OpCall& call) {
+  const Tensor& A = call.inputs[0];
+  const int64_t n = A.size(-1), batch = call.outputs[1].numel();
+  check_size(n, n, call.op);
+  int* info = call.outputs[1].data<int32_t>();
+  std::fill(info, info + batch, 0);
+  if (n == 0) return;
+  float_types(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* a = A.data<T>();
+    T* out = call.outputs[0].data<T>();
+    parallel_for(batch, batch_grain(n), [&](int64_t b0, int64_t b1) {
+      std::vector<int> pivots(n);
+      for (int64_t b = b0; b < b1; ++b) {
+        T* m = out + b * n * n;
+        std::copy(a + b * n * n, a + (b + 1) * n * n, m);
+        int r = getrf(m, static_cast<int>(n), pivots.data());
+        check_lapack(r, "getrf", call.op, n);
+        if (r == 0) {
+          r = getri(m, static_cast<int>(n), pivots.data());
+          check_lapack(r, "getri", call.op, n);
+        }
+        info[b] = r;
+      }
+    });
+  });
+}
+
+void solve_ex_kernel(OpCall& call) {
+  const Tensor &A = call.inputs[0], &B = call.inputs[1];
+  const int64_t n = A.size(-1), k = B.size(-1), batch = call.outputs[1].numel();
+  check_size(n, k, call.op);
+  int* info = call.outputs[1].data<int32_t>();
+  std::fill(info, info + batch, 0);
+  if (n == 0 || k == 0) return;
+  float_types(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *a = A.data<T>(), *bsrc = B.data<T>();
+    T* out = call.outputs[0].data<T>();
+    parallel_for(batch, batch_grain(n), [&](int64_t b0, int64_t b1) {
+      std::vector<T> lu(n * n);
+      std::vector<int> pivots(n);
+      for (int64_t b = b0; b < b1; ++b) {
+        std::copy(a + b * n * n, a + (b + 1) * n * n, lu.begin());
+        T* x = out + b * n * k;
+        std::copy(bsrc + b * n * k, bsrc + (b + 1) * n * k, x);
+        const int r = gesv(lu.data(), static_cast<int>(n), pivots.data(), x, static_cast<int>(k));
+        check_lapack(r, "gesv", call.op, n);
+        info[b] = r;
+      }
+    });
+  });
+}
+
+void cholesky_ex_kernel(OpCall& call) {
+  const Tensor& A = call.inputs[0];
+  const int64_t n = A.size(-1), batch = call.outputs[1].numel();
+  check_size(n, n, call.op);
+  int* info = call.outputs[1].data<int32_t>();
+  std::fill(info, info + batch, 0);
+  if (n == 0) return;
+  float_types(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* a = A.data<T>();
+    T* out = call.outputs[0].data<T>();
+    parallel_for(batch, batch_grain(n), [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        T* m = out + b * n * n;
+        std::copy(a + b * n * n, a + (b + 1) * n * n, m);
+        const int r = potrf(m, static_cast<int>(n));
+        check_lapack(r, "potrf", call.op, n);
+        info[b] = r;
+        for (int64_t i = 0; i < n; ++i) std::fill(m + i * n + i + 1, m + (i + 1) * n, T(0));  // A's upper part stays
+      }
+    });
+  });
+}
+
+// sign = the product of U's diagonal signs and (-1) per row swap; log |det| = sum log |u_ii|.
+void slogdet_kernel(OpCall& call) {
+  const Tensor& A = call.inputs[0];
+  const int64_t n = A.size(-1), batch = call.outputs[0].numel();
+  check_size(n, n, call.op);
+  float_types(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* a = A.data<T>();
+    T *sign = call.outputs[0].data<T>(), *logabs = call.outputs[1].data<T>();
+    parallel_for(batch, batch_grain(n), [&](int64_t b0, int64_t b1) {
+      std::vector<T> lu(n * n);
+      std::vector<int> pivots(n);
+      for (int64_t b = b0; b < b1; ++b) {
+        std::copy(a + b * n * n, a + (b + 1) * n * n, lu.begin());
+        const int r = n ? getrf(lu.data(), static_cast<int>(n), pivots.data()) : 0;
+        check_lapack(r, "getrf", call.op, n);
+        T s = T(1), l = T(0);
+        for (int64_t i = 0; i < n; ++i) {
+          const T u = lu[i * n + i];
+          if (pivots[i] != i + 1) s = -s;
+          if (u < T(0)) s = -s;
+          l += std::log(std::abs(u));
+        }
+        if (r > 0) s = T(0), l = -std::numeric_limits<T>::infinity();
+        sign[b] = s, logabs[b] = l;
+      }
+    });
+  });
+}
+
+PF_REGISTER_KERNEL(linalg_inv_ex, CPU, &inv_ex_kernel);
+PF_REGISTER_KERNEL(linalg_solve_ex, CPU, &solve_ex_kernel);
+PF_REGISTER_KERNEL(linalg_cholesky_ex, CPU, &cholesky_ex_kernel);
+PF_REGISTER_KERNEL(linalg_slogdet, CPU, &slogdet_kernel);
+
+}  // namespace
+}  // namespace pyflame::cpu

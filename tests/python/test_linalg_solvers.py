@@ -1,0 +1,177 @@
+"""pf.linalg's solvers (inv, solve, cholesky, det, slogdet, logdet and the _ex forms) against
+torch.linalg on the same random matrices: values, gradients, info, LinAlgError and its messages,
+broadcasting and the vector right-hand side of solve. On the GPU they have no kernel yet."""
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import pyflame as pf
+from op_registry import assert_matches
+
+TOL = {"float32": 2e-4, "float64": 1e-10}
+DTYPES = ["float32", "float64"]
+
+
+def both(values, dtype, grad=False):
+    """(pyflame, torch) tensors holding the same values."""
+    p = pf.tensor(values).to(getattr(pf, dtype))
+    t = torch.from_numpy(np.array(values, copy=True)).to(getattr(torch, dtype))
+    if grad:
+        p.requires_grad_(True), t.requires_grad_(True)
+    return p, t
+
+
+def well_conditioned(rng, shape):
+    """Random matrices with a dominant diagonal (condition numbers of a few), any signs of det."""
+    a = rng.uniform(-1, 1, shape)
+    return a + shape[-1] * np.eye(shape[-1]) * rng.choice([-1.0, 1.0], size=shape[:-1])[..., None]
+
+
+def spd(rng, shape):
+    x = rng.uniform(-1, 1, shape)
+    return x @ np.swapaxes(x, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+def close(actual, expected, dtype, what):
+    assert_matches(actual, expected.detach(), TOL[dtype], TOL[dtype], what=what)
+
+
+def grads_agree(rng, p_out, t_out, p_in, t_in, what):
+    up = rng.standard_normal(tuple(t_out.shape))
+    t_out.backward(torch.from_numpy(up).to(t_out.dtype))
+    p_out.backward(pf.tensor(up).to(p_out.dtype))
+    for i, (p, t) in enumerate(zip(p_in, t_in)):
+        assert p.grad is not None, f"{what}: no gradient for input {i}"
+        close(p.grad, t.grad, "float64", f"{what}: gradient of input {i}")
+
+
+SHAPES = [(1, 1), (3, 3), (2, 5, 5), (2, 1, 4, 4), (0, 3, 3), (2, 0, 0)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_inv_det_slogdet_match_torch(rng, dtype, shape):
+    p, t = both(well_conditioned(rng, shape), dtype)
+    close(pf.linalg.inv(p), torch.linalg.inv(t), dtype, "inv")
+    close(pf.inverse(p), torch.inverse(t), dtype, "pf.inverse")
+    close(p.inverse(), t.inverse(), dtype, "Tensor.inverse")
+    inverse, info = pf.linalg.inv_ex(p)
+    close(inverse, torch.linalg.inv_ex(t).inverse, dtype, "inv_ex")
+    assert info.dtype == pf.int32 and tuple(info.shape) == shape[:-2]
+    close(pf.linalg.det(p), torch.linalg.det(t), dtype, "det")
+    close(p.det(), t.det(), dtype, "Tensor.det")
+    sign, logabsdet = pf.linalg.slogdet(p)
+    want = torch.linalg.slogdet(t)
+    close(sign, want.sign, dtype, "slogdet sign")
+    close(logabsdet, want.logabsdet, dtype, "slogdet logabsdet")
+    close(pf.logdet(p), torch.logdet(t), dtype, "logdet")  # nan where det < 0, as torch
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4), (0, 2, 2), (1, 1)])
+def test_cholesky_matches_torch(rng, dtype, shape):
+    p, t = both(spd(rng, shape), dtype)
+    for upper in (False, True):
+        close(pf.linalg.cholesky(p, upper=upper), torch.linalg.cholesky(t, upper=upper), dtype, f"upper={upper}")
+        L, info = pf.linalg.cholesky_ex(p, upper=upper)
+        close(L, torch.linalg.cholesky_ex(t, upper=upper).L, dtype, f"cholesky_ex upper={upper}")
+        assert not bool(info.any())
+    close(pf.cholesky(p), torch.linalg.cholesky(t), dtype, "pf.cholesky")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_solve_matches_torch(rng, dtype):
+    """Matrix and vector right-hand sides, broadcast batch dims, left=False, as torch.linalg.solve."""
+    cases = [((3, 3), (3, 2)), ((3, 3), (3,)), ((2, 4, 4), (2, 4)), ((2, 4, 4), (4, 1)), ((4, 4), (2, 3, 4, 2)),
+             ((2, 1, 3, 3), (5, 3, 3)), ((0, 3, 3), (0, 3, 2)), ((3, 3), (3, 0))]
+    for a_shape, b_shape in cases:
+        pa, ta = both(well_conditioned(rng, a_shape), dtype)
+        pb, tb = both(rng.uniform(-2, 2, b_shape), dtype)
+        close(pf.linalg.solve(pa, pb), torch.linalg.solve(ta, tb), dtype, f"solve {a_shape} {b_shape}")
+        x, info = pf.linalg.solve_ex(pa, pb)
+        close(x, torch.linalg.solve_ex(ta, tb).result, dtype, f"solve_ex {a_shape} {b_shape}")
+    pa, ta = both(well_conditioned(rng, (2, 3, 3)), dtype)
+    pb, tb = both(rng.uniform(-2, 2, (2, 4, 3)), dtype)
+    close(pf.linalg.solve(pa, pb, left=False), torch.linalg.solve(ta, tb, left=False), dtype, "left=False")
+
+
+def test_gradients_match_torch(rng):
+    """inv, solve (both operands), det, slogdet, cholesky (of a symmetric input; torch's gradient is
+    symmetrised) in float64."""
+    a = well_conditioned(rng, (2, 4, 4))
+    for name, fn, tfn in [("inv", pf.linalg.inv, torch.linalg.inv), ("det", pf.linalg.det, torch.linalg.det),
+                          ("logabsdet", lambda x: pf.linalg.slogdet(x)[1], lambda x: torch.linalg.slogdet(x)[1]),
+                          ("matrix_power -2", lambda x: pf.linalg.matrix_power(x, -2),
+                           lambda x: torch.linalg.matrix_power(x, -2))]:
+        p, t = both(a, "float64", grad=True)
+        grads_agree(rng, fn(p), tfn(t), [p], [t], name)
+    pa, ta = both(a, "float64", grad=True)
+    pb, tb = both(rng.uniform(-1, 1, (2, 4, 3)), "float64", grad=True)
+    grads_agree(rng, pf.linalg.solve(pa, pb), torch.linalg.solve(ta, tb), [pa, pb], [ta, tb], "solve")
+    for upper in (False, True):
+        p, t = both(spd(rng, (3, 4, 4)), "float64", grad=True)
+        grads_agree(rng, pf.linalg.cholesky(p, upper=upper), torch.linalg.cholesky(t, upper=upper), [p], [t],
+                    f"cholesky upper={upper}")
+
+
+def torch_message(fn):
+    with pytest.raises(torch.linalg.LinAlgError) as info:
+        fn()
+    return str(info.value)
+
+
+def test_singular_inputs_raise_linalg_error_as_torch():
+    """LinAlgError (a RuntimeError) with torch's message, the batch element named; the _ex forms give
+    torch's info instead, and raise with check_errors=True."""
+    singular = np.array([[[1.0, 2.0], [3.0, 4.0]], [[1.0, 2.0], [2.0, 4.0]]])
+    p, t = both(singular, "float64")
+    assert issubclass(pf.linalg.LinAlgError, RuntimeError)
+    for name, fn, tfn in [("inv", pf.linalg.inv, torch.linalg.inv),
+                          ("solve", lambda a: pf.linalg.solve(a, a), lambda a: torch.linalg.solve(a, a))]:
+        with pytest.raises(pf.linalg.LinAlgError) as info:
+            fn(p)
+        assert str(info.value) == torch_message(lambda: tfn(t)), name
+    assert pf.linalg.inv_ex(p).info.tolist() == torch.linalg.inv_ex(t).info.tolist()
+    with pytest.raises(pf.linalg.LinAlgError, match="Batch element 1"):
+        pf.linalg.inv_ex(p, check_errors=True)
+    not_pd = np.array([[4.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]])  # minor of order 2 is 0
+    p, t = both(not_pd, "float64")
+    with pytest.raises(pf.linalg.LinAlgError) as info:
+        pf.linalg.cholesky(p)
+    assert str(info.value) == torch_message(lambda: torch.linalg.cholesky(t))
+    assert int(pf.linalg.cholesky_ex(p).info) == int(torch.linalg.cholesky_ex(t).info) == 2
+    sign, logabsdet = pf.linalg.slogdet(both(singular[1], "float64")[0])
+    assert float(sign) == 0.0 and float(logabsdet) == -np.inf
+    assert float(pf.linalg.det(both(singular[1], "float64")[0])) == 0.0
+
+
+def test_bad_arguments_raise_as_torch():
+    with pytest.raises(TypeError, match="Expected a floating point"):
+        pf.linalg.inv(pf.ones(3, 3, dtype=pf.int64))
+    with pytest.raises(ValueError, match="must be batches of square matrices, but they are 2 by 3"):
+        pf.linalg.det(pf.ones(2, 3))
+    with pytest.raises(ValueError, match="at least 2 dimensions"):
+        pf.linalg.cholesky(pf.ones(3))
+    with pytest.raises(TypeError, match="same dtype"):
+        pf.linalg.solve(pf.eye(3), pf.ones(3, 1, dtype=pf.float64))
+
+
+def test_half_precision_runs_in_float32_under_autocast(rng):
+    """The solvers are on autocast's float32 list: a bfloat16 input under autocast gives float32."""
+    p, t = both(well_conditioned(rng, (3, 3)), "float32")
+    with pf.autocast("cpu", dtype=pf.bfloat16):
+        got = pf.linalg.inv(p.to(pf.bfloat16))
+    assert got.dtype == pf.float32
+    assert_matches(got, torch.linalg.inv(t.to(torch.bfloat16).float()), 1e-4, 1e-4, what="autocast inv")
+
+
+def test_no_gpu_kernel_yet():
+    if not pf.rocm_is_available():
+        pytest.skip(f"no usable GPU: {pf.rocm_unavailable_reason()}")
+    a = pf.eye(3, device="rocm")
+    for fn in (pf.linalg.inv, pf.linalg.det, pf.linalg.cholesky, lambda x: pf.linalg.solve(x, x)):
+        with pytest.raises(pf.NotSupportedError, match=re.escape("rocm")):
+            fn(a)
