@@ -28,6 +28,11 @@ PF_API std::tuple<Tensor, Tensor> linalg_inv_ex(const Tensor& A);
 PF_API std::tuple<Tensor, Tensor> linalg_solve_ex(const Tensor& A, const Tensor& B);
 PF_API std::tuple<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A);
 PF_API std::tuple<Tensor, Tensor> linalg_slogdet(const Tensor& A);
+// Of symmetric matrices (the lower triangle read): (eigenvalues ascending, eigenvectors as columns,
+// info: k > 0 where LAPACK did not converge).
+PF_API std::tuple<Tensor, Tensor, Tensor> linalg_eigh(const Tensor& A);
+// (U, S descending, Vh, info) of A (..., m, n): U (..., m, m or k), Vh (..., n or k, n), k = min(m, n).
+PF_API std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_svd(const Tensor& A, bool full_matrices = false);
 
 PF_API Tensor linalg_vector_norm(const Tensor& x, double ord = 2, const std::vector<int64_t>& dims = {},
                                  bool keepdim = false, std::optional<DType> dtype = std::nullopt);

@@ -6,11 +6,13 @@ batch_matmul, so they run on every device and their derivatives come from the
 table's. einsum, tensordot, logsumexp, nansum, nanmean, count_nonzero, addmm &
 co. and pf.linalg's vector and matrix norms are composite ops of the table
 (one node each, with a registered decomposition); norm,
-linalg.norm and dist choose between the norms. Decompositions (inv, solve,
-svd, ...) have no kernels: pf.linalg raises NotSupportedError for them.
+linalg.norm and dist choose between the norms. The top-level forms of pf.linalg's
+solvers and decompositions (det, inverse, svd with torch.svd's V, pinverse, ...) are
+here too.
 """
 
 import builtins
+from collections import namedtuple
 
 from . import _C
 
@@ -135,7 +137,8 @@ def dist(input, other, p=2):
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    """torch.norm: 'fro' (or None) is the 2-norm over `dim`, a number p the vector p-norm; 'nuc' is not supported."""
+    """torch.norm: 'fro' (or None) is the 2-norm over `dim`, a number p the vector p-norm, 'nuc' the nuclear norm
+    over two dims (the sum of the singular values)."""
     if isinstance(p, str):
         if p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2):
             return vector_norm(input, 2, dim, keepdim, dtype=dtype)
@@ -289,11 +292,27 @@ for _name in ("all", "any", "norm", "dist", "mm", "bmm", "mv", "dot", "vdot", "o
 del _name
 
 from . import linalg  # noqa: E402  (pf.linalg reads this module's functions)
+from ._creation import zeros_like  # noqa: E402
 
 # torch's top-level and Tensor forms of pf.linalg's functions.
-det, slogdet, svd, qr, cholesky = linalg.det, linalg.slogdet, linalg.svd, linalg.qr, linalg.cholesky
-inverse, pinverse, matrix_power, matrix_exp = linalg.inv, linalg.pinv, linalg.matrix_power, linalg.matrix_exp
-logdet = linalg.logdet
+det, slogdet, qr, cholesky = linalg.det, linalg.slogdet, linalg.qr, linalg.cholesky
+inverse, matrix_power, matrix_exp, logdet = linalg.inv, linalg.matrix_power, linalg.matrix_exp, linalg.logdet
+_SvdResult = namedtuple("svd", ["U", "S", "V"])
+
+
+def svd(input, some=True, compute_uv=True):
+    """(U, S, V) with input = U diag(S) V^T, as torch.svd (V, not linalg.svd's Vh; some=True: the
+    reduced factors); compute_uv=False gives zero-filled U and V, as torch's."""
+    U, S, Vh = linalg.svd(input, full_matrices=not some)
+    if not compute_uv:
+        U, Vh = zeros_like(U), zeros_like(Vh)
+    return _SvdResult(U, S, Vh.mT)
+
+
+def pinverse(input, rcond=1e-15):
+    """The pseudo-inverse with singular values below rcond times the largest as zeros, as torch.pinverse."""
+    return linalg.pinv(input, rtol=rcond)
+
 for _name in ("det", "slogdet", "logdet", "svd", "qr", "cholesky", "inverse", "pinverse", "matrix_power",
               "matrix_exp"):
     setattr(_C.Tensor, _name, globals()[_name])

@@ -1,21 +1,22 @@
 """pf.linalg: torch.linalg's norms (vector_norm and matrix_norm are ops of the table), products
-(compositions of table ops), and the solvers inv, solve, cholesky, det and slogdet (and their
-_ex forms) on the CPU through LAPACK (ops linalg_inv_ex, linalg_solve_ex, linalg_cholesky_ex and
-linalg_slogdet), differentiable. A singular or not positive-definite input raises LinAlgError
-(a RuntimeError) as torch.linalg's, or gives its info for the _ex forms.
+(compositions of table ops), and on the CPU through LAPACK the solvers inv, solve, cholesky, det
+and slogdet (and their _ex forms) and the decompositions eigh and svd (ops linalg_inv_ex,
+linalg_solve_ex, linalg_cholesky_ex, linalg_slogdet, linalg_eigh, linalg_svd; eigvalsh, svdvals,
+pinv and matrix_rank are built on them), differentiable. A singular or not positive-definite
+input raises LinAlgError (a RuntimeError) as torch.linalg's, or gives its info for the _ex forms.
 
-The other decompositions (eigh, svd, qr, lstsq, pinv, ...) have no kernels in PyFlame yet: they
-raise pf.NotSupportedError naming the NumPy or SciPy function to use on `.numpy()` of the tensor
-(docs/ops.md), as the solvers do on the GPU.
+The other decompositions (qr, eig, lstsq, lu, ...) have no kernels in PyFlame yet: they raise
+pf.NotSupportedError naming the NumPy or SciPy function to use on `.numpy()` of the tensor
+(docs/ops.md), as all of these do on the GPU.
 """
 
 from collections import namedtuple
 
 from . import _C
-from ._creation import eye
+from ._creation import eye, ones_like, zeros_like
 from ._misc_api import cross as _cross
 from ._linalg import linalg_norm as norm, matrix_norm, vector_norm  # noqa: F401
-from ._shape_api import broadcast_shapes
+from ._shape_api import broadcast_shapes, finfo
 
 
 class LinAlgError(RuntimeError):
@@ -27,6 +28,8 @@ InvExResult = namedtuple("inv_ex", ["inverse", "info"])
 SolveExResult = namedtuple("solve_ex", ["result", "info"])
 CholeskyExResult = namedtuple("cholesky_ex", ["L", "info"])
 SlogdetResult = namedtuple("slogdet", ["sign", "logabsdet"])
+EighResult = namedtuple("eigh", ["eigenvalues", "eigenvectors"])
+SVDResult = namedtuple("svd", ["U", "S", "Vh"])
 
 
 def _raise_for(info, name, message):
@@ -144,6 +147,69 @@ def logdet(A):
     sign, logabsdet = _C.linalg_slogdet(A)
     return logabsdet + sign.log()
 
+
+def _not_converged(what):
+    return lambda k: (f"The algorithm failed to converge because the input matrix is ill-conditioned or has too "
+                      f"many repeated {what} (error code: {k}).")
+
+
+def eigh(A, UPLO="L"):
+    """(eigenvalues ascending, eigenvectors as columns) of symmetric matrices, as torch.linalg.eigh:
+    only the UPLO ('L' or 'U') triangle is read. Eigenvectors are unique up to sign (and within
+    repeated eigenvalues), as LAPACK's; their gradient is undefined at repeated eigenvalues."""
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    values, vectors, info = _C.linalg_eigh(A if UPLO == "L" else A.mT)
+    _raise_for(info, "linalg.eigh", _not_converged("eigenvalues"))
+    return EighResult(values, vectors)
+
+
+def eigvalsh(A, UPLO="L"):
+    """The eigenvalues of symmetric matrices, ascending, as torch.linalg.eigvalsh."""
+    return eigh(A, UPLO).eigenvalues
+
+
+def svd(A, full_matrices=True):
+    """(U, S descending, Vh) with A = U diag(S) Vh, as torch.linalg.svd: U (..., m, m) and Vh
+    (..., n, n) with full_matrices, else (..., m, k) and (..., k, n), k = min(m, n). Singular vectors
+    are unique up to sign, as LAPACK's (gesdd)."""
+    U, S, Vh, info = _C.linalg_svd(A, full_matrices)
+    _raise_for(info, "linalg.svd", _not_converged("singular values"))
+    return SVDResult(U, S, Vh)
+
+
+def svdvals(A):
+    """The singular values of matrices, descending, as torch.linalg.svdvals."""
+    return svd(A, full_matrices=False).S
+
+
+def _svd_cutoff(S, shape, atol, rtol):
+    """torch's tolerance for pinv and matrix_rank: max(atol, rtol * the largest singular value), rtol
+    eps * max(m, n) when neither is given."""
+    if rtol is None:
+        rtol = 0.0 if atol is not None else finfo(S.dtype).eps * max(shape[-2], shape[-1])
+    largest = S.amax(-1, keepdim=True) if S.shape[-1] else S.sum(-1, keepdim=True)
+    cutoff = largest * rtol
+    if atol is not None:
+        cutoff = cutoff.clamp(min=float(atol))
+    return cutoff
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False):
+    """The Moore-Penrose pseudo-inverse through the SVD, as torch.linalg.pinv: singular values at or
+    below max(atol, rtol * the largest) count as zero (hermitian is accepted; the SVD serves both)."""
+    U, S, Vh = svd(A, full_matrices=False)
+    keep = S > _svd_cutoff(S, A.shape, atol, rtol)
+    # 1 / S where kept, 0 elsewhere, with no 1 / 0 for the gradient to meet
+    S_inv = _C.where(keep, 1 / _C.where(keep, S, ones_like(S)), zeros_like(S))
+    return (Vh.mT * S_inv.unsqueeze(-2)) @ U.mT
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
+    """The number of singular values above max(atol, rtol * the largest), as torch.linalg.matrix_rank."""
+    S = svdvals(A)
+    return (S > _svd_cutoff(S, A.shape, atol, rtol)).sum(-1)
+
 matmul = _C.matmul
 
 
@@ -197,18 +263,16 @@ def matrix_power(A, n):
 
 def _unsupported(what, numpy_name):
     raise _C.NotSupportedError(
-        f"linalg.{what}: PyFlame has no kernel for it yet (its solvers are inv, solve, cholesky, det and "
-        f"slogdet, on the CPU); convert with .numpy() and use "
+        f"linalg.{what}: PyFlame has no kernel for it yet (it has inv, solve, cholesky, det, slogdet, eigh and "
+        f"svd, on the CPU); convert with .numpy() and use "
         f"{numpy_name} (then pf.tensor(...) the result), or use torch.linalg through torch.from_dlpack")
 
 
 # torch.linalg's decompositions and solvers, and what to use instead.
 _ALTERNATIVES = {
     "solve_triangular": "scipy.linalg.solve_triangular",
-    "eigh": "numpy.linalg.eigh", "eigvalsh": "numpy.linalg.eigvalsh", "eig": "numpy.linalg.eig",
-    "eigvals": "numpy.linalg.eigvals", "svd": "numpy.linalg.svd", "svdvals": "numpy.linalg.svd(compute_uv=False)",
-    "qr": "numpy.linalg.qr", "lstsq": "numpy.linalg.lstsq",
-    "pinv": "numpy.linalg.pinv", "matrix_rank": "numpy.linalg.matrix_rank", "cond": "numpy.linalg.cond",
+    "eig": "numpy.linalg.eig", "eigvals": "numpy.linalg.eigvals", "qr": "numpy.linalg.qr",
+    "lstsq": "numpy.linalg.lstsq", "cond": "numpy.linalg.cond",
     "lu": "scipy.linalg.lu", "lu_factor": "scipy.linalg.lu_factor", "lu_factor_ex": "scipy.linalg.lu_factor",
     "lu_solve": "scipy.linalg.lu_solve", "ldl_factor": "scipy.linalg.ldl", "ldl_factor_ex": "scipy.linalg.ldl",
     "ldl_solve": "scipy.linalg.ldl", "matrix_exp": "scipy.linalg.expm",

@@ -90,6 +90,10 @@ void bind_linalg(nb::module_& m, nb::class_<Tensor>& tensor) {
   m.def("linalg_cholesky_ex", &pyflame::linalg_cholesky_ex, "A"_a,
         "(L, info): the lower Cholesky factor of symmetric positive-definite matrices.");
   m.def("linalg_slogdet", &pyflame::linalg_slogdet, "A"_a, "(sign, logabsdet) of the determinants.");
+  m.def("linalg_eigh", &pyflame::linalg_eigh, "A"_a,
+        "(eigenvalues ascending, eigenvectors as columns, info) of symmetric matrices (the lower triangle read).");
+  m.def("linalg_svd", &pyflame::linalg_svd, "A"_a, "full_matrices"_a = false,
+        "(U, S descending, Vh, info) of matrices (..., m, n).");
   m.def(
       "count_nonzero",
       [](const Tensor& input, nb::handle dim) {

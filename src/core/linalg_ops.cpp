@@ -20,6 +20,7 @@
 #include "core/dispatch.h"
 #include "core/op_utils.h"
 #include "pyflame/error.h"
+#include "pyflame/misc_ops.h"
 #include "pyflame/ops.h"
 #include "pyflame/shape_ops.h"
 
@@ -128,13 +129,9 @@ Inferred infer_linalg_matrix_norm(OpCall& call) {
   PF_CHECK(rows != cols, ValueError, name, ": dims must be different. Got (", a.dims[0], ", ", a.dims[1], ")");
   a.dims = {rows, cols};
   const bool numeric = a.ord_name == kOrdNumber;
-  PF_CHECK(!(a.ord_name == kOrdNuc || (numeric && std::abs(a.ord) == 2)), NotSupportedError, name, ": ord=",
-           numeric ? ord_text(a.ord) : "'nuc'",
-           " needs the singular values, which PyFlame does not compute; convert with .numpy() and use "
-           "numpy.linalg.norm");
-  PF_CHECK(!numeric || std::abs(a.ord) == 1 || std::isinf(a.ord), ValueError, name, ": Order ", ord_text(a.ord),
-           " not supported.");
-  if (numeric) {
+  PF_CHECK(!numeric || std::abs(a.ord) == 1 || std::abs(a.ord) == 2 || std::isinf(a.ord), ValueError, name,
+           ": Order ", ord_text(a.ord), " not supported.");
+  if (numeric && std::abs(a.ord) != 2) {
     // The largest (smallest) column sum of matrices without columns, or row sum without rows.
     const bool by_columns = std::abs(a.ord) == 1;
     PF_CHECK(A.size(by_columns ? cols : rows) > 0, ValueError, name, ": cannot compute the ", ord_text(a.ord),
@@ -150,6 +147,18 @@ std::vector<Tensor> linalg_matrix_norm_composite(const OpCall& call) {
   const Tensor A = norm_input(call);
   const int64_t rows = a.dims[0], cols = a.dims[1];
   if (a.ord_name == kOrdFro) return {linalg_vector_norm(A, 2, a.dims, a.keepdim)};
+  if (a.ord_name == kOrdNuc || std::abs(a.ord) == 2) {
+    // The singular values' sum ('nuc'), largest (2) or smallest (-2): the matrix dims moved last.
+    std::vector<int64_t> order;
+    for (int64_t d = 0; d < A.dim(); ++d)
+      if (d != rows && d != cols) order.push_back(d);
+    order.insert(order.end(), {rows, cols});
+    const Tensor S = std::get<1>(linalg_svd(permute(A, order), false));
+    Tensor out = a.ord_name == kOrdNuc ? sum(S, {-1}) : a.ord > 0 ? max(S, {-1}) : min(S, {-1});
+    if (a.keepdim)
+      for (int64_t d : {std::min(rows, cols), std::max(rows, cols)}) out = unsqueeze(out, d);
+    return {out};
+  }
   // 1/-1: the largest/smallest column sum of |A| (summed over the rows); inf/-inf: the same over rows.
   const bool by_columns = std::abs(a.ord) == 1;
   const Tensor sums = sum(abs(A), {by_columns ? rows : cols}, true);
@@ -865,6 +874,81 @@ std::vector<Tensor> d_linalg_slogdet(const autograd::GradContext& c) {
   return {mul(unsqueeze(unsqueeze(c.grad(1), -1), -1), inv_t)};
 }
 
+Inferred infer_linalg_eigh(OpCall& call) {
+  const Tensor& A = call.inputs[0];
+  check_square(A, call.op);
+  Shape values = batch_of(A);
+  values.push_back(A.size(-1));
+  return {current_device(), {packed()}, {{values, A.dtype()}, {A.shape(), A.dtype()}, {batch_of(A), DType::Int32}}, {}};
+}
+
+Inferred infer_linalg_svd(OpCall& call) {
+  const Tensor& A = call.inputs[0];
+  const std::string name = solver_name(call.op);
+  PF_CHECK(A.dtype() == DType::Float32 || A.dtype() == DType::Float64, TypeError, name,
+           ": Expected a floating point tensor as input (float32 or float64; PyFlame has no complex dtypes). Got ",
+           torch_type_name(A.dtype()));
+  PF_CHECK(A.dim() >= 2, ValueError, name, ": The input tensor A must have at least 2 dimensions.");
+  const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  const bool full = call.attr<SvdAttrs>().full_matrices;
+  Shape u = batch_of(A), s = batch_of(A), vh = batch_of(A);
+  u.insert(u.end(), {m, full ? m : k});
+  s.push_back(k);
+  vh.insert(vh.end(), {full ? n : k, n});
+  return {current_device(),
+          {packed()},
+          {{u, A.dtype()}, {s, A.dtype()}, {vh, A.dtype()}, {batch_of(A), DType::Int32}},
+          {}};
+}
+
+// As PyTorch's linalg_eig_backward for a symmetric A: with V^T gV made skew-symmetric, divided by
+// E_ij = L_j - L_i off the diagonal and gL on it, gA = V (that) V^T.
+std::vector<Tensor> d_linalg_eigh(const autograd::GradContext& c) {
+  const Tensor &L = c.output(0), &V = c.output(1);
+  const int64_t n = L.size(-1);
+  const Tensor VtgV = matmul(mT(V), c.grad(1));
+  const Tensor skew = mul(sub(VtgV, mT(VtgV)), Scalar(0.5));
+  const Tensor E = add(sub(unsqueeze(L, -2), unsqueeze(L, -1)), to(eye(n, std::nullopt, L.dtype()), L.device()));
+  const Tensor inner = add(div(skew, E), diag_embed(c.grad(0)));
+  return {matmul(matmul(V, inner), mT(V))};
+}
+
+// As PyTorch's svd_backward (full_matrices: the first min(m, n) singular vectors only).
+std::vector<Tensor> d_linalg_svd(const autograd::GradContext& c) {
+  const Tensor& S = c.output(1);
+  const int64_t k = S.size(-1);
+  Tensor U = c.output(0), Vh = c.output(2), gU = c.grad(0), gVh = c.grad(2);
+  const Tensor& gS = c.grad(1);
+  if (c.attr<SvdAttrs>().full_matrices) {
+    const int64_t last = U.dim() - 1;
+    U = slice(U, last, 0, k), gU = slice(gU, last, 0, k);
+    Vh = slice(Vh, last - 1, 0, k), gVh = slice(gVh, last - 1, 0, k);
+  }
+  const int64_t m = U.size(-2), n = Vh.size(-1);
+  const Tensor V = mT(Vh), gV = mT(gVh);
+  auto skew = [](const Tensor& X) { return sub(X, mT(X)); };
+  const Tensor UtgU = skew(matmul(mT(U), gU)), VtgV = skew(matmul(mT(V), gV));
+  const Tensor S2 = mul(S, S);
+  const Tensor E = add(sub(unsqueeze(S2, -2), unsqueeze(S2, -1)), to(eye(k, std::nullopt, S.dtype()), S.device()));
+  Tensor gA = div(add(mul(UtgU, unsqueeze(S, -2)), mul(unsqueeze(S, -1), VtgV)), E);
+  gA = add(gA, diag_embed(gS));
+  if (m > n) {  // gA = [U gA + (I - U U^T) gU S^-1] V^T
+    const Tensor gUSinv = div(gU, unsqueeze(S, -2));
+    gA = add(matmul(U, gA), sub(gUSinv, matmul(U, matmul(mT(U), gUSinv))));
+    return {matmul(gA, Vh)};
+  }
+  if (m < n) {  // gA = U [gA V^T + S^-1 gV^T (I - V V^T)]
+    const Tensor gVSinv = div(gV, unsqueeze(S, -2));
+    gA = add(matmul(gA, Vh), sub(mT(gVSinv), matmul(matmul(mT(gVSinv), V), Vh)));
+    return {matmul(U, gA)};
+  }
+  return {matmul(U, matmul(gA, Vh))};
+}
+
+PF_REGISTER_INFER(linalg_eigh, &infer_linalg_eigh);
+PF_REGISTER_INFER(linalg_svd, &infer_linalg_svd);
+PF_REGISTER_DERIVATIVE(linalg_eigh, &d_linalg_eigh, autograd::kSavesOutputs);
+PF_REGISTER_DERIVATIVE(linalg_svd, &d_linalg_svd, autograd::kSavesOutputs);
 PF_REGISTER_INFER(linalg_inv_ex, &infer_square_ex);
 PF_REGISTER_INFER(linalg_cholesky_ex, &infer_square_ex);
 PF_REGISTER_INFER(linalg_solve_ex, &infer_linalg_solve_ex);
@@ -894,6 +978,16 @@ std::tuple<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A) {
 std::tuple<Tensor, Tensor> linalg_slogdet(const Tensor& A) {
   std::vector<Tensor> r = apply({ir::OpType::linalg_slogdet, {A}, NoAttrs{}, {}});
   return {std::move(r[0]), std::move(r[1])};
+}
+
+std::tuple<Tensor, Tensor, Tensor> linalg_eigh(const Tensor& A) {
+  std::vector<Tensor> r = apply({ir::OpType::linalg_eigh, {A}, NoAttrs{}, {}});
+  return {std::move(r[0]), std::move(r[1]), std::move(r[2])};
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_svd(const Tensor& A, bool full_matrices) {
+  std::vector<Tensor> r = apply({ir::OpType::linalg_svd, {A}, SvdAttrs{full_matrices}, {}});
+  return {std::move(r[0]), std::move(r[1]), std::move(r[2]), std::move(r[3])};
 }
 
 Tensor linalg_vector_norm(const Tensor& x, double ord, const std::vector<int64_t>& dims, bool keepdim,

@@ -1,4 +1,4 @@
-// CPU kernels of torch.linalg's solvers (linalg_ops.h has the ops): LAPACK from
+// CPU kernels of torch.linalg's solvers and decompositions (linalg_ops.h has the ops): LAPACK from
 // the OpenBLAS the CPU backend links (scipy-openblas32: 32-bit LAPACK integers),
 // one call per matrix of the batch, the batch split across threads (OpenBLAS
 // itself runs single-threaded, cpu/blas.h). LAPACKE's row-major entry points
@@ -50,6 +50,15 @@ template <class T> int gesv(T* a, int n, int* pivots, T* b, int k) {
 template <class T> int potrf(T* a, int n) {
   if constexpr (std::is_same_v<T, float>) return scipy_LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'L', n, a, n);
   else return scipy_LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', n, a, n);
+}
+
+template <class T> int syevd(T* a, int n, T* w) {
+  if constexpr (std::is_same_v<T, float>) return scipy_LAPACKE_ssyevd(LAPACK_ROW_MAJOR, 'V', 'L', n, a, n, w);
+  else return scipy_LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'L', n, a, n, w);
+}
+template <class T> int gesdd(char job, T* a, int m, int n, T* s, T* u, int ldu, T* vt, int ldvt) {
+  if constexpr (std::is_same_v<T, float>) return scipy_LAPACKE_sgesdd(LAPACK_ROW_MAJOR, job, m, n, a, n, s, u, ldu, vt, ldvt);
+  else return scipy_LAPACKE_dgesdd(LAPACK_ROW_MAJOR, job, m, n, a, n, s, u, ldu, vt, ldvt);
 }
 
 // Calls f(dtype tag) for float32 and float64 (the infer functions allow no other).
@@ -166,6 +175,84 @@ void slogdet_kernel(OpCall& call) {
   });
 }
 
+// A vector (count entries `stride` apart), and the partner vector of its other factor, negated
+// where the vector's entry of largest magnitude (the first such) is negative: eigenvectors and
+// singular vectors are unique up to sign only, and this one choice makes results reproducible
+// (and comparable with another library's after the same normalisation).
+template <class T> void make_positive(T* v, int64_t count, int64_t stride, T* partner = nullptr,
+                                      int64_t partner_count = 0, int64_t partner_stride = 1) {
+  int64_t at = 0;
+  for (int64_t i = 1; i < count; ++i)
+    if (std::abs(v[i * stride]) > std::abs(v[at * stride])) at = i;
+  if (count == 0 || v[at * stride] >= T(0)) return;
+  for (int64_t i = 0; i < count; ++i) v[i * stride] = -v[i * stride];
+  for (int64_t i = 0; i < partner_count; ++i) partner[i * partner_stride] = -partner[i * partner_stride];
+}
+
+// The eigenvectors overwrite a copy of A in the output (syevd reads its lower triangle).
+void eigh_kernel(OpCall& call) {
+  const Tensor& A = call.inputs[0];
+  const int64_t n = A.size(-1), batch = call.outputs[2].numel();
+  check_size(n, n, call.op);
+  int* info = call.outputs[2].data<int32_t>();
+  std::fill(info, info + batch, 0);
+  if (n == 0) return;
+  float_types(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* a = A.data<T>();
+    T *values = call.outputs[0].data<T>(), *vectors = call.outputs[1].data<T>();
+    parallel_for(batch, batch_grain(n), [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        T* q = vectors + b * n * n;
+        std::copy(a + b * n * n, a + (b + 1) * n * n, q);
+        const int r = syevd(q, static_cast<int>(n), values + b * n);
+        check_lapack(r, "syevd", call.op, n);
+        info[b] = r;
+        for (int64_t j = 0; j < n; ++j) make_positive(q + j, n, n);  // column j
+      }
+    });
+  });
+}
+
+// gesdd ('S': min(m, n) singular vectors, 'A': all) on a copy of each matrix.
+void svd_kernel(OpCall& call) {
+  const Tensor& A = call.inputs[0];
+  const bool full = call.attr<SvdAttrs>().full_matrices;
+  const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n), batch = call.outputs[3].numel();
+  const int64_t ucols = full ? m : k, vrows = full ? n : k;
+  check_size(m, n, call.op);
+  int* info = call.outputs[3].data<int32_t>();
+  std::fill(info, info + batch, 0);
+  float_types(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* a = A.data<T>();
+    T *u = call.outputs[0].data<T>(), *s = call.outputs[1].data<T>(), *vt = call.outputs[2].data<T>();
+    if (k == 0) {  // no singular values; full U and Vh of an empty side are identities, as torch's
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t i = 0; i < m * ucols; ++i) u[b * m * ucols + i] = i % (ucols + 1) == 0 ? T(1) : T(0);
+        for (int64_t i = 0; i < vrows * n; ++i) vt[b * vrows * n + i] = i % (n + 1) == 0 ? T(1) : T(0);
+      }
+      return;
+    }
+    parallel_for(batch, batch_grain(std::max(m, n)), [&](int64_t b0, int64_t b1) {
+      std::vector<T> work(m * n);
+      for (int64_t b = b0; b < b1; ++b) {
+        std::copy(a + b * m * n, a + (b + 1) * m * n, work.begin());
+        const int r = gesdd(full ? 'A' : 'S', work.data(), static_cast<int>(m), static_cast<int>(n), s + b * k,
+                            u + b * m * ucols, static_cast<int>(ucols), vt + b * vrows * n, static_cast<int>(n));
+        check_lapack(r, "gesdd", call.op, std::max(m, n));
+        info[b] = r;
+        T *ub = u + b * m * ucols, *vb = vt + b * vrows * n;
+        // U's column j with Vh's row j; the rows of a full Vh past k on their own
+        for (int64_t j = 0; j < ucols; ++j) make_positive(ub + j, m, ucols, j < k ? vb + j * n : nullptr, j < k ? n : 0);
+        for (int64_t j = k; j < vrows; ++j) make_positive(vb + j * n, n, 1);
+      }
+    });
+  });
+}
+
+PF_REGISTER_KERNEL(linalg_eigh, CPU, &eigh_kernel);
+PF_REGISTER_KERNEL(linalg_svd, CPU, &svd_kernel);
 PF_REGISTER_KERNEL(linalg_inv_ex, CPU, &inv_ex_kernel);
 PF_REGISTER_KERNEL(linalg_solve_ex, CPU, &solve_ex_kernel);
 PF_REGISTER_KERNEL(linalg_cholesky_ex, CPU, &cholesky_ex_kernel);

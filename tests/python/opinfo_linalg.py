@@ -1,5 +1,5 @@
-"""OpInfos of torch.linalg's solvers (linalg_inv_ex, linalg_solve_ex, linalg_cholesky_ex, linalg_slogdet: their
-Python forms and LinAlgError are tested in test_linalg_solvers.py), norms and cross product, logsumexp, nansum, nanmean, count_nonzero, aminmax, kron,
+"""OpInfos of torch.linalg's solvers and decompositions (linalg_inv_ex, linalg_solve_ex, linalg_cholesky_ex,
+linalg_slogdet, linalg_eigh, linalg_svd: their Python forms and LinAlgError are tested in test_linalg_solvers.py), norms and cross product, logsumexp, nansum, nanmean, count_nonzero, aminmax, kron,
 tensordot, einsum and addmm & co. (composite ops): linalg_vector_norm, linalg_matrix_norm, linalg_cross, logsumexp, nansum,
 nanmean, count_nonzero, aminmax, kron, tensordot, einsum, addmm, addmv, addr, baddbmm and addbmm against torch's, values and gradients.
 
@@ -325,6 +325,50 @@ def _solver_samples(kind):
     return gen
 
 
+def _decomposition_samples(kind):
+    """Symmetric matrices for eigh (distinct eigenvalues, almost surely); for svd tall, wide and
+    square ones, reduced, and full where square (a non-square matrix's extra singular vectors have
+    no gradient, as torch's: test_linalg_solvers.py compares its full factors)."""
+    def gen(rng, dtype, cls):
+        def A(shape, layout="contig"):
+            a = rng.uniform(-1, 1, shape)
+            return Arg((a + np.swapaxes(a, -1, -2)) / 2 if kind == "eigh" else a, layout)
+
+        if kind == "eigh":
+            shapes = {"plain": [((4, 4), "contig"), ((2, 3, 3), "contig")], "noncontig": [((4, 4), "strided")],
+                      "empty": [((0, 3, 3), "contig"), ((2, 0, 0), "contig")], "size1": [((1, 1), "contig")]}
+            return [Sample((A(s, lay),)) for s, lay in shapes.get(cls, [])]
+        shapes = {"plain": [((4, 3), False), ((3, 5), False), ((2, 4, 4), True)],
+                  "noncontig": [((4, 3), False)], "empty": [((0, 3), False), ((2, 0, 4), False)],
+                  "size1": [((1, 1), True)]}
+        return [Sample((A(s, "T" if cls == "noncontig" else "contig"), full)) for s, full in shapes.get(cls, [])]
+
+    return gen
+
+
+def _positive(v, dim):
+    """Vectors along `dim` negated where their entry of largest magnitude (the first) is negative: the
+    sign PyFlame's eigh and svd choose (src/cpu/linalg.cpp). Returns them and the signs."""
+    if v.shape[dim] == 0:
+        return v, torch.ones(v.shape[:dim] + v.shape[dim + 1:] if dim != -1 else v.shape[:-1], dtype=v.dtype)
+    at = v.abs().argmax(dim, keepdim=True)
+    sign = torch.where(torch.gather(v, dim, at) < 0, -1.0, 1.0).to(v.dtype)
+    return v * sign, sign.squeeze(dim)
+
+
+def _eigh_ref(A):
+    L, V = torch.linalg.eigh(A)
+    return L, _positive(V, -2)[0], torch.zeros(A.shape[:-2], dtype=torch.int32)
+
+
+def _svd_ref(A, full_matrices=False):
+    U, S, Vh = torch.linalg.svd(A, full_matrices=full_matrices)
+    k = S.shape[-1]
+    U, sign = _positive(U, -2)
+    Vh = torch.cat([Vh[..., :k, :] * sign[..., :k, None], _positive(Vh[..., k:, :], -1)[0]], -2)
+    return U, S, Vh, torch.zeros(A.shape[:-2], dtype=torch.int32)
+
+
 _SOLVER_CLASSES = ("plain", "noncontig", "empty", "size1")
 _SOLVER_TOL = {"float32": (1e-4, 1e-4), "float64": (1e-10, 1e-10)}
 
@@ -338,6 +382,10 @@ OP_INFOS = [
     OpInfo("linalg_cholesky_ex", "CUSTOM", ("float32", "float64"), _solver_samples("cholesky"),
            torch.linalg.cholesky_ex, _SOLVER_CLASSES, tol=_SOLVER_TOL, method=False),
     OpInfo("linalg_slogdet", "CUSTOM", ("float32", "float64"), _solver_samples("slogdet"), torch.linalg.slogdet,
+           _SOLVER_CLASSES, tol=_SOLVER_TOL, method=False),
+    OpInfo("linalg_eigh", "CUSTOM", ("float32", "float64"), _decomposition_samples("eigh"), _eigh_ref,
+           _SOLVER_CLASSES, tol=_SOLVER_TOL, method=False),
+    OpInfo("linalg_svd", "CUSTOM", ("float32", "float64"), _decomposition_samples("svd"), _svd_ref,
            _SOLVER_CLASSES, tol=_SOLVER_TOL, method=False),
     OpInfo("logsumexp", "CUSTOM", ALL_DTYPES, _logsumexp_samples, torch.logsumexp, REDUCE_CLASSES),
     OpInfo("nansum", "CUSTOM", ALL_DTYPES, _nan_reduce_samples(True), _with_torch_dtype(torch.nansum), REDUCE_CLASSES),

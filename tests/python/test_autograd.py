@@ -22,7 +22,7 @@ PIECEWISE_CONSTANT = {"floor", "ceil", "round", "sign", "floor_divide", "trunc_d
 OWN_TEST = {"dropout", "normal"}  # normal: test_misc_api.py
 # Defined on symmetric matrices (reading one triangle), their gradient symmetric as torch's: finite
 # differences go along symmetric directions.
-SYMMETRIC_INPUT = {"linalg_cholesky_ex"}
+SYMMETRIC_INPUT = {"linalg_cholesky_ex", "linalg_eigh"}
 
 
 def _grad_params():

@@ -175,3 +175,74 @@ def test_no_gpu_kernel_yet():
     for fn in (pf.linalg.inv, pf.linalg.det, pf.linalg.cholesky, lambda x: pf.linalg.solve(x, x)):
         with pytest.raises(pf.NotSupportedError, match=re.escape("rocm")):
             fn(a)
+
+
+def symmetric(rng, shape):
+    a = rng.uniform(-1, 1, shape)
+    return (a + np.swapaxes(a, -1, -2)) / 2
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 1), (4, 4), (2, 3, 5, 5), (0, 3, 3), (2, 0, 0)])
+def test_eigh_matches_torch(rng, dtype, shape):
+    """Eigenvalues as torch's; eigenvectors up to sign: A V = V diag(L), V orthogonal, |V| as torch's."""
+    p, t = both(symmetric(rng, shape), dtype)
+    for uplo in ("L", "U"):
+        L, V = pf.linalg.eigh(p, UPLO=uplo)
+        tL, tV = torch.linalg.eigh(t, UPLO=uplo)
+        close(L, tL, dtype, f"eigenvalues {uplo}")
+        close(pf.linalg.eigvalsh(p, UPLO=uplo), tL, dtype, f"eigvalsh {uplo}")
+        close(V.abs(), tV.abs(), dtype, f"|eigenvectors| {uplo}")
+        close(p @ V, torch.from_numpy((V * L.unsqueeze(-2)).numpy()), dtype, "A V = V L")
+    with pytest.raises(ValueError, match="UPLO"):
+        pf.linalg.eigh(p, UPLO="X")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 4, 6), (1, 1), (0, 3), (3, 0), (2, 0, 4)])
+def test_svd_matches_torch(rng, dtype, shape):
+    """Singular values as torch's; U and Vh up to sign (|U|, |Vh| as torch's where the values are
+    distinct) and U diag(S) Vh = A; the reduced and the full factors; torch.svd's V; pinv and
+    matrix_rank."""
+    p, t = both(rng.uniform(-1, 1, shape), dtype)
+    k = min(shape[-2:])
+    for full in (False, True):
+        U, S, Vh = pf.linalg.svd(p, full_matrices=full)
+        tU, tS, tVh = torch.linalg.svd(t, full_matrices=full)
+        assert tuple(U.shape) == tuple(tU.shape) and tuple(Vh.shape) == tuple(tVh.shape), (full, U.shape, tU.shape)
+        close(S, tS, dtype, f"S full={full}")
+        close(U[..., :k].abs(), tU[..., :k].abs(), dtype, "|U|")
+        close(Vh[..., :k, :].abs(), tVh[..., :k, :].abs(), dtype, "|Vh|")
+        close((U[..., :k] * S.unsqueeze(-2)) @ Vh[..., :k, :], t, dtype, "U S Vh = A")
+        close(U.mT @ U, torch.eye(U.shape[-1], dtype=t.dtype).expand(U.shape[:-2] + (U.shape[-1],) * 2), dtype,
+              "U orthogonal")
+    close(pf.linalg.svdvals(p), torch.linalg.svdvals(t), dtype, "svdvals")
+    U, S, V = pf.svd(p)
+    tU, tS, tV = torch.svd(t)
+    close(V.abs(), tV.abs(), dtype, "torch.svd's V")
+    close(pf.linalg.pinv(p), torch.linalg.pinv(t), dtype, "pinv")
+    close(pf.pinverse(p), torch.pinverse(t), dtype, "pinverse")
+    low_rank = rng.uniform(-1, 1, shape[:-1] + (1,)) @ rng.uniform(-1, 1, shape[:-2] + (1, shape[-1]))
+    p2, t2 = both(low_rank, dtype)
+    assert pf.linalg.matrix_rank(p2).tolist() == torch.linalg.matrix_rank(t2).tolist()
+    assert pf.linalg.matrix_rank(p).tolist() == torch.linalg.matrix_rank(t).tolist()
+
+
+def test_decomposition_gradients_match_torch(rng):
+    """eigh and svd gradients through sign-invariant functions of the vectors (and the values), as
+    torch's formulas, on symmetric inputs for eigh; pinv's through the SVD."""
+    w = rng.uniform(-1, 1, (4,))
+    for name, fn, tfn, a in [
+            ("eigvalsh", lambda x: pf.linalg.eigvalsh(x), lambda x: torch.linalg.eigvalsh(x), symmetric(rng, (2, 4, 4))),
+            ("eigh vectors", lambda x: (pf.linalg.eigh(x)[1] ** 2 * pf.tensor(w)).sum(-1),
+             lambda x: (torch.linalg.eigh(x)[1] ** 2 * torch.from_numpy(w)).sum(-1), symmetric(rng, (2, 4, 4))),
+            ("svdvals", pf.linalg.svdvals, torch.linalg.svdvals, rng.uniform(-1, 1, (2, 5, 3))),
+            ("svd U tall", lambda x: pf.linalg.svd(x, full_matrices=False)[0] ** 2,
+             lambda x: torch.linalg.svd(x, full_matrices=False)[0] ** 2, rng.uniform(-1, 1, (5, 3))),
+            ("svd Vh wide", lambda x: pf.linalg.svd(x, full_matrices=False)[2] ** 2,
+             lambda x: torch.linalg.svd(x, full_matrices=False)[2] ** 2, rng.uniform(-1, 1, (3, 5))),
+            ("svd full, square", lambda x: pf.linalg.svd(x)[0] ** 2 + pf.linalg.svd(x)[2] ** 2,
+             lambda x: torch.linalg.svd(x)[0] ** 2 + torch.linalg.svd(x)[2] ** 2, rng.uniform(-1, 1, (4, 4))),
+            ("pinv", pf.linalg.pinv, torch.linalg.pinv, rng.uniform(-1, 1, (5, 3)))]:
+        p, t = both(a, "float64", grad=True)
+        grads_agree(rng, fn(p), tfn(t), [p], [t], name)

@@ -464,6 +464,13 @@ struct RmspropAttrs {
   }
 };
 
+// linalg_svd: U and Vh with all m and n columns and rows, or min(m, n) (torch's full_matrices).
+struct SvdAttrs {
+  bool full_matrices = false;
+  bool operator==(const SvdAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("full_matrices", full_matrices); }
+};
+
 // grouped_linear's fusions (graph mode's, src/ir/passes.cpp): the input RMS-normalised
 // over its last dimension first (rms_norm with eps, the call's norm weight), and the
 // first two products met as silu(y0) * y1 (SwiGLU), the call's one result.
@@ -499,7 +506,7 @@ struct FusedElementwiseAttrs {
   X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(SelectAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs) \
   X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs) X(AddProductAttrs) X(IndexAlongAttrs)    \
   X(DiffAttrs) X(DiagonalAttrs) X(FlipAttrs) X(RollAttrs) X(TensordotAttrs) X(EinsumAttrs) X(LerpAttrs)   \
-  X(LogitAttrs) X(CdistAttrs) X(FusedElementwiseAttrs) X(GroupedLinearAttrs)
+  X(LogitAttrs) X(CdistAttrs) X(FusedElementwiseAttrs) X(GroupedLinearAttrs) X(SvdAttrs)
 #define PF_ATTRS_ALTERNATIVE(A) , A
 using OpAttrs = std::variant<NoAttrs PF_FOR_EACH_ATTRS(PF_ATTRS_ALTERNATIVE)>;
 #undef PF_ATTRS_ALTERNATIVE
