@@ -33,6 +33,9 @@ PF_API std::tuple<Tensor, Tensor> linalg_slogdet(const Tensor& A);
 PF_API std::tuple<Tensor, Tensor, Tensor> linalg_eigh(const Tensor& A);
 // (U, S descending, Vh, info) of A (..., m, n): U (..., m, m or k), Vh (..., n or k, n), k = min(m, n).
 PF_API std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_svd(const Tensor& A, bool full_matrices = false);
+// X with A X = B, A (..., n, n) triangular (the upper or lower triangle read; unitriangular: ones
+// taken on its diagonal), B (..., n, k) of A's batch dims.
+PF_API Tensor linalg_solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool unitriangular = false);
 
 PF_API Tensor linalg_vector_norm(const Tensor& x, double ord = 2, const std::vector<int64_t>& dims = {},
                                  bool keepdim = false, std::optional<DType> dtype = std::nullopt);

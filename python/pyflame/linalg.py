@@ -148,6 +148,19 @@ def logdet(A):
     return logabsdet + sign.log()
 
 
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+    """X with A X = B (X A = B with left=False) for triangular A, as torch.linalg.solve_triangular:
+    only A's upper (else lower) triangle is read, its diagonal taken as ones with unitriangular;
+    batch dims broadcast. A zero on the diagonal gives inf and nan, as torch's (no LinAlgError)."""
+    if not left:  # X A = B  <=>  A^T X^T = B^T, A^T of the other triangle
+        return solve_triangular(A.mT, B.mT, upper=not upper, unitriangular=unitriangular).mT
+    if A.dim() < 2 or B.dim() < 2:
+        raise _C.InvalidArgumentError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
+    batch = broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2]))
+    return _C.linalg_solve_triangular(A.expand(*batch, *A.shape[-2:]), B.expand(*batch, *B.shape[-2:]), upper,
+                                      unitriangular)
+
+
 def _not_converged(what):
     return lambda k: (f"The algorithm failed to converge because the input matrix is ill-conditioned or has too "
                       f"many repeated {what} (error code: {k}).")
@@ -270,7 +283,6 @@ def _unsupported(what, numpy_name):
 
 # torch.linalg's decompositions and solvers, and what to use instead.
 _ALTERNATIVES = {
-    "solve_triangular": "scipy.linalg.solve_triangular",
     "eig": "numpy.linalg.eig", "eigvals": "numpy.linalg.eigvals", "qr": "numpy.linalg.qr",
     "lstsq": "numpy.linalg.lstsq", "cond": "numpy.linalg.cond",
     "lu": "scipy.linalg.lu", "lu_factor": "scipy.linalg.lu_factor", "lu_factor_ex": "scipy.linalg.lu_factor",

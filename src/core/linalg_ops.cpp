@@ -945,6 +945,25 @@ std::vector<Tensor> d_linalg_svd(const autograd::GradContext& c) {
   return {matmul(U, matmul(gA, Vh))};
 }
 
+Inferred infer_linalg_solve_triangular(OpCall& call) {
+  const Inferred solve = infer_linalg_solve_ex(call);
+  return {solve.device, solve.inputs, {solve.outputs[0]}, {}};  // no info: a zero diagonal gives inf and nan, as torch's
+}
+
+// X = A^-1 B: gB = A^-T gX; gA = -gB X^T on A's triangle (without the diagonal when unitriangular).
+std::vector<Tensor> d_linalg_solve_triangular(const autograd::GradContext& c) {
+  const auto& a = c.attr<TriangularAttrs>();
+  const Tensor gB = linalg_solve_triangular(mT(c.input(0)), c.grad(0), !a.upper, a.unitriangular);
+  Tensor gA;
+  if (c.needs[0]) {
+    const Tensor full = neg(matmul(gB, mT(c.output(0))));
+    gA = a.upper ? triu(full, a.unitriangular ? 1 : 0) : tril(full, a.unitriangular ? -1 : 0);
+  }
+  return {gA, gB};
+}
+
+PF_REGISTER_INFER(linalg_solve_triangular, &infer_linalg_solve_triangular);
+PF_REGISTER_DERIVATIVE(linalg_solve_triangular, &d_linalg_solve_triangular, autograd::kSavesBoth);
 PF_REGISTER_INFER(linalg_eigh, &infer_linalg_eigh);
 PF_REGISTER_INFER(linalg_svd, &infer_linalg_svd);
 PF_REGISTER_DERIVATIVE(linalg_eigh, &d_linalg_eigh, autograd::kSavesOutputs);
@@ -978,6 +997,10 @@ std::tuple<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A) {
 std::tuple<Tensor, Tensor> linalg_slogdet(const Tensor& A) {
   std::vector<Tensor> r = apply({ir::OpType::linalg_slogdet, {A}, NoAttrs{}, {}});
   return {std::move(r[0]), std::move(r[1])};
+}
+
+Tensor linalg_solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool unitriangular) {
+  return apply_one(ir::OpType::linalg_solve_triangular, {A, B}, TriangularAttrs{upper, unitriangular});
 }
 
 std::tuple<Tensor, Tensor, Tensor> linalg_eigh(const Tensor& A) {

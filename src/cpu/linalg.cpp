@@ -6,6 +6,7 @@
 // overwrites its operands), and its info goes to the op's info output: the
 // Python layer raises LinAlgError from it where torch raises.
 
+#include <cblas.h>
 #include <lapacke.h>
 
 #include <algorithm>
@@ -251,6 +252,34 @@ void svd_kernel(OpCall& call) {
   });
 }
 
+// trsm in place on a copy of B.
+void solve_triangular_kernel(OpCall& call) {
+  const Tensor &A = call.inputs[0], &B = call.inputs[1];
+  const auto& attrs = call.attr<TriangularAttrs>();
+  const int64_t n = A.size(-1), k = B.size(-1), batch = n ? A.numel() / (n * n) : 0;
+  check_size(n, k, call.op);
+  if (n == 0 || k == 0) return;
+  const CBLAS_UPLO uplo = attrs.upper ? CblasUpper : CblasLower;
+  const CBLAS_DIAG diag = attrs.unitriangular ? CblasUnit : CblasNonUnit;
+  float_types(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *a = A.data<T>(), *b = B.data<T>();
+    T* out = call.out().data<T>();
+    parallel_for(batch, batch_grain(n), [&](int64_t b0, int64_t b1) {
+      for (int64_t i = b0; i < b1; ++i) {
+        T* x = out + i * n * k;
+        std::copy(b + i * n * k, b + (i + 1) * n * k, x);
+        const int N = static_cast<int>(n), K = static_cast<int>(k);
+        if constexpr (std::is_same_v<T, float>)
+          scipy_cblas_strsm(CblasRowMajor, CblasLeft, uplo, CblasNoTrans, diag, N, K, 1.0f, a + i * n * n, N, x, K);
+        else
+          scipy_cblas_dtrsm(CblasRowMajor, CblasLeft, uplo, CblasNoTrans, diag, N, K, 1.0, a + i * n * n, N, x, K);
+      }
+    });
+  });
+}
+
+PF_REGISTER_KERNEL(linalg_solve_triangular, CPU, &solve_triangular_kernel);
 PF_REGISTER_KERNEL(linalg_eigh, CPU, &eigh_kernel);
 PF_REGISTER_KERNEL(linalg_svd, CPU, &svd_kernel);
 PF_REGISTER_KERNEL(linalg_inv_ex, CPU, &inv_ex_kernel);

@@ -1,5 +1,5 @@
 """OpInfos of torch.linalg's solvers and decompositions (linalg_inv_ex, linalg_solve_ex, linalg_cholesky_ex,
-linalg_slogdet, linalg_eigh, linalg_svd: their Python forms and LinAlgError are tested in test_linalg_solvers.py), norms and cross product, logsumexp, nansum, nanmean, count_nonzero, aminmax, kron,
+linalg_slogdet, linalg_solve_triangular, linalg_eigh, linalg_svd: their Python forms and LinAlgError are tested in test_linalg_solvers.py), norms and cross product, logsumexp, nansum, nanmean, count_nonzero, aminmax, kron,
 tensordot, einsum and addmm & co. (composite ops): linalg_vector_norm, linalg_matrix_norm, linalg_cross, logsumexp, nansum,
 nanmean, count_nonzero, aminmax, kron, tensordot, einsum, addmm, addmv, addr, baddbmm and addbmm against torch's, values and gradients.
 
@@ -346,6 +346,13 @@ def _decomposition_samples(kind):
     return gen
 
 
+def _triangular_samples(rng, dtype, cls):
+    """(A, B, upper[, unitriangular]): A with a dominant diagonal (its other triangle noise, unread)."""
+    solve = _solver_samples("solve")(rng, dtype, cls)
+    return [Sample(s.args + (upper,), dict(unitriangular=unit)) for s in solve
+            for upper, unit in ((False, False), (True, False), (True, True))]
+
+
 def _positive(v, dim):
     """Vectors along `dim` negated where their entry of largest magnitude (the first) is negative: the
     sign PyFlame's eigh and svd choose (src/cpu/linalg.cpp). Returns them and the signs."""
@@ -382,6 +389,10 @@ OP_INFOS = [
     OpInfo("linalg_cholesky_ex", "CUSTOM", ("float32", "float64"), _solver_samples("cholesky"),
            torch.linalg.cholesky_ex, _SOLVER_CLASSES, tol=_SOLVER_TOL, method=False),
     OpInfo("linalg_slogdet", "CUSTOM", ("float32", "float64"), _solver_samples("slogdet"), torch.linalg.slogdet,
+           _SOLVER_CLASSES, tol=_SOLVER_TOL, method=False),
+    OpInfo("linalg_solve_triangular", "CUSTOM", ("float32", "float64"), _triangular_samples,
+           lambda A, B, upper, unitriangular=False: torch.linalg.solve_triangular(A, B, upper=upper,
+                                                                                  unitriangular=unitriangular),
            _SOLVER_CLASSES, tol=_SOLVER_TOL, method=False),
     OpInfo("linalg_eigh", "CUSTOM", ("float32", "float64"), _decomposition_samples("eigh"), _eigh_ref,
            _SOLVER_CLASSES, tol=_SOLVER_TOL, method=False),

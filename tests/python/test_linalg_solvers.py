@@ -246,3 +246,29 @@ def test_decomposition_gradients_match_torch(rng):
             ("pinv", pf.linalg.pinv, torch.linalg.pinv, rng.uniform(-1, 1, (5, 3)))]:
         p, t = both(a, "float64", grad=True)
         grads_agree(rng, fn(p), tfn(t), [p], [t], name)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_solve_triangular_matches_torch(rng, dtype):
+    """Upper and lower, unitriangular, left and right, broadcast batch dims; only the triangle is read
+    (the other holds noise); gradients (float64) as torch's."""
+    for a_shape, b_shape in [((4, 4), (4, 3)), ((2, 3, 3), (3, 2)), ((3, 3), (2, 3, 1)), ((0, 2, 2), (0, 2, 2)),
+                             ((3, 3), (3, 0))]:
+        for upper in (False, True):
+            for unit in (False, True):
+                a = well_conditioned(rng, a_shape)
+                pa, ta = both(a, dtype)
+                pb, tb = both(rng.uniform(-2, 2, b_shape), dtype)
+                close(pf.linalg.solve_triangular(pa, pb, upper=upper, unitriangular=unit),
+                      torch.linalg.solve_triangular(ta, tb, upper=upper, unitriangular=unit), dtype,
+                      f"{a_shape} {b_shape} upper={upper} unit={unit}")
+        pb, tb = both(rng.uniform(-2, 2, b_shape[:-2] + (b_shape[-1], b_shape[-2])), dtype)
+        close(pf.linalg.solve_triangular(pa, pb, upper=True, left=False),
+              torch.linalg.solve_triangular(ta, tb, upper=True, left=False), dtype, f"left=False {a_shape}")
+    for upper in (False, True):
+        for unit in (False, True):
+            pa, ta = both(well_conditioned(rng, (2, 4, 4)), "float64", grad=True)
+            pb, tb = both(rng.uniform(-1, 1, (2, 4, 3)), "float64", grad=True)
+            grads_agree(rng, pf.linalg.solve_triangular(pa, pb, upper=upper, unitriangular=unit),
+                        torch.linalg.solve_triangular(ta, tb, upper=upper, unitriangular=unit), [pa, pb], [ta, tb],
+                        f"solve_triangular upper={upper} unit={unit}")

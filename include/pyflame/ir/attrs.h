@@ -464,6 +464,14 @@ struct RmspropAttrs {
   }
 };
 
+// linalg_solve_triangular: A's upper (else lower) triangle read, its diagonal taken as ones.
+struct TriangularAttrs {
+  bool upper = false;
+  bool unitriangular = false;
+  bool operator==(const TriangularAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("upper", upper), v("unitriangular", unitriangular); }
+};
+
 // linalg_svd: U and Vh with all m and n columns and rows, or min(m, n) (torch's full_matrices).
 struct SvdAttrs {
   bool full_matrices = false;
@@ -506,7 +514,7 @@ struct FusedElementwiseAttrs {
   X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(SelectAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs) \
   X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs) X(AddProductAttrs) X(IndexAlongAttrs)    \
   X(DiffAttrs) X(DiagonalAttrs) X(FlipAttrs) X(RollAttrs) X(TensordotAttrs) X(EinsumAttrs) X(LerpAttrs)   \
-  X(LogitAttrs) X(CdistAttrs) X(FusedElementwiseAttrs) X(GroupedLinearAttrs) X(SvdAttrs)
+  X(LogitAttrs) X(CdistAttrs) X(FusedElementwiseAttrs) X(GroupedLinearAttrs) X(SvdAttrs) X(TriangularAttrs)
 #define PF_ATTRS_ALTERNATIVE(A) , A
 using OpAttrs = std::variant<NoAttrs PF_FOR_EACH_ATTRS(PF_ATTRS_ALTERNATIVE)>;
 #undef PF_ATTRS_ALTERNATIVE
