@@ -33,6 +33,8 @@ PF_API std::tuple<Tensor, Tensor> linalg_slogdet(const Tensor& A);
 PF_API std::tuple<Tensor, Tensor, Tensor> linalg_eigh(const Tensor& A);
 // (U, S descending, Vh, info) of A (..., m, n): U (..., m, m or k), Vh (..., n or k, n), k = min(m, n).
 PF_API std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_svd(const Tensor& A, bool full_matrices = false);
+// (Q, R) with A = Q R: Q (..., m, m or k) with orthonormal columns, R (..., m or k, n) upper-triangular.
+PF_API std::tuple<Tensor, Tensor> linalg_qr(const Tensor& A, bool complete = false);
 // X with A X = B, A (..., n, n) triangular (the upper or lower triangle read; unitriangular: ones
 // taken on its diagonal), B (..., n, k) of A's batch dims.
 PF_API Tensor linalg_solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool unitriangular = false);

@@ -295,7 +295,7 @@ from . import linalg  # noqa: E402  (pf.linalg reads this module's functions)
 from ._creation import zeros_like  # noqa: E402
 
 # torch's top-level and Tensor forms of pf.linalg's functions.
-det, slogdet, qr, cholesky = linalg.det, linalg.slogdet, linalg.qr, linalg.cholesky
+det, slogdet, cholesky = linalg.det, linalg.slogdet, linalg.cholesky
 inverse, matrix_power, matrix_exp, logdet = linalg.inv, linalg.matrix_power, linalg.matrix_exp, linalg.logdet
 _SvdResult = namedtuple("svd", ["U", "S", "V"])
 
@@ -307,6 +307,11 @@ def svd(input, some=True, compute_uv=True):
     if not compute_uv:
         U, Vh = zeros_like(U), zeros_like(Vh)
     return _SvdResult(U, S, Vh.mT)
+
+
+def qr(input, some=True):
+    """(Q, R) with input = Q R, as torch.qr (some=True: the reduced factors)."""
+    return linalg.qr(input, "reduced" if some else "complete")
 
 
 def pinverse(input, rcond=1e-15):

@@ -1,11 +1,12 @@
 """pf.linalg: torch.linalg's norms (vector_norm and matrix_norm are ops of the table), products
-(compositions of table ops), and on the CPU through LAPACK the solvers inv, solve, cholesky, det
-and slogdet (and their _ex forms) and the decompositions eigh and svd (ops linalg_inv_ex,
-linalg_solve_ex, linalg_cholesky_ex, linalg_slogdet, linalg_eigh, linalg_svd; eigvalsh, svdvals,
-pinv and matrix_rank are built on them), differentiable. A singular or not positive-definite
+(compositions of table ops), and on the CPU through LAPACK the solvers inv, solve,
+solve_triangular, cholesky, det and slogdet (and the _ex forms) and the decompositions qr, eigh
+and svd (ops linalg_inv_ex, linalg_solve_ex, linalg_solve_triangular, linalg_cholesky_ex,
+linalg_slogdet, linalg_qr, linalg_eigh, linalg_svd; eigvalsh, svdvals, pinv and matrix_rank are
+built on them), differentiable. A singular or not positive-definite
 input raises LinAlgError (a RuntimeError) as torch.linalg's, or gives its info for the _ex forms.
 
-The other decompositions (qr, eig, lstsq, lu, ...) have no kernels in PyFlame yet: they raise
+The other decompositions (eig, lstsq, lu, ...) have no kernels in PyFlame yet: they raise
 pf.NotSupportedError naming the NumPy or SciPy function to use on `.numpy()` of the tensor
 (docs/ops.md), as all of these do on the GPU.
 """
@@ -161,6 +162,20 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
                                       unitriangular)
 
 
+QRResult = namedtuple("qr", ["Q", "R"])
+
+
+def qr(A, mode="reduced"):
+    """(Q, R) with A = Q R, as torch.linalg.qr: mode 'reduced' (Q (..., m, k), R (..., k, n), k =
+    min(m, n)), 'complete' (Q (..., m, m), R (..., m, n)) or 'r' (R alone, Q empty). LAPACK's
+    Householder QR (geqrf, orgqr): R's diagonal may be negative, as torch's."""
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
+                         "or 'complete'")
+    Q, R = _C.linalg_qr(A, mode == "complete")
+    return QRResult(Q.new_empty((0,)) if mode == "r" else Q, R)
+
+
 def _not_converged(what):
     return lambda k: (f"The algorithm failed to converge because the input matrix is ill-conditioned or has too "
                       f"many repeated {what} (error code: {k}).")
@@ -276,15 +291,15 @@ def matrix_power(A, n):
 
 def _unsupported(what, numpy_name):
     raise _C.NotSupportedError(
-        f"linalg.{what}: PyFlame has no kernel for it yet (it has inv, solve, cholesky, det, slogdet, eigh and "
-        f"svd, on the CPU); convert with .numpy() and use "
+        f"linalg.{what}: PyFlame has no kernel for it yet (it has inv, solve, solve_triangular, cholesky, det, "
+        f"slogdet, qr, eigh and svd, on the CPU); convert with .numpy() and use "
         f"{numpy_name} (then pf.tensor(...) the result), or use torch.linalg through torch.from_dlpack")
 
 
 # torch.linalg's decompositions and solvers, and what to use instead.
 _ALTERNATIVES = {
-    "eig": "numpy.linalg.eig", "eigvals": "numpy.linalg.eigvals", "qr": "numpy.linalg.qr",
-    "lstsq": "numpy.linalg.lstsq", "cond": "numpy.linalg.cond",
+    "eig": "numpy.linalg.eig", "eigvals": "numpy.linalg.eigvals", "lstsq": "numpy.linalg.lstsq",
+    "cond": "numpy.linalg.cond",
     "lu": "scipy.linalg.lu", "lu_factor": "scipy.linalg.lu_factor", "lu_factor_ex": "scipy.linalg.lu_factor",
     "lu_solve": "scipy.linalg.lu_solve", "ldl_factor": "scipy.linalg.ldl", "ldl_factor_ex": "scipy.linalg.ldl",
     "ldl_solve": "scipy.linalg.ldl", "matrix_exp": "scipy.linalg.expm",

@@ -962,6 +962,42 @@ std::vector<Tensor> d_linalg_solve_triangular(const autograd::GradContext& c) {
   return {gA, gB};
 }
 
+Inferred infer_linalg_qr(OpCall& call) {
+  const Tensor& A = call.inputs[0];
+  const std::string name = solver_name(call.op);
+  PF_CHECK(A.dtype() == DType::Float32 || A.dtype() == DType::Float64, TypeError, name,
+           ": Expected a floating point tensor as input (float32 or float64; PyFlame has no complex dtypes). Got ",
+           torch_type_name(A.dtype()));
+  PF_CHECK(A.dim() >= 2, ValueError, name, ": The input tensor A must have at least 2 dimensions.");
+  const int64_t m = A.size(-2), n = A.size(-1), cols = call.attr<SvdAttrs>().full_matrices ? m : std::min(m, n);
+  Shape q = batch_of(A), r = batch_of(A);
+  q.insert(q.end(), {m, cols});
+  r.insert(r.end(), {cols, n});
+  return {current_device(), {packed()}, {{q, A.dtype()}, {r, A.dtype()}}, {}};
+}
+
+// A = Q R with R square (m >= n, reduced): gA = (gQ + Q N) R^-T, N = M's upper triangle mirrored
+// to the lower, M = gR R^T - Q^T gQ (PyTorch's linalg_qr_backward). m < n: A = [X | Y], R = [U | V]:
+// X's square case with gQ + Y gV^T, and gY = Q gV.
+std::vector<Tensor> d_linalg_qr(const autograd::GradContext& c) {
+  const Tensor &Q = c.output(0), &R = c.output(1);
+  const int64_t m = Q.size(-2), n = R.size(-1), last = R.dim() - 1;
+  PF_CHECK(!(c.attr<SvdAttrs>().full_matrices && m > n), NotSupportedError,
+           "linalg.qr: The QR decomposition is not differentiable when mode='complete' and nrows > ncols.");
+  auto square = [&](const Tensor& gQ, const Tensor& U, const Tensor& gU) {
+    const Tensor M = sub(matmul(gU, mT(U)), matmul(mT(Q), gQ));
+    const Tensor X = add(gQ, matmul(Q, add(triu(M), mT(triu(M, 1)))));
+    return mT(linalg_solve_triangular(U, mT(X), true));
+  };
+  if (m >= n) return {square(c.grad(0), R, c.grad(1))};
+  const Tensor U = slice(R, last, 0, m), V = slice(R, last, m, n);
+  const Tensor gU = slice(c.grad(1), last, 0, m), gV = slice(c.grad(1), last, m, n);
+  const Tensor gX = square(add(c.grad(0), matmul(matmul(Q, V), mT(gV))), U, gU);
+  return {cat({gX, matmul(Q, gV)}, last)};
+}
+
+PF_REGISTER_INFER(linalg_qr, &infer_linalg_qr);
+PF_REGISTER_DERIVATIVE(linalg_qr, &d_linalg_qr, autograd::kSavesOutputs);
 PF_REGISTER_INFER(linalg_solve_triangular, &infer_linalg_solve_triangular);
 PF_REGISTER_DERIVATIVE(linalg_solve_triangular, &d_linalg_solve_triangular, autograd::kSavesBoth);
 PF_REGISTER_INFER(linalg_eigh, &infer_linalg_eigh);
@@ -996,6 +1032,11 @@ std::tuple<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A) {
 
 std::tuple<Tensor, Tensor> linalg_slogdet(const Tensor& A) {
   std::vector<Tensor> r = apply({ir::OpType::linalg_slogdet, {A}, NoAttrs{}, {}});
+  return {std::move(r[0]), std::move(r[1])};
+}
+
+std::tuple<Tensor, Tensor> linalg_qr(const Tensor& A, bool complete) {
+  std::vector<Tensor> r = apply({ir::OpType::linalg_qr, {A}, SvdAttrs{complete}, {}});
   return {std::move(r[0]), std::move(r[1])};
 }
 

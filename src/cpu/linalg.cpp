@@ -62,6 +62,15 @@ template <class T> int gesdd(char job, T* a, int m, int n, T* s, T* u, int ldu, 
   else return scipy_LAPACKE_dgesdd(LAPACK_ROW_MAJOR, job, m, n, a, n, s, u, ldu, vt, ldvt);
 }
 
+template <class T> int geqrf(T* a, int m, int n, T* tau) {
+  if constexpr (std::is_same_v<T, float>) return scipy_LAPACKE_sgeqrf(LAPACK_ROW_MAJOR, m, n, a, n, tau);
+  else return scipy_LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, m, n, a, n, tau);
+}
+template <class T> int orgqr(T* q, int m, int cols, int k, const T* tau) {
+  if constexpr (std::is_same_v<T, float>) return scipy_LAPACKE_sorgqr(LAPACK_ROW_MAJOR, m, cols, k, q, cols, tau);
+  else return scipy_LAPACKE_dorgqr(LAPACK_ROW_MAJOR, m, cols, k, q, cols, tau);
+}
+
 // Calls f(dtype tag) for float32 and float64 (the infer functions allow no other).
 template <class F> void float_types(DType dtype, const F& f) {
   if (dtype == DType::Float64) f(double{});
@@ -279,6 +288,43 @@ void solve_triangular_kernel(OpCall& call) {
   });
 }
 
+// geqrf on a copy of each matrix: R is its upper triangle (rows past min(m, n) zero), Q what
+// orgqr makes of the Householder vectors below it (with no vectors: the identity).
+void qr_kernel(OpCall& call) {
+  const Tensor& A = call.inputs[0];
+  const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  const int64_t cols = call.outputs[0].size(-1);
+  int64_t batch = 1;
+  for (int64_t d = 0; d + 2 < A.dim(); ++d) batch *= A.size(d);
+  check_size(m, std::max(n, cols), call.op);
+  float_types(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* a = A.data<T>();
+    T *q = call.outputs[0].data<T>(), *r = call.outputs[1].data<T>();
+    parallel_for(batch, batch_grain(std::max(m, n)), [&](int64_t b0, int64_t b1) {
+      std::vector<T> work(m * n), tau(k);
+      for (int64_t b = b0; b < b1; ++b) {
+        T *qb = q + b * m * cols, *rb = r + b * cols * n;
+        std::copy(a + b * m * n, a + (b + 1) * m * n, work.begin());
+        if (k > 0) check_lapack(geqrf(work.data(), static_cast<int>(m), static_cast<int>(n), tau.data()), "geqrf",
+                                call.op, std::max(m, n));
+        for (int64_t i = 0; i < cols; ++i)
+          for (int64_t j = 0; j < n; ++j) rb[i * n + j] = j >= i && i < m ? work[i * n + j] : T(0);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < cols; ++j) qb[i * cols + j] = j < n ? work[i * n + j] : T(0);
+        if (k == 0) {
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < cols; ++j) qb[i * cols + j] = i == j ? T(1) : T(0);
+        } else {
+          check_lapack(orgqr(qb, static_cast<int>(m), static_cast<int>(cols), static_cast<int>(k), tau.data()), "orgqr",
+                       call.op, std::max(m, n));
+        }
+      }
+    });
+  });
+}
+
+PF_REGISTER_KERNEL(linalg_qr, CPU, &qr_kernel);
 PF_REGISTER_KERNEL(linalg_solve_triangular, CPU, &solve_triangular_kernel);
 PF_REGISTER_KERNEL(linalg_eigh, CPU, &eigh_kernel);
 PF_REGISTER_KERNEL(linalg_svd, CPU, &svd_kernel);

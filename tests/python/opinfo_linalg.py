@@ -1,5 +1,5 @@
 """OpInfos of torch.linalg's solvers and decompositions (linalg_inv_ex, linalg_solve_ex, linalg_cholesky_ex,
-linalg_slogdet, linalg_solve_triangular, linalg_eigh, linalg_svd: their Python forms and LinAlgError are tested in test_linalg_solvers.py), norms and cross product, logsumexp, nansum, nanmean, count_nonzero, aminmax, kron,
+linalg_slogdet, linalg_solve_triangular, linalg_qr, linalg_eigh, linalg_svd: their Python forms and LinAlgError are tested in test_linalg_solvers.py), norms and cross product, logsumexp, nansum, nanmean, count_nonzero, aminmax, kron,
 tensordot, einsum and addmm & co. (composite ops): linalg_vector_norm, linalg_matrix_norm, linalg_cross, logsumexp, nansum,
 nanmean, count_nonzero, aminmax, kron, tensordot, einsum, addmm, addmv, addr, baddbmm and addbmm against torch's, values and gradients.
 
@@ -326,8 +326,8 @@ def _solver_samples(kind):
 
 
 def _decomposition_samples(kind):
-    """Symmetric matrices for eigh (distinct eigenvalues, almost surely); for svd tall, wide and
-    square ones, reduced, and full where square (a non-square matrix's extra singular vectors have
+    """Symmetric matrices for eigh (distinct eigenvalues, almost surely); for svd and qr tall, wide
+    and square ones, reduced, and full (complete) where square (a non-square matrix's extra singular vectors have
     no gradient, as torch's: test_linalg_solvers.py compares its full factors)."""
     def gen(rng, dtype, cls):
         def A(shape, layout="contig"):
@@ -394,6 +394,9 @@ OP_INFOS = [
            lambda A, B, upper, unitriangular=False: torch.linalg.solve_triangular(A, B, upper=upper,
                                                                                   unitriangular=unitriangular),
            _SOLVER_CLASSES, tol=_SOLVER_TOL, method=False),
+    OpInfo("linalg_qr", "CUSTOM", ("float32", "float64"), _decomposition_samples("qr"),
+           lambda A, complete=False: torch.linalg.qr(A, "complete" if complete else "reduced"), _SOLVER_CLASSES,
+           tol=_SOLVER_TOL, method=False),
     OpInfo("linalg_eigh", "CUSTOM", ("float32", "float64"), _decomposition_samples("eigh"), _eigh_ref,
            _SOLVER_CLASSES, tol=_SOLVER_TOL, method=False),
     OpInfo("linalg_svd", "CUSTOM", ("float32", "float64"), _decomposition_samples("svd"), _svd_ref,

@@ -272,3 +272,33 @@ def test_solve_triangular_matches_torch(rng, dtype):
             grads_agree(rng, pf.linalg.solve_triangular(pa, pb, upper=upper, unitriangular=unit),
                         torch.linalg.solve_triangular(ta, tb, upper=upper, unitriangular=unit), [pa, pb], [ta, tb],
                         f"solve_triangular upper={upper} unit={unit}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 4, 2), (1, 1), (0, 3), (3, 0)])
+def test_qr_matches_torch(rng, dtype, shape):
+    """Q and R as torch's (LAPACK's Householder QR on both sides), every mode, torch.qr; Q R = A."""
+    p, t = both(rng.uniform(-1, 1, shape), dtype)
+    for mode in ("reduced", "complete", "r"):
+        Q, R = pf.linalg.qr(p, mode)
+        tQ, tR = torch.linalg.qr(t, mode)
+        close(R, tR, dtype, f"R {mode}")
+        close(Q, tQ, dtype, f"Q {mode}")
+        if mode != "r":
+            close(Q @ R, t, dtype, f"Q R {mode}")
+    close(pf.qr(p)[0], torch.linalg.qr(t)[0], dtype, "torch.qr (some=True: reduced)")
+    with pytest.raises(ValueError, match="unrecognized mode"):
+        pf.linalg.qr(p, "full")
+
+
+def test_qr_gradients_match_torch(rng):
+    """Q's and R's gradients as torch's: tall, square complete, wide (A = [X | Y]); complete of a tall
+    matrix is not differentiable, as torch's."""
+    for shape, mode in [((5, 3), "reduced"), ((4, 4), "complete"), ((3, 5), "reduced"), ((2, 3, 5), "complete")]:
+        p, t = both(rng.uniform(-1, 1, shape), "float64", grad=True)
+        grads_agree(rng, pf.linalg.qr(p, mode)[0], torch.linalg.qr(t, mode)[0], [p], [t], f"qr Q {shape} {mode}")
+        p, t = both(rng.uniform(-1, 1, shape), "float64", grad=True)
+        grads_agree(rng, pf.linalg.qr(p, mode)[1], torch.linalg.qr(t, mode)[1], [p], [t], f"qr R {shape} {mode}")
+    p = both(rng.uniform(-1, 1, (4, 2)), "float64", grad=True)[0]
+    with pytest.raises(pf.NotSupportedError, match="not differentiable when mode='complete'"):
+        pf.linalg.qr(p, "complete")[0].sum().backward()

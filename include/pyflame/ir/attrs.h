@@ -472,7 +472,8 @@ struct TriangularAttrs {
   template <class V> void fields(V&& v) const { v("upper", upper), v("unitriangular", unitriangular); }
 };
 
-// linalg_svd: U and Vh with all m and n columns and rows, or min(m, n) (torch's full_matrices).
+// linalg_svd: U and Vh with all m and n columns and rows, or min(m, n) (torch's full_matrices);
+// linalg_qr: Q (m, m) and R (m, n), or (m, k) and (k, n) (mode 'complete' or 'reduced').
 struct SvdAttrs {
   bool full_matrices = false;
   bool operator==(const SvdAttrs&) const = default;
