@@ -2,11 +2,11 @@
 (compositions of table ops), and on the CPU through LAPACK the solvers inv, solve,
 solve_triangular, cholesky, det and slogdet (and the _ex forms) and the decompositions qr, eigh
 and svd (ops linalg_inv_ex, linalg_solve_ex, linalg_solve_triangular, linalg_cholesky_ex,
-linalg_slogdet, linalg_qr, linalg_eigh, linalg_svd; eigvalsh, svdvals, pinv and matrix_rank are
-built on them), differentiable. A singular or not positive-definite
+linalg_slogdet, linalg_qr, linalg_eigh, linalg_svd; eigvalsh, svdvals, pinv, matrix_rank and
+lstsq are built on them), differentiable. A singular or not positive-definite
 input raises LinAlgError (a RuntimeError) as torch.linalg's, or gives its info for the _ex forms.
 
-The other decompositions (eig, lstsq, lu, ...) have no kernels in PyFlame yet: they raise
+The other decompositions (eig, whose results are complex, lu, ...) have no kernels in PyFlame yet: they raise
 pf.NotSupportedError naming the NumPy or SciPy function to use on `.numpy()` of the tensor
 (docs/ops.md), as all of these do on the GPU.
 """
@@ -18,6 +18,7 @@ from ._creation import eye, ones_like, zeros_like
 from ._misc_api import cross as _cross
 from ._linalg import linalg_norm as norm, matrix_norm, vector_norm  # noqa: F401
 from ._shape_api import broadcast_shapes, finfo
+from ._C import dtype as _dtype
 
 
 class LinAlgError(RuntimeError):
@@ -163,6 +164,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
 
 
 QRResult = namedtuple("qr", ["Q", "R"])
+LstsqResult = namedtuple("lstsq", ["solution", "residuals", "rank", "singular_values"])
 
 
 def qr(A, mode="reduced"):
@@ -174,6 +176,37 @@ def qr(A, mode="reduced"):
                          "or 'complete'")
     Q, R = _C.linalg_qr(A, mode == "complete")
     return QRResult(Q.new_empty((0,)) if mode == "r" else Q, R)
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """The least-squares (minimum-norm) solution of A X = B, as torch.linalg.lstsq: A (..., m, n), B
+    (..., m, k) or (..., m), batch dims broadcast; singular values at or below rcond (default the
+    dtype's eps * max(m, n)) times the largest count as zero. Computed through the SVD for every
+    driver (LAPACK's gelsy, gelsd and gelss give this solution; gels assumes full rank); the other
+    results follow torch's driver rules: rank for gelsy, gelsd and gelss, singular_values for gelsd
+    and gelss, residuals (squared, per column) for all but gelsy where m > n and every A has full rank."""
+    driver = "gelsy" if driver is None else driver
+    if driver not in ("gels", "gelsy", "gelsd", "gelss"):
+        raise ValueError(f"torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss), "
+                         f"but got {driver}")
+    if A.dim() < 2:
+        raise _C.InvalidArgumentError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))  # solve's rule
+    Bm = B.unsqueeze(-1) if vector else B
+    m, n = A.shape[-2], A.shape[-1]
+    if Bm.dim() < 2 or Bm.shape[-2] != m:
+        raise _C.InvalidArgumentError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2), got A of "
+                                      f"shape {tuple(A.shape)} and B of shape {tuple(B.shape)}")
+    U, S, Vh = svd(A, full_matrices=False)
+    keep = S > _svd_cutoff(S, A.shape, None, rcond)
+    S_inv = _C.where(keep, 1 / _C.where(keep, S, ones_like(S)), zeros_like(S))
+    X = Vh.mT @ (S_inv.unsqueeze(-1) * (U.mT @ Bm))
+    rank = keep.sum(-1) if driver != "gels" else keep.new_empty((0,), dtype=_dtype.int64)
+    values = S if driver in ("gelsd", "gelss") else S.new_empty((0,))
+    residuals = S.new_empty((0,))
+    if driver != "gelsy" and m > n and bool((keep.sum(-1) == n).all()):
+        residuals = ((A @ X - Bm) ** 2).sum(-2)  # a vector's keeps its dim of 1, as torch's
+    return LstsqResult(X.squeeze(-1) if vector else X, residuals, rank, values)
 
 
 def _not_converged(what):
@@ -292,13 +325,12 @@ def matrix_power(A, n):
 def _unsupported(what, numpy_name):
     raise _C.NotSupportedError(
         f"linalg.{what}: PyFlame has no kernel for it yet (it has inv, solve, solve_triangular, cholesky, det, "
-        f"slogdet, qr, eigh and svd, on the CPU); convert with .numpy() and use "
+        f"slogdet, qr, eigh, svd, pinv and lstsq, on the CPU); convert with .numpy() and use "
         f"{numpy_name} (then pf.tensor(...) the result), or use torch.linalg through torch.from_dlpack")
 
 
 # torch.linalg's decompositions and solvers, and what to use instead.
 _ALTERNATIVES = {
-    "eig": "numpy.linalg.eig", "eigvals": "numpy.linalg.eigvals", "lstsq": "numpy.linalg.lstsq",
     "cond": "numpy.linalg.cond",
     "lu": "scipy.linalg.lu", "lu_factor": "scipy.linalg.lu_factor", "lu_factor_ex": "scipy.linalg.lu_factor",
     "lu_solve": "scipy.linalg.lu_solve", "ldl_factor": "scipy.linalg.ldl", "ldl_factor_ex": "scipy.linalg.ldl",
@@ -320,3 +352,17 @@ def _make_unsupported(name, alternative):
 for _name, _alt in _ALTERNATIVES.items():
     globals()[_name] = _make_unsupported(_name, _alt)
 del _name, _alt
+
+
+def _complex_results(name):
+    def fn(*args, **kwargs):
+        raise _C.NotSupportedError(
+            f"linalg.{name}: the eigenvalues of a general matrix are complex, and PyFlame has no complex dtypes; for "
+            f"symmetric matrices use pf.linalg.eigh (or eigvalsh), else numpy.linalg.{name} on .numpy()")
+
+    fn.__name__ = name
+    fn.__doc__ = "Not supported (complex results; PyFlame has no complex dtypes): raises NotSupportedError."
+    return fn
+
+
+eig, eigvals = _complex_results("eig"), _complex_results("eigvals")

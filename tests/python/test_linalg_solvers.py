@@ -302,3 +302,32 @@ def test_qr_gradients_match_torch(rng):
     p = both(rng.uniform(-1, 1, (4, 2)), "float64", grad=True)[0]
     with pytest.raises(pf.NotSupportedError, match="not differentiable when mode='complete'"):
         pf.linalg.qr(p, "complete")[0].sum().backward()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lstsq_matches_torch(rng, dtype):
+    """Tall, wide, rank-deficient and batched systems, vector right-hand sides, every
+    driver's results (solution, residuals, rank, singular values), rcond; gradients (float64)."""
+    rank_one = rng.uniform(-1, 1, (6, 1)) @ rng.uniform(-1, 1, (1, 3))
+    for a, b in [(rng.uniform(-1, 1, (5, 3)), rng.uniform(-1, 1, (5, 2))), (rng.uniform(-1, 1, (3, 5)), rng.uniform(-1, 1, (3, 2))),
+                 (rank_one, rng.uniform(-1, 1, (6, 2))), (rng.uniform(-1, 1, (2, 4, 3)), rng.uniform(-1, 1, (2, 4, 1))),
+                 (rng.uniform(-1, 1, (4, 3)), rng.uniform(-1, 1, (4,)))]:
+        pa, ta = both(a, dtype)
+        pb, tb = both(b, dtype)
+        for driver in (None, "gels", "gelsy", "gelsd", "gelss"):
+            if driver == "gels" and a is rank_one:
+                continue  # gels assumes full rank
+            got, want = pf.linalg.lstsq(pa, pb, driver=driver), torch.linalg.lstsq(ta, tb, driver=driver)
+            what = f"{a.shape} {b.shape} {driver}"
+            close(got.solution, want.solution, dtype, what)
+            close(got.residuals, want.residuals, dtype, what + " residuals")
+            assert got.rank.tolist() == want.rank.tolist(), what
+            close(got.singular_values, want.singular_values, dtype, what + " singular values")
+    pa, ta = both(rank_one, dtype)
+    pb, tb = both(rng.uniform(-1, 1, (6, 2)), dtype)
+    assert pf.linalg.lstsq(pa, pb, rcond=0.5).rank.tolist() == torch.linalg.lstsq(ta, tb, rcond=0.5).rank.tolist()
+    with pytest.raises(ValueError, match="driver"):
+        pf.linalg.lstsq(pa, pb, driver="gesv")
+    pa, ta = both(rng.uniform(-1, 1, (5, 3)), "float64", grad=True)
+    pb, tb = both(rng.uniform(-1, 1, (5, 2)), "float64", grad=True)
+    grads_agree(rng, pf.linalg.lstsq(pa, pb).solution, torch.linalg.lstsq(ta, tb).solution, [pa, pb], [ta, tb], "lstsq")
