@@ -209,6 +209,20 @@ def lstsq(A, B, rcond=None, *, driver=None):
     return LstsqResult(X.squeeze(-1) if vector else X, residuals, rank, values)
 
 
+def cond(A, p=None):
+    """The condition number of square (for p 2 and -2 also rectangular) matrices in the p-norm, as
+    torch.linalg.cond: p None or 2 the largest singular value over the smallest, -2 the inverse;
+    'fro', 'nuc', 1, -1, inf, -inf matrix_norm(A, p) * matrix_norm(inv(A), p) (inf for a singular A,
+    as torch's)."""
+    if p is None or p in (2, -2):
+        S = svdvals(A)
+        largest, smallest = S.amax(-1), S.amin(-1)
+        return smallest / largest if p == -2 else largest / smallest
+    inverse, info = _C.linalg_inv_ex(A)
+    value = matrix_norm(A, p) * matrix_norm(inverse, p)
+    return _C.where(info != 0, _C._full_like(value, float("inf")), value)
+
+
 def _not_converged(what):
     return lambda k: (f"The algorithm failed to converge because the input matrix is ill-conditioned or has too "
                       f"many repeated {what} (error code: {k}).")
@@ -331,7 +345,6 @@ def _unsupported(what, numpy_name):
 
 # torch.linalg's decompositions and solvers, and what to use instead.
 _ALTERNATIVES = {
-    "cond": "numpy.linalg.cond",
     "lu": "scipy.linalg.lu", "lu_factor": "scipy.linalg.lu_factor", "lu_factor_ex": "scipy.linalg.lu_factor",
     "lu_solve": "scipy.linalg.lu_solve", "ldl_factor": "scipy.linalg.ldl", "ldl_factor_ex": "scipy.linalg.ldl",
     "ldl_solve": "scipy.linalg.ldl", "matrix_exp": "scipy.linalg.expm",

@@ -331,3 +331,15 @@ def test_lstsq_matches_torch(rng, dtype):
     pa, ta = both(rng.uniform(-1, 1, (5, 3)), "float64", grad=True)
     pb, tb = both(rng.uniform(-1, 1, (5, 2)), "float64", grad=True)
     grads_agree(rng, pf.linalg.lstsq(pa, pb).solution, torch.linalg.lstsq(ta, tb).solution, [pa, pb], [ta, tb], "lstsq")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cond_matches_torch(rng, dtype):
+    """Every p torch takes, batched; a singular matrix's inf; a rectangular matrix's 2-norm condition."""
+    p, t = both(rng.uniform(-1, 1, (2, 4, 4)), dtype)
+    for order in (None, 2, -2, "fro", "nuc", 1, -1, float("inf"), -float("inf")):
+        close(pf.linalg.cond(p, order), torch.linalg.cond(t, order), dtype, f"cond p={order}")
+    p, t = both(np.array([[1.0, 2.0], [2.0, 4.0]]), dtype)
+    assert float(pf.linalg.cond(p, 1)) == float(torch.linalg.cond(t, 1)) == float("inf")
+    p, t = both(rng.uniform(-1, 1, (3, 5)), dtype)
+    close(pf.linalg.cond(p), torch.linalg.cond(t), dtype, "cond 3x5")
