@@ -33,6 +33,10 @@ PF_API std::tuple<Tensor, Tensor> linalg_slogdet(const Tensor& A);
 PF_API std::tuple<Tensor, Tensor, Tensor> linalg_eigh(const Tensor& A);
 // (U, S descending, Vh, info) of A (..., m, n): U (..., m, m or k), Vh (..., n or k, n), k = min(m, n).
 PF_API std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_svd(const Tensor& A, bool full_matrices = false);
+// (LU, pivots, rows, info) with A = P L U: L (unit diagonal) below LU's diagonal, U on and above;
+// pivots int32, 1-based (row i was swapped with row pivots[i]), as LAPACK's getrf; rows int64,
+// the permutation the swaps make (L U = A[rows]).
+PF_API std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lu_factor_ex(const Tensor& A);
 // (Q, R) with A = Q R: Q (..., m, m or k) with orthonormal columns, R (..., m or k, n) upper-triangular.
 PF_API std::tuple<Tensor, Tensor> linalg_qr(const Tensor& A, bool complete = false);
 // X with A X = B, A (..., n, n) triangular (the upper or lower triangle read; unitriangular: ones

@@ -1,20 +1,22 @@
 """pf.linalg: torch.linalg's norms (vector_norm and matrix_norm are ops of the table), products
 (compositions of table ops), and on the CPU through LAPACK the solvers inv, solve,
-solve_triangular, cholesky, det and slogdet (and the _ex forms) and the decompositions qr, eigh
-and svd (ops linalg_inv_ex, linalg_solve_ex, linalg_solve_triangular, linalg_cholesky_ex,
-linalg_slogdet, linalg_qr, linalg_eigh, linalg_svd; eigvalsh, svdvals, pinv, matrix_rank and
-lstsq are built on them), differentiable. A singular or not positive-definite
+solve_triangular, cholesky, det and slogdet (and the _ex forms) and the decompositions lu_factor,
+qr, eigh and svd (ops linalg_inv_ex, linalg_solve_ex, linalg_solve_triangular,
+linalg_cholesky_ex, linalg_slogdet, linalg_lu_factor_ex, linalg_qr, linalg_eigh, linalg_svd; lu,
+lu_solve, eigvalsh, svdvals, pinv, matrix_rank, lstsq and cond are built on them), differentiable. A singular or not positive-definite
 input raises LinAlgError (a RuntimeError) as torch.linalg's, or gives its info for the _ex forms.
 
-The other decompositions (eig, whose results are complex, lu, ...) have no kernels in PyFlame yet: they raise
+The other decompositions (eig, whose results are complex, ldl_factor, matrix_exp, ...) have no kernels in PyFlame yet: they raise
 pf.NotSupportedError naming the NumPy or SciPy function to use on `.numpy()` of the tensor
 (docs/ops.md), as all of these do on the GPU.
 """
 
 from collections import namedtuple
 
+import numpy as np
+
 from . import _C
-from ._creation import eye, ones_like, zeros_like
+from ._creation import eye, ones_like, tensor, zeros_like
 from ._misc_api import cross as _cross
 from ._linalg import linalg_norm as norm, matrix_norm, vector_norm  # noqa: F401
 from ._shape_api import broadcast_shapes, finfo
@@ -223,6 +225,85 @@ def cond(A, p=None):
     return _C.where(info != 0, _C._full_like(value, float("inf")), value)
 
 
+LUFactorResult = namedtuple("lu_factor", ["LU", "pivots"])
+LUFactorExResult = namedtuple("lu_factor_ex", ["LU", "pivots", "info"])
+LUResult = namedtuple("lu", ["P", "L", "U"])
+
+
+def _zero_pivot(k):
+    return (f"U[{k},{k}] is zero and using it on lu_solve would result in a division by zero. If you still want to "
+            "perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+
+
+def _check_pivot(pivot, name):
+    if not pivot:
+        raise _C.NotSupportedError(f"linalg.{name}: LU without pivoting is not implemented on the CPU (as torch's)")
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False):
+    """(LU, pivots, info) of matrices (..., m, n), as torch.linalg.lu_factor_ex (LAPACK's getrf): A = P L
+    U with L (unit diagonal) below LU's diagonal and U on and above; pivots int32, 1-based."""
+    _check_pivot(pivot, "lu_factor_ex")
+    LU, pivots, _, info = _C.linalg_lu_factor_ex(A)
+    if check_errors:
+        _raise_for(info, "torch.linalg.lu_factor_ex", _zero_pivot)
+    return LUFactorExResult(LU, pivots, info)
+
+
+def lu_factor(A, *, pivot=True):
+    """(LU, pivots) as torch.linalg.lu_factor; LinAlgError (a RuntimeError) where U has a zero on its
+    diagonal, with torch's message."""
+    _check_pivot(pivot, "lu_factor")
+    LU, pivots, _, info = _C.linalg_lu_factor_ex(A)
+    _raise_for(info, "torch.linalg.lu_factor", _zero_pivot)
+    return LUFactorResult(LU, pivots)
+
+
+def lu(A, *, pivot=True):
+    """(P, L, U) with A = P L U, as torch.linalg.lu: P (..., m, m) a permutation matrix, L (..., m, k)
+    with a unit diagonal, U (..., k, n), k = min(m, n). Differentiable for square matrices."""
+    _check_pivot(pivot, "lu")
+    LU, _, rows, _ = _C.linalg_lu_factor_ex(A)
+    m, n = A.shape[-2], A.shape[-1]
+    k = min(m, n)
+    L = LU[..., :, :k].tril(-1) + eye(m, k, dtype=A.dtype, device=A.device)
+    U = LU[..., :k, :].triu()
+    P = eye(m, dtype=A.dtype, device=A.device)[rows].mT  # L U = A[rows]: P's column i is e_rows[i]
+    return LUResult(P, L, U)
+
+
+def _rows_of(pivots, m):
+    """The row order LAPACK's swaps make (L U = A[rows]) from pivots (..., k), on the host."""
+    piv = pivots.to("cpu").numpy().astype(np.int64) - 1
+    rows = np.broadcast_to(np.arange(m), piv.shape[:-1] + (m,)).copy()
+    flat, pflat = rows.reshape(-1, m), piv.reshape(-1, piv.shape[-1])
+    for i in range(pflat.shape[-1]):
+        at = np.arange(flat.shape[0])
+        a, b = flat[at, i].copy(), flat[at, pflat[:, i]].copy()
+        flat[at, i], flat[at, pflat[:, i]] = b, a
+    return tensor(rows, device=pivots.device)
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
+    """X with A X = B (X A = B with left=False; A^T in A's place with adjoint=True) from lu_factor's
+    (LU, pivots), as torch.linalg.lu_solve: two triangular solves (differentiable in LU and B)."""
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        return lu_solve(LU, pivots, B.mT, adjoint=not adjoint).mT
+    rows = _rows_of(pivots, LU.shape[-2])
+    index = rows.unsqueeze(-1).expand(*rows.shape, B.shape[-1])
+    batch = broadcast_shapes(tuple(LU.shape[:-2]), tuple(B.shape[:-2]))
+    LU = LU.expand(*batch, *LU.shape[-2:])
+    B = B.expand(*batch, *B.shape[-2:])
+    index = index.expand(*batch, *index.shape[-2:])
+    if not adjoint:  # L U X = B[rows]
+        Y = solve_triangular(LU, B.gather(-2, index), upper=False, unitriangular=True)
+        return solve_triangular(LU, Y, upper=True)
+    # U^T L^T (P^T X) = B, and P^T X = X[rows]
+    Z = solve_triangular(LU.mT, B, upper=False)
+    W = solve_triangular(LU.mT, Z, upper=True, unitriangular=True)
+    return zeros_like(W).scatter(-2, index, W)
+
+
 def _not_converged(what):
     return lambda k: (f"The algorithm failed to converge because the input matrix is ill-conditioned or has too "
                       f"many repeated {what} (error code: {k}).")
@@ -339,14 +420,13 @@ def matrix_power(A, n):
 def _unsupported(what, numpy_name):
     raise _C.NotSupportedError(
         f"linalg.{what}: PyFlame has no kernel for it yet (it has inv, solve, solve_triangular, cholesky, det, "
-        f"slogdet, qr, eigh, svd, pinv and lstsq, on the CPU); convert with .numpy() and use "
+        f"slogdet, lu, qr, eigh, svd, pinv and lstsq, on the CPU); convert with .numpy() and use "
         f"{numpy_name} (then pf.tensor(...) the result), or use torch.linalg through torch.from_dlpack")
 
 
 # torch.linalg's decompositions and solvers, and what to use instead.
 _ALTERNATIVES = {
-    "lu": "scipy.linalg.lu", "lu_factor": "scipy.linalg.lu_factor", "lu_factor_ex": "scipy.linalg.lu_factor",
-    "lu_solve": "scipy.linalg.lu_solve", "ldl_factor": "scipy.linalg.ldl", "ldl_factor_ex": "scipy.linalg.ldl",
+    "ldl_factor": "scipy.linalg.ldl", "ldl_factor_ex": "scipy.linalg.ldl",
     "ldl_solve": "scipy.linalg.ldl", "matrix_exp": "scipy.linalg.expm",
     "householder_product": "scipy.linalg.qr", "tensorinv": "numpy.linalg.tensorinv",
     "tensorsolve": "numpy.linalg.tensorsolve",

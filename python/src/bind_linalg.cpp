@@ -94,6 +94,8 @@ void bind_linalg(nb::module_& m, nb::class_<Tensor>& tensor) {
         "(eigenvalues ascending, eigenvectors as columns, info) of symmetric matrices (the lower triangle read).");
   m.def("linalg_svd", &pyflame::linalg_svd, "A"_a, "full_matrices"_a = false,
         "(U, S descending, Vh, info) of matrices (..., m, n).");
+  m.def("linalg_lu_factor_ex", &pyflame::linalg_lu_factor_ex, "A"_a,
+        "(LU, pivots (1-based, int32), rows (L U = A[rows], int64), info) of matrices (..., m, n) (LAPACK's getrf).");
   m.def("linalg_qr", &pyflame::linalg_qr, "A"_a, "complete"_a = false,
         "(Q, R) with A = Q R: Q with orthonormal columns, R upper-triangular (reduced, or complete).");
   m.def("linalg_solve_triangular", &pyflame::linalg_solve_triangular, "A"_a, "B"_a, "upper"_a,

@@ -996,6 +996,41 @@ std::vector<Tensor> d_linalg_qr(const autograd::GradContext& c) {
   return {cat({gX, matmul(Q, gV)}, last)};
 }
 
+Inferred infer_linalg_lu_factor_ex(OpCall& call) {
+  const Tensor& A = call.inputs[0];
+  const std::string name = solver_name(call.op);
+  PF_CHECK(A.dtype() == DType::Float32 || A.dtype() == DType::Float64, TypeError, name,
+           ": Expected a floating point tensor as input (float32 or float64; PyFlame has no complex dtypes). Got ",
+           torch_type_name(A.dtype()));
+  PF_CHECK(A.dim() >= 2, ValueError, name, ": The input tensor A must have at least 2 dimensions.");
+  Shape pivots = batch_of(A), rows = batch_of(A);
+  pivots.push_back(std::min(A.size(-2), A.size(-1)));
+  rows.push_back(A.size(-2));
+  return {current_device(),
+          {packed()},
+          {{A.shape(), A.dtype()}, {pivots, DType::Int32}, {rows, DType::Int64}, {batch_of(A), DType::Int32}},
+          {}};
+}
+
+// As PyTorch's linalg_lu_backward for a square A = P L U: with gL below LU's diagonal and gU on
+// and above, gA = P L^-T [tril(L^T gL, -1) + triu(gU U^T)] U^-T.
+std::vector<Tensor> d_linalg_lu_factor_ex(const autograd::GradContext& c) {
+  const Tensor &LU = c.output(0), &g = c.grad(0);
+  const int64_t m = LU.size(-2), n = LU.size(-1);
+  PF_CHECK(m == n, NotSupportedError, "linalg.lu_factor: the derivative of the LU factorization of non-square "
+           "matrices is not implemented (", m, " x ", n, ")");
+  const Tensor L = add(tril(LU, -1), to(eye(n, std::nullopt, LU.dtype()), LU.device())), U = triu(LU);
+  const Tensor inner = add(tril(matmul(mT(L), tril(g, -1)), -1), triu(matmul(triu(g), mT(U))));
+  const Tensor left = linalg_solve_triangular(mT(L), inner, true, true);  // L^-T inner
+  const Tensor gLU = mT(linalg_solve_triangular(U, mT(left), true));       // (...) U^-T
+  // L U = A[rows]: A's row rows[i] gets the gradient of row i.
+  const int64_t row_dim = LU.dim() - 2;
+  const Tensor index = expand(unsqueeze(c.output(2), -1), gLU.shape());
+  return {scatter(zeros_like(gLU), row_dim, index, gLU)};
+}
+
+PF_REGISTER_INFER(linalg_lu_factor_ex, &infer_linalg_lu_factor_ex);
+PF_REGISTER_DERIVATIVE(linalg_lu_factor_ex, &d_linalg_lu_factor_ex, autograd::kSavesOutputs);
 PF_REGISTER_INFER(linalg_qr, &infer_linalg_qr);
 PF_REGISTER_DERIVATIVE(linalg_qr, &d_linalg_qr, autograd::kSavesOutputs);
 PF_REGISTER_INFER(linalg_solve_triangular, &infer_linalg_solve_triangular);
@@ -1033,6 +1068,11 @@ std::tuple<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A) {
 std::tuple<Tensor, Tensor> linalg_slogdet(const Tensor& A) {
   std::vector<Tensor> r = apply({ir::OpType::linalg_slogdet, {A}, NoAttrs{}, {}});
   return {std::move(r[0]), std::move(r[1])};
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lu_factor_ex(const Tensor& A) {
+  std::vector<Tensor> r = apply({ir::OpType::linalg_lu_factor_ex, {A}, NoAttrs{}, {}});
+  return {std::move(r[0]), std::move(r[1]), std::move(r[2]), std::move(r[3])};
 }
 
 std::tuple<Tensor, Tensor> linalg_qr(const Tensor& A, bool complete) {

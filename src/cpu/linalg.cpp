@@ -36,9 +36,9 @@ void check_size(int64_t n, int64_t k, ir::OpType op) {
            ": matrices of ", n, " x ", std::max(n, k), " exceed LAPACK's 32-bit sizes");
 }
 
-template <class T> int getrf(T* a, int n, int* pivots) {
-  if constexpr (std::is_same_v<T, float>) return scipy_LAPACKE_sgetrf(LAPACK_ROW_MAJOR, n, n, a, n, pivots);
-  else return scipy_LAPACKE_dgetrf(LAPACK_ROW_MAJOR, n, n, a, n, pivots);
+template <class T> int getrf(T* a, int m, int n, int* pivots) {
+  if constexpr (std::is_same_v<T, float>) return scipy_LAPACKE_sgetrf(LAPACK_ROW_MAJOR, m, n, a, n, pivots);
+  else return scipy_LAPACKE_dgetrf(LAPACK_ROW_MAJOR, m, n, a, n, pivots);
 }
 template <class T> int getri(T* a, int n, const int* pivots) {
   if constexpr (std::is_same_v<T, float>) return scipy_LAPACKE_sgetri(LAPACK_ROW_MAJOR, n, a, n, pivots);
@@ -93,7 +93,7 @@ void inv_ex_kernel(OpCall& call) {
       for (int64_t b = b0; b < b1; ++b) {
         T* m = out + b * n * n;
         std::copy(a + b * n * n, a + (b + 1) * n * n, m);
-        int r = getrf(m, static_cast<int>(n), pivots.data());
+        int r = getrf(m, static_cast<int>(n), static_cast<int>(n), pivots.data());
         check_lapack(r, "getrf", call.op, n);
         if (r == 0) {
           r = getri(m, static_cast<int>(n), pivots.data());
@@ -169,7 +169,7 @@ void slogdet_kernel(OpCall& call) {
       std::vector<int> pivots(n);
       for (int64_t b = b0; b < b1; ++b) {
         std::copy(a + b * n * n, a + (b + 1) * n * n, lu.begin());
-        const int r = n ? getrf(lu.data(), static_cast<int>(n), pivots.data()) : 0;
+        const int r = n ? getrf(lu.data(), static_cast<int>(n), static_cast<int>(n), pivots.data()) : 0;
         check_lapack(r, "getrf", call.op, n);
         T s = T(1), l = T(0);
         for (int64_t i = 0; i < n; ++i) {
@@ -324,6 +324,35 @@ void qr_kernel(OpCall& call) {
   });
 }
 
+// getrf on a copy of each matrix; the row order its swaps make, for the derivative and lu's P.
+void lu_factor_ex_kernel(OpCall& call) {
+  const Tensor& A = call.inputs[0];
+  const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n), batch = call.outputs[3].numel();
+  check_size(m, n, call.op);
+  int* pivots = call.outputs[1].data<int32_t>();
+  int64_t* rows = call.outputs[2].data<int64_t>();
+  int* info = call.outputs[3].data<int32_t>();
+  float_types(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* a = A.data<T>();
+    T* out = call.outputs[0].data<T>();
+    parallel_for(batch, batch_grain(std::max(m, n)), [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        T* lu = out + b * m * n;
+        std::copy(a + b * m * n, a + (b + 1) * m * n, lu);
+        int* piv = pivots + b * k;
+        const int r = k > 0 ? getrf(lu, static_cast<int>(m), static_cast<int>(n), piv) : 0;
+        check_lapack(r, "getrf", call.op, std::max(m, n));
+        info[b] = r;
+        int64_t* order = rows + b * m;
+        for (int64_t i = 0; i < m; ++i) order[i] = i;
+        for (int64_t i = 0; i < k; ++i) std::swap(order[i], order[piv[i] - 1]);
+      }
+    });
+  });
+}
+
+PF_REGISTER_KERNEL(linalg_lu_factor_ex, CPU, &lu_factor_ex_kernel);
 PF_REGISTER_KERNEL(linalg_qr, CPU, &qr_kernel);
 PF_REGISTER_KERNEL(linalg_solve_triangular, CPU, &solve_triangular_kernel);
 PF_REGISTER_KERNEL(linalg_eigh, CPU, &eigh_kernel);

@@ -1,5 +1,5 @@
 """OpInfos of torch.linalg's solvers and decompositions (linalg_inv_ex, linalg_solve_ex, linalg_cholesky_ex,
-linalg_slogdet, linalg_solve_triangular, linalg_qr, linalg_eigh, linalg_svd: their Python forms and LinAlgError are tested in test_linalg_solvers.py), norms and cross product, logsumexp, nansum, nanmean, count_nonzero, aminmax, kron,
+linalg_slogdet, linalg_solve_triangular, linalg_lu_factor_ex, linalg_qr, linalg_eigh, linalg_svd: their Python forms and LinAlgError are tested in test_linalg_solvers.py), norms and cross product, logsumexp, nansum, nanmean, count_nonzero, aminmax, kron,
 tensordot, einsum and addmm & co. (composite ops): linalg_vector_norm, linalg_matrix_norm, linalg_cross, logsumexp, nansum,
 nanmean, count_nonzero, aminmax, kron, tensordot, einsum, addmm, addmv, addr, baddbmm and addbmm against torch's, values and gradients.
 
@@ -353,6 +353,13 @@ def _triangular_samples(rng, dtype, cls):
             for upper, unit in ((False, False), (True, False), (True, True))]
 
 
+def _lu_factor_ref(A):
+    """torch's (LU, pivots, info) and the row order of its P (L U = A[rows])."""
+    LU, pivots, info = torch.linalg.lu_factor_ex(A)
+    rows = torch.linalg.lu(A).P.argmax(-2) if A.shape[-1] else torch.zeros(A.shape[:-1], dtype=torch.int64)
+    return LU, pivots, rows, info
+
+
 def _positive(v, dim):
     """Vectors along `dim` negated where their entry of largest magnitude (the first) is negative: the
     sign PyFlame's eigh and svd choose (src/cpu/linalg.cpp). Returns them and the signs."""
@@ -393,6 +400,8 @@ OP_INFOS = [
     OpInfo("linalg_solve_triangular", "CUSTOM", ("float32", "float64"), _triangular_samples,
            lambda A, B, upper, unitriangular=False: torch.linalg.solve_triangular(A, B, upper=upper,
                                                                                   unitriangular=unitriangular),
+           _SOLVER_CLASSES, tol=_SOLVER_TOL, method=False),
+    OpInfo("linalg_lu_factor_ex", "CUSTOM", ("float32", "float64"), _solver_samples("lu"), _lu_factor_ref,
            _SOLVER_CLASSES, tol=_SOLVER_TOL, method=False),
     OpInfo("linalg_qr", "CUSTOM", ("float32", "float64"), _decomposition_samples("qr"),
            lambda A, complete=False: torch.linalg.qr(A, "complete" if complete else "reduced"), _SOLVER_CLASSES,

@@ -343,3 +343,46 @@ def test_cond_matches_torch(rng, dtype):
     assert float(pf.linalg.cond(p, 1)) == float(torch.linalg.cond(t, 1)) == float("inf")
     p, t = both(rng.uniform(-1, 1, (3, 5)), dtype)
     close(pf.linalg.cond(p), torch.linalg.cond(t), dtype, "cond 3x5")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lu_matches_torch(rng, dtype):
+    """lu_factor (LU and pivots), lu (P, L, U) of square, wide and tall matrices, and lu_solve with
+    left and adjoint, as torch's; a zero pivot raises with torch's message; gradients (float64,
+    square) of all three."""
+    for shape in [(4, 4), (2, 3, 3), (3, 5), (5, 3), (1, 1), (0, 2, 2)]:
+        p, t = both(rng.uniform(-1, 1, shape), dtype)
+        LU, piv = pf.linalg.lu_factor(p)
+        tLU, tpiv = torch.linalg.lu_factor(t)
+        close(LU, tLU, dtype, f"LU {shape}")
+        assert piv.dtype == pf.int32 and piv.tolist() == tpiv.tolist()
+        for got, want, name in zip(pf.linalg.lu(p), torch.linalg.lu(t), "PLU"):
+            close(got, want, dtype, f"lu {name} {shape}")
+        if shape[-1] == shape[-2]:
+            b = rng.uniform(-1, 1, shape[:-1] + (2,))
+            for left in (True, False):
+                for adjoint in (False, True):
+                    pb, tb = both(b if left else np.swapaxes(b, -1, -2), dtype)
+                    close(pf.linalg.lu_solve(LU, piv, pb, left=left, adjoint=adjoint),
+                          torch.linalg.lu_solve(tLU, tpiv, tb, left=left, adjoint=adjoint), dtype,
+                          f"lu_solve {shape} left={left} adjoint={adjoint}")
+    p, t = both(np.array([[1.0, 2.0], [2.0, 4.0]]), dtype)
+    with pytest.raises(pf.linalg.LinAlgError) as info:
+        pf.linalg.lu_factor(p)
+    with pytest.raises(RuntimeError) as torch_info:
+        torch.linalg.lu_factor(t)
+    assert str(info.value) == str(torch_info.value)
+    assert pf.linalg.lu_factor_ex(p).info.tolist() == torch.linalg.lu_factor_ex(t).info.tolist()
+    with pytest.raises(pf.NotSupportedError, match="without pivoting"):
+        pf.linalg.lu(p, pivot=False)
+    a, b = rng.uniform(-1, 1, (2, 4, 4)), rng.uniform(-1, 1, (2, 4, 3))
+    p, t = both(a, "float64", grad=True)
+    grads_agree(rng, pf.linalg.lu_factor(p).LU, torch.linalg.lu_factor(t).LU, [p], [t], "lu_factor")
+    for i, name in enumerate("LU"):
+        p, t = both(a, "float64", grad=True)
+        grads_agree(rng, pf.linalg.lu(p)[i + 1], torch.linalg.lu(t)[i + 1], [p], [t], f"lu {name}")
+    p, t = both(a, "float64", grad=True)
+    pb, tb = both(b, "float64", grad=True)
+    LU, piv = pf.linalg.lu_factor(p)
+    tLU, tpiv = torch.linalg.lu_factor(t)
+    grads_agree(rng, pf.linalg.lu_solve(LU, piv, pb), torch.linalg.lu_solve(tLU, tpiv, tb), [p, pb], [t, tb], "lu_solve")
