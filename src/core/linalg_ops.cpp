@@ -799,14 +799,19 @@ std::string solver_name(ir::OpType op) {
   return name;
 }
 
-// A: (..., n, n) of float32 or float64, as torch's messages say it.
-void check_square(const Tensor& A, ir::OpType op, const char* what = "A") {
+// A: (..., m, n) of float32 or float64, as torch's messages say it.
+void check_matrices(const Tensor& A, ir::OpType op) {
   const std::string name = solver_name(op);
   PF_CHECK(A.dtype() == DType::Float32 || A.dtype() == DType::Float64, TypeError, name,
            ": Expected a floating point tensor as input (float32 or float64; PyFlame has no complex dtypes). Got ",
            torch_type_name(A.dtype()));
-  PF_CHECK(A.dim() >= 2, ValueError, name, ": The input tensor ", what, " must have at least 2 dimensions.");
-  PF_CHECK(A.size(-1) == A.size(-2), ValueError, name, ": ", what, " must be batches of square matrices, but they are ",
+  PF_CHECK(A.dim() >= 2, ValueError, name, ": The input tensor A must have at least 2 dimensions.");
+}
+
+// A: (..., n, n).
+void check_square(const Tensor& A, ir::OpType op) {
+  check_matrices(A, op);
+  PF_CHECK(A.size(-1) == A.size(-2), ValueError, solver_name(op), ": A must be batches of square matrices, but they are ",
            A.size(-2), " by ", A.size(-1), " matrices");
 }
 
@@ -884,11 +889,7 @@ Inferred infer_linalg_eigh(OpCall& call) {
 
 Inferred infer_linalg_svd(OpCall& call) {
   const Tensor& A = call.inputs[0];
-  const std::string name = solver_name(call.op);
-  PF_CHECK(A.dtype() == DType::Float32 || A.dtype() == DType::Float64, TypeError, name,
-           ": Expected a floating point tensor as input (float32 or float64; PyFlame has no complex dtypes). Got ",
-           torch_type_name(A.dtype()));
-  PF_CHECK(A.dim() >= 2, ValueError, name, ": The input tensor A must have at least 2 dimensions.");
+  check_matrices(A, call.op);
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   const bool full = call.attr<SvdAttrs>().full_matrices;
   Shape u = batch_of(A), s = batch_of(A), vh = batch_of(A);
@@ -964,11 +965,7 @@ std::vector<Tensor> d_linalg_solve_triangular(const autograd::GradContext& c) {
 
 Inferred infer_linalg_qr(OpCall& call) {
   const Tensor& A = call.inputs[0];
-  const std::string name = solver_name(call.op);
-  PF_CHECK(A.dtype() == DType::Float32 || A.dtype() == DType::Float64, TypeError, name,
-           ": Expected a floating point tensor as input (float32 or float64; PyFlame has no complex dtypes). Got ",
-           torch_type_name(A.dtype()));
-  PF_CHECK(A.dim() >= 2, ValueError, name, ": The input tensor A must have at least 2 dimensions.");
+  check_matrices(A, call.op);
   const int64_t m = A.size(-2), n = A.size(-1), cols = call.attr<SvdAttrs>().full_matrices ? m : std::min(m, n);
   Shape q = batch_of(A), r = batch_of(A);
   q.insert(q.end(), {m, cols});
@@ -998,11 +995,7 @@ std::vector<Tensor> d_linalg_qr(const autograd::GradContext& c) {
 
 Inferred infer_linalg_lu_factor_ex(OpCall& call) {
   const Tensor& A = call.inputs[0];
-  const std::string name = solver_name(call.op);
-  PF_CHECK(A.dtype() == DType::Float32 || A.dtype() == DType::Float64, TypeError, name,
-           ": Expected a floating point tensor as input (float32 or float64; PyFlame has no complex dtypes). Got ",
-           torch_type_name(A.dtype()));
-  PF_CHECK(A.dim() >= 2, ValueError, name, ": The input tensor A must have at least 2 dimensions.");
+  check_matrices(A, call.op);
   Shape pivots = batch_of(A), rows = batch_of(A);
   pivots.push_back(std::min(A.size(-2), A.size(-1)));
   rows.push_back(A.size(-2));

@@ -77,31 +77,39 @@ template <class F> void float_types(DType dtype, const F& f) {
   else f(float{});
 }
 
-void inv_ex_kernel(OpCall& call) {
+// Square matrices (input 0) copied into output `into` and worked on there in place:
+// work(T* matrix, int n, int64_t index) returns the matrix's info (output `info_output`).
+template <class Work> void in_place_kernel(OpCall& call, int into, int info_output, const Work& work) {
   const Tensor& A = call.inputs[0];
-  const int64_t n = A.size(-1), batch = call.outputs[1].numel();
+  const int64_t n = A.size(-1), batch = call.outputs[info_output].numel();
   check_size(n, n, call.op);
-  int* info = call.outputs[1].data<int32_t>();
+  int* info = call.outputs[info_output].data<int32_t>();
   std::fill(info, info + batch, 0);
   if (n == 0) return;
   float_types(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* a = A.data<T>();
-    T* out = call.outputs[0].data<T>();
+    T* out = call.outputs[into].data<T>();
     parallel_for(batch, batch_grain(n), [&](int64_t b0, int64_t b1) {
-      std::vector<int> pivots(n);
       for (int64_t b = b0; b < b1; ++b) {
         T* m = out + b * n * n;
         std::copy(a + b * n * n, a + (b + 1) * n * n, m);
-        int r = getrf(m, static_cast<int>(n), static_cast<int>(n), pivots.data());
-        check_lapack(r, "getrf", call.op, n);
-        if (r == 0) {
-          r = getri(m, static_cast<int>(n), pivots.data());
-          check_lapack(r, "getri", call.op, n);
-        }
-        info[b] = r;
+        info[b] = work(m, static_cast<int>(n), b);
       }
     });
+  });
+}
+
+void inv_ex_kernel(OpCall& call) {
+  in_place_kernel(call, 0, 1, [&](auto* m, int n, int64_t) {
+    std::vector<int> pivots(n);
+    int r = getrf(m, n, n, pivots.data());
+    check_lapack(r, "getrf", call.op, n);
+    if (r == 0) {
+      r = getri(m, n, pivots.data());
+      check_lapack(r, "getri", call.op, n);
+    }
+    return r;
   });
 }
 
@@ -132,26 +140,11 @@ void solve_ex_kernel(OpCall& call) {
 }
 
 void cholesky_ex_kernel(OpCall& call) {
-  const Tensor& A = call.inputs[0];
-  const int64_t n = A.size(-1), batch = call.outputs[1].numel();
-  check_size(n, n, call.op);
-  int* info = call.outputs[1].data<int32_t>();
-  std::fill(info, info + batch, 0);
-  if (n == 0) return;
-  float_types(A.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* a = A.data<T>();
-    T* out = call.outputs[0].data<T>();
-    parallel_for(batch, batch_grain(n), [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) {
-        T* m = out + b * n * n;
-        std::copy(a + b * n * n, a + (b + 1) * n * n, m);
-        const int r = potrf(m, static_cast<int>(n));
-        check_lapack(r, "potrf", call.op, n);
-        info[b] = r;
-        for (int64_t i = 0; i < n; ++i) std::fill(m + i * n + i + 1, m + (i + 1) * n, T(0));  // A's upper part stays
-      }
-    });
+  in_place_kernel(call, 0, 1, [&](auto* m, int n, int64_t) {
+    const int r = potrf(m, n);
+    check_lapack(r, "potrf", call.op, n);
+    for (int i = 0; i < n; ++i) std::fill(m + i * n + i + 1, m + (i + 1) * n, 0);  // A's upper part stays
+    return r;
   });
 }
 
@@ -201,26 +194,11 @@ template <class T> void make_positive(T* v, int64_t count, int64_t stride, T* pa
 
 // The eigenvectors overwrite a copy of A in the output (syevd reads its lower triangle).
 void eigh_kernel(OpCall& call) {
-  const Tensor& A = call.inputs[0];
-  const int64_t n = A.size(-1), batch = call.outputs[2].numel();
-  check_size(n, n, call.op);
-  int* info = call.outputs[2].data<int32_t>();
-  std::fill(info, info + batch, 0);
-  if (n == 0) return;
-  float_types(A.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* a = A.data<T>();
-    T *values = call.outputs[0].data<T>(), *vectors = call.outputs[1].data<T>();
-    parallel_for(batch, batch_grain(n), [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) {
-        T* q = vectors + b * n * n;
-        std::copy(a + b * n * n, a + (b + 1) * n * n, q);
-        const int r = syevd(q, static_cast<int>(n), values + b * n);
-        check_lapack(r, "syevd", call.op, n);
-        info[b] = r;
-        for (int64_t j = 0; j < n; ++j) make_positive(q + j, n, n);  // column j
-      }
-    });
+  in_place_kernel(call, 1, 2, [&](auto* q, int n, int64_t b) {
+    const int r = syevd(q, n, call.outputs[0].data<std::remove_pointer_t<decltype(q)>>() + b * n);
+    check_lapack(r, "syevd", call.op, n);
+    for (int j = 0; j < n; ++j) make_positive(q + j, n, n);  // column j
+    return r;
   });
 }
 
