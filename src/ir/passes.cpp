@@ -36,12 +36,18 @@ template <class F> void for_each_value(Graph& g, const F& visit) {
   for (GradWrite& w : g.grad_writes) visit(w.grad);
 }
 
-// How many times each call's results are read (or written, or returned).
-std::vector<int> count_uses(Graph& g) {
+// How many times each call's results are read (or written, or returned); without_absorbed: not
+// counting what the calls a fusion absorbed read (they go once nothing reads them).
+std::vector<int> count_uses(Graph& g, bool without_absorbed = false) {
   std::vector<int> uses(g.nodes.size(), 0);
   for_each_value(g, [&](Value& v) {
     if (v.kind == Value::Kind::Node) ++uses[v.index];
   });
+  if (without_absorbed)
+    for (const Node& n : g.nodes)
+      if (n.absorbed)
+        for (const Value& v : n.inputs)
+          if (v.kind == Value::Kind::Node) --uses[v.index];
   return uses;
 }
 
@@ -488,15 +494,14 @@ void fuse_elementwise(Graph& g) {
 // inside the graph, calls across a write (the input may have changed between them).
 void group_linears(Graph& g) {
   constexpr size_t kMaxGroup = 4;  // the GEMV's parts per launch (rocm/kernels/gemv.h)
-  auto groupable = [&](const Node& n) { return linear_of_parameters(g, n); };
   std::vector<Value> moved(g.nodes.size());  // a grouped call -> the output of the group's call it became
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& first = g.nodes[i];
-    if (!groupable(first)) continue;
+    if (!linear_of_parameters(g, first)) continue;
     std::vector<size_t> group{i};
     for (size_t j = i + 1; j < g.nodes.size() && group.size() < kMaxGroup && g.nodes[j].written.empty(); ++j) {
       const Node& n = g.nodes[j];
-      if (groupable(n) && n.inputs[0] == first.inputs[0] && n.dtype == first.dtype && n.device == first.device)
+      if (linear_of_parameters(g, n) && n.inputs[0] == first.inputs[0] && n.dtype == first.dtype && n.device == first.device)
         group.push_back(j);
     }
     if (group.size() < 2) continue;
@@ -516,26 +521,13 @@ void group_linears(Graph& g) {
   });
 }
 
-}  // namespace
-
 // rms_norm over the last dimension whose result only a linear or grouped_linear reads, as its
 // input (a decoder layer's norm before its projections, the final norm before the head): the
 // linear becomes a grouped_linear that normalises its input first, which the GEMV does as it
 // reads the row (a decode step's norms: a kernel each, gone). Left as they are: norms over more
 // dims or read elsewhere, writes in between.
 void fold_rms_norms(Graph& g) {
-  std::vector<int> uses(g.nodes.size(), 0);  // as count_uses, without the calls grouping absorbed
-  for (const Node& n : g.nodes)
-    if (!n.absorbed)
-      for (const Value& v : n.inputs)
-        if (v.kind == Value::Kind::Node) ++uses[v.index];
-  for (const Node& n : g.nodes)
-    for (const Value& v : n.written)
-      if (v.kind == Value::Kind::Node) ++uses[v.index];
-  for (const Value& v : g.outputs)
-    if (v.kind == Value::Kind::Node) ++uses[v.index];
-  for (const GradWrite& w : g.grad_writes)
-    if (w.grad.kind == Value::Kind::Node) ++uses[w.grad.index];
+  const std::vector<int> uses = count_uses(g, true);  // the linears grouping absorbed read it too
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& lin = g.nodes[i];
     const bool linear = lin.op == OpType::linear && lin.num_outputs == 1;
@@ -561,6 +553,8 @@ void fold_rms_norms(Graph& g) {
     norm.absorbed = true;
   }
 }
+
+}  // namespace
 
 // Each node's results are dropped after their last reader runs (right after the node
 // where nothing reads them); the graph's outputs and the gradients it leaves are kept.
