@@ -2,7 +2,9 @@
 handwritten-digits data set (pyflame.datasets.load_digits) on the best
 available device (a GPU through the ROCm backend when one is usable, else the
 CPU), with a progress bar; prints the test accuracy and the time, and writes
-the loss and accuracy curves to a PNG.
+the loss and accuracy curves to a PNG. The bar (tqdm) and the plot (matplotlib)
+come with the demo extra (`pip install .[demo]`); without them it runs and
+says so.
 
     python -m pyflame.demo [--epochs 15] [--device cpu|rocm] [--plot digits_training.png]
 """
@@ -41,7 +43,11 @@ def evaluate(model, loader, device):
 
 
 def save_plot(path, losses, accuracies):
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        print("No plot: matplotlib is not installed (`pip install .[demo]` adds it and the progress bar)")
+        return False
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -54,6 +60,7 @@ def save_plot(path, losses, accuracies):
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+    return True
 
 
 def main(argv=None):
@@ -62,7 +69,10 @@ def main(argv=None):
     ap.add_argument("--device", default=None, help="cpu or rocm (default: the best available)")
     ap.add_argument("--plot", default="digits_training.png", help="where to write the curves ('' for none)")
     args = ap.parse_args(argv)
-    from tqdm import tqdm
+    try:
+        from tqdm import tqdm
+    except ImportError:  # a plain `pip install .`: epochs are printed without a bar
+        tqdm = None
 
     print(report())
     device = args.device or best_device()
@@ -81,7 +91,9 @@ def main(argv=None):
     start = time.perf_counter()
     for epoch in range(args.epochs):
         total = count = 0.0
-        bar = tqdm(train_loader, desc=f"epoch {epoch + 1:2d}/{args.epochs}", leave=False, ncols=80)
+        bar = train_loader
+        if tqdm:
+            bar = tqdm(train_loader, desc=f"epoch {epoch + 1:2d}/{args.epochs}", leave=False, ncols=80)
         for x, y in bar:
             x, y = x.to(device), y.to(device)
             optimizer.zero_grad()
@@ -93,13 +105,13 @@ def main(argv=None):
         scheduler.step()
         losses.append(total / count)
         accuracies.append(evaluate(model, test_loader, device))
-        tqdm.write(f"epoch {epoch + 1:2d}: loss {losses[-1]:.4f}, test accuracy {100 * accuracies[-1]:.1f}%")
+        (tqdm.write if tqdm else print)(f"epoch {epoch + 1:2d}: loss {losses[-1]:.4f}, test accuracy "
+                                        f"{100 * accuracies[-1]:.1f}%")
     pf.synchronize()
     seconds = time.perf_counter() - start
     print(f"\nTest accuracy: {100 * accuracies[-1]:.1f}% after {args.epochs} epochs, {seconds:.1f} s on "
           f"'{pf.get_device()}'")
-    if args.plot:
-        save_plot(args.plot, losses, accuracies)
+    if args.plot and save_plot(args.plot, losses, accuracies):
         print(f"Loss and accuracy curves: {args.plot}")
     return accuracies[-1]
 

@@ -1,14 +1,15 @@
 """pf.linalg: torch.linalg's norms (vector_norm and matrix_norm are ops of the table), products
 (compositions of table ops), and on the CPU through LAPACK the solvers inv, solve,
-solve_triangular, cholesky, det and slogdet (and the _ex forms) and the decompositions lu_factor,
-qr, eigh and svd (ops linalg_inv_ex, linalg_solve_ex, linalg_solve_triangular,
-linalg_cholesky_ex, linalg_slogdet, linalg_lu_factor_ex, linalg_qr, linalg_eigh, linalg_svd; lu,
-lu_solve, eigvalsh, svdvals, pinv, matrix_rank, lstsq and cond are built on them), differentiable. A singular or not positive-definite
-input raises LinAlgError (a RuntimeError) as torch.linalg's, or gives its info for the _ex forms.
+solve_triangular, cholesky, det and slogdet (and the _ex forms) and the decompositions
+lu_factor, qr, eigh and svd (ops linalg_inv_ex, linalg_solve_ex, linalg_solve_triangular,
+linalg_cholesky_ex, linalg_slogdet, linalg_lu_factor_ex, linalg_qr, linalg_eigh, linalg_svd;
+lu, lu_solve, eigvalsh, svdvals, pinv, matrix_rank, lstsq and cond are built on them),
+differentiable. A singular or not positive-definite input raises LinAlgError (a RuntimeError)
+as torch.linalg's, or gives its info for the _ex forms.
 
-The other decompositions (eig, whose results are complex, ldl_factor, matrix_exp, ...) have no kernels in PyFlame yet: they raise
-pf.NotSupportedError naming the NumPy or SciPy function to use on `.numpy()` of the tensor
-(docs/ops.md), as all of these do on the GPU.
+The other decompositions (eig, whose results are complex, ldl_factor, matrix_exp, ...) have no
+kernels in PyFlame yet: they raise pf.NotSupportedError naming the NumPy or SciPy function to
+use on `.numpy()` of the tensor (docs/ops.md), as all of these do on the GPU.
 """
 
 from collections import namedtuple

@@ -112,6 +112,19 @@ def test_demo_trains_the_digits_cnn(device, tmp_path):
     assert (tmp_path / "curves.png").stat().st_size > 10_000
 
 
+def test_demo_runs_without_its_extras(tmp_path, monkeypatch, capsys):
+    """After a plain `pip install .` (no tqdm, no matplotlib) the demo trains, printing each epoch,
+    and says what the demo extra adds instead of stopping with ModuleNotFoundError."""
+    from pyflame import demo
+
+    for name in ("tqdm", "matplotlib"):
+        monkeypatch.setitem(__import__("sys").modules, name, None)  # import raises ImportError
+    demo.main(["--epochs", "1", "--device", "cpu", "--plot", str(tmp_path / "curves.png")])
+    out = capsys.readouterr().out
+    assert "epoch  1: loss" in out and "pip install .[demo]" in out
+    assert not (tmp_path / "curves.png").exists()
+
+
 @pytest.mark.parametrize("device", ["cpu", "rocm"])
 @pytest.mark.parametrize("name,kwargs", [
     ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
