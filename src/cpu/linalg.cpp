@@ -71,6 +71,28 @@ template <class T> int orgqr(T* q, int m, int cols, int k, const T* tau) {
   else return scipy_LAPACKE_dorgqr(LAPACK_ROW_MAJOR, m, cols, k, q, cols, tau);
 }
 
+// OpenBLAS's own threads for a batch too small to split across ours (one large matrix): it
+// runs single-threaded otherwise (cpu/blas.h), and a 1024 x 1024 factorisation ran at
+// 0.2-0.6x PyTorch's (MKL on both cores).
+class LapackThreads {
+ public:
+  LapackThreads(int64_t batch, int64_t n) {
+    const int threads = omp_get_max_threads();
+    if (batch < threads && n >= 256 && !omp_in_parallel()) {
+      scipy_openblas_set_num_threads(threads);
+      on_ = true;
+    }
+  }
+  ~LapackThreads() {
+    if (on_) scipy_openblas_set_num_threads(1);
+  }
+  LapackThreads(const LapackThreads&) = delete;
+  LapackThreads& operator=(const LapackThreads&) = delete;
+
+ private:
+  bool on_ = false;
+};
+
 // Calls f(dtype tag) for float32 and float64 (the infer functions allow no other).
 template <class F> void float_types(DType dtype, const F& f) {
   if (dtype == DType::Float64) f(double{});
@@ -86,6 +108,7 @@ template <class Work> void in_place_kernel(OpCall& call, int into, int info_outp
   int* info = call.outputs[info_output].data<int32_t>();
   std::fill(info, info + batch, 0);
   if (n == 0) return;
+  const LapackThreads threads(batch, n);
   float_types(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* a = A.data<T>();
@@ -120,6 +143,7 @@ void solve_ex_kernel(OpCall& call) {
   int* info = call.outputs[1].data<int32_t>();
   std::fill(info, info + batch, 0);
   if (n == 0 || k == 0) return;
+  const LapackThreads threads(batch, n);
   float_types(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T *a = A.data<T>(), *bsrc = B.data<T>();
@@ -153,6 +177,7 @@ void slogdet_kernel(OpCall& call) {
   const Tensor& A = call.inputs[0];
   const int64_t n = A.size(-1), batch = call.outputs[0].numel();
   check_size(n, n, call.op);
+  const LapackThreads threads(batch, n);
   float_types(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* a = A.data<T>();
@@ -211,6 +236,7 @@ void svd_kernel(OpCall& call) {
   check_size(m, n, call.op);
   int* info = call.outputs[3].data<int32_t>();
   std::fill(info, info + batch, 0);
+  const LapackThreads threads(batch, std::max(m, n));
   float_types(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* a = A.data<T>();
@@ -248,6 +274,7 @@ void solve_triangular_kernel(OpCall& call) {
   if (n == 0 || k == 0) return;
   const CBLAS_UPLO uplo = attrs.upper ? CblasUpper : CblasLower;
   const CBLAS_DIAG diag = attrs.unitriangular ? CblasUnit : CblasNonUnit;
+  const LapackThreads threads(batch, n);
   float_types(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T *a = A.data<T>(), *b = B.data<T>();
@@ -275,6 +302,7 @@ void qr_kernel(OpCall& call) {
   int64_t batch = 1;
   for (int64_t d = 0; d + 2 < A.dim(); ++d) batch *= A.size(d);
   check_size(m, std::max(n, cols), call.op);
+  const LapackThreads threads(batch, std::max(m, n));
   float_types(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* a = A.data<T>();
@@ -310,6 +338,7 @@ void lu_factor_ex_kernel(OpCall& call) {
   int* pivots = call.outputs[1].data<int32_t>();
   int64_t* rows = call.outputs[2].data<int64_t>();
   int* info = call.outputs[3].data<int32_t>();
+  const LapackThreads threads(batch, std::max(m, n));
   float_types(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* a = A.data<T>();
