@@ -48,6 +48,12 @@ def _raise_for(info, name, message):
     raise LinAlgError(f"{name}: {where}{message(int(flat[index]))}")
 
 
+def _with_batch(*matrices):
+    """The matrices (..., r, c) with their batch dims broadcast to one another's."""
+    batch = broadcast_shapes(*(tuple(t.shape[:-2]) for t in matrices))
+    return tuple(t.expand(*batch, *t.shape[-2:]) for t in matrices)
+
+
 def inv_ex(A, *, check_errors=False):
     """(inverse, info) of square matrices (..., n, n), as torch.linalg.inv_ex: info k > 0 where the
     k-th diagonal element of the LU factor is zero (singular)."""
@@ -83,9 +89,7 @@ def _solve_operands(A, B, left):
     Bm = B.unsqueeze(-1) if vector else B
     if A.dim() < 2 or Bm.dim() < 2:
         raise _C.InvalidArgumentError("linalg.solve: The input tensor A must have at least 2 dimensions.")
-    batch = broadcast_shapes(tuple(A.shape[:-2]), tuple(Bm.shape[:-2]))
-    A = A.expand(*batch, *A.shape[-2:])
-    Bm = Bm.expand(*batch, *Bm.shape[-2:])
+    A, Bm = _with_batch(A, Bm)
 
     def result(X):
         X = X.squeeze(-1) if vector else X
@@ -161,9 +165,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
         return solve_triangular(A.mT, B.mT, upper=not upper, unitriangular=unitriangular).mT
     if A.dim() < 2 or B.dim() < 2:
         raise _C.InvalidArgumentError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
-    batch = broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2]))
-    return _C.linalg_solve_triangular(A.expand(*batch, *A.shape[-2:]), B.expand(*batch, *B.shape[-2:]), upper,
-                                      unitriangular)
+    return _C.linalg_solve_triangular(*_with_batch(A, B), upper, unitriangular)
 
 
 QRResult = namedtuple("qr", ["Q", "R"])
@@ -202,8 +204,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
                                       f"shape {tuple(A.shape)} and B of shape {tuple(B.shape)}")
     U, S, Vh = svd(A, full_matrices=False)
     keep = S > _svd_cutoff(S, A.shape, None, rcond)
-    S_inv = _C.where(keep, 1 / _C.where(keep, S, ones_like(S)), zeros_like(S))
-    X = Vh.mT @ (S_inv.unsqueeze(-1) * (U.mT @ Bm))
+    X = Vh.mT @ (_kept_reciprocals(S, keep).unsqueeze(-1) * (U.mT @ Bm))
     rank = keep.sum(-1) if driver != "gels" else keep.new_empty((0,), dtype=_dtype.int64)
     values = S if driver in ("gelsd", "gelss") else S.new_empty((0,))
     residuals = S.new_empty((0,))
@@ -292,10 +293,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
         return lu_solve(LU, pivots, B.mT, adjoint=not adjoint).mT
     rows = _rows_of(pivots, LU.shape[-2])
     index = rows.unsqueeze(-1).expand(*rows.shape, B.shape[-1])
-    batch = broadcast_shapes(tuple(LU.shape[:-2]), tuple(B.shape[:-2]))
-    LU = LU.expand(*batch, *LU.shape[-2:])
-    B = B.expand(*batch, *B.shape[-2:])
-    index = index.expand(*batch, *index.shape[-2:])
+    LU, B, index = _with_batch(LU, B, index)
     if not adjoint:  # L U X = B[rows]
         Y = solve_triangular(LU, B.gather(-2, index), upper=False, unitriangular=True)
         return solve_triangular(LU, Y, upper=True)
@@ -352,14 +350,17 @@ def _svd_cutoff(S, shape, atol, rtol):
     return cutoff
 
 
+def _kept_reciprocals(S, keep):
+    """1 / S where kept, 0 elsewhere, with no 1 / 0 for the gradient to meet."""
+    return _C.where(keep, 1 / _C.where(keep, S, ones_like(S)), zeros_like(S))
+
+
 def pinv(A, *, atol=None, rtol=None, hermitian=False):
     """The Moore-Penrose pseudo-inverse through the SVD, as torch.linalg.pinv: singular values at or
     below max(atol, rtol * the largest) count as zero (hermitian is accepted; the SVD serves both)."""
     U, S, Vh = svd(A, full_matrices=False)
     keep = S > _svd_cutoff(S, A.shape, atol, rtol)
-    # 1 / S where kept, 0 elsewhere, with no 1 / 0 for the gradient to meet
-    S_inv = _C.where(keep, 1 / _C.where(keep, S, ones_like(S)), zeros_like(S))
-    return (Vh.mT * S_inv.unsqueeze(-2)) @ U.mT
+    return (Vh.mT * _kept_reciprocals(S, keep).unsqueeze(-2)) @ U.mT
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):

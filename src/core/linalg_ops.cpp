@@ -850,6 +850,15 @@ Inferred infer_linalg_slogdet(OpCall& call) {
 
 Tensor mT(const Tensor& t) { return transpose(t, -2, -1); }
 
+// The n x n identity in `like`'s dtype, on its device.
+Tensor identity_like(int64_t n, const Tensor& like) { return to(eye(n, std::nullopt, like.dtype()), like.device()); }
+
+// E_ij = v_j - v_i off the diagonal and 1 on it, for values v (..., n): what eigh's and svd's
+// derivatives divide by.
+Tensor value_gaps(const Tensor& v) {
+  return add(sub(unsqueeze(v, -2), unsqueeze(v, -1)), identity_like(v.size(-1), v));
+}
+
 // d inv = -inv^T g inv^T
 std::vector<Tensor> d_linalg_inv_ex(const autograd::GradContext& c) {
   const Tensor inv_t = mT(c.output(0));
@@ -906,11 +915,9 @@ Inferred infer_linalg_svd(OpCall& call) {
 // E_ij = L_j - L_i off the diagonal and gL on it, gA = V (that) V^T.
 std::vector<Tensor> d_linalg_eigh(const autograd::GradContext& c) {
   const Tensor &L = c.output(0), &V = c.output(1);
-  const int64_t n = L.size(-1);
   const Tensor VtgV = matmul(mT(V), c.grad(1));
   const Tensor skew = mul(sub(VtgV, mT(VtgV)), Scalar(0.5));
-  const Tensor E = add(sub(unsqueeze(L, -2), unsqueeze(L, -1)), to(eye(n, std::nullopt, L.dtype()), L.device()));
-  const Tensor inner = add(div(skew, E), diag_embed(c.grad(0)));
+  const Tensor inner = add(div(skew, value_gaps(L)), diag_embed(c.grad(0)));
   return {matmul(matmul(V, inner), mT(V))};
 }
 
@@ -930,7 +937,7 @@ std::vector<Tensor> d_linalg_svd(const autograd::GradContext& c) {
   auto skew = [](const Tensor& X) { return sub(X, mT(X)); };
   const Tensor UtgU = skew(matmul(mT(U), gU)), VtgV = skew(matmul(mT(V), gV));
   const Tensor S2 = mul(S, S);
-  const Tensor E = add(sub(unsqueeze(S2, -2), unsqueeze(S2, -1)), to(eye(k, std::nullopt, S.dtype()), S.device()));
+  const Tensor E = value_gaps(S2);
   Tensor gA = div(add(mul(UtgU, unsqueeze(S, -2)), mul(unsqueeze(S, -1), VtgV)), E);
   gA = add(gA, diag_embed(gS));
   if (m > n) {  // gA = [U gA + (I - U U^T) gU S^-1] V^T
@@ -1012,7 +1019,7 @@ std::vector<Tensor> d_linalg_lu_factor_ex(const autograd::GradContext& c) {
   const int64_t m = LU.size(-2), n = LU.size(-1);
   PF_CHECK(m == n, NotSupportedError, "linalg.lu_factor: the derivative of the LU factorization of non-square "
            "matrices is not implemented (", m, " x ", n, ")");
-  const Tensor L = add(tril(LU, -1), to(eye(n, std::nullopt, LU.dtype()), LU.device())), U = triu(LU);
+  const Tensor L = add(tril(LU, -1), identity_like(n, LU)), U = triu(LU);
   const Tensor inner = add(tril(matmul(mT(L), tril(g, -1)), -1), triu(matmul(triu(g), mT(U))));
   const Tensor left = linalg_solve_triangular(mT(L), inner, true, true);  // L^-T inner
   const Tensor gLU = mT(linalg_solve_triangular(U, mT(left), true));       // (...) U^-T
