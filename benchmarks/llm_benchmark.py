@@ -12,6 +12,9 @@ device (random weights: speed does not depend on them). Measured:
   (pyflame: the decode step's trace and capture) are left out; for batch 1 also the weights'
   bytes per second as a share of the copy bandwidth (the issue's target: >= 75%);
 - prefill: one forward over a 512-token prompt, in ms;
+- weight-only int8 and int4 (groups of 128, pyflame only): decode at batch 1 beside transformers'
+  bf16, with the bytes of codes, scales and zero points read per token as a share of the copy
+  bandwidth, and the int4 GEMV of the shape below in us beside torch's bf16 one;
 - kernels: a decode GEMV (bf16 [1, 4096] x [14336, 4096]^T) in GB/s, and decode attention
   (scaled_dot_product_attention, 32 heads, one query over 4096 keys, head dim 128) in GB/s
   of the keys and values read; 100 calls back to back before one wait, as a decode step runs
@@ -142,6 +145,7 @@ def main():
         p = gemv_bytes / per_call(lambda: pf.nn.functional.linear(px, pw), pf_sync) / 1e9
     t = gemv_bytes / per_call(lambda: torch.nn.functional.linear(tx, tw), t_sync) / 1e9
     rows.append((f"GEMV bf16 {d_in}x{d_out} (GB/s)", t, p, p / t, ""))
+    t_gemv_us = gemv_bytes / t / 1e3
 
     heads, keys, dim = (32, 4096, 128) if not args.small else (8, 256, 32)
     pq, pk, pv = (pf.randn(1, heads, n, dim, device=dev).to(pf.bfloat16) for n in (1, keys, keys))
@@ -151,6 +155,33 @@ def main():
         p = kv_bytes / per_call(lambda: pf.nn.functional.scaled_dot_product_attention(pq, pk, pv), pf_sync) / 1e9
     t = kv_bytes / per_call(lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv), t_sync) / 1e9
     rows.append((f"SDPA decode {heads}h x {keys} keys d{dim} (GB/s)", t, p, p / t, ""))
+
+    # Weight-only int8 and int4 (groups of 128): the same decode, after the bf16 cases (quantize works in
+    # place), against transformers' bf16 decode above; and the int4 GEMV alone, in GB/s of the codes,
+    # scales and zero points it reads.
+    torch_b1 = rows[0][1]
+    for bits in (8, 4):
+        if bits == 4:
+            del model
+            pf.set_device(dev)
+            model = llm.LlamaForCausalLM(llm.LlamaConfig(**shape)).to(pf.bfloat16).to(dev)
+            pf.set_device("cpu")
+        model.quantize(bits, 128)
+        q_bytes = sum(b.numel() * b.element_size() for n, b in model.named_buffers()
+                      if n.rsplit(".", 1)[-1] in ("qweight", "scales", "zeros"))
+        q_bytes += sum(p.numel() * 2 for n, p in model.named_parameters() if "norm" in n)
+        p = decode_tok_s(pf_generate, 1, args.new_tokens, pf_sync)
+        share = p * q_bytes / 1e9 / copy_gbs
+        rows.append((f"decode batch 1 int{bits} (tok/s; torch: bf16)", torch_b1, p, p / torch_b1,
+                     f"  {p * q_bytes / 1e9:6.0f} GB/s of weights, {100 * share:.1f}% of copy"))
+        results[f"decode_b1_int{bits}_copy_share"] = share
+    from pyflame import quant
+    qw = quant.quantize_weight(pw, 4, 128)
+    q_gemv_bytes = qw.codes.numel() + qw.scales.numel() * 2 + qw.zeros.numel()
+    with pf.no_grad():
+        p = per_call(lambda: pf.quantized_linear(px, qw.codes, qw.scales, qw.zeros, None, 4, 128), pf_sync)
+    rows.append((f"GEMV int4 {d_in}x{d_out} (us; torch: bf16)", t_gemv_us, p * 1e6, t_gemv_us / (p * 1e6),
+                 f"  {q_gemv_bytes / p / 1e9:6.0f} GB/s, {100 * q_gemv_bytes / p / 1e9 / copy_gbs:.0f}% of copy"))
 
     print(f"{'case':46s} {'torch':>10s} {'pyflame':>10s}  ratio")
     for name, t, p, ratio, extra in rows:

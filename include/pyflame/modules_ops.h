@@ -15,6 +15,15 @@ namespace pyflame {
 // CPU: OpenBLAS with beta = 1); elsewhere it runs as matmul + add.
 PF_API Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt);
 
+// linear(input, W, bias) with W weight-only quantized (pyflame.quant's layout):
+//   qweight uint8 (out_features, in_features) for 8 bits, or (out_features, in_features / 2)
+//   for 4 (two codes a byte, the even column in the low nibble); scales (out_features,
+//   in_features / group_size) of a floating dtype and zeros uint8 of that shape: W[o, i] =
+//   (code[o, i] - zeros[o, g]) * scales[o, g], g = i / group_size. The result has the input's
+//   dtype (the scales and bias are read in it). bits 8 or 4; group_size divides in_features.
+PF_API Tensor quantized_linear(const Tensor& input, const Tensor& qweight, const Tensor& scales, const Tensor& zeros,
+                               const std::optional<Tensor>& bias, int64_t bits, int64_t group_size);
+
 // One LSTM layer's recurrence over a whole sequence, as nn.LSTM computes it
 // (gates stacked i, f, g, o; PyTorch's order). The input's projection is one
 // GEMM before the recurrence (linear), so this op runs only what is sequential:

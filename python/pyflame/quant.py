@@ -8,11 +8,12 @@ point is a code and a weight is within scale / 2 of its dequantized value (one
 scale where two roundings meet at the top of the range).
 int4 codes are packed two to a byte (the even column in the low nibble).
 
-Today a quantized layer dequantizes its weight and calls linear: the weights
-take 1/2 (int8) or ~1/4 (int4) of bf16's memory at rest, but each call reads
-the codes and writes a bf16 weight before the GEMM (under pf.compile the
-dequantization is one fused elementwise kernel). The fused dequantizing GEMV
-and GEMM of the LLM issue are not written yet.
+A QuantizedLinear calls the quantized_linear op: for one row of input on the GPU
+(a decode step) one GEMV reads the codes, scales and zero points and never
+writes the weight, so int8 reads about half of bf16's bytes and int4 about a
+quarter; the CPU dequantizes a weight row at a time into a buffer for up to 16
+rows of input. More rows (a prompt) dequantize the weight once per call and run
+the GEMM. Gradients reach the input (not the codes) through the dequantized weight.
 """
 
 import pyflame as pf
@@ -124,8 +125,7 @@ class QuantizedLinear(Module):
                                (self.out_features, self.in_features))
 
     def forward(self, x):
-        w = dequantize(self.qweight, self.scales, self.zeros, self.bits, self.group_size)
-        return F.linear(x, w.to(x.dtype), self.bias)
+        return pf._C.quantized_linear(x, self.qweight, self.scales, self.zeros, self.bias, self.bits, self.group_size)
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "

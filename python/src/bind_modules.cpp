@@ -32,6 +32,11 @@ void bind_modules(nb::module_& m, nb::class_<Tensor>& /*tensor*/) {
      "reading the same input (one GEMV launch on the GPU for one row of input and up to 4 weights). With "
      "rms_norm_eps, the input is rms_norm(input, (input.shape[-1],), norm_weight, rms_norm_eps) first; with swiglu "
      "(two weights), the one result is silu(first) * second.");
+  m.def("quantized_linear", &pyflame::quantized_linear, "input"_a, "qweight"_a, "scales"_a, "zeros"_a,
+        "bias"_a = nb::none(), "bits"_a = 8, "group_size"_a = 128,
+        "linear(input, W, bias) with W weight-only quantized (pyflame.quant's layout: uint8 codes, scales, uint8 "
+        "zero points per group of group_size input columns), the weight dequantized inside the product (one GEMV "
+        "reading the codes on the GPU for one row of input).");
   m.def("lstm_sequence", [](const Tensor& input_gates, const Tensor& h0, const Tensor& c0, const Tensor& weight_hh,
                             const std::optional<Tensor>& bias_hh, bool reverse) {
     return pyflame::lstm_sequence(input_gates, h0, c0, weight_hh, bias_hh.value_or(Tensor()), reverse);

@@ -18,6 +18,7 @@
 #include "pyflame/error.h"
 #include "pyflame/nn_ops.h"
 #include "pyflame/ops.h"
+#include "pyflame/shape_ops.h"
 
 namespace pyflame {
 
@@ -126,6 +127,62 @@ std::vector<Tensor> grouped_linear_composite(const OpCall& call) {
   return results;
 }
 
+// quantized_linear: (input, qweight, scales, zeros, bias), checked against the layout of
+// modules_ops.h; the kernels read x as (M, K), the codes, scales and zero points packed, the
+// scales and the bias in x's dtype.
+Inferred infer_quantized_linear(OpCall& call) {
+  const char* name = op_name(call.op);
+  const auto& a = call.attr<QuantAttrs>();
+  const Tensor &input = call.inputs[0], &qweight = call.inputs[1], &scales = call.inputs[2], &zeros = call.inputs[3],
+               &bias = call.inputs[4];
+  PF_CHECK(a.bits == 8 || a.bits == 4, ValueError, name, ": bits must be 8 or 4, got ", a.bits);
+  PF_CHECK(input.dim() >= 1 && is_floating(input.dtype()), TypeError, name,
+           ": needs a floating-point input of at least 1 dimension, got ", input.dtype(), " of shape ", input.shape());
+  PF_CHECK(qweight.dtype() == DType::UInt8 && zeros.dtype() == DType::UInt8 && is_floating(scales.dtype()), TypeError,
+           name, ": takes uint8 codes and zero points and floating-point scales, got ", qweight.dtype(), ", ",
+           zeros.dtype(), " and ", scales.dtype());
+  const int64_t k = input.size(-1);
+  PF_CHECK(qweight.dim() == 2 && qweight.size(1) * 8 == k * a.bits, ValueError, name, ": the input's last dimension ",
+           k, " needs codes of shape (out_features, ", k * a.bits / 8, ") for ", a.bits, " bits, got ", qweight.shape());
+  const int64_t n = qweight.size(0);
+  PF_CHECK(a.group_size > 0 && k % a.group_size == 0, ValueError, name, ": group_size ", a.group_size,
+           " must divide the input's last dimension ", k);
+  const Shape groups{n, k / a.group_size};
+  PF_CHECK(scales.shape() == groups && zeros.shape() == groups, ValueError, name, ": scales and zeros must have shape ",
+           groups, ", got ", scales.shape(), " and ", zeros.shape());
+  PF_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == n), ValueError, name, ": the bias must have shape (",
+           n, "), got ", bias.shape());
+  Shape result = input.shape();
+  result.back() = n;
+  InputPlan x, packed, in_dtype;
+  const int64_t m = shape_numel(Shape(input.shape().begin(), input.shape().end() - 1));
+  x.reshape = Shape{m, k};
+  x.contiguous = packed.contiguous = in_dtype.contiguous = true;
+  in_dtype.dtype = input.dtype();
+  return {current_device(), {x, packed, in_dtype, packed, in_dtype}, {{{m, n}, input.dtype(), result}}, {}};
+}
+
+// The weight (out_features, in_features) in the scales' dtype, from codes and zero points
+// checked by infer_quantized_linear.
+Tensor dequantize_weight(const Tensor& qweight, const Tensor& scales, const Tensor& zeros, const QuantAttrs& a) {
+  Tensor codes = qweight;
+  if (a.bits == 4)
+    codes = reshape(stack({bitwise_and(qweight, Scalar(int64_t{15})), bitwise_right_shift(qweight, Scalar(int64_t{4}))}, -1),
+                    {qweight.size(0), qweight.size(1) * 2});
+  const int64_t n = codes.size(0), k = codes.size(1);
+  const Tensor centred = sub(reshape(to(codes, scales.dtype()), {n, k / a.group_size, a.group_size}),
+                             unsqueeze(to(zeros, scales.dtype()), -1));
+  return reshape(mul(centred, unsqueeze(scales, -1)), {n, k});
+}
+
+std::vector<Tensor> quantized_linear_composite(const OpCall& call) {
+  const auto& a = call.attr<QuantAttrs>();
+  const Tensor& x = call.inputs[0];
+  const Tensor w = to(dequantize_weight(call.inputs[1], call.inputs[2], call.inputs[3], a), x.dtype());
+  const Tensor& bias = call.inputs[4];
+  return {linear(x, w, bias.defined() ? std::optional<Tensor>(to(bias, x.dtype())) : std::nullopt)};
+}
+
 std::vector<Tensor> linear_relu_composite(const OpCall& call) {
   const Tensor& bias = call.inputs[2];
   return {relu(linear(call.inputs[0], call.inputs[1], bias.defined() ? std::optional<Tensor>(bias) : std::nullopt))};
@@ -208,6 +265,7 @@ std::vector<Tensor> d_lstm_sequence(const autograd::GradContext& c) {
 PF_REGISTER_COMPOSITE(linear, &infer_linear, &linear_composite);
 PF_REGISTER_COMPOSITE(linear_relu, &infer_linear, &linear_relu_composite);
 PF_REGISTER_COMPOSITE(grouped_linear, &infer_grouped_linear, &grouped_linear_composite);
+PF_REGISTER_COMPOSITE(quantized_linear, &infer_quantized_linear, &quantized_linear_composite);
 PF_REGISTER_INFER(lstm_sequence, &infer_lstm_sequence);
 PF_REGISTER_INFER(lstm_sequence_backward, &infer_lstm_sequence_backward);
 PF_REGISTER_DERIVATIVE(lstm_sequence, &d_lstm_sequence, autograd::kSavesBoth);
@@ -216,6 +274,12 @@ PF_REGISTER_DERIVATIVE(lstm_sequence, &d_lstm_sequence, autograd::kSavesBoth);
 
 Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
   return apply_one(ir::OpType::linear, {input, weight, bias.value_or(Tensor())}, NoAttrs{});
+}
+
+Tensor quantized_linear(const Tensor& input, const Tensor& qweight, const Tensor& scales, const Tensor& zeros,
+                        const std::optional<Tensor>& bias, int64_t bits, int64_t group_size) {
+  return apply_one(ir::OpType::quantized_linear, {input, qweight, scales, zeros, bias.value_or(Tensor())},
+                   QuantAttrs{bits, group_size});
 }
 
 std::tuple<Tensor, Tensor> lstm_sequence(const Tensor& input_gates, const Tensor& h0, const Tensor& c0,

@@ -1,4 +1,5 @@
-"""OpInfos of the nn-modules area: linear, linear_relu, grouped_linear, lstm_sequence and its backward."""
+"""OpInfos of the nn-modules area: linear, linear_relu, grouped_linear, quantized_linear, lstm_sequence and its
+backward."""
 
 import numpy as np
 import torch
@@ -68,6 +69,45 @@ def _grouped_linear_ref(input, *params, rms_norm_eps=None, swiglu=False):
         input = F.rms_norm(input, (input.shape[-1],), eps=rms_norm_eps)
     results = tuple(F.linear(input, params[i], params[i + 1]) for i in range(0, len(params), 2))
     return (F.silu(results[0]) * results[1],) if swiglu else results
+
+
+def _quantized_linear_samples(rng, dtype, cls):
+    """(input, qweight, scales, zeros, bias), bits, group_size: random codes and zero points of 8 or 4 bits (two
+    codes a byte), scales of both signs; one row of input (the GPU's GEMV: 16 bytes of codes a lane inside a
+    group) and more (the weight dequantized, then the GEMM), and groups the GEMV does not take (96 codes
+    a row in groups of 8, fewer than a lane's 16 codes)."""
+    def s(inp, n, bits=8, group=32, bias=True, lay="contig"):
+        k = inp[-1]
+        codes = Arg(rng.integers(0, 256, size=(n, k * bits // 8)).astype(np.uint8), dtype="uint8")
+        scales = _x(rng, (n, k // group), dtype, dict(low=0.01, high=0.1), "contig")
+        scales.values = scales.values * rng.choice([-1, 1], size=scales.values.shape).astype(scales.values.dtype)
+        zeros = Arg(rng.integers(0, 2 ** bits, size=(n, k // group)).astype(np.uint8), dtype="uint8")
+        args = (_x(rng, inp, dtype, dict(low=-1, high=1), lay), codes, scales, zeros)
+        return Sample(args + ((_x(rng, (n,), dtype, dict(low=-1, high=1), "contig"),) if bias else (None,)),
+                      dict(bits=bits, group_size=group))
+
+    if cls == "plain":
+        return [s((1, 256), 40), s((1, 256), 24, bits=4, group=64, bias=False), s((1, 128), 8, bits=4, group=128),
+                s((3, 1, 64), 12, group=16), s((5, 96), 7, bits=4, group=32, bias=False), s((1, 96), 6, group=8)]
+    if cls == "noncontig":
+        return [s((6, 64), 10, lay="T"), s((1, 64), 9, bits=4, lay="strided")]
+    if cls == "empty":
+        return [s((0, 64), 5), s((2, 64), 0, bits=4)]
+    if cls == "size1":
+        return [s((1, 32), 1, group=32)]
+    return []
+
+
+def _quantized_linear_ref(input, qweight, scales, zeros, bias=None, bits=8, group_size=128):
+    """The weight dequantized in float64 (pyflame.quant's layout), then linear; the result in the input's dtype."""
+    codes = qweight.long()
+    if bits == 4:
+        codes = torch.stack([codes & 15, codes >> 4], -1).reshape(codes.shape[0], codes.shape[1] * 2)
+    n, k = codes.shape
+    centred = (codes - zeros.long().repeat_interleave(group_size, 1)).double()
+    w = centred * scales.double().repeat_interleave(group_size, 1) if k else centred
+    y = F.linear(input.double(), w, None if bias is None else bias.double())
+    return y.to(input.dtype)
 
 
 def _lstm_samples(rng, dtype, cls):
@@ -153,6 +193,10 @@ OP_INFOS = [
            tol={"float16": (1e-3, 2e-3), "bfloat16": (1.6e-2, 2e-2)}, method=False),
     OpInfo("grouped_linear", "CUSTOM", FLOAT_DTYPES, _grouped_linear_samples, _grouped_linear_ref,
            ("plain", "noncontig", "empty", "size1"), tol={"float16": (1e-3, 2e-3), "bfloat16": (1.6e-2, 2e-2)},
+           method=False),
+    OpInfo("quantized_linear", "CUSTOM", FLOAT_DTYPES, _quantized_linear_samples, _quantized_linear_ref,
+           ("plain", "noncontig", "empty", "size1"), tol={"float16": (2e-3, 4e-3), "bfloat16": (1.6e-2, 3e-2),
+                                                          "float32": (1e-5, 1e-5), "float64": (1e-12, 1e-12)},
            method=False),
     OpInfo("lstm_sequence", "CUSTOM", FLOAT_DTYPES, _lstm_samples, _lstm_ref, ("plain", "noncontig", "empty", "size1"),
            tol={"float16": (4e-3, 4e-3), "bfloat16": (3e-2, 3e-2), "float32": (1e-5, 1e-5)}, method=False),

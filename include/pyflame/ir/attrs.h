@@ -491,6 +491,15 @@ struct GroupedLinearAttrs {
   template <class V> void fields(V&& v) const { v("rms_norm", rms_norm), v("eps", eps), v("swiglu", swiglu); }
 };
 
+// quantized_linear's weight layout (pyflame.quant): `bits` (8 or 4) a code, groups of
+// `group_size` consecutive input columns sharing a scale and a zero point.
+struct QuantAttrs {
+  int64_t bits = 8;
+  int64_t group_size = 128;
+  bool operator==(const QuantAttrs&) const = default;
+  template <class V> void fields(V&& v) const { v("bits", bits), v("group_size", group_size); }
+};
+
 // A chain of elementwise calls run as one kernel (fused_elementwise: what pf.compile's
 // fusion pass makes of them). Step k applies `op`, an elementwise op of the table, with
 // its parameters (ElementwiseAttrs::params, canonical), to `args`: input i of the call
@@ -515,7 +524,8 @@ struct FusedElementwiseAttrs {
   X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(SelectAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs) \
   X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs) X(AddProductAttrs) X(IndexAlongAttrs)    \
   X(DiffAttrs) X(DiagonalAttrs) X(FlipAttrs) X(RollAttrs) X(TensordotAttrs) X(EinsumAttrs) X(LerpAttrs)   \
-  X(LogitAttrs) X(CdistAttrs) X(FusedElementwiseAttrs) X(GroupedLinearAttrs) X(SvdAttrs) X(TriangularAttrs)
+  X(LogitAttrs) X(CdistAttrs) X(FusedElementwiseAttrs) X(GroupedLinearAttrs) X(SvdAttrs) X(TriangularAttrs) \
+  X(QuantAttrs)
 #define PF_ATTRS_ALTERNATIVE(A) , A
 using OpAttrs = std::variant<NoAttrs PF_FOR_EACH_ATTRS(PF_ATTRS_ALTERNATIVE)>;
 #undef PF_ATTRS_ALTERNATIVE

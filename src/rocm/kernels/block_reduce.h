@@ -21,6 +21,11 @@ template <class A> __device__ __forceinline__ A shfl_up(A v, int delta) {
   else return PF_SHFL_UP(v, delta);
 }
 
+// The float sum that the GEMVs and decode attention reduce with.
+struct Plus {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+
 // Every lane gets f over the values of its group of `width` lanes (a power of
 // two up to the warp size; groups start at lanes that are multiples of it).
 // Every lane of the warp must call it.

@@ -54,9 +54,6 @@ struct DecodeDims {
   int64_t q_batch, q_head, k_batch, k_head, k_row, v_batch, v_head, v_row, m_batch, m_key;
 };
 
-struct PlusOp {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
 struct MaxOp {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
@@ -129,7 +126,7 @@ static __global__ void __launch_bounds__(kDecodeThreads, 2)
           for (int p = 0; p < P; ++p)
 #pragma unroll
             for (int u = 0; u < V; ++u) s += query[h][p][u] * static_cast<float>(x[r][p].v[u]);
-          s = warp_all_reduce(s, PlusOp{}, team);
+          s = warp_all_reduce(s, Plus{}, team);
           if (rank == 0 && j < len) probs[h * kMaxChunk + j] = live[r] ? s : -INFINITY;
         }
       }
@@ -151,7 +148,7 @@ static __global__ void __launch_bounds__(kDecodeThreads, 2)
       ph[j] = p;
       sum += p;
     }
-    sum = warp_all_reduce(sum, PlusOp{});
+    sum = warp_all_reduce(sum, Plus{});
     if (lane == 0) maxima[h] = m, sums[h] = sum;
   }
   __syncthreads();
@@ -235,7 +232,7 @@ template <class T> static __global__ void __launch_bounds__(kMergeThreads) decod
   float sum = 0;
   for (int c = t; c < d.chunks; c += kMergeThreads)
     if (p[c * stride + 1] > 0) sum += p[c * stride + 1] * expf(p[c * stride] - m);
-  sum = block_all_reduce<kMergeThreads>(sum, PlusOp{});
+  sum = block_all_reduce<kMergeThreads>(sum, Plus{});
   float acc[kMaxDim / kMergeThreads] = {};  // columns t, t + kMergeThreads
   for (int c0 = 0; c0 < d.chunks; c0 += kMergeThreads) {
     const int c = c0 + t;

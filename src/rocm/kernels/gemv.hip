@@ -57,10 +57,6 @@ template <class T> struct GemvArgs {
   T* swiglu_out;  // kSwiglu
 };
 
-struct Plus {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
-
 // rms_norm of x (1, k) into `out` (shared memory), rounded to T as rms_norm writes it; the
 // whole block takes part (block_all_reduce: every thread must call this).
 template <class T> __device__ void normalize_row(const GemvArgs<T>& a, T* out) {
