@@ -125,6 +125,15 @@ PF_API std::tuple<Tensor, Tensor> flash_attention(const Tensor& query, const Ten
 // halves of x's last dim; x (..., T, D) of 2 to 4 dims, cos and sin (T, D) in x's dtype. Not
 // differentiable (F.apply_rotary_emb composes it from elementwise ops under autograd).
 PF_API Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin);
+// A decode step's rotary embeddings and key/value cache writes in one pass: returns q rotated
+// (as rotary_embedding) and writes k rotated and v into k_cache and v_cache (B, KV, L, D) at
+// positions p .. p + T - 1 of their third dim, p the value of `position` (an int64 tensor of one
+// element, which may live on the device: a captured decode step reads it there). q (B, H, T, D),
+// k and v (B, KV, T, D); cos and sin (T, D), or (B, 1, T, D) for rows at positions of their own
+// (left padding); one floating dtype. A position past the cache raises IndexError (on the GPU at
+// the next wait for it, as indexing does) and leaves the caches as they were. Not differentiable.
+PF_API Tensor rotary_kv_cache_(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cos, const Tensor& sin,
+                               const Tensor& position, Tensor& k_cache, Tensor& v_cache);
 // One query row per head (query (N, H, 1, E)) against keys and values (N, Hk, S, E), keys where
 // key_mask (N, S; bool; undefined: all) is false left out; a row with no key gets zeros. Not
 // differentiable: a language model's decode step, what scaled_dot_product_attention runs there.

@@ -11,6 +11,7 @@
 
 #include "bindings.h"
 #include "pyflame/error.h"
+#include "pyflame/ir/op_call.h"
 #include "pyflame/nn_ops.h"
 #include "pyflame/ops.h"
 
@@ -234,6 +235,19 @@ void bind_nn(nb::module_& m, nb::class_<Tensor>& tensor) {
   m.def("rotary_embedding", &pyflame::rotary_embedding, "x"_a, "cos"_a, "sin"_a,
         "x * cos + rotate_half(x) * sin in one pass: x (..., T, D) of 2 to 4 dims, cos and sin (T, D). "
         "What F.apply_rotary_emb runs outside autograd.");
+  m.def("rotary_kv_cache",
+        [](const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cos, const Tensor& sin,
+           const Tensor& position, const Tensor& k_cache, const Tensor& v_cache) {
+          return nb::tuple(nb::cast(pyflame::apply(
+              {ir::OpType::rotary_kv_cache, {q, k, v, cos, sin, position, k_cache, v_cache}, NoAttrs{}, {}})));
+        },
+        "q"_a, "k"_a, "v"_a, "cos"_a, "sin"_a, "position"_a, "k_cache"_a, "v_cache"_a,
+        "(q rotated, k_cache and v_cache with k rotated and v written at positions position .. position + T - 1 "
+        "of their third dim): new caches; F.rotary_kv_cache_ updates the given ones in place.");
+  m.def("rotary_kv_cache_", &pyflame::rotary_kv_cache_, "q"_a, "k"_a, "v"_a, "cos"_a, "sin"_a, "position"_a,
+        "k_cache"_a, "v_cache"_a,
+        "A decode step's rotary embeddings and cache writes in one pass: returns q rotated and writes k rotated "
+        "and v into k_cache and v_cache (B, KV, L, D) at positions position .. position + T - 1, in place.");
   m.def("decode_attention",
         [](const Tensor& q, const Tensor& k, const Tensor& v, std::optional<Tensor> key_mask,
            std::optional<double> scale) { return pyflame::decode_attention(q, k, v, opt(key_mask), scale); },

@@ -381,6 +381,39 @@ Inferred infer_rotary_embedding(OpCall& call) {
   return {current_device(), {InputPlan{}, packed, packed}, {{x.shape(), x.dtype()}}, {}};
 }
 
+Inferred infer_rotary_kv_cache(OpCall& call) {
+  const char* name = op_name(call.op);
+  const Tensor &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2], &cos = call.inputs[3],
+               &sin = call.inputs[4], &position = call.inputs[5], &k_cache = call.inputs[6], &v_cache = call.inputs[7];
+  check_float(q, name, "q");
+  PF_CHECK(q.dim() == 4 && q.size(3) % 2 == 0, ValueError, name, ": q must be (B, H, T, D) with D even, got shape ",
+           q.shape());
+  const int64_t b = q.size(0), t = q.size(2), d = q.size(3);
+  PF_CHECK(k.dim() == 4 && k.size(0) == b && k.size(2) == t && k.size(3) == d && v.shape() == k.shape(), ValueError,
+           name, ": k and v must be (B, KV, T, D) with q's (B, T, D) = (", b, ", ", t, ", ", d, "), got ", k.shape(),
+           " and ", v.shape());
+  PF_CHECK(k_cache.dim() == 4 && k_cache.size(0) == b && k_cache.size(1) == k.size(1) && k_cache.size(2) >= t &&
+               k_cache.size(3) == d && v_cache.shape() == k_cache.shape(),
+           ValueError, name, ": k_cache and v_cache must be (B, KV, L, D) = (", b, ", ", k.size(1), ", L >= ", t, ", ",
+           d, "), got ", k_cache.shape(), " and ", v_cache.shape());
+  const Shape table{t, d}, per_row{b, 1, t, d};
+  PF_CHECK((cos.shape() == table || cos.shape() == per_row) && sin.shape() == cos.shape(), ValueError, name,
+           ": cos and sin must be (T, D) = ", table, " or (B, 1, T, D) = ", per_row, ", got ", cos.shape(), " and ",
+           sin.shape());
+  for (const Tensor* x : {&k, &v, &cos, &sin, &k_cache, &v_cache})
+    PF_CHECK(x->dtype() == q.dtype(), TypeError, name, ": every tensor but position must have q's dtype ", q.dtype(),
+             ", got ", x->dtype());
+  PF_CHECK(position.dtype() == DType::Int64 && position.numel() == 1, TypeError, name,
+           ": position must be an int64 tensor of one element, got ", position.dtype(), position.shape());
+  InputPlan packed, pos;
+  packed.contiguous = true;
+  pos.reshape = Shape{1};
+  return {current_device(),
+          {packed, packed, packed, packed, packed, pos, packed, packed},
+          {{q.shape(), q.dtype()}, {k_cache.shape(), q.dtype()}, {k_cache.shape(), q.dtype()}},
+          {}};
+}
+
 Inferred infer_decode_attention(OpCall& call) {
   const Tensor &q = call.inputs[0], &k = call.inputs[1], &v = call.inputs[2], &mask = call.inputs[3];
   check_attention_operands(q, k, v, call.op);
@@ -426,6 +459,7 @@ PF_REGISTER_INFER(flash_attention, &infer_flash_attention);
 PF_REGISTER_INFER(flash_attention_backward, &infer_flash_attention_backward);
 PF_REGISTER_INFER(decode_attention, &infer_decode_attention);
 PF_REGISTER_INFER(rotary_embedding, &infer_rotary_embedding);
+PF_REGISTER_INFER(rotary_kv_cache, &infer_rotary_kv_cache);
 PF_REGISTER_DERIVATIVE(flash_attention, &d_flash_attention, autograd::kSavesBoth);
 PF_REGISTER_INFER(cross_entropy_backward, &infer_cross_entropy_backward);
 PF_REGISTER_INFER(softmax_backward, &infer_softmax_backward);
@@ -974,6 +1008,14 @@ std::tuple<Tensor, Tensor> flash_attention(const Tensor& query, const Tensor& ke
 
 Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin) {
   return apply_one(ir::OpType::rotary_embedding, {x, cos, sin}, NoAttrs{});
+}
+
+Tensor rotary_kv_cache_(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cos, const Tensor& sin,
+                        const Tensor& position, Tensor& k_cache, Tensor& v_cache) {
+  Tensor q_out = Tensor::empty(q.shape(), q.dtype(), q.device());
+  apply({ir::OpType::rotary_kv_cache, {q, k, v, cos, sin, position, k_cache, v_cache}, NoAttrs{},
+         {q_out, k_cache, v_cache}});
+  return q_out;
 }
 
 Tensor decode_attention(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& key_mask,

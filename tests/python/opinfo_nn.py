@@ -485,7 +485,42 @@ def _rotary_ref(x, cos, sin):
     return (x64 * cos.double() + rotated * sin.double()).to(x.dtype)
 
 
+def _rotary_kv_cache_samples(rng, dtype, cls):
+    """(q, k, v, cos, sin, position, k_cache, v_cache): one token (a decode step) and several, one table or
+    one per row (left padding), GQA (fewer key/value heads), the position at the cache's start, middle and
+    end; q, k, v as laid out by a head split (transposed views) or strided."""
+    dom = dict(low=-2, high=2)
+
+    def s(b, h, kv, t, d, length, position, per_row=False, layout="contig", pos_shape=(1,)):
+        table = (b, 1, t, d) if per_row else (t, d)
+        pos = Arg(np.full(pos_shape, position, dtype=np.int64), dtype="int64")
+        return Sample((_x(rng, (b, h, t, d), dtype, dom, layout), _x(rng, (b, kv, t, d), dtype, dom, layout),
+                       _x(rng, (b, kv, t, d), dtype, dom, layout), _x(rng, table, dtype, dom), _x(rng, table, dtype, dom),
+                       pos, _x(rng, (b, kv, length, d), dtype, dom), _x(rng, (b, kv, length, d), dtype, dom)))
+
+    if cls == "plain":
+        return [s(1, 4, 2, 1, 8, 6, 3), s(2, 4, 4, 1, 16, 5, 4, per_row=True, pos_shape=()), s(2, 6, 2, 3, 8, 7, 0),
+                s(1, 2, 1, 2, 4, 4, 2, per_row=True)]
+    if cls == "noncontig":
+        return [s(2, 4, 2, 2, 8, 5, 1, layout="T"), s(1, 2, 2, 1, 4, 3, 2, layout="strided")]
+    if cls == "empty":
+        return [s(0, 2, 1, 1, 4, 3, 1), s(1, 2, 1, 0, 4, 3, 3)]
+    if cls == "size1":
+        return [s(1, 1, 1, 1, 2, 1, 0)]
+    return []
+
+
+def _rotary_kv_cache_ref(q, k, v, cos, sin, position, k_cache, v_cache):
+    p, t = int(position.reshape(-1)[0]), q.shape[2]
+    k_new, v_new = k_cache.clone(), v_cache.clone()
+    k_new[:, :, p:p + t] = _rotary_ref(k, cos, sin)
+    v_new[:, :, p:p + t] = v
+    return _rotary_ref(q, cos, sin), k_new, v_new
+
+
 OP_INFOS = [
+    OpInfo("rotary_kv_cache", "CUSTOM", FLOAT_DTYPES, _rotary_kv_cache_samples, _rotary_kv_cache_ref,
+           UNARY_CLASSES[:4], method=False),
     OpInfo("rotary_embedding", "CUSTOM", FLOAT_DTYPES, _rotary_samples, _rotary_ref, UNARY_CLASSES[:4],
            method=False),
     # UNARY: rounding and sign (exact), hardtanh (parameters min_val, max_val)

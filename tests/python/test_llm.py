@@ -80,6 +80,34 @@ def test_apply_rotary_emb_is_transformers_rope(device, dtype):
         pf.nn.functional.apply_rotary_emb(pf.ones(2, 3), pf.ones(2, 3), pf.ones(2, 3))
 
 
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+def test_rotary_kv_cache_updates_the_caches_in_place(device):
+    """F.rotary_kv_cache_ against apply_rotary_emb and slice writes: q rotated, the caches written where the
+    position (on the device) says and nowhere else; a position past the cache raises IndexError and
+    leaves the caches as they were."""
+    _placed(device)
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal(s).astype(np.float32) for s in ((2, 4, 1, 8), (2, 2, 1, 8), (2, 2, 1, 8)))
+    cos, sin = (rng.standard_normal((1, 8)).astype(np.float32) for _ in range(2))
+    caches = [rng.standard_normal((2, 2, 6, 8)).astype(np.float32) for _ in range(2)]
+    put = lambda a: pf.tensor(a, device=device)  # noqa: E731
+    F = pf.nn.functional
+    k_cache, v_cache = put(caches[0]), put(caches[1])
+    got_q = F.rotary_kv_cache_(put(q), put(k), put(v), put(cos), put(sin), put(np.array([4])), k_cache, v_cache)
+    assert got_q.device.type == device
+    np.testing.assert_allclose(got_q.to("cpu").numpy(), F.apply_rotary_emb(put(q), put(cos), put(sin)).to("cpu").numpy(),
+                               rtol=1e-6, atol=1e-6)
+    want_k, want_v = caches[0].copy(), caches[1].copy()
+    want_k[:, :, 4:5] = F.apply_rotary_emb(pf.tensor(k), pf.tensor(cos), pf.tensor(sin)).numpy()
+    want_v[:, :, 4:5] = v
+    np.testing.assert_allclose(k_cache.to("cpu").numpy(), want_k, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(v_cache.to("cpu").numpy(), want_v)
+    with pytest.raises(IndexError, match="rotary_kv_cache: index 6 is out of bounds"):
+        F.rotary_kv_cache_(put(q), put(k), put(v), put(cos), put(sin), put(np.array([6])), k_cache, v_cache)
+        pf.synchronize()
+    np.testing.assert_array_equal(v_cache.to("cpu").numpy(), want_v)
+
+
 def test_cached_decoding_equals_a_full_forward(tmp_path):
     """Prefill in two chunks, then steps through the cache: each position's logits are the full forward's."""
     _tiny(tmp_path)

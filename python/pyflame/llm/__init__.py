@@ -122,19 +122,21 @@ class LlamaAttention(Module):
         q = self.q_proj(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
-        q, k = F.apply_rotary_emb(q, cos, sin), F.apply_rotary_emb(k, cos, sin)
-        if cache is not None and isinstance(start, pf.Tensor):
-            # One token at the position `start` holds (a graph's decode step): attention reads
-            # the whole cache, `mask` hiding the positions after it.
+        decode = cache is not None and isinstance(start, pf.Tensor)  # one token at the position `start`
+        if decode and not (pf.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)):
+            # A graph's decode step: the rotary embeddings and the cache writes in one kernel;
+            # attention reads the whole cache, `mask` hiding the positions after it.
             k_cache, v_cache = cache
-            k_cache[:, :, start] = k
-            v_cache[:, :, start] = v
+            q = F.rotary_kv_cache_(q, k, v, cos, sin, start, k_cache, v_cache)
             k, v = k_cache, v_cache
-        elif cache is not None:  # written in place; attention reads the filled part
-            k_cache, v_cache = cache
-            k_cache[:, :, start:start + t] = k
-            v_cache[:, :, start:start + t] = v
-            k, v = k_cache[:, :, :start + t], v_cache[:, :, :start + t]
+        else:
+            q, k = F.apply_rotary_emb(q, cos, sin), F.apply_rotary_emb(k, cos, sin)
+            if cache is not None:  # written in place; attention reads the filled part (all of it decoding)
+                k_cache, v_cache = cache
+                where = start if decode else slice(start, start + t)
+                k_cache[:, :, where] = k
+                v_cache[:, :, where] = v
+                k, v = (k_cache, v_cache) if decode else (k_cache[:, :, :start + t], v_cache[:, :, :start + t])
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None and t > 1,
                                              enable_gqa=self.kv_heads != self.heads)
         return self.o_proj(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim))

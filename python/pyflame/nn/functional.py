@@ -1262,6 +1262,18 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
+def rotary_kv_cache_(q, k, v, cos, sin, position, k_cache, v_cache):
+    """A decode step's apply_rotary_emb of q and k and its key/value cache writes in one call (one kernel):
+    returns q rotated and writes k rotated and v into k_cache and v_cache ([B, KV, L, D]) at positions
+    position .. position + T - 1 of their third dim, in place. q [B, H, T, D]; k, v [B, KV, T, D]; cos, sin
+    [T, D] or [B, 1, T, D] (rows at positions of their own); one floating dtype. position: an int64 tensor
+    of one element, which may live on the device (a captured decode step reads it there); one past the
+    cache raises IndexError (on the GPU at the next wait) and leaves the caches as they were. Not
+    differentiable. Not in torch.nn.functional (an LLM building block); pf.rotary_kv_cache returns new
+    caches instead."""
+    return _C.rotary_kv_cache_(q, k, v, cos, sin, position, k_cache, v_cache)
+
+
 def upsample_nearest(input, size=None, scale_factor=None):
     return interpolate(input, size, scale_factor, mode="nearest")
 
@@ -1291,7 +1303,7 @@ def apply_rotary_emb(x, cos, sin):
 
 
 __all__ += [
-    "apply_rotary_emb", "relu6", "hardsigmoid", "hardswish", "mish", "selu", "celu", "softsign", "tanhshrink", "logsigmoid", "glu",
+    "apply_rotary_emb", "rotary_kv_cache_", "relu6", "hardsigmoid", "hardswish", "mish", "selu", "celu", "softsign", "tanhshrink", "logsigmoid", "glu",
     "prelu", "normalize", "cosine_similarity", "pairwise_distance", "huber_loss", "soft_margin_loss",
     "cosine_embedding_loss", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_avg_pool1d", "interpolate",
     "upsample", "upsample_nearest", "upsample_bilinear",
