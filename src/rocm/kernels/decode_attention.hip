@@ -4,10 +4,8 @@
 // FlashDecoding): a block per (batch, key/value head, up to kHeads of the query
 // heads that share it, chunk) computes the chunk's scores for those query heads
 // (K and V are read once for the group: grouped-query attention), their maximum,
-// their sum of exponentials and the weighted values; the last block of a group's chunks
-// to finish (a counter per group, zeroed before the launch) merges them, so a split costs no
-// second kernel (a merge kernel was 3 us of each layer's decode step, nearly all launch and
-// wait). Keys the mask leaves out are never read, so a step over a
+// their sum of exponentials and the weighted values; a second kernel merges each
+// query head's chunks. Keys the mask leaves out are never read, so a step over a
 // long, partly filled cache pays for the filled positions. Chunks shrink (down to
 // kMinChunk keys) until the grid covers the GPU: a batch-1 step has few (batch,
 // head) pairs. With one chunk the first kernel writes the output itself.
@@ -45,8 +43,7 @@ constexpr int kMaxDim = 256;
 constexpr int kMaxColumns = 1024;  // a block's heads x head dim: its weighted values meet in shared memory
 constexpr int kUnroll = 4;         // rows a team loads before using them
 constexpr int kMaxTeam = 32;
-static_assert(kMaxDim <= kDecodeThreads && kMaxChunk >= kDecodeThreads,
-              "merge_chunks: a thread per column, the chunks' weights in a block's probabilities");
+constexpr int kMergeThreads = 128;
 
 struct DecodeDims {
   int64_t batch, heads, kv_heads, keys;
@@ -64,44 +61,11 @@ struct MaxOp {
 // Vectors of a row per lane: float rows of 256 are 64 vectors for a team of 32.
 template <class T> constexpr int kPerLane = kMaxDim / kVec<T> > kMaxTeam ? kMaxDim / kVec<T> / kMaxTeam : 1;
 
-// One query head's chunks merged by the whole block: their partial results (`p`, chunks x (2 +
-// head dim): maximum, sum, weighted values) rescaled to the largest maximum, summed and divided by
-// the merged sum (zeros where no key was seen). Every chunk's maximum and sum is read at once
-// (threads over chunks), then the values a tile of chunks at a time with their weights in
-// `weights` (kDecodeThreads floats of shared memory): no load waits on another. The partials
-// are other blocks' writes: read past this multiprocessor's cache (volatile).
-template <class T>
-__device__ void merge_chunks(const volatile float* p, int chunks, int e, T* out, float* weights) {
-  const int stride = e + 2, t = threadIdx.x;
-  float m = -INFINITY;
-  for (int c = t; c < chunks; c += kDecodeThreads)
-    if (p[c * stride + 1] > 0) m = fmaxf(m, p[c * stride]);
-  m = block_all_reduce<kDecodeThreads>(m, MaxOp{});
-  float sum = 0;
-  for (int c = t; c < chunks; c += kDecodeThreads)
-    if (p[c * stride + 1] > 0) sum += p[c * stride + 1] * expf(p[c * stride] - m);
-  sum = block_all_reduce<kDecodeThreads>(sum, Plus{});
-  float acc = 0;  // column t (head dims are at most kDecodeThreads)
-  for (int c0 = 0; c0 < chunks; c0 += kDecodeThreads) {
-    const int c = c0 + t;
-    weights[t] = c < chunks && p[c * stride + 1] > 0 ? expf(p[c * stride] - m) : 0.0f;
-    __syncthreads();
-    const int tile = min(kDecodeThreads, chunks - c0);
-    if (t < e) {
-#pragma unroll 4
-      for (int i = 0; i < tile; ++i) acc += weights[i] * p[int64_t{c0 + i} * stride + 2 + t];
-    }
-    __syncthreads();
-  }
-  if (t < e) out[t] = static_cast<T>(sum > 0 ? acc / sum : 0.0f);
-}
-
 // H: the block's query heads at most (heads_per_block <= H), so that a block of one head
 // (multi-head attention, or a group spread over blocks) holds one head's registers.
 template <class T, int H>
 static __global__ void __launch_bounds__(kDecodeThreads, 2)
-    decode_attention_chunks(const T* q, const T* k, const T* v, const bool* mask, T* out, float* partial,
-                            unsigned* arrived, DecodeDims d) {
+    decode_attention_chunks(const T* q, const T* k, const T* v, const bool* mask, T* out, float* partial, DecodeDims d) {
   constexpr int V = kVec<T>, P = kPerLane<T>, kWarps = kDecodeThreads / PF_WARP_SIZE;
   constexpr int kColumns = H * kMaxDim < kMaxColumns ? H * kMaxDim : kMaxColumns;
   __shared__ float probs[H * kMaxChunk];
@@ -249,19 +213,44 @@ static __global__ void __launch_bounds__(kDecodeThreads, 2)
       if (c == 0) slot[0] = maxima[h], slot[1] = sums[h];
     }
   }
-  if (d.chunks == 1) return;
-  // The slots written before the count (the fence), the last block of the group merges.
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  if (t == 0) last = atomicAdd(arrived + blockIdx.x / d.chunks, 1u) == static_cast<unsigned>(d.chunks - 1);
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  for (int h = 0; h < nh; ++h) {
-    const int64_t row = n * d.heads + h0 + h;
-    merge_chunks(partial + row * d.chunks * (e + 2), d.chunks, e, out + row * e, probs);
+}
+
+// One block per (batch, query head): the chunks' partial results rescaled to the largest
+// maximum, summed and divided by the merged sum (zeros where no key was seen). Every
+// chunk's maximum and sum is read at once (threads over chunks), then the values a tile of
+// chunks at a time with their weights in shared memory: no load waits on another.
+template <class T> static __global__ void __launch_bounds__(kMergeThreads) decode_attention_merge(const float* partial,
+                                                                                                   T* out, DecodeDims d) {
+  __shared__ float weights[kMergeThreads];
+  const int64_t row = blockIdx.x;
+  const int e = d.head_dim, stride = e + 2, t = threadIdx.x;
+  const float* p = partial + row * d.chunks * stride;
+  float m = -INFINITY;
+  for (int c = t; c < d.chunks; c += kMergeThreads)
+    if (p[c * stride + 1] > 0) m = fmaxf(m, p[c * stride]);
+  m = block_all_reduce<kMergeThreads>(m, MaxOp{});
+  float sum = 0;
+  for (int c = t; c < d.chunks; c += kMergeThreads)
+    if (p[c * stride + 1] > 0) sum += p[c * stride + 1] * expf(p[c * stride] - m);
+  sum = block_all_reduce<kMergeThreads>(sum, Plus{});
+  float acc[kMaxDim / kMergeThreads] = {};  // columns t, t + kMergeThreads
+  for (int c0 = 0; c0 < d.chunks; c0 += kMergeThreads) {
+    const int c = c0 + t;
+    weights[t] = c < d.chunks && p[c * stride + 1] > 0 ? expf(p[c * stride] - m) : 0.0f;
+    __syncthreads();
+    const int tile = min(kMergeThreads, d.chunks - c0);
+#pragma unroll 4
+    for (int i = 0; i < tile; ++i) {
+      const float* values = p + int64_t{c0 + i} * stride + 2;
+#pragma unroll
+      for (int a = 0; a < kMaxDim / kMergeThreads; ++a)
+        if (t + a * kMergeThreads < e) acc[a] += weights[i] * values[t + a * kMergeThreads];
+    }
+    __syncthreads();
   }
+#pragma unroll
+  for (int a = 0; a < kMaxDim / kMergeThreads; ++a)
+    if (t + a * kMergeThreads < e) out[row * e + t + a * kMergeThreads] = static_cast<T>(sum > 0 ? acc[a] / sum : 0.0f);
 }
 
 std::string describe(const OpCall& call, const DecodeDims& d, const char* kernel) {
@@ -310,27 +299,23 @@ template <class T> void decode_attention_launch(OpCall& call) {
            " blocks exceed the grid limit of 2^31-1");
   d.chunks = static_cast<int>(chunks);
   const hipStream_t stream = current_stream(device.index);
-  // With chunks: their partial results, then a counter per group of chunks (zeroed here).
   Tensor partial;
-  float* slots = nullptr;
-  unsigned* arrived = nullptr;
-  if (d.chunks > 1) {
-    const int64_t floats = d.batch * d.heads * chunks * (d.head_dim + 2), groups = grid / chunks;
-    partial = Tensor::empty({floats + groups}, DType::Float32, device);
-    slots = partial.data<float>();
-    arrived = reinterpret_cast<unsigned*>(slots + floats);
-    HIP_CHECK(hipMemsetAsync(arrived, 0, groups * sizeof(unsigned), stream));
-  }
+  if (d.chunks > 1)
+    partial = Tensor::empty({d.batch * d.heads * chunks * (d.head_dim + 2)}, DType::Float32, device);
   auto launch = [&](auto heads) {
     decode_attention_chunks<T, decltype(heads)::value><<<static_cast<unsigned>(grid), kDecodeThreads, 0, stream>>>(
-        q.data<T>(), k.data<T>(), v.data<T>(), mask.defined() ? mask.data<bool>() : nullptr, out.data<T>(), slots,
-        arrived, d);
+        q.data<T>(), k.data<T>(), v.data<T>(), mask.defined() ? mask.data<bool>() : nullptr, out.data<T>(),
+        d.chunks > 1 ? partial.data<float>() : nullptr, d);
   };
   if (d.heads_per_block == 1) launch(std::integral_constant<int, 1>());
   else if (d.heads_per_block == 2) launch(std::integral_constant<int, 2>());
   else if (d.heads_per_block <= 4) launch(std::integral_constant<int, 4>());
   else launch(std::integral_constant<int, kHeads>());
   check_launch(op_name(call.op), [&] { return describe(call, d, "decode_attention_chunks"); });
+  if (d.chunks == 1) return;
+  decode_attention_merge<T><<<static_cast<unsigned>(d.batch * d.heads), kMergeThreads, 0, stream>>>(
+      partial.data<float>(), out.data<T>(), d);
+  check_launch(op_name(call.op), [&] { return describe(call, d, "decode_attention_merge"); });
 }
 
 void decode_attention_entry(OpCall& call) {
