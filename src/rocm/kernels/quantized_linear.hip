@@ -54,11 +54,14 @@ template <int kBits> __device__ __forceinline__ float based_code(uint32_t word, 
 
 // A warp takes kRowsPerWarp weight rows, so that each x value it loads and converts serves
 // them all. Per 16-byte chunk of a row: s = sum (base + code) x, and the chunk adds
-// scale * (s - (base + zero) * sum x): one multiply-add a weight (the base's products cancel
-// with float32's rounding of a few units of 2^-24 of base * |x|).
+// scale * (s - (base + zero) * sum x): one multiply-add a weight (for 16-bit results; the
+// base's products cancel with float32's rounding, a few units of 2^-24 of base * |x|).
 template <class T, int kBits>
 static __global__ void quantized_gemv_rows(QuantizedRows<T> w, const T* x, const T* bias, T* y) {
   constexpr int kPerWord = 32 / kBits, kPerChunk = kChunkBytes * 8 / kBits, V = kVec<T>, R = kRowsPerWarp;
+  // float32 results keep float32's accuracy: the zero point comes off each code (exactly),
+  // one subtraction a weight more (through the sum of x, an int4 row of 256 was 1.6e-5 off).
+  constexpr bool kExact = std::is_same_v<T, float>;
   constexpr int64_t kStride = int64_t{PF_WARP_SIZE} * kChunkBytes;  // bytes a warp reads per load
   const int lane = threadIdx.x % PF_WARP_SIZE;
   const int64_t first_row = (int64_t{blockIdx.x} * (kQuantThreads / PF_WARP_SIZE) + threadIdx.x / PF_WARP_SIZE) * R;
@@ -89,17 +92,18 @@ static __global__ void quantized_gemv_rows(QuantizedRows<T> w, const T* x, const
       }
 #pragma unroll
       for (int r = 0; r < R; ++r) {
+        const int64_t at = (first_row + min(r, rows - 1)) * w.groups + g;  // a missing row: the last one's
+        const float offset = kBase<kBits> + static_cast<float>(w.zeros[at]);
         const uint32_t words[4] = {chunk[u][r].x, chunk[u][r].y, chunk[u][r].z, chunk[u][r].w};
         float s = 0.0f;
 #pragma unroll
         for (int i = 0; i < 4; ++i)
 #pragma unroll
-          for (int j = 0; j < kPerWord; ++j) s = fmaf(based_code<kBits>(words[i], j), xs[i * kPerWord + j], s);
-        if (r < rows) {
-          const int64_t at = (first_row + r) * w.groups + g;
-          const float offset = kBase<kBits> + static_cast<float>(w.zeros[at]);
-          acc[r] = fmaf(static_cast<float>(w.scales[at]), fmaf(-offset, x_sum, s), acc[r]);
-        }
+          for (int j = 0; j < kPerWord; ++j) {
+            const float code = kExact ? based_code<kBits>(words[i], j) - offset : based_code<kBits>(words[i], j);
+            s = fmaf(code, xs[i * kPerWord + j], s);
+          }
+        acc[r] = fmaf(static_cast<float>(w.scales[at]), kExact ? s : fmaf(-offset, x_sum, s), acc[r]);
       }
     }
   }
