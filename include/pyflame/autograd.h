@@ -80,14 +80,22 @@ class PF_API Node {
 
 // Accumulates d(roots)/d(leaf) into every leaf's .grad. `grad_roots[i]` may be
 // undefined for a one-element root (then 1).
-PF_API void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots, bool retain_graph);
+// create_graph: the backward pass records its own ops (grad mode on), so the gradients it
+// makes have histories and can be differentiated again (higher-order gradients); it keeps the
+// graph (retain_graph). A derivative through an op without a derivative of its own raises
+// NotSupportedError rather than leave the second derivative's part out.
+PF_API void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots, bool retain_graph,
+                     bool create_graph = false);
 // From a hook during backward(): `fn` runs once that backward pass has ended (PyTorch's
 // queue_callback; DistributedDataParallel ends its gradient reduction there).
 PF_API void queue_callback(std::function<void()> fn);
 // d(outputs)/d(inputs), returned rather than accumulated. An input the outputs
 // do not depend on raises unless allow_unused (then undefined).
 PF_API std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                                const std::vector<Tensor>& grad_outputs, bool retain_graph, bool allow_unused);
+                                const std::vector<Tensor>& grad_outputs, bool retain_graph, bool allow_unused,
+                                bool create_graph = false);
+// Whether a backward pass with create_graph runs in this thread.
+PF_API bool creates_graph();
 
 // For nodes made outside the op table (pyflame.autograd.Function): the edge
 // that a gradient for `t` flows into (invalid if t does not require grad), and

@@ -66,6 +66,11 @@ class PythonNode : public ag::Node {
   std::string name() const override { return name_; }
   size_t num_slots() const override { return output_shapes_.size(); }
   std::vector<Tensor> apply(std::vector<Tensor> grads) override {
+    // Its saved tensors are detached (ctx.save_for_backward): a recorded backward would not reach
+    // their histories, and the gradient of the gradient would lack their part.
+    if (ag::creates_graph())
+      throw pyflame::NotSupportedError("a gradient of a gradient (create_graph=True) through the custom autograd "
+                                       "Function " + name_ + " is not supported yet (docs/autograd.md)");
     if (!backward_.is_valid())
       throw pyflame::AutogradError("trying to backward through " + name_ +
                                    " a second time: pass retain_graph=True to the first backward()");
@@ -174,13 +179,11 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor) {
           "backward",
           [](const Tensor& t, nb::handle gradient, std::optional<bool> retain_graph, bool create_graph,
              nb::handle inputs) {
-            if (create_graph)
-              throw pyflame::NotSupportedError(
-                  "backward(create_graph=True): higher-order gradients are not supported yet (docs/autograd.md)");
             if (!inputs.is_none())
               throw pyflame::NotSupportedError(
                   "backward(inputs=...) is not supported yet; use pf.autograd.grad(outputs, inputs) (docs/autograd.md)");
-            ag::backward({t}, optional_tensors(gradient, 1, "backward"), retain_graph.value_or(false));
+            ag::backward({t}, optional_tensors(gradient, 1, "backward"), retain_graph.value_or(create_graph),
+                         create_graph);
           },
           "gradient"_a.none() = nb::none(), "retain_graph"_a.none() = nb::none(), "create_graph"_a = false,
           "inputs"_a.none() = nb::none(),
@@ -190,25 +193,26 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& tensor) {
   m.def("_set_grad_enabled", &ag::set_grad_enabled, "enabled"_a);
   m.def(
       "_backward",
-      [](nb::handle outputs, nb::handle grad_outputs, bool retain_graph) {
+      [](nb::handle outputs, nb::handle grad_outputs, bool retain_graph, bool create_graph) {
         std::vector<Tensor> outs = tensors(outputs);
-        ag::backward(outs, optional_tensors(grad_outputs, outs.size(), "backward"), retain_graph);
+        ag::backward(outs, optional_tensors(grad_outputs, outs.size(), "backward"), retain_graph, create_graph);
       },
-      "tensors"_a, "grad_tensors"_a.none(), "retain_graph"_a);
+      "tensors"_a, "grad_tensors"_a.none(), "retain_graph"_a, "create_graph"_a = false);
   m.def(
       "_queue_backward_callback", [](nb::callable fn) { ag::queue_callback([fn] { fn(); }); }, "fn"_a,
       "From a hook during backward: fn() runs once that backward pass has ended.");
   m.def(
       "_grad",
-      [](nb::handle outputs, nb::handle inputs, nb::handle grad_outputs, bool retain_graph, bool allow_unused) {
+      [](nb::handle outputs, nb::handle inputs, nb::handle grad_outputs, bool retain_graph, bool allow_unused,
+         bool create_graph) {
         std::vector<Tensor> outs = tensors(outputs);
         std::vector<Tensor> result = ag::grad(outs, tensors(inputs), optional_tensors(grad_outputs, outs.size(), "grad"),
-                                              retain_graph, allow_unused);
+                                              retain_graph, allow_unused, create_graph);
         nb::list py;
         for (const Tensor& r : result) py.append(r.defined() ? nb::cast(r) : nb::none());
         return nb::tuple(py);
       },
-      "outputs"_a, "inputs"_a, "grad_outputs"_a.none(), "retain_graph"_a, "allow_unused"_a);
+      "outputs"_a, "inputs"_a, "grad_outputs"_a.none(), "retain_graph"_a, "allow_unused"_a, "create_graph"_a = false);
   m.def(
       "_record_function",
       [](const std::string& name, nb::object backward, nb::list inputs, nb::list outputs) {

@@ -592,6 +592,57 @@ Grads d_nll_loss(const GradContext& c) {
   return {mul(neg(coef), scale), Tensor(), Tensor()};
 }
 
+// ---- the fused backward passes as compositions of differentiable ops: what a backward pass
+// with create_graph runs (apply decomposes a composite op whose input requires grad), so that
+// the gradients it makes can be differentiated again. Each is its kernel's formula.
+
+// (grad, x) in their result's dtype, as the kernel reads them; a Python number among them becomes
+// a 0-d tensor of that dtype (ops on a number alone would compute in the default dtype).
+std::pair<Tensor, Tensor> promoted(const OpCall& call) {
+  DType dt = result_type(call.inputs);
+  if (call.op != OpType::relu_backward && !is_floating(dt)) dt = DType::Float32;  // BINARY_FLOAT
+  auto as_result = [dt](const Tensor& t) { return t.is_wrapped_number() ? full({}, t.item(), dt) : to(t, dt); };
+  return {as_result(call.inputs[0]), as_result(call.inputs[1])};
+}
+
+std::vector<Tensor> relu_backward_composite(const OpCall& call) {
+  const auto [g, y] = promoted(call);
+  return {where(gt(y, Scalar(0.0)), g, zeros_like(g))};
+}
+std::vector<Tensor> silu_backward_composite(const OpCall& call) {
+  const auto [g, x] = promoted(call);
+  const Tensor s = sigmoid(x);
+  return {mul(mul(g, s), add(mul(x, sub(1.0, s)), 1.0))};
+}
+std::vector<Tensor> gelu_backward_composite(const OpCall& call) {
+  const auto [g, x] = promoted(call);
+  const Tensor cdf = mul(add(erf(mul(x, M_SQRT1_2)), 1.0), 0.5);
+  const Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), 0.5 * M_2_SQRTPI * M_SQRT1_2);  // 1 / sqrt(2 pi)
+  return {mul(g, add(cdf, mul(x, pdf)))};
+}
+std::vector<Tensor> gelu_tanh_backward_composite(const OpCall& call) {
+  const auto [g, x] = promoted(call);
+  const double k = 0.7978845608028654, c = 0.044715;  // sqrt(2 / pi)
+  const Tensor x2 = mul(x, x);
+  const Tensor t = tanh(mul(mul(x, add(mul(x2, c), 1.0)), k));
+  const Tensor slope = mul(add(mul(x2, 3.0 * c), 1.0), k);
+  return {mul(g, add(mul(add(t, 1.0), 0.5), mul(mul(mul(x, 0.5), sub(1.0, mul(t, t))), slope)))};
+}
+// softmax: y (g - sum(g y)); log_softmax: g - exp(y) sum(g), over the dim.
+std::vector<Tensor> softmax_backward_composite(const OpCall& call) {
+  const Tensor &g = call.inputs[0], &y = call.inputs[1];
+  const std::vector<int64_t> dim{call.attr<DimAttrs>().dim};
+  if (call.op == OpType::softmax_backward) return {mul(y, sub(g, sum(mul(g, y), dim, true)))};
+  return {sub(g, mul(exp(y), sum(g, dim, true)))};
+}
+
+PF_REGISTER_DECOMPOSITION(relu_backward, &relu_backward_composite);
+PF_REGISTER_DECOMPOSITION(silu_backward, &silu_backward_composite);
+PF_REGISTER_DECOMPOSITION(gelu_backward, &gelu_backward_composite);
+PF_REGISTER_DECOMPOSITION(gelu_tanh_backward, &gelu_tanh_backward_composite);
+PF_REGISTER_DECOMPOSITION(softmax_backward, &softmax_backward_composite);
+PF_REGISTER_DECOMPOSITION(log_softmax_backward, &softmax_backward_composite);
+
 }  // namespace
 
 // ---------------------------------------------------------------- the table

@@ -9,6 +9,7 @@
 
 #include "autograd/derivatives.h"
 #include "core/dispatch.h"
+#include "core/thread_state.h"
 #include "pyflame/autograd.h"
 #include "pyflame/error.h"
 #include "pyflame/ir/graph.h"
@@ -81,13 +82,16 @@ Tensor add_grads(const Tensor& a, const Tensor& b) {
 }
 
 // Holds the derivative's view of one saved tensor: its value, detached, and
-// the version of its memory when saved.
+// the version of its memory when saved; for an input also the tensor itself, whose
+// history a derivative that records its own ops (create_graph) must reach. (An output is
+// not kept so: its history is the node that saves it, a cycle; OpNode rebuilds it.)
 struct SavedTensor {
-  Tensor value;
+  Tensor value, source;
   uint64_t version = 0;
-  void save(const Tensor& t) {
+  void save(const Tensor& t, bool keep_source) {
     if (!t.defined()) return;
     value = t.detach();
+    if (keep_source) source = t;
     version = t.storage()->version();
   }
   // Why the saved value may not be used (its memory changed since), or "".
@@ -110,7 +114,9 @@ class AccumulateGrad : public Node {
     Tensor& g = grads[0];
     if (!g.defined()) return {};
     ir::trace_grad_access(meta_.get(), meta_->grad, ir::GradAccess::Update);
-    if (!meta_->grad.defined()) {
+    if (thread_state().create_graph) {  // out of place: .grad keeps the gradient's own history
+      meta_->grad = meta_->grad.defined() ? add(meta_->grad, g) : clone(g);
+    } else if (!meta_->grad.defined()) {
       // A gradient that something else holds (a user's, or one shared between
       // two inputs of an add) is copied so later accumulation cannot alias it.
       meta_->grad = g.storage().use_count() > 1 ? clone(g) : g;
@@ -178,14 +184,22 @@ class OpNode : public Node {
       if (!grads[i].defined()) grads[i] = zeros_of(outputs_[i]);
     OpCall saved{call_.op, std::vector<Tensor>(saved_inputs_.size()), call_.attrs, {}};
     const std::string node = name();
+    // With create_graph the derivative reads the saved tensors with their histories, so that
+    // its recorded ops lead back through them: the inputs as given, the outputs as this node's.
+    const bool create_graph = thread_state().create_graph;
     std::vector<std::string> stale_inputs(saved_inputs_.size()), stale_outputs(saved_outputs_.size());
     for (size_t i = 0; i < saved_inputs_.size(); ++i) {
-      saved.inputs[i] = saved_inputs_[i].value;
-      stale_inputs[i] = saved_inputs_[i].staleness(node, i, "input");
+      const SavedTensor& in = saved_inputs_[i];
+      saved.inputs[i] = create_graph && in.source.defined() ? in.source : in.value;
+      stale_inputs[i] = in.staleness(node, i, "input");
     }
     std::vector<Tensor> outputs(saved_outputs_.size());
     for (size_t i = 0; i < saved_outputs_.size(); ++i) {
       outputs[i] = saved_outputs_[i].value;
+      if (create_graph && outputs[i].defined() && is_floating(outputs[i].dtype())) {
+        outputs[i] = outputs[i].detach();
+        set_history(outputs[i], self_.lock(), static_cast<uint32_t>(i));
+      }
       stale_outputs[i] = saved_outputs_[i].staleness(node, i, "output");
     }
     GradContext ctx{saved, inputs_, outputs, grads, needs_, stale_inputs, stale_outputs};
@@ -207,6 +221,7 @@ class OpNode : public Node {
 
   OpCall call_;  // op and attributes (inputs live in saved_inputs_)
   const Derivative* derivative_;
+  std::weak_ptr<OpNode> self_;  // the node as its outputs' history (create_graph's saved outputs)
   std::vector<TensorInfo> inputs_, outputs_;
   std::vector<bool> needs_;
   std::vector<SavedTensor> saved_inputs_, saved_outputs_;
@@ -234,6 +249,9 @@ class CopySlices : public Node {
   }
   std::string name() const override { return "CopySlices"; }
   std::vector<Tensor> apply(std::vector<Tensor> grads) override {
+    PF_CHECK(!thread_state().create_graph, NotSupportedError,
+             "a gradient of a gradient (create_graph=True) through an in-place write into a view (CopySlices) is not "
+             "supported yet; write out of place (torch.cat, torch.where) in the function differentiated twice");
     if (!grads[0].defined()) return std::vector<Tensor>(next_edges.size());
     Tensor result = grads[0].clone();  // contiguous, laid out as the base (which spans its memory)
     Tensor region = result.as_strided(view_shape_, view_strides_, view_offset_);
@@ -349,6 +367,7 @@ Recording::Recording(OpCall& call) : call_(call) {
   PF_CHECK(d, NotSupportedError, name, ": autograd has no derivative for this op yet (docs/autograd.md lists them); "
            "compute it under pf.no_grad() or from detach()ed inputs");
   node_ = std::make_shared<OpNode>(call, d);
+  node_->self_ = node_;
   node_->sequence_nr = g_next_sequence_nr++;
   for (const Tensor& t : call.inputs) {
     node_->inputs_.push_back(info_of(t));
@@ -362,7 +381,7 @@ Recording::Recording(OpCall& call) : call_(call) {
       bool overwritten = false;
       for (const Tensor& out : call.outputs) overwritten = overwritten || (t.defined() && t.same_storage(out));
       // An input the op overwrites is saved as it was (x.mul_(y) needs the old x for y's gradient).
-      node_->saved_inputs_[i].save(overwritten ? t.clone() : t);
+      node_->saved_inputs_[i].save(overwritten ? t.clone() : t, true);
     }
   }
 }
@@ -383,7 +402,7 @@ void Recording::finish(std::vector<Tensor>& outputs) {
   for (const Tensor& o : outputs) node_->outputs_.push_back(info_of(o));
   if (node_->derivative_->saves & kSavesOutputs) {
     node_->saved_outputs_.resize(outputs.size());
-    for (size_t i = 0; i < outputs.size(); ++i) node_->saved_outputs_[i].save(outputs[i]);
+    for (size_t i = 0; i < outputs.size(); ++i) node_->saved_outputs_[i].save(outputs[i], false);
   }
   const bool is_view = op_family(call_.op) == OpFamily::VIEW;
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -456,8 +475,15 @@ void run_tensor_hooks(Node& n, std::vector<Tensor>& grads) {
 // reachable node runs (backward: leaves accumulate). With them, only nodes on
 // a path to a target run, and the gradient arriving at each target is returned.
 std::vector<Tensor> run_graph(const std::vector<Edge>& roots, const std::vector<Tensor>& root_grads, bool retain_graph,
-                              const std::vector<Edge>& targets) {
-  GradModeGuard no_grad(false);
+                              const std::vector<Edge>& targets, bool create_graph) {
+  // With create_graph the derivatives' ops record a graph of their own (grad mode on), and
+  // gradients are summed out of place, so each sum keeps its history.
+  GradModeGuard mode(create_graph);
+  struct CreateGraphScope {
+    bool previous;
+    explicit CreateGraphScope(bool on) : previous(thread_state().create_graph) { thread_state().create_graph = on; }
+    ~CreateGraphScope() { thread_state().create_graph = previous; }
+  } create_graph_scope(create_graph);
   // Reachable nodes, children before parents in `order` (iterative DFS).
   std::unordered_map<Node*, int, NodeHash> state;  // 1: on the stack, 2: done
   std::vector<Node*> order;
@@ -507,7 +533,8 @@ std::vector<Tensor> run_graph(const std::vector<Edge>& roots, const std::vector<
   };
   auto deliver = [&](const Edge& e, const Tensor& g) {
     Tensor& slot = slot_of(e);
-    if (g.defined() && summable_in_place(slot, g.shape(), g.dtype(), g.device())) binary_op_(ir::OpType::add, slot, g);
+    if (!create_graph && g.defined() && summable_in_place(slot, g.shape(), g.dtype(), g.device()))
+      binary_op_(ir::OpType::add, slot, g);
     else slot = add_grads(slot, g);
   };
   // A select or slice adds its gradient into its region of the input's buffer,
@@ -516,7 +543,7 @@ std::vector<Tensor> run_graph(const std::vector<Edge>& roots, const std::vector<
   // a recurrent layer's backward quadratic in the sequence length.
   auto add_view_grad = [&](Node* n, const Tensor& g) {
     auto* view = dynamic_cast<OpNode*>(n);
-    if (!view || (view->call_.op != ir::OpType::select && view->call_.op != ir::OpType::slice) || !g.defined() ||
+    if (create_graph || !view || (view->call_.op != ir::OpType::select && view->call_.op != ir::OpType::slice) || !g.defined() ||
         !view->needs_[0] || !n->next_edges[0].node)
       return false;
     const TensorInfo& in = view->inputs_[0];
@@ -611,7 +638,10 @@ void queue_callback(std::function<void()> fn) {
   backward_callbacks->push_back(std::move(fn));
 }
 
-void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots, bool retain_graph) {
+bool creates_graph() { return thread_state().create_graph; }
+
+void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots, bool retain_graph,
+              bool create_graph) {
   ir::trace_backward();
   std::vector<Edge> edges;
   std::vector<Tensor> grads;
@@ -622,7 +652,7 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_
   std::vector<std::function<void()>> callbacks, *outer = backward_callbacks;
   backward_callbacks = &callbacks;
   try {
-    run_graph(edges, grads, retain_graph, {});
+    run_graph(edges, grads, retain_graph || create_graph, {}, create_graph);
   } catch (...) {
     backward_callbacks = outer;
     throw;
@@ -632,7 +662,8 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs, bool retain_graph, bool allow_unused) {
+                         const std::vector<Tensor>& grad_outputs, bool retain_graph, bool allow_unused,
+                         bool create_graph) {
   ir::trace_break("a backward pass (pf.autograd.grad)");
   std::vector<Edge> edges, targets;
   std::vector<Tensor> grads;
@@ -644,7 +675,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
     PF_CHECK(inputs[i].requires_grad(), AutogradError, "autograd.grad: input ", i, " does not require grad");
     targets.push_back(gradient_edge(inputs[i]));
   }
-  std::vector<Tensor> result = run_graph(edges, grads, retain_graph, targets);
+  std::vector<Tensor> result = run_graph(edges, grads, retain_graph || create_graph, targets, create_graph);
   for (size_t i = 0; i < result.size(); ++i) {
     PF_CHECK(result[i].defined() || allow_unused, AutogradError, "autograd.grad: input ", i,
              " was not used to compute the outputs; pass allow_unused=True to get None for it");

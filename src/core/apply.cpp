@@ -380,6 +380,18 @@ ApplyHooks& apply_hooks() {
 
 namespace {
 
+// In a backward pass that records its own graph (create_graph), a derivative's op without a
+// derivative of its own (a fused backward pass) would make a floating result that autograd treats as
+// a constant: the gradient of the gradient would silently lack its part. Refused instead.
+void check_no_second_order(const OpCall& call, const Inferred& inf) {
+  bool floating = false, carries = false;
+  for (const OutputPlan& p : inf.outputs) floating = floating || is_floating(p.dtype);
+  for (const Tensor& t : call.inputs) carries = carries || (t.defined() && t.requires_grad());
+  PF_CHECK(!(floating && carries), NotSupportedError, op_name(call.op),
+           ": a gradient of a gradient (create_graph=True) would go through this op, which has no derivative of "
+           "its own (docs/autograd.md lists the ops whose derivatives are differentiable)");
+}
+
 // The call itself: infer, autocast and autograd's hooks, execution.
 std::vector<Tensor> run_call(OpCall call, ThreadState& state) {
   InferFn infer = find_infer(call.op);
@@ -393,6 +405,7 @@ std::vector<Tensor> run_call(OpCall call, ThreadState& state) {
   const ApplyHooks& hooks = apply_hooks();
   if (mode.autocast_active) hooks.autocast_inputs(call);
   Inferred inf = infer(call);
+  if (mode.create_graph && mode.grad_enabled && op_grad(call.op) == OpGrad::nograd) check_no_second_order(call, inf);
   const bool in_place = !call.outputs.empty();
   // A composite op that autograd must see through runs its decomposition in grad mode.
   const bool decompose =

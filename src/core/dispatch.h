@@ -126,5 +126,11 @@ struct CompositeRegistrar {
 };
 #define PF_REGISTER_COMPOSITE(op, infer, fn) \
   static ::pyflame::CompositeRegistrar pf_composite_##op(::pyflame::ir::OpType::op, infer, fn)
+// A decomposition alone, for an op whose family registers its infer (an elementwise op).
+struct DecompositionRegistrar {
+  DecompositionRegistrar(ir::OpType op, CompositeFn fn) { register_composite(op, fn); }
+};
+#define PF_REGISTER_DECOMPOSITION(op, fn) \
+  static ::pyflame::DecompositionRegistrar pf_decomposition_##op(::pyflame::ir::OpType::op, fn)
 
 }  // namespace pyflame

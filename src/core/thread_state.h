@@ -21,6 +21,9 @@ struct ThreadState {
   // work queued now, none taken from a cache (the graph would keep this call's tensors).
   bool capturing = false;
   int apply_depth = 0;   // apply() calls under way in this thread beneath a traced one
+  // A backward pass with create_graph runs in this thread: derivatives record their ops, and an
+  // op without a derivative of its own may not take a gradient-carrying input (apply.cpp).
+  bool create_graph = false;
   bool autocast_active = false;                    // any entry of autocast set
   std::optional<DType> autocast[kNumDeviceTypes];  // per device type: the low-precision dtype
 };

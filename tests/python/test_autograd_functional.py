@@ -1,6 +1,6 @@
 """pf.autograd.functional's vjp and jacobian against torch.autograd.functional on fresh random inputs:
 one and several inputs and outputs, outputs that do not depend on an input (zeros; strict raises),
-and the second-order tools' NotSupportedError."""
+and forward mode's NotSupportedError (the second-order tools: test_autograd_higher.py)."""
 
 import numpy as np
 import pytest
@@ -86,12 +86,8 @@ def test_strict_raises_for_an_input_the_outputs_do_not_depend_on(rng):
         AF.vjp(lambda a, b: a.sum(), (x, y), strict=True)
 
 
-def test_second_order_tools_say_what_is_missing(rng):
+def test_forward_mode_is_refused(rng):
+    """(The second-order tools are in test_autograd_higher.py.)"""
     x, _ = _pair(rng, (3,), "cpu")
-    for tool in (AF.jvp, AF.vhp, AF.hvp, AF.hessian):
-        with pytest.raises(pf.NotSupportedError, match="higher-order"):
-            tool(lambda t: (t * t).sum(), x)
-    with pytest.raises(pf.NotSupportedError, match="create_graph"):
-        AF.jacobian(lambda t: t * 2, x, create_graph=True)
     with pytest.raises(pf.NotSupportedError, match="forward-mode"):
         AF.jacobian(lambda t: t * 2, x, strategy="forward-mode")

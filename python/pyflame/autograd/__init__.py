@@ -21,14 +21,14 @@ def _as_list(tensors):
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-    """Accumulates the gradients of `tensors` (weighted by `grad_tensors`) into the leaves' .grad."""
-    if create_graph:
-        raise _C.NotSupportedError("backward(create_graph=True): higher-order gradients are not supported yet "
-                                   "(docs/autograd.md)")
+    """Accumulates the gradients of `tensors` (weighted by `grad_tensors`) into the leaves' .grad. With
+    create_graph=True the gradients carry their own history (the graph is kept), so they can be
+    differentiated again."""
     if inputs is not None:
         raise _C.NotSupportedError("backward(inputs=...) is not supported yet; use pf.autograd.grad(outputs, "
                                    "inputs) (docs/autograd.md)")
-    _C._backward(_as_list(tensors), grad_tensors, bool(retain_graph))
+    retain_graph = create_graph if retain_graph is None else retain_graph
+    _C._backward(_as_list(tensors), grad_tensors, bool(retain_graph), bool(create_graph))
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=None,
@@ -36,15 +36,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """The gradients of `outputs` with respect to `inputs`, as a tuple (nothing is accumulated into .grad).
 
     An input the outputs do not depend on raises unless allow_unused=True, which
-    gives None for it (zeros with materialize_grads=True)."""
-    if create_graph:
-        raise _C.NotSupportedError("autograd.grad(create_graph=True): higher-order gradients are not supported yet "
-                                   "(docs/autograd.md)")
+    gives None for it (zeros with materialize_grads=True). With create_graph=True the gradients carry
+    their own history (the graph is kept), so they can be differentiated again (gradient penalties,
+    Hessian-vector products); an op on the way without a differentiable derivative raises NotSupportedError."""
     if is_grads_batched:
         raise _C.NotSupportedError("autograd.grad(is_grads_batched=True) is not supported (docs/autograd.md)")
     inputs = _as_list(inputs)
     unused_ok = bool(allow_unused) or materialize_grads
-    result = _C._grad(_as_list(outputs), inputs, grad_outputs, bool(retain_graph), unused_ok)
+    retain_graph = create_graph if retain_graph is None else retain_graph
+    result = _C._grad(_as_list(outputs), inputs, grad_outputs, bool(retain_graph), unused_ok, bool(create_graph))
     if materialize_grads:
         result = tuple(_C._full_like(x, 0, dtype=None, device=None) if g is None else g
                        for g, x in zip(result, inputs))
