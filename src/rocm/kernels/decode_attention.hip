@@ -41,7 +41,7 @@ constexpr int kMinChunk = 32;
 constexpr int kHeads = 8;  // query heads per block at most; a larger group is split across blocks
 constexpr int kMaxDim = 256;
 constexpr int kMaxColumns = 1024;  // a block's heads x head dim: its weighted values meet in shared memory
-constexpr int kUnroll = 4;         // rows a team loads before using them (twice that for blocks of 1 or 2 heads)
+constexpr int kUnroll = 4;         // rows a team loads before using them
 constexpr int kMaxTeam = 32;
 constexpr int kMergeThreads = 128;
 
@@ -67,9 +67,6 @@ template <class T, int H>
 static __global__ void __launch_bounds__(kDecodeThreads, 2)
     decode_attention_chunks(const T* q, const T* k, const T* v, const bool* mask, T* out, float* partial, DecodeDims d) {
   constexpr int V = kVec<T>, P = kPerLane<T>, kWarps = kDecodeThreads / PF_WARP_SIZE;
-  // Rows in flight a team: a block of few heads has the registers for twice as many (multi-head
-  // attention's 32 x 4096-key step read its keys and values at 1.5 TB/s with 4, latency-bound).
-  constexpr int U = H <= 2 ? 2 * kUnroll : kUnroll;
   constexpr int kColumns = H * kMaxDim < kMaxColumns ? H * kMaxDim : kMaxColumns;
   __shared__ float probs[H * kMaxChunk];
   __shared__ float columns[kWarps * kColumns];  // each warp's weighted values
@@ -104,11 +101,11 @@ static __global__ void __launch_bounds__(kDecodeThreads, 2)
     }
 
   // Scores: every lane runs the same iterations (the shuffles need the whole warp).
-  for (int base = 0; base < len; base += row_lanes * U) {
-    Vec<T, V> x[U][P];
-    bool live[U];
+  for (int base = 0; base < len; base += row_lanes * kUnroll) {
+    Vec<T, V> x[kUnroll][P];
+    bool live[kUnroll];
 #pragma unroll
-    for (int r = 0; r < U; ++r) {
+    for (int r = 0; r < kUnroll; ++r) {
       const int j = base + r * row_lanes + row_lane;
       live[r] = j < len && (!seen || seen[j * d.m_key]);
 #pragma unroll
@@ -119,7 +116,7 @@ static __global__ void __launch_bounds__(kDecodeThreads, 2)
       }
     }
 #pragma unroll
-    for (int r = 0; r < U; ++r) {
+    for (int r = 0; r < kUnroll; ++r) {
       const int j = base + r * row_lanes + row_lane;
 #pragma unroll
       for (int h = 0; h < H; ++h) {
@@ -158,10 +155,10 @@ static __global__ void __launch_bounds__(kDecodeThreads, 2)
 
   // The weighted values: each team's rows, then the teams of a warp in shuffles, then the warps.
   float acc[H][P][V] = {};
-  for (int base = 0; base < len; base += row_lanes * U) {
-    Vec<T, V> x[U][P];
+  for (int base = 0; base < len; base += row_lanes * kUnroll) {
+    Vec<T, V> x[kUnroll][P];
 #pragma unroll
-    for (int r = 0; r < U; ++r) {
+    for (int r = 0; r < kUnroll; ++r) {
       const int j = base + r * row_lanes + row_lane;
       bool live = false;
 #pragma unroll
@@ -175,7 +172,7 @@ static __global__ void __launch_bounds__(kDecodeThreads, 2)
       }
     }
 #pragma unroll
-    for (int r = 0; r < U; ++r) {
+    for (int r = 0; r < kUnroll; ++r) {
       const int j = base + r * row_lanes + row_lane;
 #pragma unroll
       for (int h = 0; h < H; ++h) {
