@@ -7,9 +7,10 @@ lu, lu_solve, eigvalsh, svdvals, pinv, matrix_rank, lstsq and cond are built on 
 differentiable. A singular or not positive-definite input raises LinAlgError (a RuntimeError)
 as torch.linalg's, or gives its info for the _ex forms.
 
-The other decompositions (eig, whose results are complex, ldl_factor, matrix_exp, ...) have no
-kernels in PyFlame yet: they raise pf.NotSupportedError naming the NumPy or SciPy function to
-use on `.numpy()` of the tensor (docs/ops.md), as all of these do on the GPU.
+matrix_exp (matrix products only, so on the GPU too), tensorinv and tensorsolve are compositions.
+The other decompositions (eig, whose results are complex, ldl_factor, householder_product) have
+no kernels in PyFlame yet: they raise pf.NotSupportedError naming the NumPy or SciPy function to
+use on `.numpy()` of the tensor (docs/ops.md), as the LAPACK-backed ones do on the GPU.
 """
 
 from collections import namedtuple
@@ -419,6 +420,63 @@ def matrix_power(A, n):
     return result.clone() if result is A else result
 
 
+def _square_floating(A, name):
+    if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
+        raise _C.InvalidArgumentError(f"linalg.{name}: A must be batches of square matrices, but they are "
+                                      f"{A.shape[-2] if A.dim() >= 2 else A.dim()} by {A.shape[-1] if A.dim() else 0} "
+                                      "matrices")
+    if not A.is_floating_point():
+        raise _C.InvalidArgumentError(f"linalg.{name}: Expected a floating point or complex tensor as input. Got "
+                                      f"{str(A.dtype).rsplit('.', 1)[-1]}")
+
+
+_EXP_TERMS = 18  # Taylor terms of exp(A / 2^s) for ||A / 2^s||_1 <= 1/2: a remainder below 2^-19 / 19!
+
+
+def matrix_exp(A):
+    """The matrix exponential of A (square, or a batch of them), as torch.linalg.matrix_exp: scaling and
+    squaring around a Taylor polynomial, matrix products only (so it runs, and is differentiated, wherever
+    matmul does). The batch shares one scaling, from its largest 1-norm (read on the host)."""
+    _square_floating(A, "matrix_exp")
+    if A.numel() == 0:
+        return A.clone()
+    norm = float(A.detach().abs().sum(-2).amax())  # the largest column sum: the 1-norm, batch-wide
+    squarings = max(0, int(np.ceil(np.log2(norm / 0.5)))) if norm > 0.5 else 0
+    X = A / float(2 ** squarings) if squarings else A
+    result = eye(A.shape[-1], dtype=A.dtype, device=A).expand(*A.shape)
+    for k in range(_EXP_TERMS, 0, -1):  # Horner: I + X/1 (I + X/2 (I + ... (I + X/18)))
+        result = eye(A.shape[-1], dtype=A.dtype, device=A) + _C.matmul(X, result) / float(k)
+    for _ in range(squarings):
+        result = _C.matmul(result, result)
+    return result
+
+
+def tensorinv(A, ind=2):
+    """The inverse of A seen as a map from its first `ind` dims to the rest, as torch.linalg.tensorinv: shape
+    A.shape[ind:] + A.shape[:ind]."""
+    if ind <= 0:
+        raise _C.InvalidArgumentError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = A.shape[:ind], A.shape[ind:]
+    if int(np.prod(rows)) != int(np.prod(cols)):
+        raise _C.InvalidArgumentError("Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                                      f"prod(self.shape[:ind]), but got {int(np.prod(cols))} != {int(np.prod(rows))}")
+    return inv(A.reshape(int(np.prod(rows)), int(np.prod(cols)))).reshape(*cols, *rows)
+
+
+def tensorsolve(A, B, dims=None):
+    """X with tensordot(A, X, X.dim()) = B, as torch.linalg.tensorsolve: X has shape A.shape[B.dim():] (after
+    `dims` of A are moved to the end)."""
+    if dims is not None:
+        dims = [d % A.dim() for d in dims]
+        A = A.permute(*[d for d in range(A.dim()) if d not in dims], *dims)
+    rows, cols = A.shape[:B.dim()], A.shape[B.dim():]
+    n = int(np.prod(B.shape))
+    if int(np.prod(cols)) != n or int(np.prod(rows)) != n:  # (torch's message names B's size as the second)
+        raise _C.InvalidArgumentError("Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                                      f"prod(self.shape[:other.ndim]), but got {int(np.prod(cols))} != {n}")
+    return solve(A.reshape(n, n), B.reshape(n)).reshape(*cols)
+
+
 def _unsupported(what, numpy_name):
     raise _C.NotSupportedError(
         f"linalg.{what}: PyFlame has no kernel for it yet (it has inv, solve, solve_triangular, cholesky, det, "
@@ -429,9 +487,7 @@ def _unsupported(what, numpy_name):
 # torch.linalg's decompositions and solvers, and what to use instead.
 _ALTERNATIVES = {
     "ldl_factor": "scipy.linalg.ldl", "ldl_factor_ex": "scipy.linalg.ldl",
-    "ldl_solve": "scipy.linalg.ldl", "matrix_exp": "scipy.linalg.expm",
-    "householder_product": "scipy.linalg.qr", "tensorinv": "numpy.linalg.tensorinv",
-    "tensorsolve": "numpy.linalg.tensorsolve",
+    "ldl_solve": "scipy.linalg.ldl", "householder_product": "scipy.linalg.qr",
 }
 
 

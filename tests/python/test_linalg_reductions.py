@@ -555,7 +555,7 @@ def test_linalg_products(device, rng):
         close(sq.matrix_power(n), tsq.matrix_power(n), "float64", f"Tensor.matrix_power {n}")
 
 
-@pytest.mark.parametrize("name", ["eig", "eigvals", "matrix_exp", "ldl_factor"])
+@pytest.mark.parametrize("name", ["eig", "eigvals", "ldl_factor", "householder_product"])
 def test_linalg_decompositions_are_not_supported(device, name):
     err = raises(pf.NotSupportedError, lambda: getattr(pf.linalg, name)(pf.eye(3)), ".numpy()")
     assert isinstance(err, RuntimeError)
@@ -564,7 +564,36 @@ def test_linalg_decompositions_are_not_supported(device, name):
         assert "complex" in str(err) and "eigh" in str(err)
 
 
-def test_top_level_decompositions_are_not_supported(device):
-    for name in ("matrix_exp",):
-        raises(pf.NotSupportedError, lambda: getattr(pf, name)(pf.eye(3)), "numpy")
-        raises(pf.NotSupportedError, lambda: getattr(pf.eye(3), name)(), "numpy")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_matrix_exp_matches_torch(device, rng, dtype):
+    """Scales that need no squaring and many, a batch sharing one scaling, the Tensor method and pf.matrix_exp,
+    empty matrices, and the gradient (through the matrix products)."""
+    tol = {"float32": 1e-5, "float64": 1e-12}[dtype]
+    for shape, scale in [((4, 4), 0.1), ((3, 5, 5), 3.0), ((2, 2), 30.0), ((1, 1), 2.0)]:
+        p, t = pair(rng, shape, dtype, low=-scale, high=scale)
+        want = torch.linalg.matrix_exp(t)
+        for got in (pf.linalg.matrix_exp(p), pf.matrix_exp(p), p.matrix_exp()):
+            assert got.dtype == p.dtype and got.device == p.device
+            np.testing.assert_allclose(got.to("cpu").numpy(), want.numpy(), rtol=tol * 10, atol=tol * float(want.abs().max()))
+    assert pf.linalg.matrix_exp(pf.zeros(3, 0, 0)).shape == (3, 0, 0)
+    x, tx = pair(rng, (2, 3, 3), "float64", low=-1, high=1)
+    x.requires_grad_(True), tx.requires_grad_(True)
+    up = rng.standard_normal((2, 3, 3))
+    (pf.linalg.matrix_exp(x) * pf.tensor(up, device=x.device)).sum().backward()
+    (torch.linalg.matrix_exp(tx) * torch.tensor(up)).sum().backward()
+    close(x.grad, tx.grad, "float64", "matrix_exp gradient")
+    raises(RuntimeError, lambda: pf.linalg.matrix_exp(pf.ones(2, 3)), "square matrices")
+    raises(RuntimeError, lambda: pf.linalg.matrix_exp(pf.ones(2, 2, dtype=pf.int64)), "floating point")
+
+
+def test_tensorinv_and_tensorsolve_match_torch(rng):
+    a, ta = pair(rng, (2, 3, 6), "float64", low=-1, high=1)
+    close(pf.linalg.tensorinv(a, ind=2), torch.linalg.tensorinv(ta, ind=2), "float64", "tensorinv")
+    b, tb = pair(rng, (2, 3), "float64", low=-1, high=1)
+    close(pf.linalg.tensorsolve(a, b), torch.linalg.tensorsolve(ta, tb), "float64", "tensorsolve")
+    a2, ta2 = pair(rng, (6, 2, 3), "float64", low=-1, high=1)
+    close(pf.linalg.tensorsolve(a2, b, dims=(0,)), torch.linalg.tensorsolve(ta2, tb, dims=(0,)), "float64",
+          "tensorsolve dims")
+    raises(RuntimeError, lambda: pf.linalg.tensorinv(pf.ones(2, 3, 4), ind=1), re.escape("prod(self.shape[ind:])"))
+    raises(RuntimeError, lambda: pf.linalg.tensorsolve(pf.ones(2, 3, 6), pf.ones(2, 4)),
+           re.escape("prod(self.shape[other.ndim:])"))
