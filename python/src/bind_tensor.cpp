@@ -85,6 +85,9 @@ Scalar host_item(const Tensor& t, const char* what) {
 // which NumPy types as longlong, not its int64 (`arr.dtype.type is np.int64` failed):
 // such arrays are viewed as int64, the same memory.
 nb::object numpy_array(const Tensor& t) {
+  // As PyTorch: NumPy would keep the values without the graph, so a tensor in one must be detached first.
+  if (t.requires_grad())
+    throw std::runtime_error("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.");
   nb::object arr = nb::cast(to_numpy(t));
   if (t.dtype() != DType::Int64) return arr;
   static nb::handle int64 = nb::object(nb::module_::import_("numpy").attr("int64")).release();
@@ -344,7 +347,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("fill_", [](nb::handle self, nb::handle v) {
         return in_place(self, [&](Tensor& t) { pyflame::fill_(t, as_scalar(v, "fill_ value")); }); }, "value"_a)
       .def("zero_", [](nb::handle self) { return in_place(self, [](Tensor& t) { pyflame::fill_(t, Scalar(int64_t{0})); }); })
-      .def("numpy", &numpy_array, "A NumPy array sharing memory with a CPU tensor (a copy for device tensors).")
+      .def("numpy", [](const Tensor& t, bool force) { return numpy_array(force ? t.detach().clone() : t); },
+           nb::kw_only(), "force"_a = false,
+           "A NumPy array sharing memory with a CPU tensor (a copy for device tensors). A tensor that requires "
+           "grad raises (detach() it first), unless force=True, which detaches and copies, as torch's.")
       // NumPy 2's protocol: copy=True always copies, copy=False raises where a copy is needed
       // (a GPU tensor, another dtype), None copies only then.
       .def("__array__", [](const Tensor& t, nb::handle dtype, nb::handle copy) {

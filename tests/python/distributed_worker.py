@@ -40,7 +40,7 @@ def tensor(values, dtype):
 
 
 def numpy(t):
-    return t.to(pf.float32).cpu().numpy() if t.dtype == pf.bfloat16 else t.cpu().numpy()
+    return t.to(pf.float32).cpu().detach().numpy() if t.dtype == pf.bfloat16 else t.cpu().detach().numpy()
 
 
 REDUCE = {

@@ -723,12 +723,14 @@ def make_torch(arg, dtype):
 def pf_to_torch(t):
     """A torch tensor with the dtype and values of a PyFlame tensor (through NumPy)."""
     name = pf_dtype_name(t.dtype)
+    t = t.detach()
     if name == "bfloat16":
         return torch.from_numpy(np.array(t.to(pf.float32).numpy(), copy=True)).to(torch.bfloat16)
     return torch.from_numpy(np.array(t.numpy(), copy=True))
 
 
 def pf_to_numpy(t):
+    t = t.detach()
     if pf_dtype_name(t.dtype) == "bfloat16":
         t = t.to(pf.float32)
     return np.array(t.numpy(), copy=True)

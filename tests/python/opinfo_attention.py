@@ -65,8 +65,8 @@ def _attention_backward_samples(rng, dtype, cls):
     for qs, ks, kw, lay in _shapes(cls):
         q, k, v = (_x(rng, s, dtype, dom, layout) for s, layout in zip((qs, ks, ks), lay))
         out, lse = _attention_ref(*(torch.from_numpy(a.values).to(getattr(torch, dtype)) for a in (q, k, v)), **kw)
-        samples.append(Sample((_x(rng, qs, dtype, dom, lay[0]), q, k, v, Arg(out.float().numpy()),
-                               Arg(lse.numpy().astype(np.float32), dtype="float32")), kw))
+        samples.append(Sample((_x(rng, qs, dtype, dom, lay[0]), q, k, v, Arg(out.float().detach().numpy()),
+                               Arg(lse.detach().numpy().astype(np.float32), dtype="float32")), kw))
     return samples
 
 

@@ -159,7 +159,7 @@ def _lstm_backward_samples(rng, dtype, cls):
         _, cells, gates = _lstm_ref(*t, **s.kwargs, gates=True)
         c0, w = s.args[2], s.args[3]
         grad = [_x(rng, cells.shape, dtype, dict(low=-1, high=1), s.args[1].layout) for _ in range(2)]
-        out.append(Sample((*grad, Arg(gates.numpy()), Arg(cells.numpy(), s.args[0].layout), c0, w), s.kwargs))
+        out.append(Sample((*grad, Arg(gates.detach().numpy()), Arg(cells.detach().numpy(), s.args[0].layout), c0, w), s.kwargs))
     return out
 
 

@@ -302,7 +302,7 @@ def _softmax_backward_samples(log):
             t = torch.from_numpy(np.asarray(x.values, dtype=np.float64))
             y = (torch.log_softmax if log else torch.softmax)(t, dim=dim) if t.dim() else t * 0 + (0.0 if log else 1.0)
             g = make_values(rng, x.values.shape, dtype, low=-2, high=2)
-            out.append(Sample((Arg(g, x.layout), Arg(_exact(y.numpy(), dtype), x.layout)), dict(dim=dim)))
+            out.append(Sample((Arg(g, x.layout), Arg(_exact(y.detach().numpy(), dtype), x.layout)), dict(dim=dim)))
         return out
 
     return gen
@@ -327,7 +327,7 @@ def _cross_entropy_backward_samples(rng, dtype, cls):
         kw = {k: v for k, v in s.kwargs.items() if k in ("ignore_index", "label_smoothing")}
         # the forward's logsumexp over the class dim, per element, in the compute dtype
         logits = torch.from_numpy(np.asarray(x.values, dtype=np.float64))
-        lse = torch.logsumexp(logits, dim=0 if logits.dim() == 1 else 1).reshape(-1).numpy()
+        lse = torch.logsumexp(logits, dim=0 if logits.dim() == 1 else 1).reshape(-1).detach().numpy()
         out.append(Sample((scale, x, target, Arg(_exact(lse, "float64" if dtype == "float64" else "float32"),
                                                   dtype="float64" if dtype == "float64" else "float32"),
                            weight), kw))

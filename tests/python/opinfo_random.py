@@ -38,7 +38,7 @@ def _uniform_double(hi, lo):
 
 def generator_state(g):
     """(seed, offset) of a pf.Generator."""
-    state = np.frombuffer(bytes(g.get_state().numpy()), dtype="<u8")
+    state = np.frombuffer(bytes(g.get_state().detach().numpy()), dtype="<u8")
     return int(state[0]), int(state[1])
 
 

@@ -112,11 +112,11 @@ def test_derivative_matches_torch(name, cls, device, rng):
                 assert got is None or np.all(pf_to_numpy(got) == 0), what
                 continue
             if got is None:  # none where torch's is zeros (relu_backward's output: zero almost everywhere)
-                assert np.all(want.numpy() == 0), f"{what}: no gradient"
+                assert np.all(want.detach().numpy() == 0), f"{what}: no gradient"
                 continue
             assert tuple(got.shape) == tuple(want.shape), f"{what}: shape {tuple(got.shape)} vs {tuple(want.shape)}"
             assert got.dtype == pf_args[i].dtype, what
-            np.testing.assert_allclose(pf_to_numpy(got), want.numpy(), err_msg=what, **tol)
+            np.testing.assert_allclose(pf_to_numpy(got), want.detach().numpy(), err_msg=what, **tol)
         checked += 1
     if checked == 0:
         pytest.skip(f"{name} {cls}: no sample with a differentiable input")
@@ -180,7 +180,7 @@ def test_backward_converts_the_gradient_to_the_tensors_dtype(rng):
     (x * 3).to(pf.bfloat16).backward(pf.tensor(g))
     tx = torch.tensor(v, requires_grad=True)
     (tx * 3).to(torch.bfloat16).backward(torch.tensor(g))
-    np.testing.assert_array_equal(pf_to_numpy(x.grad), tx.grad.numpy())
+    np.testing.assert_array_equal(pf_to_numpy(x.grad), tx.grad.detach().numpy())
     x = pf.tensor(v, requires_grad=True)
     x.sum().backward(pf.tensor(2))
     np.testing.assert_array_equal(pf_to_numpy(x.grad), np.full((3, 4), 2, np.float32))
@@ -429,7 +429,7 @@ def test_half_precision_gradients(dtype, rng):
     pf.softmax(x * x, dim=-1).sum(dim=0).pow(2).sum().backward()
     torch.softmax(tx * tx, dim=-1).sum(dim=0).pow(2).sum().backward()
     assert x.grad.dtype == x.dtype
-    np.testing.assert_allclose(pf_to_numpy(x.grad), tx.grad.float().numpy(), rtol=3e-2, atol=3e-2)
+    np.testing.assert_allclose(pf_to_numpy(x.grad), tx.grad.float().detach().numpy(), rtol=3e-2, atol=3e-2)
 
 
 @pytest.mark.parametrize("device", ["cpu", "rocm"])
@@ -453,7 +453,7 @@ def test_small_network_matches_torch(device, rng):
     net(torch, TF, thp, torch.tensor(target)).backward()
     for k in data:
         if k != "x":
-            np.testing.assert_allclose(pf_to_numpy(pfp[k].grad), thp[k].grad.numpy(), rtol=1e-4, atol=1e-5,
+            np.testing.assert_allclose(pf_to_numpy(pfp[k].grad), thp[k].grad.detach().numpy(), rtol=1e-4, atol=1e-5,
                                        err_msg=k)
 
 
@@ -547,7 +547,7 @@ def test_tensor_hooks_as_torch(through, rng):
             got = list(lib.autograd.grad(loss, [x, a]))
         for h in handles:
             h.remove()
-        results[lib.__name__] = ([np.asarray(g.detach().numpy() if lib is torch else g.numpy()) for g in got], log)
+        results[lib.__name__] = ([np.asarray(g.detach().numpy() if lib is torch else g.detach().numpy()) for g in got], log)
     (mine, my_log), (theirs, their_log) = results["pyflame"], results["torch"]
     for m, t in zip(mine, theirs):
         np.testing.assert_allclose(m, t, rtol=1e-6)
@@ -560,10 +560,10 @@ def test_tensor_hook_removal_and_errors():
     x = pf.tensor([1.0, 2.0], requires_grad=True)
     with x.register_hook(lambda g: g * 10):
         (x * x).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [20.0, 40.0])
+    np.testing.assert_allclose(x.grad.detach().numpy(), [20.0, 40.0])
     x.grad = None
     (x * x).sum().backward()  # removed on leaving the block
-    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
+    np.testing.assert_allclose(x.grad.detach().numpy(), [2.0, 4.0])
     with pytest.raises(RuntimeError, match="doesn't require gradient"):
         pf.tensor([1.0]).register_hook(lambda g: g)
     handle = x.register_hook(lambda g: g[:1])

@@ -30,7 +30,7 @@ def _close(got, want):
         return
     assert tuple(got.shape) == tuple(want.shape)
     assert not got.requires_grad
-    np.testing.assert_allclose(got.to("cpu").numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got.to("cpu").detach().numpy(), want.detach().numpy(), rtol=1e-10, atol=1e-12)
 
 
 def _inputs(rng, shapes, device, single):

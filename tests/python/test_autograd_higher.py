@@ -104,7 +104,7 @@ def test_gradient_penalty_matches_torch(rng):
     got = run(pf, pf.nn.functional, lambda v: pf.tensor(v))
     want = run(torch, torch.nn.functional, lambda v: torch.tensor(v))
     for g, t in zip(got, want):
-        np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(g.detach().numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_create_graph_keeps_histories_and_accumulates_out_of_place():
@@ -114,7 +114,7 @@ def test_create_graph_keeps_histories_and_accumulates_out_of_place():
     assert first.requires_grad and not first.is_leaf
     np.testing.assert_allclose(first.detach().numpy(), 3 * np.array([1.5, -0.5, 2.0]) ** 2)
     (second,) = pf.autograd.grad(first.sum(), x)
-    np.testing.assert_allclose(second.numpy(), 6 * np.array([1.5, -0.5, 2.0]))
+    np.testing.assert_allclose(second.detach().numpy(), 6 * np.array([1.5, -0.5, 2.0]))
     (x ** 2).sum().backward(create_graph=True)  # accumulates into .grad, out of place
     assert x.grad is not first
     np.testing.assert_allclose(first.detach().numpy(), 3 * np.array([1.5, -0.5, 2.0]) ** 2)  # left as it was
@@ -167,7 +167,7 @@ def test_functional_second_order_tools_match_torch(device, rng):
         return (x.tanh() * x.flip(0)).cumsum(0)
 
     put = lambda v: pf.tensor(v, device=device)  # noqa: E731
-    close = lambda p, t: np.testing.assert_allclose(p.to("cpu").numpy(), t.numpy(), rtol=1e-10, atol=1e-12)  # noqa: E731
+    close = lambda p, t: np.testing.assert_allclose(p.to("cpu").detach().numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)  # noqa: E731
     got, want = PF.hessian(f, (put(a), put(b))), TF.hessian(f, (torch.tensor(a), torch.tensor(b)))
     for i in range(2):
         for j in range(2):

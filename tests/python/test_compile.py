@@ -33,14 +33,14 @@ def test_mlp_replays_as_eager_and_as_torch(device, rng):
     tmodel = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
     with torch.no_grad():
         for tp, p in zip(tmodel.parameters(), model.parameters()):
-            tp.copy_(torch.from_numpy(p.to("cpu").numpy()))
+            tp.copy_(torch.from_numpy(p.to("cpu").detach().numpy()))
     for _ in range(3):  # trace, then two replays on fresh data
         x = make_values(rng, (8, 20), "float32")
         px = pf.tensor(x, device=device)
         got, eager = compiled(px), model(px)
         assert got.device == eager.device and got.is_placed
         # The replay fuses linear -> relu (on the GPU the GEMM's epilogue, whose algorithm may round differently).
-        np.testing.assert_allclose(got.to("cpu").numpy(), eager.to("cpu").numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got.to("cpu").detach().numpy(), eager.to("cpu").detach().numpy(), rtol=1e-5, atol=1e-6)
         assert_matches(got.to("cpu"), tmodel(torch.from_numpy(x)).detach(), 1e-5, 1e-5, what="compiled MLP")
     (graph,) = compiled.graphs()
     assert graph.ops == ["linear_relu", "linear"], str(graph)
@@ -58,7 +58,7 @@ def test_new_signature_retraces(device, rng):
         x, y = make_values(rng, shape, dtype), make_values(rng, shape, dtype)
         got = f(pf.tensor(x, device=device), pf.tensor(y, device=device))
         assert got.dtype == pf.tensor(x).dtype
-        np.testing.assert_allclose(got.to("cpu").numpy(), (x * y).sum(-1) + 1, rtol=1e-6)
+        np.testing.assert_allclose(got.to("cpu").detach().numpy(), (x * y).sum(-1) + 1, rtol=1e-6)
     assert len(f.graphs()) == 3  # the last call replayed the first graph
 
 
@@ -75,20 +75,20 @@ def test_structured_outputs_and_integer_ops(device, rng):
         a, b = make_values(rng, (4, 6), "float32"), make_values(rng, (4, 6), "float32")
         out = f(pf.tensor(a, device=device), pf.tensor(b, device=device), 2.0)
         s = a + b * 2.0
-        np.testing.assert_allclose(out["sum"].to("cpu").numpy(), s, rtol=1e-6)
+        np.testing.assert_allclose(out["sum"].to("cpu").detach().numpy(), s, rtol=1e-6)
         idx, (pos, mod) = out["parts"][0], out["parts"][1]
         assert isinstance(out["parts"], tuple) and isinstance(out["parts"][1], list)
-        np.testing.assert_array_equal(idx.to("cpu").numpy(), s.argmax(-1))
-        np.testing.assert_array_equal(pos.to("cpu").numpy(), s > 0)
-        np.testing.assert_array_equal(mod.to("cpu").numpy(), np.fmod(np.trunc(a), 3) % 3)
+        np.testing.assert_array_equal(idx.to("cpu").detach().numpy(), s.argmax(-1))
+        np.testing.assert_array_equal(pos.to("cpu").detach().numpy(), s > 0)
+        np.testing.assert_array_equal(mod.to("cpu").detach().numpy(), np.fmod(np.trunc(a), 3) % 3)
 
 
 def test_python_numbers_are_part_of_the_signature(rng):
     f = pf.compile(lambda x, k: x * k)
     x = pf.tensor(make_values(rng, (3,), "float32"))
-    np.testing.assert_allclose(f(x, 2.0).numpy(), x.numpy() * 2.0)
-    np.testing.assert_allclose(f(x, 3.0).numpy(), x.numpy() * 3.0)
-    np.testing.assert_allclose(f(x, 2.0).numpy(), x.numpy() * 2.0)
+    np.testing.assert_allclose(f(x, 2.0).detach().numpy(), x.detach().numpy() * 2.0)
+    np.testing.assert_allclose(f(x, 3.0).detach().numpy(), x.detach().numpy() * 3.0)
+    np.testing.assert_allclose(f(x, 2.0).detach().numpy(), x.detach().numpy() * 2.0)
     assert len(f.graphs()) == 2
 
 
@@ -122,10 +122,10 @@ def test_buffers_made_inside_are_new_each_call(rng):
     f(x1)
     r1, lit1 = f(x1)  # replayed
     r2, lit2 = f(x2)
-    np.testing.assert_array_equal(r1.numpy(), x1.numpy())  # not overwritten by the next run
-    np.testing.assert_array_equal(r2.numpy(), x2.numpy())
+    np.testing.assert_array_equal(r1.detach().numpy(), x1.detach().numpy())  # not overwritten by the next run
+    np.testing.assert_array_equal(r2.detach().numpy(), x2.detach().numpy())
     assert r1.data_ptr() != r2.data_ptr()
-    np.testing.assert_array_equal(lit2.numpy(), [2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(lit2.detach().numpy(), [2.0, 4.0, 6.0])
 
 
 def test_in_place_state_updates_repeat(rng):
@@ -137,13 +137,13 @@ def test_in_place_state_updates_repeat(rng):
     compiled = pf.compile(model)
     for _ in range(4):
         x = pf.tensor(make_values(rng, (8, 5), "float32"))
-        np.testing.assert_allclose(compiled(x).numpy(), eager(x).numpy(), rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(model.running_mean.numpy(), eager.running_mean.numpy(), rtol=1e-6)
-    np.testing.assert_allclose(model.running_var.numpy(), eager.running_var.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(compiled(x).detach().numpy(), eager(x).detach().numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(model.running_mean.detach().numpy(), eager.running_mean.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(model.running_var.detach().numpy(), eager.running_var.detach().numpy(), rtol=1e-6)
     model.eval()
     eager.eval()
     x = pf.tensor(make_values(rng, (8, 5), "float32"))
-    np.testing.assert_allclose(compiled(x).numpy(), eager(x).numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(compiled(x).detach().numpy(), eager(x).detach().numpy(), rtol=1e-6, atol=1e-7)
     assert len(compiled.graphs()) == 2  # the training flag is part of the signature
 
 
@@ -153,10 +153,10 @@ def test_random_ops_draw_new_numbers_each_run(device, rng):
     f = pf.compile(lambda x: pf.nn.functional.dropout(x, 0.5, training=True) + pf.rand(4, device=device))
     x = pf.ones(64, 4, device=device)
     pf.manual_seed(5)
-    eager = [(pf.nn.functional.dropout(x, 0.5, training=True) + pf.rand(4, device=device)).to("cpu").numpy()
+    eager = [(pf.nn.functional.dropout(x, 0.5, training=True) + pf.rand(4, device=device)).to("cpu").detach().numpy()
              for _ in range(3)]
     pf.manual_seed(5)
-    compiled = [f(x).to("cpu").numpy() for _ in range(3)]
+    compiled = [f(x).to("cpu").detach().numpy() for _ in range(3)]
     for e, c in zip(eager, compiled):
         np.testing.assert_array_equal(c, e)
     assert not np.array_equal(compiled[1], compiled[2])
@@ -172,10 +172,10 @@ def test_host_reads_leave_the_signature_eager(rng):
     compiled = pf.compile(f)
     pos, neg = pf.tensor([1.0, 2.0]), pf.tensor([-1.0, -2.0])
     with pytest.warns(UserWarning, match="item"):
-        np.testing.assert_array_equal(compiled(pos).numpy(), [2.0, 4.0])
+        np.testing.assert_array_equal(compiled(pos).detach().numpy(), [2.0, 4.0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # one warning per cause
-        np.testing.assert_array_equal(compiled(neg).numpy(), [1.0, 2.0])  # eager: the branch is taken anew
+        np.testing.assert_array_equal(compiled(neg).detach().numpy(), [1.0, 2.0])  # eager: the branch is taken anew
     assert len(calls) == 2 and compiled.graphs() == []
     with pytest.raises(pf.NotSupportedError, match="item"):
         pf.compile(f, fullgraph=True)(pos)
@@ -191,7 +191,7 @@ def test_autograd_through_a_replayed_graph(rng):
             m.zero_grad()
             run(x).pow(2).sum().backward()
         for p, q in zip(model.parameters(), twin.parameters()):
-            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-6, atol=1e-7)
+            np.testing.assert_allclose(p.grad.detach().numpy(), q.grad.detach().numpy(), rtol=1e-6, atol=1e-7)
 
 
 def _train_step(model, opt, loss_fn=None, zero_grad=True):
@@ -208,10 +208,10 @@ def _train_step(model, opt, loss_fn=None, zero_grad=True):
 
 def _assert_same_training(model, twin, atol=1e-6):
     for p, q in zip(model.parameters(), twin.parameters()):
-        np.testing.assert_allclose(p.to("cpu").numpy(), q.to("cpu").numpy(), rtol=1e-5, atol=atol)
+        np.testing.assert_allclose(p.to("cpu").detach().numpy(), q.to("cpu").detach().numpy(), rtol=1e-5, atol=atol)
         assert (p.grad is None) == (q.grad is None)
         if p.grad is not None:
-            np.testing.assert_allclose(p.grad.to("cpu").numpy(), q.grad.to("cpu").numpy(), rtol=1e-5, atol=atol)
+            np.testing.assert_allclose(p.grad.to("cpu").detach().numpy(), q.grad.to("cpu").detach().numpy(), rtol=1e-5, atol=atol)
 
 
 def _train_side_by_side(compiled, eager, model, twin, device, rng, steps):
@@ -220,7 +220,7 @@ def _train_side_by_side(compiled, eager, model, twin, device, rng, steps):
         x = pf.tensor(make_values(rng, (8, 20), "float32"), device=device)
         y = pf.tensor(rng.integers(0, 10, 8), device=device)
         got, want = compiled(x, y), eager(x, y)
-        np.testing.assert_allclose(got.to("cpu").numpy(), want.to("cpu").numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got.to("cpu").detach().numpy(), want.to("cpu").detach().numpy(), rtol=1e-5, atol=1e-6)
         _assert_same_training(model, twin)
 
 
@@ -288,7 +288,7 @@ def test_intermediates_are_freed_after_their_last_use(rng):
     want = x
     for w in ws:
         want = want @ w
-    np.testing.assert_allclose(got.to("cpu").numpy(), want.to("cpu").numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got.to("cpu").detach().numpy(), want.to("cpu").detach().numpy(), rtol=1e-5, atol=1e-6)
     result = n * n * 4
     assert peak <= 3 * result, f"peak {peak / result:.1f} results live"
 
@@ -308,10 +308,10 @@ def test_calls_on_fixed_data_are_computed_once(device, rng):
 
     for _ in range(3):
         x = pf.tensor(make_values(rng, (4, 3), "float32"), device=device)
-        (got, acc), want = f(x), torch.from_numpy(x.to("cpu").numpy())
-        np.testing.assert_allclose(got.to("cpu").numpy(), (want * (torch.tensor([1.0, 2.0, 3.0]) * 0.5).exp() + 1),
+        (got, acc), want = f(x), torch.from_numpy(x.to("cpu").detach().numpy())
+        np.testing.assert_allclose(got.to("cpu").detach().numpy(), (want * (torch.tensor([1.0, 2.0, 3.0]) * 0.5).exp() + 1),
                                    rtol=1e-6, atol=1e-6)
-        np.testing.assert_allclose(acc.to("cpu").numpy(), want.sum(0) * 2, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(acc.to("cpu").detach().numpy(), want.sum(0) * 2, rtol=1e-5, atol=1e-6)
     (graph,) = f.graphs()
     assert "exp" not in str(graph) and "full" not in graph.ops, str(graph)
 
@@ -331,7 +331,7 @@ def test_accumulated_gradients_and_changed_options_retrace(rng):
                 m.zero_grad()
         x = pf.tensor(make_values(rng, (8, 20), "float32"))
         y = pf.tensor(rng.integers(0, 10, 8))
-        np.testing.assert_allclose(compiled(x, y).numpy(), eager(x, y).numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(compiled(x, y).detach().numpy(), eager(x, y).detach().numpy(), rtol=1e-5, atol=1e-6)
         _assert_same_training(model, twin)
         sched.step()
         twin_sched.step()
@@ -363,7 +363,7 @@ def test_replaced_parameters_retrace(rng):
     x = pf.tensor(make_values(rng, (2, 20), "float32"))
     compiled(x)
     model[0].weight = pf.nn.Parameter(pf.zeros(32, 20))
-    np.testing.assert_array_equal(compiled(x).numpy(), model(x).numpy())
+    np.testing.assert_array_equal(compiled(x).detach().numpy(), model(x).detach().numpy())
     assert len(compiled.graphs()) == 2
 
 
@@ -383,13 +383,13 @@ def test_parameters_given_new_data_retrace(device, mode, rng):
             compiled_model(x), compiled_fn(x)
         for p in model.parameters():
             p.data = pf.tensor(make_values(rng, p.shape, "float32"), device=device)
-        np.testing.assert_array_equal(compiled_model(x).to("cpu").numpy(), model(x).to("cpu").numpy())
-        np.testing.assert_array_equal(compiled_fn(x).to("cpu").numpy(), (model(x) * 2 + 1).to("cpu").numpy())
+        np.testing.assert_array_equal(compiled_model(x).to("cpu").detach().numpy(), model(x).to("cpu").detach().numpy())
+        np.testing.assert_array_equal(compiled_fn(x).to("cpu").detach().numpy(), (model(x) * 2 + 1).to("cpu").detach().numpy())
         model.double()
         xd = x.double()
         for got, want in ((compiled_model(xd), model(xd)), (compiled_fn(xd), model(xd) * 2 + 1)):
             assert got.dtype == pf.float64
-            np.testing.assert_allclose(got.to("cpu").numpy(), want.to("cpu").numpy(), rtol=1e-12)
+            np.testing.assert_allclose(got.to("cpu").detach().numpy(), want.to("cpu").detach().numpy(), rtol=1e-12)
 
 
 def test_modules_a_function_calls_are_guarded(rng):
@@ -403,7 +403,7 @@ def test_modules_a_function_calls_are_guarded(rng):
         compiled(x), compiled(x)
         model.eval()
         for _ in range(2):
-            np.testing.assert_array_equal(compiled(x).numpy(), model(x).sum(dim=1).numpy())
+            np.testing.assert_array_equal(compiled(x).detach().numpy(), model(x).sum(dim=1).detach().numpy())
         model.train()
         compiled(x)
     assert len(compiled.graphs()) == 2
@@ -432,7 +432,7 @@ def test_assigning_data_or_buffers_inside_runs_eagerly(rng):
         with pf.no_grad():
             compiled(x)
         if fn is shrink:  # the second call ran it again
-            np.testing.assert_array_equal(model.weight.numpy(), before.numpy() * 0.5)
+            np.testing.assert_array_equal(model.weight.detach().numpy(), before.detach().numpy() * 0.5)
     assert model.calls.item() == 2
 
 
@@ -459,10 +459,10 @@ def test_reduce_overhead_launches_a_captured_graph(device, rng):
         for _ in range(4):
             x = pf.tensor(make_values(rng, (8, 20), "float32"), device=device)
             got, want = compiled(x), model(x)
-            np.testing.assert_array_equal(got.to("cpu").numpy(), want.to("cpu").numpy())
+            np.testing.assert_array_equal(got.to("cpu").detach().numpy(), want.to("cpu").detach().numpy())
             kept.append((got, want))
         for got, want in kept:
-            np.testing.assert_array_equal(got.to("cpu").numpy(), want.to("cpu").numpy())
+            np.testing.assert_array_equal(got.to("cpu").detach().numpy(), want.to("cpu").detach().numpy())
     assert compiled._device_graphs() == (1 if device == "rocm" else 0)
     x = pf.tensor(make_values(rng, (8, 20), "float32"), device=device)
     for _ in range(3):  # grad mode with parameters that require grad: recorded op by op
@@ -495,7 +495,7 @@ def test_linears_of_one_input_become_one_call(device, rows, rng):
         for _ in range(3):
             x = pf.tensor(make_values(rng, (rows, 1, 64), "float32"), device=device).to(pf.bfloat16)
             got, want = compiled(x), block(x)
-            np.testing.assert_allclose(got.float().to("cpu").numpy(), want.float().to("cpu").numpy(), rtol=2e-2, atol=2e-2)
+            np.testing.assert_allclose(got.float().to("cpu").detach().numpy(), want.float().to("cpu").detach().numpy(), rtol=2e-2, atol=2e-2)
     ops = compiled.graphs()[0].ops
     assert ops.count("grouped_linear") == 2 and "linear" not in ops, ops
 
@@ -539,7 +539,7 @@ def test_norms_and_swiglu_fold_into_the_linears(device, rows, dtype, rng):
             for _ in range(3):
                 x = pf.tensor(make_values(rng, (rows, 1, 64), "float32"), device=device).to(dt)
                 got, want = compiled(x), fn(x)
-                np.testing.assert_allclose(got.float().to("cpu").numpy(), want.float().to("cpu").numpy(),
+                np.testing.assert_allclose(got.float().to("cpu").detach().numpy(), want.float().to("cpu").detach().numpy(),
                                            rtol=tol, atol=tol)
         ops = compiled.graphs()[0].ops
         if folded:
@@ -568,7 +568,7 @@ def test_a_residual_added_to_a_linear_becomes_its_bias(device, rows, rng):
             got, want = compiled(x, h), block(x, h)
             (got_grad,), (want_grad,) = pf.autograd.grad(got.sum(), [h]), pf.autograd.grad(want.sum(), [h])
             for a, b in ((got, want), (got_grad, want_grad)):
-                np.testing.assert_allclose(a.detach().to("cpu").numpy(), b.detach().to("cpu").numpy(), rtol=1e-5,
+                np.testing.assert_allclose(a.detach().to("cpu").detach().numpy(), b.detach().to("cpu").detach().numpy(), rtol=1e-5,
                                            atol=1e-5)
         ops = compiled.graphs()[0].ops
         assert (ops == ["mul", "linear"]) == (name == "folded"), (name, ops)
@@ -591,12 +591,12 @@ def test_repeated_and_unused_calls_are_dropped(rng):
     x = pf.tensor(make_values(rng, (4, 3), "float32"))
     state = pf.zeros(3)
     for _ in range(3):
-        np.testing.assert_allclose(f(x, state).numpy(), 4 * x.numpy().sum(0), rtol=1e-6)
+        np.testing.assert_allclose(f(x, state).detach().numpy(), 4 * x.detach().numpy().sum(0), rtol=1e-6)
     (graph,) = f.graphs()
     assert graph.ops.count("mul") == 1 and graph.ops.count("sum") == 1, str(graph)
     assert "exp" not in graph.ops and "matmul" not in graph.ops, str(graph)
     assert "batch_norm" in graph.ops
-    np.testing.assert_array_equal(state.numpy(), [3.0, 3.0, 3.0])
+    np.testing.assert_array_equal(state.detach().numpy(), [3.0, 3.0, 3.0])
     assert int(bn.num_batches_tracked.item()) == 3
 
 
@@ -642,13 +642,13 @@ def test_conv_net_with_batch_norm_and_a_residual_block(device, rng):
             pf.nn.functional.cross_entropy(run(x), target).backward()
             opt.step()
     for p, q in zip(model.state_dict().values(), twin.state_dict().values()):
-        np.testing.assert_allclose(p.to("cpu").numpy(), q.to("cpu").numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(p.to("cpu").detach().numpy(), q.to("cpu").detach().numpy(), rtol=1e-5, atol=1e-6)
     model.eval()
     twin.eval()
     x = pf.tensor(make_values(rng, (2, 3, 8, 8), "float32"), device=device)
     with pf.no_grad():
         for _ in range(2):
-            np.testing.assert_allclose(compiled(x).to("cpu").numpy(), twin(x).to("cpu").numpy(), rtol=1e-5,
+            np.testing.assert_allclose(compiled(x).to("cpu").detach().numpy(), twin(x).to("cpu").detach().numpy(), rtol=1e-5,
                                        atol=1e-6)
     assert len(compiled.graphs()) == 2  # training and eval
 
@@ -667,7 +667,7 @@ def test_conv_batch_norm_relu_fold_in_eval(device, rng):
                 for t, low, high in ((m.running_mean, -1, 1), (m.running_var, 0.5, 2), (m.weight, 0.5, 1.5),
                                      (m.bias, -1, 1)):
                     t.copy_(pf.tensor(make_values(rng, tuple(t.shape), "float32", low=low, high=high)))
-    tmodel.load_state_dict({k: torch.from_numpy(v.numpy()) for k, v in list(model.state_dict().items())[:7]})
+    tmodel.load_state_dict({k: torch.from_numpy(v.detach().numpy()) for k, v in list(model.state_dict().items())[:7]})
     model.to(device).eval()
     tmodel.eval()
     compiled = pf.compile(model)
@@ -678,7 +678,7 @@ def test_conv_batch_norm_relu_fold_in_eval(device, rng):
                 tmodel[1].running_var.mul_(2.0)
             x = make_values(rng, (2, 3, 8, 8), "float32")
             px = pf.tensor(x, device=device)
-            np.testing.assert_allclose(compiled(px).to("cpu").numpy(), model(px).to("cpu").numpy(), rtol=1e-5,
+            np.testing.assert_allclose(compiled(px).to("cpu").detach().numpy(), model(px).to("cpu").detach().numpy(), rtol=1e-5,
                                        atol=1e-5)
             first = model[2](model[1](model[0](px)))
             assert_matches(first.to("cpu"), tmodel(torch.from_numpy(x)).detach(), 1e-5, 1e-5, what="conv-bn-relu")
@@ -704,9 +704,9 @@ def test_broadcasting_reductions_and_keyword_tensors(device, rng):
         m = rng.random((4, 5)) < 0.5
         out = f(pf.tensor(x, device=device), bias=pf.tensor(b, device=device), mask=pf.tensor(m, device=device))
         y = (x - x.mean(0)) * b
-        np.testing.assert_allclose(out[0].to("cpu").numpy(), np.where(m, y, 0).sum(1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out[0].to("cpu").detach().numpy(), np.where(m, y, 0).sum(1), rtol=1e-5, atol=1e-6)
         assert out[1].item() == int((y > 0).sum()) and out[1].dtype == pf.int64
-        np.testing.assert_allclose(out[2].to("cpu").numpy(), y.max(-1), rtol=1e-6)
+        np.testing.assert_allclose(out[2].to("cpu").detach().numpy(), y.max(-1), rtol=1e-6)
     assert len(f.graphs()) == 1
 
 
@@ -719,12 +719,12 @@ def test_data_dependent_sizes_run_eagerly(device, rng):
         f(pf.tensor(make_values(rng, (9,), "float32"), device=device))
     for _ in range(4):
         x = make_values(rng, (9,), "float32")
-        np.testing.assert_array_equal(f(pf.tensor(x, device=device)).to("cpu").numpy(), np.nonzero(x > 0)[0] * 2)
+        np.testing.assert_array_equal(f(pf.tensor(x, device=device)).to("cpu").detach().numpy(), np.nonzero(x > 0)[0] * 2)
     assert f.graphs() == []
     g = pf.compile(lambda x, m: x[m] + 1)  # a boolean mask's selection: nonzero inside
     with pytest.warns(UserWarning, match="mask"):
         x, m = make_values(rng, (6,), "float32"), rng.random(6) < 0.5
-        np.testing.assert_array_equal(g(pf.tensor(x, device=device), pf.tensor(m, device=device)).to("cpu").numpy(),
+        np.testing.assert_array_equal(g(pf.tensor(x, device=device), pf.tensor(m, device=device)).to("cpu").detach().numpy(),
                                       x[m] + 1)
 
 
@@ -770,7 +770,7 @@ def test_elementwise_chain_runs_as_one_fused_call(device, dtype, rng):
         got, eager = f(*args), f._fn(*args)
         assert got.dtype == eager.dtype and got.device == eager.device
         rtol, atol = _FLOAT_TOL[dtype]
-        np.testing.assert_allclose(got.to(pf.float64).to("cpu").numpy(), eager.to(pf.float64).to("cpu").numpy(),
+        np.testing.assert_allclose(got.to(pf.float64).to("cpu").detach().numpy(), eager.to(pf.float64).to("cpu").detach().numpy(),
                                    rtol=rtol, atol=atol)
         tx, tw, tb = (torch.from_numpy(np.asarray(v)).to(getattr(torch, dtype)) for v in (x, w, b))
         th = torch.relu(tx * tw + tb)
@@ -794,9 +794,9 @@ def test_fusion_keeps_shared_values_and_transposed_inputs(device, rng):
         x, y = make_values(rng, (16, 24), "float32"), make_values(rng, (24, 16), "float32")
         px, py = pf.tensor(x, device=device), pf.tensor(y, device=device)
         for got, want in zip(f(px, py), f._fn(px, py)):
-            np.testing.assert_allclose(got.to("cpu").numpy(), want.to("cpu").numpy(), rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(got.to("cpu").detach().numpy(), want.to("cpu").detach().numpy(), rtol=1e-6, atol=1e-6)
         a = np.exp(x * np.float32(0.1))
-        np.testing.assert_allclose(f(px, py)[1].to("cpu").numpy(), a * 3 - 1, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(f(px, py)[1].to("cpu").detach().numpy(), a * 3 - 1, rtol=1e-5, atol=1e-5)
     ops = f.graphs()[0].ops
     assert ops == ["fused_elementwise", "permute", "fused_elementwise", "fused_elementwise"], ops
 
@@ -808,7 +808,7 @@ def test_fused_chain_in_a_device_graph(rng):
     for _ in range(4):
         x, y = make_values(rng, (128, 64), "float32"), make_values(rng, (128, 64), "float32")
         got = f(pf.tensor(x, device="rocm"), pf.tensor(y, device="rocm"))
-        np.testing.assert_allclose(got.to("cpu").numpy(), np.maximum(x * y + 1, 0) * 2, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(got.to("cpu").detach().numpy(), np.maximum(x * y + 1, 0) * 2, rtol=1e-6, atol=1e-6)
     assert f.graphs()[0].ops == ["fused_elementwise"] and f._device_graphs() == 1
 
 
@@ -822,7 +822,7 @@ def test_factory_device_replayed(rng):
         x = make_values(rng, (8,), "float32")
         got = f(pf.tensor(x, device="rocm"))
         assert got.device.type == "rocm"
-        np.testing.assert_array_equal(got.to("cpu").numpy(), x * (np.arange(8) <= 3 + step))
+        np.testing.assert_array_equal(got.to("cpu").detach().numpy(), x * (np.arange(8) <= 3 + step))
         limit.add_(1)
     assert f._device_graphs() == 1
 

@@ -21,9 +21,9 @@ def test_the_torch_guard_ports_by_the_device_name():
 def test_manual_seed_seeds_the_shared_generator():
     for seed_fn in (pf.cuda.manual_seed, pf.cuda.manual_seed_all):
         seed_fn(1234)
-        a = pf.rand(5).numpy()
+        a = pf.rand(5).detach().numpy()
         pf.manual_seed(1234)
-        np.testing.assert_array_equal(a, pf.rand(5).numpy())
+        np.testing.assert_array_equal(a, pf.rand(5).detach().numpy())
 
 
 @requires_no_rocm
@@ -71,7 +71,7 @@ def test_device_queries_streams_and_events():
     end.synchronize()
     assert start.elapsed_time(end) >= 0
     pf.cuda.synchronize(index)
-    np.testing.assert_array_equal(y.cpu().numpy(), torch.arange(6, dtype=torch.float32).mul(3).numpy())
+    np.testing.assert_array_equal(y.cpu().detach().numpy(), torch.arange(6, dtype=torch.float32).mul(3).detach().numpy())
 
 
 @requires_rocm
@@ -88,5 +88,5 @@ def test_an_upload_is_complete_for_every_stream(rng):
         with pf.cuda.Stream():
             y = x * 3
         pf.cuda.synchronize()
-        np.testing.assert_array_equal(y.cpu().numpy(), values * np.float32(3))
+        np.testing.assert_array_equal(y.cpu().detach().numpy(), values * np.float32(3))
         del busy

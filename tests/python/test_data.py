@@ -26,7 +26,7 @@ def assert_same(p, t, where="batch"):
     tensors of the same shape, dtype and values, and equal non-tensor leaves."""
     if isinstance(t, torch.Tensor):
         assert isinstance(p, pf.Tensor), f"{where}: {type(p).__name__} instead of a tensor"
-        a, b = p.numpy(), t.numpy()
+        a, b = p.detach().numpy(), t.detach().numpy()
         assert a.dtype == b.dtype, f"{where}: dtype {a.dtype} vs torch {b.dtype}"
         assert a.shape == b.shape, f"{where}: shape {a.shape} vs torch {b.shape}"
         np.testing.assert_array_equal(a, b, err_msg=where)
@@ -47,7 +47,7 @@ def assert_same(p, t, where="batch"):
 def to_torch_tree(x):
     """The same nested sample with each pf tensor replaced by a torch tensor of its values."""
     if isinstance(x, pf.Tensor):
-        return torch.from_numpy(x.numpy().copy())
+        return torch.from_numpy(x.detach().numpy().copy())
     if isinstance(x, dict):
         return type(x)((k, to_torch_tree(v)) for k, v in x.items())
     if isinstance(x, tuple) and hasattr(x, "_fields"):
@@ -167,7 +167,7 @@ def test_loader_uses_getitems(rng):
     x = rng.standard_normal(5)
     batches = list(pfd.DataLoader(Batched(x), batch_size=2))
     assert calls == [[0, 1], [2, 3], [4]]
-    np.testing.assert_array_equal(np.concatenate([b.numpy() for b in batches]), x)
+    np.testing.assert_array_equal(np.concatenate([b.detach().numpy() for b in batches]), x)
     assert batches[0].dtype == pf.float64
 
 
@@ -282,10 +282,10 @@ def test_shuffle_with_generator_leaves_default_generator_alone(rng):
     g.manual_seed(int(rng.integers(2**31)))
     loader = pfd.DataLoader(index_dataset(20), batch_size=3, shuffle=True, generator=g)
     pf.manual_seed(3)
-    expected = pf.rand(4).numpy()
+    expected = pf.rand(4).detach().numpy()
     pf.manual_seed(3)
     epoch_order(loader)
-    np.testing.assert_array_equal(pf.rand(4).numpy(), expected)
+    np.testing.assert_array_equal(pf.rand(4).detach().numpy(), expected)
 
 
 def test_random_sampler_options(rng):
@@ -688,4 +688,4 @@ def test_pin_memory_calls_pin_memory(monkeypatch, rng):
     assert out[0].pinned and out[1] == {"a": "s"}
     x = pf.tensor(rng.standard_normal(3))
     y = dl._pin_memory({"x": [x]})["x"][0]
-    assert y is not x and np.array_equal(y.numpy(), x.numpy())
+    assert y is not x and np.array_equal(y.detach().numpy(), x.detach().numpy())

@@ -64,18 +64,18 @@ def test_densities_moments_and_kl_as_torch(device, rng, dtype):
         v = values.astype(np.int64 if name == "Categorical" else dtype)
         got = p.log_prob(pf.tensor(v, device=device))
         assert got.device.type == device and got.dtype == p.entropy().dtype
-        np.testing.assert_allclose(pf_to_numpy(got), tp.log_prob(torch.from_numpy(v)).numpy(), **tol,
+        np.testing.assert_allclose(pf_to_numpy(got), tp.log_prob(torch.from_numpy(v)).detach().numpy(), **tol,
                                    err_msg=f"{name} log_prob")
-        np.testing.assert_allclose(pf_to_numpy(p.entropy()), tp.entropy().numpy(), **tol, err_msg=f"{name} entropy")
+        np.testing.assert_allclose(pf_to_numpy(p.entropy()), tp.entropy().detach().numpy(), **tol, err_msg=f"{name} entropy")
         attrs = ("mean", "variance", "stddev") if name != "Categorical" else ()  # torch's Categorical mean is nan
         attrs += ("mode",) if hasattr(p, "mode") else ()
         attrs += ("scale_tril", "covariance_matrix", "precision_matrix") if name == "MultivariateNormal" else ()
         attrs += ("concentration1", "concentration0") if name == "Beta" else ()
         for attr in attrs:
-            np.testing.assert_allclose(pf_to_numpy(getattr(p, attr)), getattr(tp, attr).numpy(), **tol,
+            np.testing.assert_allclose(pf_to_numpy(getattr(p, attr)), getattr(tp, attr).detach().numpy(), **tol,
                                        err_msg=f"{name} {attr}")
         q, tq = _make(pf, name, args2, kwargs2, device, dtype), _make(torch, name, args2, kwargs2, device, dtype)
-        np.testing.assert_allclose(pf_to_numpy(D.kl_divergence(p, q)), T.kl_divergence(tp, tq).numpy(), **tol,
+        np.testing.assert_allclose(pf_to_numpy(D.kl_divergence(p, q)), T.kl_divergence(tp, tq).detach().numpy(), **tol,
                                    err_msg=f"{name} kl")
 
 
@@ -126,15 +126,15 @@ def test_independent_as_torch(device, rng, ndims):
         assert p.has_rsample == tp.has_rsample
         v = values.astype(np.int64 if name == "Categorical" else np.float32)
         np.testing.assert_allclose(pf_to_numpy(p.log_prob(pf.tensor(v, device=device))),
-                                   tp.log_prob(torch.from_numpy(v)).numpy(), rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(pf_to_numpy(p.entropy()), tp.entropy().numpy(), rtol=1e-5, atol=1e-5)
+                                   tp.log_prob(torch.from_numpy(v)).detach().numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(pf_to_numpy(p.entropy()), tp.entropy().detach().numpy(), rtol=1e-5, atol=1e-5)
         q = D.Independent(_make(pf, name, args2, kwargs2, device), ndims)
         tq = T.Independent(_make(torch, name, args2, kwargs2, device), ndims)
-        np.testing.assert_allclose(pf_to_numpy(D.kl_divergence(p, q)), T.kl_divergence(tp, tq).numpy(), rtol=1e-4,
+        np.testing.assert_allclose(pf_to_numpy(D.kl_divergence(p, q)), T.kl_divergence(tp, tq).detach().numpy(), rtol=1e-4,
                                    atol=1e-5)
         assert tuple(p.sample((5,)).shape) == tuple(tp.sample((5,)).shape)
         if name == "Normal":
-            np.testing.assert_allclose(pf_to_numpy(p.mean), tp.mean.numpy(), rtol=1e-6)
+            np.testing.assert_allclose(pf_to_numpy(p.mean), tp.mean.detach().numpy(), rtol=1e-6)
     with pytest.raises(ValueError, match="reinterpreted_batch_ndims"):
         D.Independent(D.Normal(pf.zeros(2, device=device), pf.ones(2, device=device)), 2)
 
@@ -192,7 +192,7 @@ def test_implicit_reparameterisation_gradients_as_torch(device, rng):
     x.sum().backward()
     xr = torch.from_numpy(pf_to_numpy(x.detach()) * rate)
     expected = torch._standard_gamma_grad(torch.from_numpy(conc).expand(5, 3, 40), xr) / torch.from_numpy(rate)
-    np.testing.assert_allclose(pf_to_numpy(c.grad), expected.sum(0).numpy(), rtol=1e-9)
+    np.testing.assert_allclose(pf_to_numpy(c.grad), expected.sum(0).detach().numpy(), rtol=1e-9)
     np.testing.assert_allclose(pf_to_numpy(r.grad), -(pf_to_numpy(x.detach()) / rate).sum(0), rtol=1e-12)
 
     alpha, weights = np.exp(rng.uniform(-2, 3, (30, 4))), rng.standard_normal(4)
@@ -201,7 +201,7 @@ def test_implicit_reparameterisation_gradients_as_torch(device, rng):
     (x * pf.tensor(weights, device=device)).sum().backward()
     expected = _Dirichlet_backward(torch.from_numpy(pf_to_numpy(x.detach())), torch.from_numpy(alpha).expand(5, 30, 4),
                                    torch.from_numpy(weights).expand(5, 30, 4))
-    np.testing.assert_allclose(pf_to_numpy(a.grad), expected.sum(0).numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(pf_to_numpy(a.grad), expected.sum(0).detach().numpy(), rtol=1e-9, atol=1e-12)
 
     c1, c0 = leaf(alpha[:, 0]), leaf(alpha[:, 1])
     x = D.Beta(c1, c0).rsample()
@@ -209,7 +209,7 @@ def test_implicit_reparameterisation_gradients_as_torch(device, rng):
     heads_tails = torch.from_numpy(np.stack([pf_to_numpy(x.detach()), 1 - pf_to_numpy(x.detach())], -1))
     expected = _Dirichlet_backward(heads_tails, torch.from_numpy(alpha[:, :2]), torch.tensor([1.0, 0.0],
                                    dtype=torch.float64).expand(30, 2))
-    np.testing.assert_allclose(np.stack([pf_to_numpy(c1.grad), pf_to_numpy(c0.grad)], -1), expected.numpy(),
+    np.testing.assert_allclose(np.stack([pf_to_numpy(c1.grad), pf_to_numpy(c0.grad)], -1), expected.detach().numpy(),
                                rtol=1e-9, atol=1e-12)
 
     loc, cov = rng.standard_normal((2, 3)), _spd(rng, (2, 3, 3))
@@ -220,8 +220,8 @@ def test_implicit_reparameterisation_gradients_as_torch(device, rng):
     eps = np.linalg.solve(np.linalg.cholesky(cov), (pf_to_numpy(x.detach()) - loc)[..., None])
     tx = tl + (torch.linalg.cholesky(tc) @ torch.from_numpy(eps)).squeeze(-1)
     (tx ** 2).sum().backward()
-    np.testing.assert_allclose(pf_to_numpy(pl.grad), tl.grad.numpy(), rtol=1e-9)
-    np.testing.assert_allclose(pf_to_numpy(pc.grad), tc.grad.numpy(), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(pf_to_numpy(pl.grad), tl.grad.detach().numpy(), rtol=1e-9)
+    np.testing.assert_allclose(pf_to_numpy(pc.grad), tc.grad.detach().numpy(), rtol=1e-8, atol=1e-10)
 
 
 def test_gamma_beta_dirichlet_mvn_errors(device):
@@ -249,5 +249,5 @@ def test_gamma_beta_dirichlet_mvn_errors(device):
     for dist, tdist in [(D.Gamma(2.0, 3.0), T.Gamma(2.0, 3.0)), (D.Beta(2.0, 3.0), T.Beta(2.0, 3.0))]:
         assert tuple(dist.batch_shape) == tuple(tdist.batch_shape) == ()
         assert dist.sample().dtype == pf.float32 and tuple(dist.sample((3,)).shape) == (3,)
-        np.testing.assert_allclose(pf_to_numpy(dist.log_prob(0.25)), tdist.log_prob(torch.tensor(0.25)).numpy(),
+        np.testing.assert_allclose(pf_to_numpy(dist.log_prob(0.25)), tdist.log_prob(torch.tensor(0.25)).detach().numpy(),
                                    rtol=1e-6)

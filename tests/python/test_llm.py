@@ -53,9 +53,9 @@ def test_logits_and_greedy_tokens_match_transformers(tmp_path, device, variant):
         want_tokens = reference.generate(torch.from_numpy(ids), max_new_tokens=10, do_sample=False)
     got = model(pf.tensor(ids, device=device)).logits
     assert got.device.type == device
-    np.testing.assert_allclose(got.to("cpu").numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got.to("cpu").detach().numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-4)
     tokens = model.generate(pf.tensor(ids, device=device), max_new_tokens=10)
-    np.testing.assert_array_equal(tokens.to("cpu").numpy(), want_tokens.numpy())
+    np.testing.assert_array_equal(tokens.to("cpu").detach().numpy(), want_tokens.detach().numpy())
 
 
 @pytest.mark.parametrize("device", ["cpu", "rocm"])
@@ -75,7 +75,7 @@ def test_apply_rotary_emb_is_transformers_rope(device, dtype):
     for got, want in ((pf.nn.functional.apply_rotary_emb(put(q), put(cos), put(sin)), tq),
                       (pf.nn.functional.apply_rotary_emb(put(k), put(cos), put(sin)), tk)):
         assert got.dtype == getattr(pf, dtype) and got.device.type == device
-        np.testing.assert_allclose(got.float().to("cpu").numpy(), want.float().numpy(), rtol=tol, atol=tol)
+        np.testing.assert_allclose(got.float().to("cpu").detach().numpy(), want.float().detach().numpy(), rtol=tol, atol=tol)
     with pytest.raises(ValueError, match="even"):
         pf.nn.functional.apply_rotary_emb(pf.ones(2, 3), pf.ones(2, 3), pf.ones(2, 3))
 
@@ -95,17 +95,17 @@ def test_rotary_kv_cache_updates_the_caches_in_place(device):
     k_cache, v_cache = put(caches[0]), put(caches[1])
     got_q = F.rotary_kv_cache_(put(q), put(k), put(v), put(cos), put(sin), put(np.array([4])), k_cache, v_cache)
     assert got_q.device.type == device
-    np.testing.assert_allclose(got_q.to("cpu").numpy(), F.apply_rotary_emb(put(q), put(cos), put(sin)).to("cpu").numpy(),
+    np.testing.assert_allclose(got_q.to("cpu").detach().numpy(), F.apply_rotary_emb(put(q), put(cos), put(sin)).to("cpu").detach().numpy(),
                                rtol=1e-6, atol=1e-6)
     want_k, want_v = caches[0].copy(), caches[1].copy()
-    want_k[:, :, 4:5] = F.apply_rotary_emb(pf.tensor(k), pf.tensor(cos), pf.tensor(sin)).numpy()
+    want_k[:, :, 4:5] = F.apply_rotary_emb(pf.tensor(k), pf.tensor(cos), pf.tensor(sin)).detach().numpy()
     want_v[:, :, 4:5] = v
-    np.testing.assert_allclose(k_cache.to("cpu").numpy(), want_k, rtol=1e-6, atol=1e-6)
-    np.testing.assert_array_equal(v_cache.to("cpu").numpy(), want_v)
+    np.testing.assert_allclose(k_cache.to("cpu").detach().numpy(), want_k, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(v_cache.to("cpu").detach().numpy(), want_v)
     with pytest.raises(IndexError, match="rotary_kv_cache: index 6 is out of bounds"):
         F.rotary_kv_cache_(put(q), put(k), put(v), put(cos), put(sin), put(np.array([6])), k_cache, v_cache)
         pf.synchronize()
-    np.testing.assert_array_equal(v_cache.to("cpu").numpy(), want_v)
+    np.testing.assert_array_equal(v_cache.to("cpu").detach().numpy(), want_v)
 
 
 def test_cached_decoding_equals_a_full_forward(tmp_path):
@@ -117,7 +117,7 @@ def test_cached_decoding_equals_a_full_forward(tmp_path):
     cache = model.new_cache(1, 9)
     parts = [model(ids[:, :4], cache, 0).logits, model(ids[:, 4:7], cache, 4).logits]
     parts += [model(ids[:, i:i + 1], cache, i).logits for i in (7, 8)]
-    np.testing.assert_allclose(pf.cat(parts, 1).numpy(), full.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(pf.cat(parts, 1).detach().numpy(), full.detach().numpy(), rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="the cache holds 9 positions; positions 7..10 do not fit"):
         model(ids[:, :4], cache, 7)
 
@@ -169,15 +169,15 @@ def test_left_padded_batch_matches_transformers(tmp_path, device):
         ids[row, 7 - n:] = rng.integers(1, 96, size=n)
         mask[row, 7 - n:] = 1
     with torch.no_grad():
-        want = reference(torch.from_numpy(ids), attention_mask=torch.from_numpy(mask)).logits.numpy()
+        want = reference(torch.from_numpy(ids), attention_mask=torch.from_numpy(mask)).logits.detach().numpy()
         want_tokens = reference.generate(torch.from_numpy(ids), attention_mask=torch.from_numpy(mask),
                                          max_new_tokens=8, do_sample=False)
     got = model(pf.tensor(ids, device=device), attention_mask=pf.tensor(mask, device=device)).logits
     real = mask.astype(bool)
-    np.testing.assert_allclose(got.to("cpu").numpy()[real], want[real], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got.to("cpu").detach().numpy()[real], want[real], rtol=1e-4, atol=1e-4)
     tokens = model.generate(pf.tensor(ids, device=device), max_new_tokens=8,
                             attention_mask=pf.tensor(mask, device=device))
-    np.testing.assert_array_equal(tokens.to("cpu").numpy(), want_tokens.numpy())
+    np.testing.assert_array_equal(tokens.to("cpu").detach().numpy(), want_tokens.detach().numpy())
 
 
 @pytest.mark.parametrize("device", ["cpu", "rocm"])
@@ -198,7 +198,7 @@ def test_generate_reuses_its_cache_and_decode_step(tmp_path, device):
             want = want.generate(torch.from_numpy(ids), max_new_tokens=new, do_sample=False, **kwargs)
         got = model.generate(pf.tensor(ids, device=device), max_new_tokens=new,
                              attention_mask=None if mask is None else pf.tensor(mask, device=device))
-        np.testing.assert_array_equal(got.to("cpu").numpy(), want.numpy())
+        np.testing.assert_array_equal(got.to("cpu").detach().numpy(), want.detach().numpy())
         return model._generation[-1]
 
     step = check(rng.integers(1, 96, size=(2, 9)), 8)

@@ -162,7 +162,7 @@ def test_isclose_allclose(dtype, device, rng):
     a, ta = both(rng, (5, 6), dtype, low=-5, high=5)
     noise = make_values(rng, (5, 6), "float64", low=-1, high=1) * 1e-5
     if dtype.startswith("float"):
-        bv = ta.numpy() * (1 + noise)
+        bv = ta.detach().numpy() * (1 + noise)
         bv.reshape(-1)[::7] += 1.0  # some far apart
         bv.reshape(-1)[1] = np.inf
         b, tb = pf.tensor(bv, dtype=getattr(pf, dtype)), torch.tensor(bv, dtype=getattr(torch, dtype))
@@ -171,7 +171,7 @@ def test_isclose_allclose(dtype, device, rng):
     for kw in ({}, dict(rtol=1e-3), dict(atol=1.5), dict(rtol=0, atol=0), dict(rtol=0.5, atol=0.1)):
         got, want = pf.isclose(a, b, **kw), torch.isclose(ta, tb, **kw)
         assert got.dtype == pf.bool
-        np.testing.assert_array_equal(pf_to_numpy(got), want.numpy(), err_msg=f"{dtype} {kw}")
+        np.testing.assert_array_equal(pf_to_numpy(got), want.detach().numpy(), err_msg=f"{dtype} {kw}")
         assert pf.allclose(a, b, **kw) is torch.allclose(ta, tb, **kw)
         assert pf.allclose(a, a, **kw) is True
     assert a.isclose(b).shape == (5, 6) and a.allclose(a)
@@ -601,13 +601,13 @@ def test_cummax_cummin_as_torch(name, device, rng):
         got, want = getattr(pf, name)(x, dim), getattr(torch, name)(tx, dim)
         what = f"{name}{shape} dim {dim} {dtype}"
         np.testing.assert_array_equal(pf_to_numpy(got.values), want.values.detach().numpy(), err_msg=what)
-        np.testing.assert_array_equal(pf_to_numpy(got.indices), want.indices.numpy(), err_msg=what)
+        np.testing.assert_array_equal(pf_to_numpy(got.indices), want.indices.detach().numpy(), err_msg=what)
         assert got.indices.dtype == pf.int64 and got.values.device == x.device
         if dtype.startswith("float") and v.size:
             g = rng.uniform(-1, 1, size=shape)
             got.values.backward(pf.tensor(g, dtype=x.dtype, device=device))
             want.values.backward(torch.from_numpy(g).to(tx.dtype))
             # Gradients of one position summed in another order (GPU scatter_add): float rounding.
-            np.testing.assert_allclose(pf_to_numpy(x.grad), tx.grad.numpy(), rtol=1e-6, atol=1e-7, err_msg=what)
+            np.testing.assert_allclose(pf_to_numpy(x.grad), tx.grad.detach().numpy(), rtol=1e-6, atol=1e-7, err_msg=what)
     method = getattr(pf.tensor([[1.0, 3.0, 2.0]], device=device), name)(1)
     assert pf_to_numpy(method.indices).tolist() == getattr(torch.tensor([[1.0, 3.0, 2.0]]), name)(1).indices.tolist()

@@ -134,7 +134,7 @@ def test_cross_entropy_probabilities(dtype, rng):
         cdim = 0 if len(shape) == 1 else 1
         x, tx = pair(rng, shape, dtype)
         p = torch.softmax(torch.from_numpy(make_values(rng, shape, "float64")), dim=cdim).to(TORCH_DTYPE[dtype])
-        pp = pf.tensor(p.to(torch.float64).numpy()).to(PF_DTYPE[dtype])
+        pp = pf.tensor(p.to(torch.float64).detach().numpy()).to(PF_DTYPE[dtype])
         w, tw = pair(rng, (shape[cdim],), dtype, low=0.2, high=2)
         for kw, tkw in (({}, {}), (dict(label_smoothing=0.2), dict(label_smoothing=0.2)),
                         (dict(weight=w, reduction="sum"), dict(weight=tw, reduction="sum")),
@@ -203,7 +203,7 @@ def test_seed_example_cross_entropy():
     targets = pf.randint(0, 10, (32,))
     assert targets.dtype == pf.int64
     loss = pf.cross_entropy(logits, targets)
-    expected = F.cross_entropy(torch.from_numpy(logits.numpy().copy()), torch.from_numpy(targets.numpy().copy()))
+    expected = F.cross_entropy(torch.from_numpy(logits.detach().numpy().copy()), torch.from_numpy(targets.detach().numpy().copy()))
     assert loss.shape == () and loss.item() == pytest.approx(expected.item(), rel=1e-5)
 
 
@@ -267,7 +267,7 @@ def test_kl_div(dtype, rng):
         p = torch.softmax(torch.from_numpy(make_values(rng, shape, "float64")), dim=-1)
         p[..., 0] = 0  # 0 log 0 = 0
         tx, tt = logq.to(TORCH_DTYPE[dtype]), p.to(TORCH_DTYPE[dtype])
-        x, t = pf.tensor(logq.numpy()).to(PF_DTYPE[dtype]), pf.tensor(p.numpy()).to(PF_DTYPE[dtype])
+        x, t = pf.tensor(logq.detach().numpy()).to(PF_DTYPE[dtype]), pf.tensor(p.detach().numpy()).to(PF_DTYPE[dtype])
         for r in ("mean", "sum", "none", "batchmean"):
             close(pf.kl_div(x, t, reduction=r), F.kl_div(tx, tt, reduction=r), dtype, f"kl_div {shape} {r}")
             lt, tlt = pf.log(t + 0.1), torch.log(tt + 0.1)
@@ -403,7 +403,7 @@ def test_dropout_mask_statistics_and_scale(dtype, rng):
         kept = y != 0
         assert abs(1 - kept.mean() - p) < 0.01, f"p={p}: dropped fraction {1 - kept.mean()}"
         expected = torch.from_numpy(np.array(v, copy=True)).to(TORCH_DTYPE[dtype]) * (1 / (1 - p))
-        np.testing.assert_allclose(y[kept], expected.to(torch.float64).numpy()[kept], rtol=TOL[dtype][0])
+        np.testing.assert_allclose(y[kept], expected.to(torch.float64).detach().numpy()[kept], rtol=TOL[dtype][0])
 
 
 def test_dropout_follows_manual_seed():
@@ -731,7 +731,7 @@ def test_statistics_far_from_zero():
     v32 = (1e4 + rng.standard_normal((4, 64))).astype(np.float32)
     truth = F.layer_norm(torch.from_numpy(v32).double(), (64,))
     got = pf_to_numpy(pf.layer_norm(pf.tensor(v32), (64,)))
-    assert np.max(np.abs(got - truth.numpy())) < 2e-3
+    assert np.max(np.abs(got - truth.detach().numpy())) < 2e-3
 
 
 def test_large_inputs_take_the_parallel_paths(rng):
@@ -900,19 +900,19 @@ def test_sequential_folds_conv_batch_norm_relu_in_eval(device, rng):
                     m.weight.uniform_(0.5, 1.5)
                     m.bias.uniform_(-0.5, 0.5)
     model = layers(pf)
-    model.load_state_dict({k: pf.tensor(v.numpy()) for k, v in ref.state_dict().items()})
+    model.load_state_dict({k: pf.tensor(v.detach().numpy()) for k, v in ref.state_dict().items()})
     model.eval().to(device)
     ref.eval()
     x = make_values(rng, (2, 3, 10, 10), "float32")
     with torch.no_grad():
-        want = ref(torch.from_numpy(x)).numpy()
+        want = ref(torch.from_numpy(x)).detach().numpy()
     px = pf.tensor(x, device=device)
     with pf.no_grad(), pf.profiler.profile(activities=[pf.profiler.ProfilerActivity.CPU]) as prof:
         got = model(px)
     ops = [e.name for e in prof.events()]  # with the calls inside conv2d_batch_norm (its folding)
     assert ops.count("conv2d_batch_norm") == 2 and ops.count("batch_norm") == 1, ops  # padding="same": apart
     tol = 1e-2 if device == "rocm" else 1e-4  # the GPU's convolutions in TF32, as PyTorch's
-    np.testing.assert_allclose(got.to("cpu").numpy(), want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(got.to("cpu").detach().numpy(), want, rtol=tol, atol=tol)
 
     with pf.profiler.profile(activities=[pf.profiler.ProfilerActivity.CPU]) as prof:
         model(px).sum().backward()
@@ -945,7 +945,7 @@ def test_sequential_runs_linear_relu_fused_with_unfused_results(device, rng):
             got = model(x)
         assert [e.name for e in prof.events()] == ["linear_relu", "linear_relu", "linear"]
         # The same GEMM and relu's functor (on the GPU: cuBLASLt's BIAS epilogue, then ReLU in it): bit for bit.
-        np.testing.assert_array_equal(got.to("cpu").numpy(), unfused(x).to("cpu").numpy())
+        np.testing.assert_array_equal(got.to("cpu").detach().numpy(), unfused(x).to("cpu").detach().numpy())
 
     with pf.profiler.profile(activities=[pf.profiler.ProfilerActivity.CPU]) as prof:
         model(x).square().sum().backward()

@@ -666,8 +666,8 @@ def test_transformer_decoder_and_transformer(device, rng):
         warnings.simplefilter("ignore")
         pmod, tmod = pair(nn.Transformer, tnn.Transformer, d, heads, 2, 1, 16, 0.0, rng=rng)
     mask = tnn.Transformer.generate_square_subsequent_mask(L)
-    np.testing.assert_array_equal(pf_to_numpy(nn.Transformer.generate_square_subsequent_mask(L)), mask.numpy())
-    compare_module(pmod, tmod, [values(rng, S, N, d), values(rng, L, N, d)], dict(tgt_mask=mask.numpy()), rng=rng,
+    np.testing.assert_array_equal(pf_to_numpy(nn.Transformer.generate_square_subsequent_mask(L)), mask.detach().numpy())
+    compare_module(pmod, tmod, [values(rng, S, N, d), values(rng, L, N, d)], dict(tgt_mask=mask.detach().numpy()), rng=rng,
                    rtol=3e-4, atol=5e-5)
 
 
@@ -835,7 +835,7 @@ def test_trunc_normal(device):
 def test_erfinv_helper_matches_torch(device):
     u = np.linspace(-0.999999, 0.999999, 2001)
     got = pf_to_numpy(nn.init._erfinv(pf.tensor(u)))
-    np.testing.assert_allclose(got, torch.erfinv(torch.from_numpy(u)).numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got, torch.erfinv(torch.from_numpy(u)).detach().numpy(), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("shape,gain", [((6, 4), 1.0), ((3, 8), 2.0), ((4, 2, 3), 0.5), ((5, 5), 1.0)])
@@ -870,5 +870,5 @@ def test_multihead_attention_fully_masked_rows(device, rng):
         with torch.no_grad():
             t_out = tmod(*[torch.from_numpy(x)] * 3, attn_mask=torch.from_numpy(m), need_weights=need_weights)[0]
         p_out = pmod(*[pf.tensor(x)] * 3, attn_mask=pf.tensor(m), need_weights=need_weights)[0]
-        assert np.isnan(t_out.numpy()[1]).all() == need_weights
+        assert np.isnan(t_out.detach().numpy()[1]).all() == need_weights
         close(p_out, t_out, 1e-5, 1e-6, f"need_weights={need_weights}")

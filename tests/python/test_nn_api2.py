@@ -75,7 +75,7 @@ def test_integer_inputs(name, device):
     else:
         out = getattr(F, name)(pf.tensor(v))
         assert out.dtype == pf.int64
-        np.testing.assert_array_equal(pf_to_numpy(out), expected.numpy())
+        np.testing.assert_array_equal(pf_to_numpy(out), expected.detach().numpy())
     raises(NotImplementedError, lambda: F.softmin(pf.tensor(v), 1))
     raises(NotImplementedError, lambda: nn.GELU()(pf.tensor(v)))
 
@@ -315,7 +315,7 @@ def test_instance_norm_functional(device, rng):
 def test_pixel_shuffle(shape, r, device, rng):
     x = values(rng, *shape)
     compare(nn.PixelShuffle(r), tnn.PixelShuffle(r), [x], rng=rng)
-    up = TF.pixel_shuffle(torch.from_numpy(x), r).numpy()
+    up = TF.pixel_shuffle(torch.from_numpy(x), r).detach().numpy()
     compare(nn.PixelUnshuffle(r), tnn.PixelUnshuffle(r), [up], rng=rng)
     assert repr(nn.PixelShuffle(r)) == repr(tnn.PixelShuffle(r))
     assert repr(nn.PixelUnshuffle(r)) == repr(tnn.PixelUnshuffle(r))
@@ -399,7 +399,7 @@ def test_max_pool_return_indices(nd, shape, kw, device, rng):
         un = f"max_unpool{nd}d"
         ukw = {k: kw[k] for k in ("kernel_size", "stride", "padding") if k in kw}
         idx = tout[1]
-        compare(lambda t: getattr(F, un)(t, pf.tensor(idx.numpy()), output_size=shape[-nd:], **ukw),
+        compare(lambda t: getattr(F, un)(t, pf.tensor(idx.detach().numpy()), output_size=shape[-nd:], **ukw),
                 lambda t: getattr(TF, un)(t, idx, output_size=shape[-nd:], **ukw), [tout[0].detach().numpy()],
                 rng=rng)
 
@@ -424,9 +424,9 @@ def test_max_unpool2d(shape, output_size, device, rng):
     t_vals, t_idx = TF.max_pool2d(torch.from_numpy(x), 2, return_indices=True)
     pmod, tmod = nn.MaxUnpool2d(2), tnn.MaxUnpool2d(2)
     assert repr(pmod) == repr(tmod)
-    compare(lambda v: pmod(v, pf.tensor(t_idx.numpy()), output_size),
-            lambda v: tmod(v, t_idx, output_size), [t_vals.numpy()], rng=rng)
-    raises(ValueError, lambda: F.max_unpool2d(pf.tensor(t_vals.numpy()), pf.tensor(t_idx.numpy()), 2,
+    compare(lambda v: pmod(v, pf.tensor(t_idx.detach().numpy()), output_size),
+            lambda v: tmod(v, t_idx, output_size), [t_vals.detach().numpy()], rng=rng)
+    raises(ValueError, lambda: F.max_unpool2d(pf.tensor(t_vals.detach().numpy()), pf.tensor(t_idx.detach().numpy()), 2,
                                               output_size=(12, 12)), "output_size")
 
 
@@ -497,11 +497,11 @@ def test_grid_sample_unsupported(device):
 def test_init_eye_dirac(device):
     w = pf.empty(3, 5)
     assert nn.init.eye_(w) is w
-    np.testing.assert_array_equal(pf_to_numpy(w), torch.nn.init.eye_(torch.empty(3, 5)).numpy())
+    np.testing.assert_array_equal(pf_to_numpy(w), torch.nn.init.eye_(torch.empty(3, 5)).detach().numpy())
     for shape, groups in (((4, 2, 3), 1), ((6, 4, 3, 3), 2), ((4, 6, 3, 2, 5), 2), ((2, 5, 3), 1)):
         w = pf.randn(*shape)
         assert nn.init.dirac_(w, groups) is w
-        np.testing.assert_array_equal(pf_to_numpy(w), torch.nn.init.dirac_(torch.empty(*shape), groups).numpy())
+        np.testing.assert_array_equal(pf_to_numpy(w), torch.nn.init.dirac_(torch.empty(*shape), groups).detach().numpy())
     raises(ValueError, lambda: nn.init.eye_(pf.empty(2, 2, 2)), "2 dimensions")
     raises(ValueError, lambda: nn.init.dirac_(pf.empty(2, 2)), "3, 4, or 5")
     raises(ValueError, lambda: nn.init.dirac_(pf.empty(3, 2, 3), 2), "divisible")

@@ -40,7 +40,7 @@ def pair(pmod_cls, tmod_cls, *args, rng=None, **kwargs):
 def check_output(actual, expected, rtol=1e-5, atol=1e-5, what=""):
     assert isinstance(actual, pf.Tensor), what
     assert tuple(actual.shape) == tuple(expected.shape), f"{what}: shape {actual.shape} vs {tuple(expected.shape)}"
-    np.testing.assert_allclose(actual.numpy(), expected.detach().numpy(), rtol=rtol, atol=atol, err_msg=what)
+    np.testing.assert_allclose(actual.detach().numpy(), expected.detach().numpy(), rtol=rtol, atol=atol, err_msg=what)
 
 
 def run_both(pmod, tmod, x_np, rtol=1e-5, atol=1e-5, **kw):
@@ -154,7 +154,7 @@ def test_parameter_is_a_tensor_marker():
     assert p.requires_grad and p.is_leaf and not t.requires_grad  # a new leaf on t's memory
     with pf.no_grad():
         assert p.add_(1) is p  # in-place ops keep the object
-    np.testing.assert_array_equal(t.numpy(), p.numpy())
+    np.testing.assert_array_equal(t.detach().numpy(), p.detach().numpy())
     assert not nn.Parameter(t, requires_grad=False).requires_grad
     assert repr(p).startswith("Parameter containing:\ntensor(")
     assert nn.Parameter().shape == (0,)
@@ -240,7 +240,7 @@ def test_load_state_dict_round_trip(rng):
     result = p.load_state_dict(to_pf_state(t))
     assert result.missing_keys == [] and result.unexpected_keys == []
     for k, v in t.state_dict().items():
-        np.testing.assert_array_equal(p.state_dict()[k].numpy(), v.numpy(), err_msg=k)
+        np.testing.assert_array_equal(p.state_dict()[k].detach().numpy(), v.detach().numpy(), err_msg=k)
     # values are copied into the existing parameters, which keep their identity and dtype
     w = p.conv.weight
     p.load_state_dict({k: v.to(pf.float64) for k, v in to_pf_state(t).items()})
@@ -249,7 +249,7 @@ def test_load_state_dict_round_trip(rng):
 
 def test_load_state_dict_errors_list_everything_and_change_nothing():
     p = make_net(nn)
-    before = {k: v.numpy().copy() for k, v in p.state_dict().items()}
+    before = {k: v.detach().numpy().copy() for k, v in p.state_dict().items()}
     sd = to_pf_state(make_net(tnn))
     del sd["conv.bias"], sd["bn.running_var"]
     sd["extra.weight"] = pf.ones(1)
@@ -263,7 +263,7 @@ def test_load_state_dict_errors_list_everything_and_change_nothing():
     assert "size mismatch for head.fc.weight: copying a param with shape (3, 3) from checkpoint, " \
            "the shape in current model is (2, 5)" in msg
     for k, v in p.state_dict().items():
-        np.testing.assert_array_equal(v.numpy(), before[k], err_msg=f"{k} changed by a failed load")
+        np.testing.assert_array_equal(v.detach().numpy(), before[k], err_msg=f"{k} changed by a failed load")
     # strict=False: missing/unexpected are reported, a shape mismatch still raises
     with pytest.raises(RuntimeError, match="size mismatch"):
         p.load_state_dict(sd, strict=False)
@@ -271,7 +271,7 @@ def test_load_state_dict_errors_list_everything_and_change_nothing():
     result = p.load_state_dict(sd, strict=False)
     assert result.missing_keys == ["conv.bias", "bn.running_var"]
     assert result.unexpected_keys == ["extra.weight"]
-    assert p.head.fc.weight.numpy().tolist() == [[1.0] * 5] * 2
+    assert p.head.fc.weight.detach().numpy().tolist() == [[1.0] * 5] * 2
     with pytest.raises(RuntimeError, match='"emb.weight".*received ndarray'):
         p.load_state_dict({**p.state_dict(), "emb.weight": np.zeros((7, 5), np.float32)})
     with pytest.raises(TypeError, match="dict-like"):
@@ -351,7 +351,7 @@ def test_sequential_indexing():
 def test_sequential_forward_chains(rng):
     x = randn(rng, 3, 5)
     s = nn.Sequential(nn.Tanh(), nn.Sigmoid())
-    np.testing.assert_allclose(s(pf.tensor(x)).numpy(), torch.sigmoid(torch.tanh(torch.from_numpy(x))).numpy(),
+    np.testing.assert_allclose(s(pf.tensor(x)).detach().numpy(), torch.sigmoid(torch.tanh(torch.from_numpy(x))).detach().numpy(),
                                rtol=1e-6, atol=1e-6)
 
 
@@ -384,7 +384,7 @@ def test_default_init_is_uniform_within_torch_bounds(make, fan_in):
     m = make()
     bound = 1 / math.sqrt(fan_in)  # kaiming_uniform_(a=sqrt(5)) and the bias both give this
     for t in (m.weight, m.bias):
-        v = t.numpy().ravel()
+        v = t.detach().numpy().ravel()
         assert v.min() >= -bound and v.max() <= bound
         if v.size >= 1000:  # the weights: spread over the whole range, uniformly
             assert v.max() > 0.99 * bound and v.min() < -0.99 * bound
@@ -392,16 +392,16 @@ def test_default_init_is_uniform_within_torch_bounds(make, fan_in):
             assert abs(v.std() - bound / math.sqrt(3)) < 0.05 * bound
     pf.manual_seed(1)
     again = make()
-    np.testing.assert_array_equal(again.weight.numpy(), m.weight.numpy())
-    np.testing.assert_array_equal(again.bias.numpy(), m.bias.numpy())
+    np.testing.assert_array_equal(again.weight.detach().numpy(), m.weight.detach().numpy())
+    np.testing.assert_array_equal(again.bias.detach().numpy(), m.bias.detach().numpy())
     pf.manual_seed(2)
-    assert not np.array_equal(make().weight.numpy(), m.weight.numpy())
+    assert not np.array_equal(make().weight.detach().numpy(), m.weight.detach().numpy())
 
 
 def test_default_init_of_embedding_and_norms():
     pf.manual_seed(3)
     e = nn.Embedding(400, 50, padding_idx=7)
-    w = e.weight.numpy()
+    w = e.weight.detach().numpy()
     assert np.all(w[7] == 0)
     rest = np.delete(w, 7, axis=0).ravel()
     assert abs(rest.mean()) < 0.03 and abs(rest.std() - 1) < 0.03
@@ -417,18 +417,18 @@ def test_default_init_of_embedding_and_norms():
 def test_init_functions():
     t = pf.empty(200, 300)
     assert nn.init.uniform_(t, -2, 3) is t
-    v = t.numpy()
+    v = t.detach().numpy()
     assert v.min() >= -2 and v.max() <= 3 and abs(v.mean() - 0.5) < 0.05
     nn.init.normal_(t, 1.0, 0.5)
-    assert abs(t.numpy().mean() - 1) < 0.01 and abs(t.numpy().std() - 0.5) < 0.01
+    assert abs(t.detach().numpy().mean() - 1) < 0.01 and abs(t.detach().numpy().std() - 0.5) < 0.01
     a = math.sqrt(6 / 500)
-    v = nn.init.xavier_uniform_(t).numpy()
+    v = nn.init.xavier_uniform_(t).detach().numpy()
     assert v.min() >= -a and v.max() <= a and v.max() > 0.95 * a
-    assert abs(nn.init.xavier_normal_(t, gain=2).numpy().std() - 2 * math.sqrt(2 / 500)) < 0.003
-    assert abs(nn.init.kaiming_normal_(t, mode="fan_out", nonlinearity="relu").numpy().std()
+    assert abs(nn.init.xavier_normal_(t, gain=2).detach().numpy().std() - 2 * math.sqrt(2 / 500)) < 0.003
+    assert abs(nn.init.kaiming_normal_(t, mode="fan_out", nonlinearity="relu").detach().numpy().std()
                - math.sqrt(2 / 200)) < 0.003
-    assert nn.init.zeros_(t).numpy().max() == 0 and nn.init.ones_(t).numpy().min() == 1
-    assert nn.init.constant_(t, 2.5).numpy().max() == 2.5
+    assert nn.init.zeros_(t).detach().numpy().max() == 0 and nn.init.ones_(t).detach().numpy().min() == 1
+    assert nn.init.constant_(t, 2.5).detach().numpy().max() == 2.5
     for nl, param in (("relu", None), ("leaky_relu", None), ("leaky_relu", 0.2), ("tanh", None), ("linear", None),
                       ("conv2d", None), ("sigmoid", None), ("selu", None)):
         assert nn.init.calculate_gain(nl, param) == pytest.approx(tnn.init.calculate_gain(nl, param))
@@ -439,7 +439,7 @@ def test_init_functions():
     with pytest.raises(TypeError, match="floating-point"):
         nn.init.uniform_(pf.zeros(3, dtype=pf.int64))
     half = nn.init.uniform_(pf.empty(100, dtype=pf.bfloat16), -1, 1)
-    assert half.dtype == pf.bfloat16 and -1 <= half.to(pf.float32).numpy().min()
+    assert half.dtype == pf.bfloat16 and -1 <= half.to(pf.float32).detach().numpy().min()
 
 
 # ----------------------------------------------------------------- functional
@@ -556,17 +556,17 @@ def test_dropout_train(rng):
     x = randn(rng, 400, 250, low=0.5, high=2.0)  # no zeros in the input
     d = nn.Dropout(p)
     pf.manual_seed(5)
-    y = d(pf.tensor(x)).numpy()
+    y = d(pf.tensor(x)).detach().numpy()
     dropped = y == 0
     assert abs(dropped.mean() - p) < 0.01
     np.testing.assert_allclose(y[~dropped], x[~dropped] / (1 - p), rtol=1e-6)
     pf.manual_seed(5)
-    np.testing.assert_array_equal(d(pf.tensor(x)).numpy(), y)  # reproducible
-    assert not np.array_equal(d(pf.tensor(x)).numpy(), y)  # and fresh on the next call
-    np.testing.assert_array_equal(nn.Dropout(0.0)(pf.tensor(x)).numpy(), x)
-    assert np.all(nn.Dropout(1.0)(pf.tensor(x)).numpy() == 0)
+    np.testing.assert_array_equal(d(pf.tensor(x)).detach().numpy(), y)  # reproducible
+    assert not np.array_equal(d(pf.tensor(x)).detach().numpy(), y)  # and fresh on the next call
+    np.testing.assert_array_equal(nn.Dropout(0.0)(pf.tensor(x)).detach().numpy(), x)
+    assert np.all(nn.Dropout(1.0)(pf.tensor(x)).detach().numpy() == 0)
     t = pf.tensor(x)
-    assert nn.Dropout(p, inplace=True)(t) is t and np.any(t.numpy() == 0)
+    assert nn.Dropout(p, inplace=True)(t) is t and np.any(t.detach().numpy() == 0)
 
 
 @pytest.mark.parametrize("shape,args,kwargs", [
@@ -698,17 +698,17 @@ def test_batch_norm_train_then_eval(rng, pcls, tcls, shape, kwargs):
     for step in range(3):  # training: batch statistics, running statistics updated in place
         run_both(pmod, tmod, randn(rng, *shape), rtol=1e-4, atol=1e-5)
     for k, v in tmod.state_dict().items():
-        np.testing.assert_allclose(pmod.state_dict()[k].numpy(), v.numpy(), rtol=1e-5, atol=1e-6, err_msg=k)
+        np.testing.assert_allclose(pmod.state_dict()[k].detach().numpy(), v.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=k)
     if pmod.track_running_stats:
         assert pmod.num_batches_tracked.item() == 3
     pmod.eval()
     tmod.eval()
     x = randn(rng, *shape)
     run_both(pmod, tmod, x, rtol=1e-4, atol=1e-5)
-    before = {k: v.numpy().copy() for k, v in pmod.state_dict().items()}
+    before = {k: v.detach().numpy().copy() for k, v in pmod.state_dict().items()}
     run_both(pmod, tmod, x, rtol=1e-4, atol=1e-5)
     for k, v in pmod.state_dict().items():  # eval leaves the statistics alone
-        np.testing.assert_array_equal(v.numpy(), before[k], err_msg=k)
+        np.testing.assert_array_equal(v.detach().numpy(), before[k], err_msg=k)
 
 
 def test_batch_norm_input_rank_checks():
@@ -791,7 +791,7 @@ def test_cross_entropy_loss(rng, kwargs):
 
 @pytest.mark.parametrize("kwargs", [{}, dict(reduction="sum"), dict(reduction="none"), dict(ignore_index=1)])
 def test_nll_loss(rng, kwargs):
-    x = torch.log_softmax(torch.from_numpy(randn(rng, 6, 4)), dim=1).numpy()
+    x = torch.log_softmax(torch.from_numpy(randn(rng, 6, 4)), dim=1).detach().numpy()
     y = _class_targets(rng, 6, 4)
     check_output(nn.NLLLoss(**kwargs)(pf.tensor(x), pf.tensor(y)),
                  tnn.NLLLoss(**kwargs)(torch.from_numpy(x), torch.from_numpy(y)), 1e-5, 1e-6)
@@ -839,7 +839,7 @@ def _seed_mlp():
 
 def _torch_copy(model):
     t = tnn.Sequential(tnn.Linear(784, 256), tnn.ReLU(), tnn.Linear(256, 128), tnn.ReLU(), tnn.Linear(128, 10))
-    t.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in model.state_dict().items()})
+    t.load_state_dict({k: torch.from_numpy(v.detach().numpy().copy()) for k, v in model.state_dict().items()})
     return t
 
 
@@ -850,7 +850,7 @@ def test_seed_mlp_forward_matches_torch():
     logits = model(x)
     assert logits.shape == (32, 10)
     with torch.no_grad():
-        expected = _torch_copy(model)(torch.from_numpy(x.numpy().copy()))
+        expected = _torch_copy(model)(torch.from_numpy(x.detach().numpy().copy()))
     check_output(logits, expected, 1e-4, 1e-5)
 
 
@@ -876,8 +876,8 @@ def test_seed_running_neural_networks_example():
     loss = pf.cross_entropy(logits, targets)
 
     with torch.no_grad():
-        t_logits = _torch_copy(model)(torch.from_numpy(x.numpy().copy()))
-        expected = torch.nn.functional.cross_entropy(t_logits, torch.from_numpy(targets.numpy().copy()))
+        t_logits = _torch_copy(model)(torch.from_numpy(x.detach().numpy().copy()))
+        expected = torch.nn.functional.cross_entropy(t_logits, torch.from_numpy(targets.detach().numpy().copy()))
     check_output(loss, expected, 1e-5, 1e-6)
 
 
@@ -930,12 +930,12 @@ def _backward_hook_run(lib, device, inputs_require_grad, replace):
     seen = []
 
     def hook(module, grad_input, grad_output):
-        seen.append(("hook", [None if g is None else g.detach().cpu().numpy().copy() for g in grad_input],
-                     [g.detach().cpu().numpy().copy() for g in grad_output]))
+        seen.append(("hook", [None if g is None else g.detach().cpu().detach().numpy().copy() for g in grad_input],
+                     [g.detach().cpu().detach().numpy().copy() for g in grad_output]))
         return tuple(None if g is None else g * 3 for g in grad_input) if replace else None
 
     def pre_hook(module, grad_output):
-        seen.append(("pre", [g.detach().cpu().numpy().copy() for g in grad_output]))
+        seen.append(("pre", [g.detach().cpu().detach().numpy().copy() for g in grad_output]))
         return (grad_output[0] - 1,) if replace else None
 
     handles = [first.register_full_backward_hook(hook), first.register_full_backward_pre_hook(pre_hook),
@@ -947,7 +947,7 @@ def _backward_hook_run(lib, device, inputs_require_grad, replace):
     for h in handles:
         h.remove()
     grads = [first.weight.grad, first.bias.grad] + ([x.grad] if inputs_require_grad else [])
-    return seen, [g.detach().cpu().numpy() for g in grads]
+    return seen, [g.detach().cpu().detach().numpy() for g in grads]
 
 
 @pytest.mark.parametrize("inputs_require_grad", [True, False])

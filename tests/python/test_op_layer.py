@@ -26,9 +26,9 @@ def test_generator_objects_are_independent_streams():
     a = pf.randn(100, generator=g1)
     pf.randn(5)  # the default generator's draws do not move g2
     b = pf.randn(100, generator=g2)
-    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
     c = pf.randn(100, generator=g1)  # g1 moved on: new numbers
-    assert not np.array_equal(a.numpy(), c.numpy())
+    assert not np.array_equal(a.detach().numpy(), c.detach().numpy())
     assert g1.initial_seed() == 7
 
 
@@ -38,7 +38,7 @@ def test_manual_seed_restarts_the_default_stream():
     pf.manual_seed(123)
     b = [pf.rand(4, 4), pf.randint(0, 10, (8,)), pf.dropout(pf.ones(64), 0.5)]
     for x, y in zip(a, b):
-        np.testing.assert_array_equal(x.numpy(), y.numpy())
+        np.testing.assert_array_equal(x.detach().numpy(), y.detach().numpy())
 
 
 def test_generator_state_round_trips():
@@ -47,7 +47,7 @@ def test_generator_state_round_trips():
     state = g.get_state()
     a = pf.randn(6, generator=g)
     g.set_state(state)
-    np.testing.assert_array_equal(pf.randn(6, generator=g).numpy(), a.numpy())
+    np.testing.assert_array_equal(pf.randn(6, generator=g).detach().numpy(), a.detach().numpy())
     with pytest.raises(ValueError, match="16"):
         g.set_state(pf.zeros(3, dtype=pf.uint8))
 
@@ -58,8 +58,8 @@ def test_generator_argument_of_the_random_ops():
     kept = pf.dropout(x, 0.3, generator=g)
     pf.manual_seed(6)  # the default generator is not involved
     g.manual_seed(5)
-    np.testing.assert_array_equal(pf.dropout(x, 0.3, generator=g).numpy(), kept.numpy())
-    assert not np.array_equal(pf.dropout(x, 0.3, generator=g).numpy(), kept.numpy())  # g moved on
+    np.testing.assert_array_equal(pf.dropout(x, 0.3, generator=g).detach().numpy(), kept.detach().numpy())
+    assert not np.array_equal(pf.dropout(x, 0.3, generator=g).detach().numpy(), kept.detach().numpy())  # g moved on
     with pytest.raises(TypeError):
         pf.rand(3, generator=5)
 
@@ -89,10 +89,10 @@ def test_one_seed_same_numbers_on_cpu_and_gpu(dtype):
 
 def test_out_of_range_index_raises_and_leaves_the_input():
     x = pf.randn(3, 4)
-    before = x.numpy().copy()
+    before = x.detach().numpy().copy()
     with pytest.raises(IndexError, match="index 7 is out of bounds for dimension 1 with size 4"):
         x.scatter_(1, pf.tensor([[0, 7]]), pf.ones(1, 2))
-    np.testing.assert_array_equal(x.numpy(), before)
+    np.testing.assert_array_equal(x.detach().numpy(), before)
     assert pf.sum(x).item() == pytest.approx(float(before.sum()), rel=1e-6)  # the next op works
 
 
@@ -106,7 +106,7 @@ def test_out_of_range_index_on_the_gpu_raises_at_the_next_synchronisation():
         pf.synchronize()
     # The library and the device stay usable.
     z = pf.index_select(x, 0, pf.tensor([4, 0]))
-    np.testing.assert_array_equal(z.cpu().numpy(), x.cpu().numpy()[[4, 0]])
+    np.testing.assert_array_equal(z.cpu().detach().numpy(), x.cpu().detach().numpy()[[4, 0]])
     del y
     # Only the first error is reported; the next wait after it is clean again.
     pf.gather(x, 1, pf.tensor([[0], [-1], [3], [0], [1]]))

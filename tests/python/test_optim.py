@@ -32,7 +32,7 @@ def _groups(params, group1):
 
 def _assert_params_close(pparams, tparams, rtol=RTOL, atol=ATOL, msg=""):
     for i, (p, t) in enumerate(zip(pparams, tparams)):
-        np.testing.assert_allclose(p.numpy(), t.detach().numpy(), rtol=rtol, atol=atol, err_msg=f"{msg} param {i}")
+        np.testing.assert_allclose(p.detach().numpy(), t.detach().numpy(), rtol=rtol, atol=atol, err_msg=f"{msg} param {i}")
 
 
 def _assert_state_dicts_match(psd, tsd, rtol=RTOL, atol=ATOL):
@@ -49,7 +49,7 @@ def _assert_state_dicts_match(psd, tsd, rtol=RTOL, atol=ATOL):
                 assert pval.dtype == pf.float32 and pval.shape == () and pval.device == "cpu"
                 assert pval.item() == tval.item(), idx
             else:
-                np.testing.assert_allclose(pval.numpy(), tval.numpy(), rtol=rtol, atol=atol, err_msg=f"{idx} {key}")
+                np.testing.assert_allclose(pval.detach().numpy(), tval.detach().numpy(), rtol=rtol, atol=atol, err_msg=f"{idx} {key}")
     assert len(psd["param_groups"]) == len(tsd["param_groups"])
     for pg, tg in zip(psd["param_groups"], tsd["param_groups"]):
         assert set(pg) <= set(tg) and set(tg) - set(pg) <= TORCH_ONLY_GROUP_KEYS, (set(pg), set(tg))
@@ -304,7 +304,7 @@ def test_zero_grad(rng, set_to_none):
             assert p.grad is None
         else:
             assert p.grad.data_ptr() == ptr  # zeroed in place
-            np.testing.assert_array_equal(p.grad.numpy(), np.zeros(tuple(p.shape), np.float32))
+            np.testing.assert_array_equal(p.grad.detach().numpy(), np.zeros(tuple(p.shape), np.float32))
     opt.zero_grad()  # the default is set_to_none=True
     assert all(p.grad is None for p in pparams)
 
@@ -467,7 +467,7 @@ def test_state_dict_round_trip_resumes_training(tmp_path, rng, name, kwargs, gro
         assert {k: v for k, v in g1.items() if k != "params"} == {k: v for k, v in g2.items() if k != "params"}
     run(resumed, opt2, grads[3:])
     for a, b in zip(full, resumed):
-        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
 
     # The state dict of PyTorch's optimizer after the same steps matches, and loads the other way too.
     tparams = [torch.nn.Parameter(torch.tensor(w)) for w in ws]
@@ -686,7 +686,7 @@ def _assert_grads_close(pparams, tparams, rtol=RTOL, atol=ATOL):
         if t.grad is None:
             assert p.grad is None
         else:
-            np.testing.assert_allclose(p.grad.numpy(), t.grad.numpy(), rtol=rtol, atol=atol)
+            np.testing.assert_allclose(p.grad.detach().numpy(), t.grad.detach().numpy(), rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("norm_type", [2.0, 1, math.inf, -math.inf, 0, 3.0, 0.5, "inf"])
@@ -753,7 +753,7 @@ def test_clip_grad_norm_float16(rng):
     np.testing.assert_allclose(ptotal.item(), ttotal.item(), rtol=1e-3)
     for p, t in zip(pparams, tparams):
         assert p.grad.dtype == pf.float16
-        np.testing.assert_allclose(p.grad.float().numpy(), t.grad.float().numpy(), rtol=2e-3, atol=1e-4)
+        np.testing.assert_allclose(p.grad.float().detach().numpy(), t.grad.float().detach().numpy(), rtol=2e-3, atol=1e-4)
 
 
 @pytest.mark.parametrize("clip_value", [0.5, 1.2, 0.0, -0.3])
@@ -770,6 +770,6 @@ def test_clip_grad_value_matches_torch(rng, clip_value):
         if t.grad is None:
             assert p.grad is None
         else:
-            np.testing.assert_array_equal(p.grad.numpy(), t.grad.numpy())
+            np.testing.assert_array_equal(p.grad.detach().numpy(), t.grad.detach().numpy())
     pf.nn.utils.clip_grad_value_(pparams[1], 0.1)  # one tensor
-    assert np.abs(pparams[1].grad.numpy()).max() <= 0.1
+    assert np.abs(pparams[1].grad.detach().numpy()).max() <= 0.1

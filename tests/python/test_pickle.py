@@ -64,9 +64,9 @@ def test_tensor_round_trip_matches_torch(rng, dtype, shape, how):
 def test_copy_is_independent(rng, how):
     p, _ = _pair(rng, (4, 3), "float32")
     back = _round_trip(p) if how == "pickle" else copy.deepcopy(p)
-    before = p.numpy().copy()
+    before = p.detach().numpy().copy()
     back.fill_(7.0)
-    np.testing.assert_array_equal(p.numpy(), before)
+    np.testing.assert_array_equal(p.detach().numpy(), before)
 
 
 def test_deepcopy_copies_the_grad_and_pickle_drops_it_like_torch(rng):
@@ -75,9 +75,9 @@ def test_deepcopy_copies_the_grad_and_pickle_drops_it_like_torch(rng):
     p.grad, t.grad = pf.tensor(g), torch.tensor(g)
     dp, dt = copy.deepcopy(p), copy.deepcopy(t)
     _assert_same(dp, dt)
-    np.testing.assert_array_equal(dp.grad.numpy(), dt.grad.numpy())
+    np.testing.assert_array_equal(dp.grad.detach().numpy(), dt.grad.detach().numpy())
     dp.grad.fill_(0.0)
-    np.testing.assert_array_equal(p.grad.numpy(), g)  # the copy's grad is its own
+    np.testing.assert_array_equal(p.grad.detach().numpy(), g)  # the copy's grad is its own
     assert _round_trip(p).grad is None and _round_trip(t).grad is None
 
 
@@ -138,12 +138,12 @@ def test_module_copy_computes_the_same_and_is_independent(rng, how):
     assert type(c) is nn.Sequential and not c.training
     assert [type(x) for x in c] == [type(x) for x in m]
     x = pf.tensor(make_values(rng, (2, 3, 5, 5), "float32"))
-    want = m(x).numpy()
-    np.testing.assert_array_equal(c(x).numpy(), want)
+    want = m(x).detach().numpy()
+    np.testing.assert_array_equal(c(x).detach().numpy(), want)
     for (name, a), (_, b) in zip(m.state_dict(keep_vars=True).items(), c.state_dict(keep_vars=True).items()):
         assert a is not b and type(a) is type(b) and a.requires_grad == b.requires_grad, name
-        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=name)
-    assert c[1].num_batches_tracked.item() == 1 and c[1].running_var.numpy().std() > 0
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy(), err_msg=name)
+    assert c[1].num_batches_tracked.item() == 1 and c[1].running_var.detach().numpy().std() > 0
 
     # the copy trains on its own parameters
     c.train()
@@ -151,21 +151,21 @@ def test_module_copy_computes_the_same_and_is_independent(rng, how):
     assert all(p.grad is None for p in m.parameters()) and all(p.grad is not None for p in c.parameters())
     with pf.no_grad():
         c[0].weight.mul_(2.0)
-    np.testing.assert_array_equal(m(x).numpy(), want)
+    np.testing.assert_array_equal(m(x).detach().numpy(), want)
 
 
 def test_deepcopy_of_a_state_dict_keeps_the_best_weights(rng):
     """The usual early-stopping pattern: copy.deepcopy(model.state_dict()), train on, load it back."""
     m = _model(rng)
     x = pf.tensor(make_values(rng, (2, 3, 5, 5), "float32"))
-    want = m(x).numpy()
+    want = m(x).detach().numpy()
     best = copy.deepcopy(m.state_dict())
     with pf.no_grad():
         for p in m.parameters():
             p.add_(1.0)
-    assert not np.array_equal(m(x).numpy(), want)
+    assert not np.array_equal(m(x).detach().numpy(), want)
     m.load_state_dict(best)
-    np.testing.assert_array_equal(m(x).numpy(), want)
+    np.testing.assert_array_equal(m(x).detach().numpy(), want)
 
 
 def test_device_tensor_pickles_onto_its_device(rng):
@@ -175,4 +175,4 @@ def test_device_tensor_pickles_onto_its_device(rng):
     g = pf.tensor(values, device="rocm")
     for back in (_round_trip(g), _round_trip(g.T), copy.deepcopy(g)):
         assert back.device == g.device
-    np.testing.assert_array_equal(_round_trip(g.T).cpu().numpy(), values.T)
+    np.testing.assert_array_equal(_round_trip(g.T).cpu().detach().numpy(), values.T)

@@ -50,7 +50,7 @@ def test_gradients_of_placed_leaves_are_placed():
     w = pf.randn(3, device="cpu", requires_grad=True)
     (w * w).sum().backward()
     assert w.grad.is_placed
-    np.testing.assert_allclose(w.grad.numpy(), 2 * w.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(w.grad.detach().numpy(), 2 * w.detach().numpy(), rtol=1e-6)
 
 
 def test_data_assignment_keeps_identity_and_autograd_state():
@@ -100,9 +100,9 @@ def test_module_to_keeps_parameter_identity(device, how):
     for t in list(m.parameters()) + list(m.buffers()):
         assert t.device.startswith(device) and t.is_placed
     assert m.wte.weight.grad.device.startswith(device)
-    before = m.wte.weight.detach().to("cpu").numpy().copy()
+    before = m.wte.weight.detach().to("cpu").detach().numpy().copy()
     opt.step()  # the optimizer still holds the moved parameters
-    np.testing.assert_allclose(m.wte.weight.detach().to("cpu").numpy(), before - 0.5, rtol=1e-6)
+    np.testing.assert_allclose(m.wte.weight.detach().to("cpu").detach().numpy(), before - 0.5, rtol=1e-6)
 
 
 def test_module_dtype_casts_keep_identity_and_convert_grads():
@@ -124,7 +124,7 @@ def test_load_state_dict_copies_into_placed_parameters():
     state = {k: v.clone() + 1 for k, v in TiedLM().state_dict().items()}
     m.load_state_dict(state)
     assert m.wte.weight is w and w.is_placed
-    np.testing.assert_array_equal(w.detach().numpy(), state["wte.weight"].numpy())
+    np.testing.assert_array_equal(w.detach().numpy(), state["wte.weight"].detach().numpy())
 
 
 # ----------------------------------------------------------------- every op, placed on a GPU
@@ -224,7 +224,7 @@ def test_zero_dim_cpu_tensors_go_anywhere_and_unplaced_inputs_follow():
     pf.reset_implicit_copy_count()
     r = g + u
     assert r.device == "rocm:0" and r.is_placed and pf.implicit_copy_count() == 1
-    np.testing.assert_allclose(r.to("cpu").numpy(), g.to("cpu").numpy() + u.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(r.to("cpu").detach().numpy(), g.to("cpu").detach().numpy() + u.detach().numpy(), rtol=1e-6)
     with pytest.raises(RuntimeError, match="add.*rocm:0.*cpu"):
         g + pf.randn(3, 4, device="cpu")
     with pytest.raises(RuntimeError, match="add.*'cpu' and 'rocm:0'"):
@@ -240,7 +240,7 @@ def test_unplaced_tensors_follow_the_current_device():
     pf.set_device("cpu")
     cpu = pf.matmul(a, b)
     assert gpu.device == "rocm:0" and cpu.device == "cpu" and not gpu.is_placed and not cpu.is_placed
-    np.testing.assert_allclose(gpu.to("cpu").numpy(), cpu.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gpu.to("cpu").detach().numpy(), cpu.detach().numpy(), rtol=1e-4, atol=1e-4)
 
 
 @needs_gpu
@@ -249,7 +249,7 @@ def test_indexing_takes_cpu_indices_of_gpu_tensors():
     idx = pf.tensor([2, 0], device="cpu")
     r = g[idx]
     assert r.device == "rocm:0" and r.is_placed
-    np.testing.assert_array_equal(r.to("cpu").numpy(), np.arange(12).reshape(3, 4)[[2, 0]])
+    np.testing.assert_array_equal(r.to("cpu").detach().numpy(), np.arange(12).reshape(3, 4)[[2, 0]])
 
 
 # ----------------------------------------------------------------- nn modules, PyTorch-style
@@ -287,7 +287,7 @@ def test_nn_modules_run_where_they_were_moved(device, rng):
         xv = rng.standard_normal(shape).astype(np.float32)
         reference = _forward(name, module, pf.tensor(xv))
         reference.sum().backward()
-        ref_grads = [p.grad.numpy().copy() for p in module.parameters()]
+        ref_grads = [p.grad.detach().numpy().copy() for p in module.parameters()]
         module.zero_grad()
         module.to(device)
         x = pf.tensor(xv).to(device)
@@ -299,11 +299,11 @@ def test_nn_modules_run_where_they_were_moved(device, rng):
         out.sum().backward()
         assert pf.host_transfer_count() == 0, f"{name} on {device}: {pf.host_transfer_count()} transfers"
         assert out.device.startswith(device) and out.is_placed, f"{name}: output on {out.device}"
-        np.testing.assert_allclose(out.detach().to("cpu").numpy(), reference.detach().numpy(), rtol=1e-4, atol=1e-5,
+        np.testing.assert_allclose(out.detach().to("cpu").detach().numpy(), reference.detach().numpy(), rtol=1e-4, atol=1e-5,
                                    err_msg=name)
         for p, g in zip(module.parameters(), ref_grads):
             assert p.grad.device.startswith(device), f"{name}: a gradient on {p.grad.device}"
-            np.testing.assert_allclose(p.grad.to("cpu").numpy(), g, rtol=1e-3, atol=1e-4, err_msg=name)
+            np.testing.assert_allclose(p.grad.to("cpu").detach().numpy(), g, rtol=1e-3, atol=1e-4, err_msg=name)
 
 
 @needs_gpu

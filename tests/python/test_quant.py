@@ -32,9 +32,9 @@ def test_error_is_bounded_by_the_group_scale(device, bits, group_size, dtype):
     assert q.scales.shape == q.zeros.shape == (24, 256 // group_size) and q.device == w.device
     back = q.dequantize()
     assert back.dtype == w.dtype and back.shape == w.shape
-    exact = w.float().to("cpu").numpy()
-    err = np.abs(back.float().to("cpu").numpy() - exact)
-    scale = np.repeat(q.scales.float().to("cpu").numpy(), group_size, axis=1)
+    exact = w.float().to("cpu").detach().numpy()
+    err = np.abs(back.float().to("cpu").detach().numpy() - exact)
+    scale = np.repeat(q.scales.float().to("cpu").detach().numpy(), group_size, axis=1)
     spacing = {"float32": 0.0, "bfloat16": 2.0 ** -8, "float16": 2.0 ** -11}[dtype]  # the result's rounding
     assert (err <= scale * (1 + 1e-6) + np.abs(exact) * spacing).all()
     assert err.mean() < 0.3 * scale.mean()  # most weights land within half a step
@@ -44,7 +44,7 @@ def test_int4_codes_pack_two_to_a_byte():
     """The even column in the low nibble: codes 1, 2 with zero point 0 and scale 0.5 are 0.5, 1.0."""
     codes = pf.tensor([[0x21, 0x03]], dtype=pf.uint8)
     scales, zeros = pf.tensor([[0.5, 2.0]]), pf.tensor([[0, 1]], dtype=pf.uint8)
-    np.testing.assert_array_equal(quant.dequantize(codes, scales, zeros, 4, 2).numpy(), [[0.5, 1.0, 4.0, -2.0]])
+    np.testing.assert_array_equal(quant.dequantize(codes, scales, zeros, 4, 2).detach().numpy(), [[0.5, 1.0, 4.0, -2.0]])
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -56,14 +56,14 @@ def test_quantized_linear_is_linear_of_the_dequantized_weight(device, bits):
     layer = quant.QuantizedLinear.from_linear(linear, bits, 32)
     x = pf.randn(5, 128, device=device)
     want = pf.nn.functional.linear(x, layer.weight.dequantize(), linear.bias)
-    np.testing.assert_allclose(layer(x).to("cpu").numpy(), want.to("cpu").numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(layer(x).to("cpu").detach().numpy(), want.to("cpu").detach().numpy(), rtol=1e-6, atol=1e-6)
     close = 0.05 if bits == 8 else 0.3  # of the outputs' spread
-    got, exact = layer(x).to("cpu").numpy(), linear(x).to("cpu").numpy()
+    got, exact = layer(x).to("cpu").detach().numpy(), linear(x).to("cpu").detach().numpy()
     assert np.abs(got - exact).max() < close * exact.std()
     again = quant.QuantizedLinear(128, 48, bits=bits, group_size=32)
     again.load_state_dict({k: v.to("cpu") for k, v in layer.state_dict().items()})
     assert sorted(layer.state_dict()) == ["bias", "qweight", "scales", "zeros"]
-    np.testing.assert_allclose(again.to(device)(x).to("cpu").numpy(), got, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(again.to(device)(x).to("cpu").detach().numpy(), got, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -75,9 +75,9 @@ def test_quantized_model_generates_close_to_the_original(device):
     model = llm.LlamaForCausalLM(config).to(device)
     ids = pf.tensor(np.random.default_rng(3).integers(1, 96, size=(2, 6)), device=device)
     with pf.no_grad():
-        want = model(ids).logits.to("cpu").numpy()
+        want = model(ids).logits.to("cpu").detach().numpy()
         model.quantize(8, 32)
-        got = model(ids).logits.to("cpu").numpy()
+        got = model(ids).logits.to("cpu").detach().numpy()
     assert isinstance(model.lm_head, quant.QuantizedLinear)
     assert isinstance(model.model.layers[1].mlp.down_proj, quant.QuantizedLinear)
     assert np.abs(got - want).max() < 0.05 * np.abs(want).max()

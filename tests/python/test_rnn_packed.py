@@ -10,7 +10,7 @@ from pyflame.nn.utils.rnn import (PackedSequence, pack_padded_sequence, pack_seq
 
 
 def _np(t):
-    return (t.detach().cpu() if isinstance(t, pf.Tensor) else t.detach()).numpy()
+    return (t.detach().cpu() if isinstance(t, pf.Tensor) else t.detach()).detach().numpy()
 
 
 def _padded(rng, lengths, features, batch_first):

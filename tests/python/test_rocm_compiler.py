@@ -55,14 +55,14 @@ def test_template_kernel_matches_numpy(compiler, dtype, ctype):
     # tolerance of a few units of the largest value covers the cancellation near zero.
     want = a * x + y
     eps = np.finfo(npd).eps
-    np.testing.assert_allclose(out.cpu().numpy(), want, rtol=4 * eps, atol=4 * eps * np.max(np.abs(want)))
+    np.testing.assert_allclose(out.cpu().detach().numpy(), want, rtol=4 * eps, atol=4 * eps * np.max(np.abs(want)))
 
 
 def test_extern_c_kernel_and_numpy_int32_argument(compiler):
     n = 1000
     out = _poisoned(n, pf.int32)
     compiler.compile_kernel(SAXPY, "fill_index")(4, 256, [out, np.int32(n)])
-    np.testing.assert_array_equal(out.cpu().numpy(), 3 * np.arange(n) + 1)
+    np.testing.assert_array_equal(out.cpu().detach().numpy(), 3 * np.arange(n) + 1)
 
 
 def test_memory_then_disk_cache_hits(tmp_path):
@@ -78,7 +78,7 @@ def test_memory_then_disk_cache_hits(tmp_path):
     second = rocm.ROCmCompiler(config)  # as a new process: only the disk has it
     out = _poisoned(64, pf.int32)
     second.compile_kernel(SAXPY, "fill_index")(1, 64, [out, np.int32(64)])
-    np.testing.assert_array_equal(out.cpu().numpy(), 3 * np.arange(64) + 1)
+    np.testing.assert_array_equal(out.cpu().detach().numpy(), 3 * np.arange(64) + 1)
     s = second.get_compilation_stats()
     assert (s["compilations"], s["disk_hits"]) == (0, 1)
 
@@ -101,7 +101,7 @@ def test_corrupt_disk_entry_is_recompiled_with_a_warning(tmp_path):
     assert fresh.get_compilation_stats()["compilations"] == 1
     out = _poisoned(100, pf.int32)
     k(1, 128, [out, np.int32(100)])
-    np.testing.assert_array_equal(out.cpu().numpy(), 3 * np.arange(100) + 1)
+    np.testing.assert_array_equal(out.cpu().detach().numpy(), 3 * np.arange(100) + 1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the rewritten entry is whole again
         rocm.ROCmCompiler(config).compile_kernel(SAXPY, "fill_index")
@@ -129,7 +129,7 @@ def test_cache_disabled_and_clear(tmp_path):
     assert glob.glob(str(tmp_path / "k" / "*.pfk")) == []
     out = _poisoned(8, pf.int32)
     k(1, 8, [out, np.int32(8)])  # a kernel already returned stays loaded
-    np.testing.assert_array_equal(out.cpu().numpy(), 3 * np.arange(8) + 1)
+    np.testing.assert_array_equal(out.cpu().detach().numpy(), 3 * np.arange(8) + 1)
     c.compile_kernel(SAXPY, "fill_index")
     assert c.get_compilation_stats()["compilations"] == 2
 
@@ -187,11 +187,11 @@ def test_kernel_calls_the_library_functors(compiler):
     slope = np.float32(rng.uniform(0.01, 0.3))
     out = _poisoned(n, pf.float32)
     compiler.compile_kernel(FUNCTORS, "apply<LeakyRelu<float>>")((n + 127) // 128, 128, [out, xt, slope, np.int32(n)])
-    np.testing.assert_array_equal(out.cpu().numpy(), np.where(x > 0, x, x * slope))
+    np.testing.assert_array_equal(out.cpu().detach().numpy(), np.where(x > 0, x, x * slope))
     # Gelu's one member selects the tanh form: the library's own op is the reference.
     for approximate, flag in (("none", 0.0), ("tanh", 1.0)):
         out = _poisoned(n, pf.float32)
         compiler.compile_kernel(FUNCTORS, "apply<Gelu<float>>")((n + 127) // 128, 128,
                                                                  [out, xt, np.float32(flag), np.int32(n)])
-        want = pf.nn.functional.gelu(xt, approximate=approximate).cpu().numpy()
-        np.testing.assert_allclose(out.cpu().numpy(), want, rtol=1e-6, atol=1e-6)
+        want = pf.nn.functional.gelu(xt, approximate=approximate).cpu().detach().numpy()
+        np.testing.assert_allclose(out.cpu().detach().numpy(), want, rtol=1e-6, atol=1e-6)

@@ -29,18 +29,18 @@ def test_matmul_tf32_is_off_by_default_and_switchable(on_gpu, rng):
     b = rng.standard_normal((1024, 256)).astype(np.float32)
     want = a.astype(np.float64) @ b.astype(np.float64)
     assert not rocm.allow_tf32()
-    full = _rel_err(pf.matmul(pf.tensor(a), pf.tensor(b)).numpy(), want)
+    full = _rel_err(pf.matmul(pf.tensor(a), pf.tensor(b)).detach().numpy(), want)
     assert full < 1e-5
     info = pf.rocm_get_device_info(0)
     rocm.set_allow_tf32(True)
     try:
-        tf32 = _rel_err(pf.matmul(pf.tensor(a), pf.tensor(b)).numpy(), want)
+        tf32 = _rel_err(pf.matmul(pf.tensor(a), pf.tensor(b)).detach().numpy(), want)
     finally:
         rocm.set_allow_tf32(False)
     assert tf32 < 1e-2
     if info["platform"] == "nvidia" and int(info["architecture"].split("_")[1]) >= 80:
         assert tf32 > 10 * full, "TF32 was allowed but the product has float32 accuracy"
-    assert _rel_err(pf.matmul(pf.tensor(a), pf.tensor(b)).numpy(), want) < 1e-5  # off again
+    assert _rel_err(pf.matmul(pf.tensor(a), pf.tensor(b)).detach().numpy(), want) < 1e-5  # off again
 
 
 @pytest.mark.parametrize("shape_a,shape_b", [
@@ -55,7 +55,7 @@ def test_batched_matmul_layouts(on_gpu, rng, shape_a, shape_b, dtype):
     pa, pb = pf.tensor(a).to(getattr(pf, dtype)), pf.tensor(b).to(getattr(pf, dtype))
     got = pf.matmul(pa, pb.transpose(-1, -2).contiguous().transpose(-1, -2))  # b as a transposed view
     want = torch.matmul(torch.from_numpy(a).double(), torch.from_numpy(b).double())
-    np.testing.assert_array_equal(got.to(pf.float64).numpy(), want.numpy())  # small integers: exact
+    np.testing.assert_array_equal(got.to(pf.float64).detach().numpy(), want.detach().numpy())  # small integers: exact
 
 
 def test_conv2d_tuning_cache_searches_once_and_persists(on_gpu, rng, tmp_path):
@@ -66,9 +66,9 @@ def test_conv2d_tuning_cache_searches_once_and_persists(on_gpu, rng, tmp_path):
     try:
         x = pf.tensor(rng.standard_normal((3, 5, 17, 13)).astype(np.float32))
         w = pf.tensor(rng.standard_normal((7, 5, 3, 3)).astype(np.float32))
-        first = pf.conv2d(x, w, padding=1).numpy()
+        first = pf.conv2d(x, w, padding=1).detach().numpy()
         assert cache.get_stats() == {"hits": 0, "misses": 1, "entries": 1}
-        second = pf.conv2d(x, w, padding=1).numpy()
+        second = pf.conv2d(x, w, padding=1).detach().numpy()
         assert cache.get_stats()["hits"] == 1
         np.testing.assert_allclose(first, second, rtol=1e-6, atol=1e-6)
         arch = pf.rocm_get_device_info(0)["architecture"]
@@ -84,7 +84,7 @@ def test_conv2d_tuning_cache_searches_once_and_persists(on_gpu, rng, tmp_path):
 
         def convolve():
             pf.set_device("rocm")  # the current device is per thread
-            third.append(pf.conv2d(x, w, padding=1).numpy())
+            third.append(pf.conv2d(x, w, padding=1).detach().numpy())
 
         worker = threading.Thread(target=convolve)
         worker.start()
@@ -102,20 +102,20 @@ def test_conv2d_tf32_switch(on_gpu, rng, dnn):
     off, for the GEMMs of im2col + BLAS; the matmul setting decides for neither."""
     x = rng.standard_normal((2, 256, 20, 20)).astype(np.float32)
     w = rng.standard_normal((64, 256, 3, 3)).astype(np.float32)
-    want = torch.nn.functional.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(), padding=1).numpy()
+    want = torch.nn.functional.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(), padding=1).detach().numpy()
     assert not rocm.conv_allow_tf32()  # the test suite turns it off (conftest.py); the library default is on
     info = pf.rocm_get_device_info(0)
     rocm.set_dnn_enabled(dnn)
     try:
-        full = _rel_err(pf.conv2d(pf.tensor(x), pf.tensor(w), padding=1).numpy(), want)
+        full = _rel_err(pf.conv2d(pf.tensor(x), pf.tensor(w), padding=1).detach().numpy(), want)
         rocm.set_allow_tf32(True)
         try:
-            matmul_tf32 = _rel_err(pf.conv2d(pf.tensor(x), pf.tensor(w), padding=1).numpy(), want)
+            matmul_tf32 = _rel_err(pf.conv2d(pf.tensor(x), pf.tensor(w), padding=1).detach().numpy(), want)
         finally:
             rocm.set_allow_tf32(False)
         rocm.set_conv_allow_tf32(True)
         try:
-            tf32 = _rel_err(pf.conv2d(pf.tensor(x), pf.tensor(w), padding=1).numpy(), want)
+            tf32 = _rel_err(pf.conv2d(pf.tensor(x), pf.tensor(w), padding=1).detach().numpy(), want)
         finally:
             rocm.set_conv_allow_tf32(False)
     finally:
@@ -148,9 +148,9 @@ def test_dnn_entry_points_match_the_kernels(on_gpu, rng, case):
         want = pf.batch_norm(x, mean, var, w, b, training=training)
         if training:
             got, saved_mean, _ = rocm.dnn_batchnorm_forward_training(x, w, b, mean_l, var_l)
-            np.testing.assert_allclose(mean_l.numpy(), mean.numpy(), rtol=1e-5, atol=1e-6)
-            np.testing.assert_allclose(var_l.numpy(), var.numpy(), rtol=1e-5, atol=1e-6)
-            np.testing.assert_allclose(saved_mean.numpy(), pf.mean(x, (0, 2, 3)).numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(mean_l.detach().numpy(), mean.detach().numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(var_l.detach().numpy(), var.detach().numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(saved_mean.detach().numpy(), pf.mean(x, (0, 2, 3)).detach().numpy(), rtol=1e-5, atol=1e-6)
         else:
             got = rocm.dnn_batchnorm_forward_inference(x, w, b, mean, var)
     else:
@@ -165,6 +165,6 @@ def test_dnn_entry_points_match_the_kernels(on_gpu, rng, case):
             "max": lambda: (pf.amax(x, -1, keepdim=True), rocm.dnn_reduce("max", x, -1, keepdim=True)),
         }[case]()
     assert got.shape == want.shape and got.dtype == want.dtype
-    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-5)
     with pytest.raises(pf.NotSupportedError):
         rocm.dnn_activation_forward("leaky_relu", x)

@@ -28,7 +28,7 @@ def on_gpu():
 
 
 def _host(t):
-    return np.array(t.to(pf.float64).to("cpu").numpy(), copy=True)
+    return np.array(t.to(pf.float64).to("cpu").detach().numpy(), copy=True)
 
 
 def _close(got, want, tol, what):
@@ -134,7 +134,7 @@ def test_linear_tf32_follows_the_matmul_setting(on_gpu, rng):
     want = x.astype(np.float64) @ w.astype(np.float64).T + b
 
     def rel_err():
-        got = pf.linear(pf.tensor(x), pf.tensor(w), pf.tensor(b)).numpy()
+        got = pf.linear(pf.tensor(x), pf.tensor(w), pf.tensor(b)).detach().numpy()
         return float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
 
     assert not rocm.allow_tf32()
@@ -229,10 +229,10 @@ def test_convolution_tf32_switch_reaches_kept_problems(on_gpu, rng):
     and the other way round (the setting is part of the key)."""
     x = rng.standard_normal((2, 256, 12, 12)).astype(np.float32)
     w = rng.standard_normal((64, 256, 3, 3)).astype(np.float32)
-    want = torch.nn.functional.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(), padding=1).numpy()
+    want = torch.nn.functional.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(), padding=1).detach().numpy()
 
     def rel_err():
-        got = pf.conv2d(pf.tensor(x), pf.tensor(w), padding=1).numpy()
+        got = pf.conv2d(pf.tensor(x), pf.tensor(w), padding=1).detach().numpy()
         return float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
 
     assert not rocm.conv_allow_tf32()  # the suite's setting (conftest.py)

@@ -63,8 +63,8 @@ def test_round_trip_and_numpy(dtype):
     d = t.to("rocm")
     assert d.device == "rocm:0" and d.dtype == t.dtype and d.shape == t.shape
     back = d.to("cpu")
-    ref = t.to("float32").numpy() if dtype == "bfloat16" else t.numpy()
-    got = back.to("float32").numpy() if dtype == "bfloat16" else back.numpy()
+    ref = t.to("float32").detach().numpy() if dtype == "bfloat16" else t.detach().numpy()
+    got = back.to("float32").detach().numpy() if dtype == "bfloat16" else back.detach().numpy()
     np.testing.assert_array_equal(got, ref)
     if dtype != "bfloat16":
         np.testing.assert_array_equal(d.numpy(), ref)  # .numpy() of a device tensor copies to the host
@@ -75,7 +75,7 @@ def test_transfers_of_every_size(nbytes):
     rng = np.random.default_rng(nbytes)
     host = rng.integers(0, 255, nbytes, dtype=np.uint8)
     d = pf.tensor(host).to("rocm")
-    np.testing.assert_array_equal(d.numpy(), host)
+    np.testing.assert_array_equal(d.detach().numpy(), host)
 
 
 @pytest.mark.parametrize("src", DTYPES)
@@ -85,7 +85,7 @@ def test_dtype_conversion_on_device_matches_cpu(src, dst):
     t = pf.tensor(_values(rng, src, (9, 11))).to(src)
     got = t.to("rocm").to(dst).to("cpu")
     ref = t.to(dst)
-    as_np = (lambda x: x.to("float32").numpy()) if dst == "bfloat16" else (lambda x: x.numpy())
+    as_np = (lambda x: x.to("float32").detach().numpy()) if dst == "bfloat16" else (lambda x: x.detach().numpy())
     np.testing.assert_array_equal(as_np(got), as_np(ref))
 
 
@@ -93,18 +93,18 @@ def test_strided_copies_on_device():
     rng = np.random.default_rng(3)
     host = rng.standard_normal((6, 7, 8)).astype(np.float32)
     d = pf.tensor(host).to("rocm")
-    np.testing.assert_array_equal(d.permute(2, 0, 1).contiguous().numpy(), host.transpose(2, 0, 1))
-    np.testing.assert_array_equal(d[1:, ::2, 3].contiguous().numpy(), host[1:, ::2, 3])
+    np.testing.assert_array_equal(d.permute(2, 0, 1).contiguous().detach().numpy(), host.transpose(2, 0, 1))
+    np.testing.assert_array_equal(d[1:, ::2, 3].contiguous().detach().numpy(), host[1:, ::2, 3])
     e = pf.tensor(host[0]).to("rocm").expand(4, 7, 8).contiguous()
-    np.testing.assert_array_equal(e.numpy(), np.broadcast_to(host[0], (4, 7, 8)))
+    np.testing.assert_array_equal(e.detach().numpy(), np.broadcast_to(host[0], (4, 7, 8)))
     # Writing through a strided view on the device.
     d[:, 1, :] = 5.0
     ref = host.copy()
     ref[:, 1, :] = 5.0
-    np.testing.assert_array_equal(d.numpy(), ref)
+    np.testing.assert_array_equal(d.detach().numpy(), ref)
     d[0] = pf.tensor(host[1])
     ref[0] = host[1]
-    np.testing.assert_array_equal(d.numpy(), ref)
+    np.testing.assert_array_equal(d.detach().numpy(), ref)
 
 
 def test_creation_on_the_current_device():
@@ -117,14 +117,14 @@ def test_creation_on_the_current_device():
         (pf.eye(3), np.eye(3, dtype=np.float32)),
     ]:
         assert t.device == "rocm:0"
-        np.testing.assert_array_equal(t.numpy(), ref)
+        np.testing.assert_array_equal(t.detach().numpy(), ref)
     pf.manual_seed(11)
     g = pf.randn(100)
     pf.set_device("cpu")
     pf.manual_seed(11)
     c = pf.randn(100)
     assert g.device == "rocm:0"
-    np.testing.assert_array_equal(g.numpy(), c.numpy())  # same seed, same draws on every device
+    np.testing.assert_array_equal(g.detach().numpy(), c.detach().numpy())  # same seed, same draws on every device
 
 
 def test_implicit_copies_are_counted_and_strict_mode_refuses():
@@ -142,7 +142,7 @@ def test_implicit_copies_are_counted_and_strict_mode_refuses():
     pf.set_strict_device_placement(True)
     with pytest.raises(pf.DeviceError):
         pf.add(x, x)
-    np.testing.assert_array_equal(y.numpy(), x.numpy())
+    np.testing.assert_array_equal(y.detach().numpy(), x.detach().numpy())
 
 
 def test_streams_and_events():
@@ -161,7 +161,7 @@ def test_streams_and_events():
     end.synchronize()
     assert end.query() and s.query()
     assert start.elapsed_time(end) > 0
-    np.testing.assert_array_equal(e.numpy(), host.astype(np.float64))
+    np.testing.assert_array_equal(e.detach().numpy(), host.astype(np.float64))
 
 
 def test_each_thread_has_its_own_default_stream():
@@ -212,7 +212,7 @@ def test_small_copies_keep_their_values_while_the_gpu_is_busy():
     for _ in range(50):  # queue work, so the copies below wait in the stream for a while
         busy = busy * 1.0
     values = [pf.tensor([float(i), -float(i)]) for i in range(300)]  # each staged in pinned memory
-    got = [t.numpy().tolist() for t in values]
+    got = [t.detach().numpy().tolist() for t in values]
     assert got == [[float(i), -float(i)] for i in range(300)]
     assert busy[0, 0].item() == 1.0
 
@@ -246,8 +246,8 @@ def test_out_of_memory_is_a_clear_error_and_nothing_breaks():
         pf.empty(total // 2)  # float32: twice the device's memory
     assert isinstance(err.value, MemoryError) and isinstance(err.value, RuntimeError)
     assert "out of memory" in str(err.value)
-    np.testing.assert_array_equal(keep.numpy(), np.arange(1000, dtype=np.float32))
-    assert pf.ones(10).numpy().sum() == 10
+    np.testing.assert_array_equal(keep.detach().numpy(), np.arange(1000, dtype=np.float32))
+    assert pf.ones(10).detach().numpy().sum() == 10
 
 
 def test_pinned_pool_and_warmup():
@@ -290,7 +290,7 @@ def test_pinned_tensors_and_non_blocking_copies():
     assert p.is_pinned() and not x.is_pinned() and p.device == "cpu"
     assert pool.in_use_bytes >= values.nbytes  # (other pinned buffers may have been released meanwhile)
     assert p.pin_memory().data_ptr() == p.data_ptr()
-    np.testing.assert_array_equal(p.numpy(), values)
+    np.testing.assert_array_equal(p.detach().numpy(), values)
     assert p[1:].is_pinned()  # a view of pinned memory is pinned
 
     # A blocking copy has read the source when it returns: changing it afterwards is safe.
@@ -299,7 +299,7 @@ def test_pinned_tensors_and_non_blocking_copies():
         busy = busy * 1.0
     y = p.to("rocm")
     p.fill_(7.0)
-    np.testing.assert_array_equal(y.numpy(), values)
+    np.testing.assert_array_equal(y.detach().numpy(), values)
 
     # non_blocking returns before the copy has run (no host wait); freeing the source and
     # pinning new data meanwhile must not hand its memory out before the copy has read it.
@@ -311,7 +311,7 @@ def test_pinned_tensors_and_non_blocking_copies():
     assert pf.synchronization_count() == before
     del p
     others = [pf.full((512, 1024), float(i), device="cpu").pin_memory() for i in range(4)]
-    np.testing.assert_array_equal(z.numpy(), values)
+    np.testing.assert_array_equal(z.detach().numpy(), values)
     assert [o[0, 0].item() for o in others] == [0.0, 1.0, 2.0, 3.0]
     assert busy[0, 0].item() == 1.0
 

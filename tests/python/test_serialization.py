@@ -61,7 +61,7 @@ def test_round_trip_pyflame(tmp_path, rng):
         assert back[k].is_contiguous() and back[k].device == pf.get_device()
         torch.testing.assert_close(pf_to_torch(back[k]), pf_to_torch(v), rtol=0, atol=0, msg=k)
     back["big"].fill_(0)  # loaded tensors own their memory
-    assert pf.load(path)["big"].numpy().any()
+    assert pf.load(path)["big"].detach().numpy().any()
 
 
 @needs_safetensors
@@ -104,15 +104,15 @@ def test_model_weights_move_both_ways(tmp_path, rng):
     pm.load_state_dict(pf.load(tmp_path / "torch.safetensors"))
     x = make_values(rng, (4, 7), "float32")
     with torch.no_grad():
-        expected = tm(torch.from_numpy(x)).numpy()
-    np.testing.assert_allclose(pm(pf.tensor(x)).numpy(), expected, rtol=1e-5, atol=1e-6)
+        expected = tm(torch.from_numpy(x)).detach().numpy()
+    np.testing.assert_allclose(pm(pf.tensor(x)).detach().numpy(), expected, rtol=1e-5, atol=1e-6)
     # and back: a PyFlame model's state dict into a fresh torch model
     pm2 = nn.Sequential(nn.Linear(7, 5), nn.ReLU(), nn.Linear(5, 3))
     pf.save(pm2.state_dict(), tmp_path / "pf.safetensors")
     tm.load_state_dict(load_file(str(tmp_path / "pf.safetensors")))
     with torch.no_grad():
-        expected = tm(torch.from_numpy(x)).numpy()
-    np.testing.assert_allclose(pm2(pf.tensor(x)).numpy(), expected, rtol=1e-5, atol=1e-6)
+        expected = tm(torch.from_numpy(x)).detach().numpy()
+    np.testing.assert_allclose(pm2(pf.tensor(x)).detach().numpy(), expected, rtol=1e-5, atol=1e-6)
 
 
 @needs_safetensors

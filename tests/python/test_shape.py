@@ -592,16 +592,16 @@ def test_advanced_indexing_with_several_keys(case, as_tensor, device, rng):
     expected = t[tkey]
     got = x[pkey]
     assert tuple(got.shape) == tuple(expected.shape)
-    np.testing.assert_array_equal(pf_to_numpy(got), expected.numpy())
+    np.testing.assert_array_equal(pf_to_numpy(got), expected.detach().numpy())
     if case == len(_MULTI_KEYS) - 1:
         return  # duplicate positions: which write lands is unspecified, in PyTorch as here
     new = rng.standard_normal(tuple(expected.shape)).astype(np.float32)
     x[pkey] = pf.tensor(new, device=device)
     t[tkey] = torch.tensor(new)
-    np.testing.assert_array_equal(pf_to_numpy(x), t.numpy())
+    np.testing.assert_array_equal(pf_to_numpy(x), t.detach().numpy())
     x[pkey] = -3.5
     t[tkey] = -3.5
-    np.testing.assert_array_equal(pf_to_numpy(x), t.numpy())
+    np.testing.assert_array_equal(pf_to_numpy(x), t.detach().numpy())
 
 
 def test_advanced_indexing_writes_through_views_and_gradients(rng):
@@ -610,13 +610,13 @@ def test_advanced_indexing_writes_through_views_and_gradients(rng):
     view, tview = base[:, 1:5].T, tbase[:, 1:5].T  # non-contiguous: written through a copy
     view[[0, 3], [1, 2]] = 9.0
     tview[[0, 3], [1, 2]] = 9.0
-    np.testing.assert_array_equal(base.numpy(), tbase.numpy())
+    np.testing.assert_array_equal(base.detach().numpy(), tbase.detach().numpy())
     w = pf.tensor(values, requires_grad=True)
     tw = torch.tensor(values, requires_grad=True)
     g = rng.standard_normal((3,)).astype(np.float32)
     w[[0, 2, 0], [1, 5, 1]].backward(pf.tensor(g))
     tw[[0, 2, 0], [1, 5, 1]].backward(torch.tensor(g))
-    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(w.grad.detach().numpy(), tw.grad.detach().numpy(), rtol=1e-6)
 
 
 def test_tensor_key_errors():
@@ -682,7 +682,7 @@ def test_in_place_shape_ops_as_torch(name, args, device, rng):
     assert getattr(x, name)(*args) is x
     getattr(tx, name)(*args)
     assert tuple(x.shape) == tuple(tx.shape) and tuple(x.stride()) == tuple(tx.stride())
-    np.testing.assert_array_equal(pf_to_numpy(x), tx.numpy())
+    np.testing.assert_array_equal(pf_to_numpy(x), tx.detach().numpy())
     # a tensor with history takes the view's; the gradient reaches the leaf through it
     leaf, tleaf = pf.tensor(values, device=device, requires_grad=True), torch.from_numpy(values.copy()).requires_grad_()
     y, ty = leaf * 2, tleaf * 2
@@ -691,7 +691,7 @@ def test_in_place_shape_ops_as_torch(name, args, device, rng):
     g = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
     (y * pf.tensor(g, device=device)).sum().backward()
     (ty * torch.from_numpy(g)).sum().backward()
-    np.testing.assert_allclose(pf_to_numpy(leaf.grad), tleaf.grad.numpy())
+    np.testing.assert_allclose(pf_to_numpy(leaf.grad), tleaf.grad.detach().numpy())
 
 
 def test_in_place_shape_ops_on_leaves(device):
@@ -717,7 +717,7 @@ def test_view_dtype_as_torch(to, device, rng):
         assert tuple(got.shape) == tuple(want.shape) and tuple(got.stride()) == tuple(want.stride())
         assert got.dtype == getattr(pf, to) and got.device.type == device
         mine = np.ascontiguousarray(pf_to_numpy(got.to(pf.float32) if to == "bfloat16" else got))
-        theirs = np.ascontiguousarray((want.float() if to == "bfloat16" else want).numpy())
+        theirs = np.ascontiguousarray((want.float() if to == "bfloat16" else want).detach().numpy())
         np.testing.assert_array_equal(mine.view(np.uint8), theirs.view(np.uint8))
 
 

@@ -62,7 +62,7 @@ def check_indices_select(x, t, dim, values, indices, what):
     assert indices.dtype == pf.int64, what
     tx = t if t.dim() else t.reshape(1)
     ti = ti if t.dim() else ti.reshape(1)
-    picked = torch.gather(tx.to(torch.float64), dim, ti).numpy()
+    picked = torch.gather(tx.to(torch.float64), dim, ti).detach().numpy()
     np.testing.assert_array_equal(picked.reshape(tv.shape), tv.astype(np.float64), err_msg=what)
 
 
@@ -122,7 +122,7 @@ def test_sort_nan_and_signed_zero(device):
         got = pf.sort(x, descending=descending)
         same(got.values, want.values, f"desc={descending}")
         same(got.indices, want.indices, f"desc={descending}")
-        assert np.array_equal(np.signbit(pf_to_numpy(got.values)), np.signbit(want.values.numpy()))
+        assert np.array_equal(np.signbit(pf_to_numpy(got.values)), np.signbit(want.values.detach().numpy()))
 
 
 @pytest.mark.parametrize("n", [1, 2, 255, 256, 257, 2047, 2048, 2049, 4096, 5000])
@@ -227,7 +227,7 @@ def _nan_slots_alike(got, want, t):
     g = torch.from_numpy(pf_to_numpy(got))
     nan = torch.isnan(t.to(torch.float64))
     assert torch.equal(torch.sort(g[nan]).values, torch.sort(want[nan]).values), "NaN slots differ"
-    return pf.tensor(torch.where(nan, want, g).numpy()), want
+    return pf.tensor(torch.where(nan, want, g).detach().numpy()), want
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
@@ -351,7 +351,7 @@ def test_gradients_match_torch(name, device, rng):
         upstream = rng.uniform(-1, 1, size=tuple(want.shape))
         want.backward(torch.from_numpy(upstream))
         got.backward(pf.tensor(upstream, dtype=pf.float64))
-        np.testing.assert_allclose(pf_to_numpy(x.grad), t.grad.numpy(), rtol=1e-12, atol=0, err_msg=f"{name} {shape}")
+        np.testing.assert_allclose(pf_to_numpy(x.grad), t.grad.detach().numpy(), rtol=1e-12, atol=0, err_msg=f"{name} {shape}")
 
 
 def test_indices_carry_no_gradient(device, rng):
