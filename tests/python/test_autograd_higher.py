@@ -107,6 +107,24 @@ def test_gradient_penalty_matches_torch(rng):
         np.testing.assert_allclose(g.detach().numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)
 
 
+def test_conv_critic_gradient_penalty_matches_torch(rng):
+    """The same penalty through a convolutional critic (conv2d, leaky_relu, a strided conv, mean)."""
+    w1, w2, x = rng.standard_normal((4, 3, 3, 3)), rng.standard_normal((2, 4, 3, 3)), rng.standard_normal((2, 3, 8, 8))
+
+    def run(lib, F, tensor):
+        a, b, inp = (tensor(v).requires_grad_(True) for v in (w1, w2, x))
+        critic = F.conv2d(F.leaky_relu(F.conv2d(inp, a, padding=1), 0.2), b, stride=2).mean()
+        (g,) = lib.autograd.grad(critic, inp, create_graph=True)
+        penalty = ((g.pow(2).sum((1, 2, 3)) + 1e-12).sqrt() - 1).pow(2).mean()
+        penalty.backward()
+        return a.grad, b.grad
+
+    got = run(pf, pf.nn.functional, lambda v: pf.tensor(v))
+    want = run(torch, torch.nn.functional, lambda v: torch.tensor(v))
+    for g, t in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-9, atol=1e-12)
+
+
 def test_create_graph_keeps_histories_and_accumulates_out_of_place():
     x = pf.tensor([1.5, -0.5, 2.0], dtype=pf.float64, requires_grad=True)
     (x ** 3).sum().backward(create_graph=True)
@@ -123,12 +141,13 @@ def test_create_graph_keeps_histories_and_accumulates_out_of_place():
 
 
 def test_refusals_instead_of_missing_terms(rng):
-    """Second derivatives through a fused backward pass, a custom Function or an in-place write into a view
-    raise NotSupportedError naming what is missing; first order through them still works."""
-    x = pf.tensor(rng.standard_normal((2, 3, 8, 8)), requires_grad=True)
-    w = pf.tensor(rng.standard_normal((4, 3, 3, 3)), requires_grad=True)
-    with pytest.raises(pf.NotSupportedError, match="create_graph"):
-        (g,) = pf.autograd.grad(pf.nn.functional.conv2d(x, w).pow(2).sum(), x, create_graph=True)
+    """Second derivatives through a fused backward pass without a decomposition (the norms'), a custom
+    Function or an in-place write into a view raise NotSupportedError naming what is missing; first order
+    through them still works."""
+    x = pf.tensor(rng.standard_normal((2, 3, 8)), requires_grad=True)
+    w = pf.tensor(rng.standard_normal(8), requires_grad=True)
+    with pytest.raises(pf.NotSupportedError, match="layer_norm_backward.*create_graph"):
+        (g,) = pf.autograd.grad(pf.nn.functional.layer_norm(x, (8,), w).pow(2).sum(), x, create_graph=True)
         pf.autograd.grad(g.sum(), w)
 
     class Square(pf.autograd.Function):
