@@ -13,6 +13,7 @@
 #include "autograd/derivatives.h"
 #include "core/dispatch.h"
 #include "core/matrix_layout.h"
+#include "core/op_utils.h"
 #include "pyflame/error.h"
 #include "pyflame/misc_ops.h"
 #include "pyflame/nn_ops.h"
@@ -636,12 +637,40 @@ std::vector<Tensor> softmax_backward_composite(const OpCall& call) {
   return {sub(g, mul(exp(y), sum(g, dim, true)))};
 }
 
+// layer_norm and rms_norm over the last dims: with xhat the normalized rows and gw = g * weight,
+// the input's gradient rstd (gw - mean(gw) - xhat mean(gw xhat)) (rms_norm: without mean(gw)),
+// the weight's sum(g xhat) and the bias's sum(g) over the other dims, in the compute dtype.
+std::vector<Tensor> row_norm_backward_composite(const OpCall& call) {
+  const NormAttrs& a = call.attr<NormAttrs>();
+  const bool layer = call.op == OpType::layer_norm_backward;
+  const Tensor &input = call.inputs[1], &weight = call.inputs[2];
+  const DType cd = compute_dtype(input.dtype());
+  const Tensor x = to(input, cd), g = to(call.inputs[0], cd);
+  const int64_t lead = x.dim() - static_cast<int64_t>(a.normalized_shape.size());
+  std::vector<int64_t> rows, others;
+  for (int64_t d = 0; d < x.dim(); ++d) (d < lead ? others : rows).push_back(d);
+  const Tensor centred = layer ? sub(x, mean(x, rows, true)) : x;
+  const Tensor rstd = rsqrt(add(mean(mul(centred, centred), rows, true), a.eps));
+  const Tensor xhat = mul(centred, rstd);
+  const Tensor gw = weight.defined() ? mul(g, to(weight, cd)) : g;
+  Tensor inner = sub(gw, mul(xhat, mean(mul(gw, xhat), rows, true)));
+  if (layer) inner = sub(inner, mean(gw, rows, true));
+  std::vector<Tensor> results{to(mul(rstd, inner), input.dtype())};
+  if (!a.param_grads) return results;
+  auto over_rows = [&](const Tensor& t) { return others.empty() ? t : sum(t, others); };
+  results.push_back(over_rows(mul(g, xhat)));
+  if (layer) results.push_back(over_rows(g));
+  return results;
+}
+
 PF_REGISTER_DECOMPOSITION(relu_backward, &relu_backward_composite);
 PF_REGISTER_DECOMPOSITION(silu_backward, &silu_backward_composite);
 PF_REGISTER_DECOMPOSITION(gelu_backward, &gelu_backward_composite);
 PF_REGISTER_DECOMPOSITION(gelu_tanh_backward, &gelu_tanh_backward_composite);
 PF_REGISTER_DECOMPOSITION(softmax_backward, &softmax_backward_composite);
 PF_REGISTER_DECOMPOSITION(log_softmax_backward, &softmax_backward_composite);
+PF_REGISTER_DECOMPOSITION(layer_norm_backward, &row_norm_backward_composite);
+PF_REGISTER_DECOMPOSITION(rms_norm_backward, &row_norm_backward_composite);
 
 }  // namespace
 
