@@ -106,9 +106,33 @@ template <class Run> void GlooGroup::guarded(const std::string& what, Run&& run)
 
 uint32_t GlooGroup::next_tag() { return collectives_++; }
 
+// gloo finds a size that differs between ranks only where a message lands in a smaller buffer,
+// and there in its receiving thread, which aborts the process (its enforce is not caught there).
+// So the ranks first agree on the count, in a collective of 16 bytes: the largest of (count,
+// -count) over the ranks gives the largest and the smallest count.
+void GlooGroup::check_same_count(const std::string& what, int64_t count) {
+  int64_t extremes[2] = {count, -count};
+  guarded(what, [&] {
+    gloo::AllreduceOptions opts(context_);
+    opts.setOutput(extremes, 2);
+    opts.setReduceFunction([](void* out, const void* a, const void* b, size_t n) {
+      reduce_elements(ReduceOp::Max, static_cast<int64_t*>(out), static_cast<const int64_t*>(a),
+                      static_cast<const int64_t*>(b), n);
+    });
+    opts.setTag(next_tag());
+    gloo::allreduce(opts);
+  });
+  if (extremes[0] != count || -extremes[1] != count)
+    throw DistBackendError(what + " failed (rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+                           "): the ranks passed tensors of different sizes (" + std::to_string(count) +
+                           " elements here, " + std::to_string(-extremes[1]) + " to " + std::to_string(extremes[0]) +
+                           " across the ranks)");
+}
+
 void GlooGroup::all_reduce(void* data, int64_t count, DType dtype, ReduceOp op) {
   const std::string what = describe("all_reduce", count, dtype);
   check_avg(op, dtype, what);
+  check_same_count(what, count);
   visit_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     guarded(what, [&] {
@@ -125,6 +149,7 @@ void GlooGroup::all_reduce(void* data, int64_t count, DType dtype, ReduceOp op) 
 }
 
 void GlooGroup::broadcast(void* data, int64_t count, DType dtype, int root) {
+  check_same_count(describe("broadcast", count, dtype), count);
   guarded(describe("broadcast", count, dtype), [&] {
     gloo::BroadcastOptions opts(context_);
     opts.setOutput(static_cast<char*>(data), static_cast<size_t>(count) * itemsize(dtype));
@@ -136,6 +161,7 @@ void GlooGroup::broadcast(void* data, int64_t count, DType dtype, int root) {
 
 void GlooGroup::all_gather(void* out, const void* in, int64_t count, DType dtype) {
   const size_t bytes = static_cast<size_t>(count) * itemsize(dtype);
+  check_same_count(describe("all_gather", count, dtype), count);
   guarded(describe("all_gather", count, dtype), [&] {
     gloo::AllgatherOptions opts(context_);
     opts.setInput(const_cast<char*>(static_cast<const char*>(in)), bytes);

@@ -41,6 +41,8 @@ class GlooGroup {
  private:
   template <class Run> void guarded(const std::string& what, Run&& run);
   uint32_t next_tag();
+  // Raises DistBackendError naming `what` unless every rank passes the same `count`.
+  void check_same_count(const std::string& what, int64_t count);
 
   int rank_, size_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
