@@ -663,6 +663,46 @@ std::vector<Tensor> row_norm_backward_composite(const OpCall& call) {
   return results;
 }
 
+// batch_norm (statistics over all dims but the channels', or the running ones in eval) and
+// group_norm (over each group of channels of a sample): with xhat the normalized input and
+// gw = g * weight, the input's gradient rstd (gw - mean(gw) - xhat mean(gw xhat)) over the
+// statistics' elements (eval: gw rstd), the weight's sum(g xhat) and the bias's sum(g) per channel.
+std::vector<Tensor> channel_norm_backward_composite(const OpCall& call) {
+  const NormAttrs& a = call.attr<NormAttrs>();
+  const bool batch = call.op == OpType::batch_norm_backward;
+  const Tensor &input = call.inputs[1], &weight = batch ? call.inputs[4] : call.inputs[2];
+  const DType cd = compute_dtype(input.dtype());
+  const Tensor x = to(input, cd), g = to(call.inputs[0], cd);
+  Shape channel(x.dim(), 1);
+  channel[1] = x.shape()[1];
+  std::vector<int64_t> others;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d != 1) others.push_back(d);
+  auto per_channel = [&](const Tensor& t) { return reshape(to(t, cd), channel); };
+  const Tensor gw = weight.defined() ? mul(g, per_channel(weight)) : g;
+  // The input's gradient where the statistics are over `dims` of (grouped) x, g and gw.
+  auto normalized_grad = [&](const Tensor& xs, const Tensor& gws, const std::vector<int64_t>& dims, Tensor& xhat) {
+    const Tensor centred = sub(xs, mean(xs, dims, true));
+    const Tensor rstd = rsqrt(add(mean(mul(centred, centred), dims, true), a.eps));
+    xhat = mul(centred, rstd);
+    return mul(rstd, sub(sub(gws, mean(gws, dims, true)), mul(xhat, mean(mul(gws, xhat), dims, true))));
+  };
+  Tensor gx, xhat;
+  if (batch && a.training) {
+    gx = normalized_grad(x, gw, others, xhat);
+  } else if (batch) {
+    const Tensor rstd = rsqrt(add(per_channel(call.inputs[3]), a.eps));
+    xhat = mul(sub(x, per_channel(call.inputs[2])), rstd);
+    gx = mul(gw, rstd);
+  } else {
+    const Shape grouped{x.shape()[0], a.num_groups, -1};
+    Tensor xhat_grouped;
+    gx = reshape(normalized_grad(reshape(x, grouped), reshape(gw, grouped), {2}, xhat_grouped), x.shape());
+    xhat = reshape(xhat_grouped, x.shape());
+  }
+  return {to(gx, input.dtype()), sum(mul(g, xhat), others), sum(g, others)};
+}
+
 PF_REGISTER_DECOMPOSITION(relu_backward, &relu_backward_composite);
 PF_REGISTER_DECOMPOSITION(silu_backward, &silu_backward_composite);
 PF_REGISTER_DECOMPOSITION(gelu_backward, &gelu_backward_composite);
@@ -671,6 +711,8 @@ PF_REGISTER_DECOMPOSITION(softmax_backward, &softmax_backward_composite);
 PF_REGISTER_DECOMPOSITION(log_softmax_backward, &softmax_backward_composite);
 PF_REGISTER_DECOMPOSITION(layer_norm_backward, &row_norm_backward_composite);
 PF_REGISTER_DECOMPOSITION(rms_norm_backward, &row_norm_backward_composite);
+PF_REGISTER_DECOMPOSITION(batch_norm_backward, &channel_norm_backward_composite);
+PF_REGISTER_DECOMPOSITION(group_norm_backward, &channel_norm_backward_composite);
 
 }  // namespace
 

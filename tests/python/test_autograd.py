@@ -13,7 +13,8 @@ from op_registry import OP_INFOS, OPS, Arg, assert_matches, is_float, make_pf, m
 GRAD_CLASSES = ("plain", "broadcast", "noncontig", "size1", "scalar0d", "pyscalar")
 # Inputs that are state, not values to differentiate (batch_norm's running statistics).
 # Inputs torch gives no gradient (class weights, binary cross entropy's weights).
-NOT_DIFFERENTIATED = {"batch_norm": {1, 2}, "conv2d_batch_norm": {3, 4}, "nll_loss": {2}, "cross_entropy": {2},
+NOT_DIFFERENTIATED = {"batch_norm": {1, 2}, "batch_norm_backward": {2, 3}, "conv2d_batch_norm": {3, 4},
+                      "nll_loss": {2}, "cross_entropy": {2},
                       "binary_cross_entropy": {2}, "binary_cross_entropy_with_logits": {2, 6}}
 # Piecewise constant: derivative 0, and samples sit on the jumps where finite differences are meaningless
 # (remainder and fmod, piecewise linear, jump there too).
