@@ -19,7 +19,6 @@ the GEMM. Gradients reach the input (not the codes) through the dequantized weig
 import pyflame as pf
 
 from .nn import Module, Parameter
-from .nn import functional as F
 
 __all__ = ["QuantizedTensor", "quantize_weight", "QuantizedLinear"]
 
