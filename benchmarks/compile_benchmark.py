@@ -18,6 +18,8 @@ the capture), in ms. Then an 8-op elementwise chain over two 64M-float tensors (
 8 passes over memory; compiled: one fused kernel), with the bandwidth each reaches as a
 share of a device copy's (x.clone(): 64M floats read and written), and the chain's first
 compile in a new process whose kernel is in the disk cache (--first-compile: that child).
+Last, reductions of chains written from primitives (softmax, layer_norm, a mean of squared
+differences): graph mode's fused_reduction against eager and PyFlame's own kernels.
 """
 
 import argparse
@@ -190,6 +192,50 @@ def first_compile(dev):
     print(f"first compile ms {(time.perf_counter() - t0) * 1e3:.2f}")
 
 
+def _softmax(lib, x):
+    e = (x - x.amax(-1, keepdim=True)).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def _layer_norm(lib, x):
+    d = x - x.mean(-1, keepdim=True)
+    return d / ((d * d).mean(-1, keepdim=True) + 1e-5).sqrt()
+
+
+def _mse(lib, x, y):
+    return ((x - y) ** 2).mean()
+
+
+def reductions(dev, tdev, pf_sync, t_sync, repeat, rows):
+    """Reductions of elementwise chains written from primitives (graph mode: fused_reduction), next
+    to torch eager and PyFlame's own kernel for the op where it has one (softmax, layer_norm)."""
+    rng = np.random.default_rng(0)
+    rows_x = rng.standard_normal((16384, 1024), dtype=np.float32)
+    big = [rng.standard_normal(64 * 1024 * 1024, dtype=np.float32) for _ in range(2)]
+    cases = [("softmax from primitives, 16384 x 1024 float32", _softmax, (rows_x,),
+              lambda x: pf.softmax(x, -1)),
+             ("layer_norm from primitives (no affine), 16384 x 1024 float32", _layer_norm, (rows_x,),
+              lambda x: pf.nn.functional.layer_norm(x, (1024,))),
+             ("mean of squared differences, 2 x 64M float32", _mse, tuple(big), None)]
+    for name, fn, arrays, own in cases:
+        px = [pf.tensor(a, device=dev) for a in arrays]
+        tx = [torch.from_numpy(a).to(tdev) for a in arrays]
+        runs = {"torch eager": per_call_us(lambda: fn(torch, *tx), t_sync, repeat),
+                "pyflame eager": per_call_us(lambda: fn(pf, *px), pf_sync, repeat)}
+        if own:
+            runs["pyflame's own kernel"] = per_call_us(lambda: own(*px), pf_sync, repeat)
+        compiled = pf.compile(lambda *a: fn(pf, *a))
+        got = compiled(*px)
+        got = compiled(*px)
+        np.testing.assert_allclose(got.to("cpu").numpy(), fn(torch, *tx).cpu().numpy(), rtol=1e-4, atol=1e-5)
+        runs["pf.compile"] = per_call_us(lambda: compiled(*px), pf_sync, repeat)
+        print(f"{name}\n  graph {compiled.graphs()[0].ops}")
+        base = runs["torch eager"]
+        for label, us in runs.items():
+            print(f"  {label:34s} {us:9.1f} us   {base / us:6.2f}x")
+            rows.append({"case": name, "run": label, "us": us, "ratio_vs_torch_eager": base / us})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="rocm" if pf.rocm_is_available() else "cpu")
@@ -251,6 +297,7 @@ def main():
     training_step(dev, tdev, pf_sync, t_sync, args.repeat, not args.no_torch_compile, rows)
     with pf.no_grad(), torch.no_grad():
         elementwise_chain(dev, tdev, pf_sync, t_sync, max(args.repeat // 10, 5), not args.no_torch_compile, rows)
+        reductions(dev, tdev, pf_sync, t_sync, max(args.repeat // 10, 5), rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": dev, "commit": git_commit(), "rows": rows}, f, indent=1)

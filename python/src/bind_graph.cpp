@@ -45,10 +45,29 @@ void bind_graph(nb::module_& m) {
      "on the GPU). Each step is (op name, args[, params]), an arg an input index i >= 0 or an earlier step j as "
      "-1 - j; returns the last step's result. The tensors have one floating dtype; Python numbers may stand among "
      "the inputs.");
+  m.def("fused_reduction", [](const nb::list& steps, const nb::args& operands, const std::string& reduce,
+                              nb::handle dim, bool keepdim) {
+    std::vector<Tensor> inputs;
+    for (nb::handle h : operands) inputs.push_back(as_operand(h));
+    return fused_reduction(inputs, {as_fused_steps(steps).steps, op_from_name(reduce), as_dims(dim), keepdim});
+  }, "steps"_a, "inputs"_a, nb::kw_only(), "reduce"_a = "sum", "dim"_a = nb::none(), "keepdim"_a = false,
+     "fused_reduction(steps, *inputs, reduce='sum', dim=None, keepdim=False): fused_elementwise's chain reduced by "
+     "sum, mean, max or min over dim (every dim when None), as one call: on the GPU one kernel compiled at run "
+     "time that never stores the chain's result.");
+  m.def("_fused_reduction_source", [](const nb::list& steps, const std::string& reduce, nb::handle dtype,
+                                      const std::vector<bool>& number, int64_t kept, int64_t reduced, bool partial) {
+    return fused_reduction_source({as_fused_steps(steps).steps, op_from_name(reduce), {}, false}, as_dtype(dtype),
+                                  number, kept, reduced, partial);
+  }, "steps"_a, "reduce"_a, "dtype"_a, "number"_a, "kept"_a, "reduced"_a, "partial"_a,
+     "The GPU kernel's source for such a reduction (include/pyflame/ir/fusion.h): what the tests compile for AMD "
+     "targets.");
+  m.def("_fused_reduction_finish_source", [](const std::string& reduce, nb::handle dtype) {
+    return fused_reduction_finish_source(op_from_name(reduce), as_dtype(dtype));
+  }, "reduce"_a, "dtype"_a, "The source of the kernel combining a fused reduction's parts.");
   m.def("_fused_elementwise_source", [](const nb::list& steps, nb::handle dtype, const std::vector<bool>& number,
-                                        int64_t ndim, int64_t vec) {
-    return fused_elementwise_source(as_fused_steps(steps), as_dtype(dtype), number, ndim, vec);
-  }, "steps"_a, "dtype"_a, "number"_a, "ndim"_a, "vec"_a,
+                                        int64_t ndim, int64_t vec, bool rows) {
+    return fused_elementwise_source(as_fused_steps(steps), as_dtype(dtype), number, ndim, vec, rows);
+  }, "steps"_a, "dtype"_a, "number"_a, "ndim"_a, "vec"_a, "rows"_a = false,
      "The GPU kernel's source for such a chain (include/pyflame/ir/fusion.h): what the tests compile for AMD targets.");
   m.def("_can_fuse", [](const std::vector<std::string>& names) -> std::optional<std::string> {
     std::vector<ir::OpType> ops;

@@ -64,6 +64,7 @@ std::string piece(double v) {
 }
 std::string piece(DType v) { return dtype_name(v); }
 std::string piece(Reduction v) { return reduction_name(v); }
+std::string piece(ir::OpType v) { return op_name(v); }
 std::string piece(const Scalar& s) {
   switch (s.kind) {
     case Scalar::Kind::Bool: return s.i ? "true" : "false";

@@ -42,4 +42,25 @@ template <int N> StridedLayout<N> coalesce(const std::array<const Tensor*, N>& o
   return l;
 }
 
+// The same over a run-time number of operands and the given `dims` of their shape (outer to
+// inner, in that order), in elements, outermost first, appended to `sizes` and each operand's
+// `strides` (what the kernels compiled at run time walk: src/rocm/fused_elementwise.cpp).
+// Returns how many dims it appended (none for a single element).
+inline int64_t coalesce_dims(const Shape& shape, const std::vector<int64_t>& dims, const std::vector<const Tensor*>& ops,
+                             std::vector<int64_t>& sizes, std::vector<std::vector<int64_t>>& strides) {
+  int64_t count = 0;
+  for (int64_t d : dims) {
+    if (shape[d] == 1) continue;
+    bool merge = count > 0;
+    for (size_t k = 0; merge && k < ops.size(); ++k) merge = strides[k].back() == ops[k]->strides()[d] * shape[d];
+    if (merge) sizes.back() *= shape[d];
+    else sizes.push_back(shape[d]), ++count;
+    for (size_t k = 0; k < ops.size(); ++k) {
+      if (!merge) strides[k].push_back(0);
+      strides[k].back() = ops[k]->strides()[d];
+    }
+  }
+  return count;
+}
+
 }  // namespace pyflame

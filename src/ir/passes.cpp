@@ -421,6 +421,73 @@ void fold_swiglu(Graph& g) {
   }
 }
 
+// The steps of one fused call computing the calls `chain` (graph order) names; `inputs`
+// gets the values they read from outside the chain, each once.
+std::vector<FusedStep> chain_steps(const Graph& g, const std::vector<int64_t>& chain, std::vector<Value>& inputs) {
+  std::vector<FusedStep> steps;
+  for (int64_t m : chain) {
+    const Node& node = g.nodes[m];
+    FusedStep step{node.op, {}, std::get<ElementwiseAttrs>(node.attrs).params};
+    for (const Value& v : node.inputs) {
+      auto in_chain = std::find(chain.begin(), chain.end(), v.kind == Value::Kind::Node ? v.index : -1);
+      if (in_chain != chain.end()) {
+        step.args.push_back(-1 - (in_chain - chain.begin()));
+        continue;
+      }
+      auto known = std::find(inputs.begin(), inputs.end(), v);
+      step.args.push_back(known - inputs.begin());
+      if (known == inputs.end()) inputs.push_back(v);
+    }
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+// A sum, mean, max or min (fusable_reduction) of an elementwise chain's result, on a GPU,
+// becomes one fused_reduction reading the chain's inputs: the chain's values are reduced
+// where they are computed, never stored (softmax's sum of exp(x - max), a variance's mean
+// of squared differences). The chain: the reduction's input's call and the elementwise
+// calls of its dtype it reads, up to kMaxSteps. A call of the chain that the graph also reads
+// elsewhere stays, and the reduction computes it again (cheaper than storing and reading
+// its result; its other readers may then fuse with it: softmax's exp(x - max) / sum), but on
+// the CPU, where fused_reduction runs its steps one by one, nothing is computed twice.
+// Left as they are: a reduction autocast runs in another dtype than its input's, a write
+// between the chain and the reduction.
+void fuse_reductions(Graph& g) {
+  constexpr size_t kMaxSteps = 16;
+  const std::vector<int> uses = count_uses(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& reduce = g.nodes[i];
+    if (!fusable_reduction(reduce.op) || !pure(reduce) || reduce.num_outputs != 1) continue;
+    const Value& in = reduce.inputs[0];
+    auto joins = [&](const Value& v) {
+      return v.kind == Value::Kind::Node && chain_step(g, g.nodes[v.index]) && g.nodes[v.index].dtype == reduce.dtype;
+    };
+    if (!joins(in)) continue;
+    std::vector<int64_t> chain{in.index};
+    for (size_t m = 0; m < chain.size(); ++m)
+      for (const Value& v : g.nodes[chain[m]].inputs)
+        if (chain.size() < kMaxSteps && joins(v) && std::find(chain.begin(), chain.end(), v.index) == chain.end())
+          chain.push_back(v.index);
+    std::sort(chain.begin(), chain.end());
+    if (written_between(g, chain.front(), i)) continue;
+    if (reduce.on_cpu) {
+      auto read_only_here = [&](int64_t m) {
+        int readers = m == in.index;
+        for (int64_t c : chain)
+          for (const Value& u : g.nodes[c].inputs) readers += u.kind == Value::Kind::Node && u.index == m;
+        return readers == uses[m];
+      };
+      if (!std::all_of(chain.begin(), chain.end(), read_only_here)) continue;
+    }
+    std::vector<Value> inputs;
+    const auto& r = std::get<ReduceAttrs>(reduce.attrs);
+    reduce.attrs = FusedReductionAttrs{chain_steps(g, chain, inputs), reduce.op, r.dims, r.keepdim};
+    reduce.op = OpType::fused_reduction;
+    reduce.inputs = std::move(inputs);
+  }
+}
+
 // Chains of elementwise calls (fusable_elementwise) over one floating dtype, each
 // result but the last read only by later calls of its chain, become one
 // fused_elementwise call at the last one's place: on the GPU one kernel compiled at
@@ -463,26 +530,10 @@ void fuse_elementwise(Graph& g) {
     for (int64_t j = chain.front() + 1; j < static_cast<int64_t>(i); ++j)
       writes_between = writes_between || !g.nodes[j].written.empty();
     if (writes_between) continue;
-    FusedElementwiseAttrs attrs;
-    std::vector<Value> inputs;
-    for (int64_t m : chain) {
-      const Node& node = g.nodes[m];
-      FusedStep step{node.op, {}, std::get<ElementwiseAttrs>(node.attrs).params};
-      for (const Value& v : node.inputs) {
-        auto in_chain = std::find(chain.begin(), chain.end(), v.kind == Value::Kind::Node ? v.index : -1);
-        if (in_chain != chain.end()) {
-          step.args.push_back(-1 - (in_chain - chain.begin()));
-          continue;
-        }
-        auto known = std::find(inputs.begin(), inputs.end(), v);
-        step.args.push_back(known - inputs.begin());
-        if (known == inputs.end()) inputs.push_back(v);
-      }
-      attrs.steps.push_back(std::move(step));
-    }
     Node& last = g.nodes[i];
+    std::vector<Value> inputs;
+    last.attrs = FusedElementwiseAttrs{chain_steps(g, chain, inputs)};
     last.op = OpType::fused_elementwise;
-    last.attrs = std::move(attrs);
     last.inputs = std::move(inputs);
   }
 }
@@ -589,6 +640,8 @@ void optimize(Graph& g) {
   fuse_pairs(g);
   fold_residual_adds(g);
   fold_swiglu(g);
+  fuse_reductions(g);
+  remove_dead_calls(g);  // what the reductions took alone: their other readers may fuse now
   fuse_elementwise(g);
   group_linears(g);
   fold_rms_norms(g);

@@ -116,7 +116,8 @@ void on_trace(const OpCall& call, const std::vector<Tensor>& outputs) {
   for (const Tensor& t : call.outputs) node.written.push_back(written_value(*tr, t));
   node.num_outputs = static_cast<int>(outputs.size());
   node.device = current_device();
-  if (!outputs.empty() && outputs[0].defined()) node.dtype = outputs[0].dtype(), node.shape = outputs[0].shape();
+  if (!outputs.empty() && outputs[0].defined())
+    node.dtype = outputs[0].dtype(), node.shape = outputs[0].shape(), node.on_cpu = outputs[0].device().is_cpu();
   if (const auto* random = std::get_if<RandomAttrs>(&call.attrs)) {
     // The call reserved its draws before apply: from the default generator if it
     // is exactly that many draws ahead of the call's first.

@@ -33,7 +33,9 @@ template <class T> struct Div { PF_HOST_DEVICE T operator()(T a, T b) const { re
 template <class T> struct Pow {
   PF_HOST_DEVICE T operator()(T a, T b) const {
     if constexpr (stdx::is_floating_point_v<T>) {
-      return math::pow(a, b);
+      // Squares (x ** 2: losses, variances) as one product, as PyTorch does; the exponent is
+      // usually a Python number, the same for every element, so the branch does not diverge.
+      return b == T(2) ? a * a : math::pow(a, b);
     } else if constexpr (stdx::is_same_v<T, bool>) {
       return a || !b;
     } else {

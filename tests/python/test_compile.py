@@ -827,6 +827,66 @@ def test_factory_device_replayed(rng):
     assert f._device_graphs() == 1
 
 
+@pytest.mark.parametrize("device", ["cpu", "rocm"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_reductions_of_fused_chains(device, dtype, rng):
+    """A mean of squared differences is one fused_reduction; softmax and layer_norm written from
+    primitives equal torch's. On the GPU the reductions take the chains that other calls also read
+    (computing them again), and what reads them fuses with the rest: softmax is max, one
+    fused_reduction and one fused_elementwise; on the CPU nothing is computed twice."""
+    _placed(device)
+    tdtype = getattr(torch, dtype)
+    rtol, atol = _FLOAT_TOL[dtype]
+
+    def place(v):
+        return pf.tensor(v, device=device).to(getattr(pf, dtype))
+
+    def ref(v):
+        return torch.from_numpy(np.asarray(v)).to(tdtype)
+
+    mse = pf.compile(lambda p, t: ((p - t) ** 2).mean())
+
+    @pf.compile
+    def softmax(x):
+        e = (x - x.amax(-1, keepdim=True)).exp()
+        return e / e.sum(-1, keepdim=True)
+
+    @pf.compile
+    def layer_norm(x, w, b):
+        d = x - x.mean(-1, keepdim=True)
+        return d / ((d * d).mean(-1, keepdim=True) + 1e-5).sqrt() * w + b
+
+    for rows in (64, 64, 9):  # trace, replay, retrace
+        p, t = make_values(rng, (rows, 10), dtype), make_values(rng, (rows, 10), dtype)
+        assert_matches(mse(place(p), place(t)).to("cpu"), ((ref(p) - ref(t)) ** 2).mean(), rtol, atol, what="mse")
+        x = make_values(rng, (rows, 384), dtype)
+        assert_matches(softmax(place(x)).to("cpu"), torch.softmax(ref(x).float(), -1).to(tdtype), rtol, atol,
+                       what="softmax")
+        w, b = make_values(rng, (384,), dtype), make_values(rng, (384,), dtype)
+        tx = ref(x)  # the same primitives in the dtype (bfloat16 rounds each step)
+        d = tx - tx.mean(-1, keepdim=True)
+        want = d / ((d * d).mean(-1, keepdim=True) + 1e-5).sqrt() * ref(w) + ref(b)
+        assert_matches(layer_norm(place(x), place(w), place(b)).to("cpu"), want, rtol, atol, what="layer_norm")
+    assert mse.graphs()[0].ops == ["fused_reduction"], str(mse.graphs()[0])
+    if device == "rocm":
+        assert softmax.graphs()[0].ops == ["max", "fused_reduction", "fused_elementwise"], str(softmax.graphs()[0])
+        assert layer_norm.graphs()[0].ops == ["mean", "fused_reduction", "fused_elementwise"], str(layer_norm.graphs()[0])
+    else:
+        assert softmax.graphs()[0].ops == ["max", "fused_elementwise", "sum", "div"], str(softmax.graphs()[0])
+
+
+def test_reduction_fusion_on_the_gpu_in_a_device_graph(rng):
+    """A training step's loss and its reductions in a captured device graph: the fused reduction's
+    two kernels (parts, then their sum: few outputs of many elements) replay with new inputs."""
+    _placed("rocm")
+    f = pf.compile(lambda x, y: ((x - y).abs() * 0.5).sum(), mode="reduce-overhead")
+    for _ in range(3):
+        x, y = make_values(rng, (512, 1024), "float32"), make_values(rng, (512, 1024), "float32")
+        got = f(pf.tensor(x, device="rocm"), pf.tensor(y, device="rocm"))
+        np.testing.assert_allclose(got.item(), (np.abs(x.astype(np.float64) - y) * 0.5).sum(), rtol=1e-5)
+    assert f.graphs()[0].ops == ["fused_reduction"] and f._device_graphs() == 1
+
+
 def test_fused_elementwise_errors():
     x = pf.ones(3)
     with pytest.raises(ValueError, match="not an elementwise op"):
@@ -841,3 +901,9 @@ def test_fused_elementwise_errors():
         pf.fused_elementwise([("add", [0, 1])], pf.ones(3, dtype=pf.int32), pf.ones(3, dtype=pf.int32))
     with pytest.raises(ValueError, match="tensor input"):
         pf.fused_elementwise([("add", [0, 1])], 1.0, 2.0)
+    with pytest.raises(ValueError, match="no step reads input 1"):
+        pf.fused_elementwise([("exp", [0])], x, pf.ones(4, 3))
+    with pytest.raises(ValueError, match="sum, mean, max or min"):
+        pf.fused_reduction([("exp", [0])], x, reduce="prod")
+    with pytest.raises(ValueError, match="no identity"):
+        pf.fused_reduction([("exp", [0])], pf.ones(0), reduce="max")

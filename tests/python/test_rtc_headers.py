@@ -115,14 +115,37 @@ _CHAINS = [[("mul", [0, 1]), ("add", [-1, 2]), ("relu", [-2]), ("leaky_relu", [-
 @_NEEDS_COMPILER
 @_EACH_COMPILER
 def test_generated_fused_kernels_compile(prefix, lib, target):
-    """Every dtype, with and without a Python number, flat (packed or not) and strided."""
+    """Every dtype, with and without a Python number, flat (packed or not) and strided (element by
+    element, or by rows)."""
     for steps in _CHAINS:
         inputs = 1 + max(a for step in steps for a in step[1])
         for dtype in (pf.float32, pf.float16, pf.bfloat16, pf.float64):
             for number in ([False] * inputs, [False] * (inputs - 1) + [True]):
                 if all(number):
                     continue
-                for ndim, vec in ((0, 1), (0, 16 // dtype.itemsize), (3, 1)):
-                    source = pf._C._fused_elementwise_source(steps, dtype, number, ndim, vec)
+                for ndim, vec, rows in ((0, 1, False), (0, 16 // dtype.itemsize, False), (3, 1, False), (2, 1, True)):
+                    source = pf._C._fused_elementwise_source(steps, dtype, number, ndim, vec, rows)
                     log = _compile(prefix, lib, target, source.encode())
                     assert log is None, f"{dtype} {number} ndim={ndim} vec={vec}:\n{log}\n{source}"
+
+
+@_NEEDS_COMPILER
+@_EACH_COMPILER
+def test_generated_fused_reductions_compile(prefix, lib, target):
+    """Each dtype with another reduction, layout (output dims, reduced dims) and kind of write
+    (finished, or parts for the finishing kernel), with and without a Python number; then the
+    finishing kernels."""
+    layouts = [("sum", 0, 1, False), ("mean", 1, 1, True), ("max", 2, 2, False), ("min", 1, 2, True)]
+    dtypes = (pf.float32, pf.float16, pf.bfloat16, pf.float64)
+    for steps in _CHAINS:
+        inputs = 1 + max(a for step in steps for a in step[1])
+        for dtype, (reduce, kept, reduced, partial) in zip(dtypes, layouts):
+            for number in ([False] * inputs, [False] * (inputs - 1) + [True]):
+                if all(number):
+                    continue
+                source = pf._C._fused_reduction_source(steps, reduce, dtype, number, kept, reduced, partial)
+                log = _compile(prefix, lib, target, source.encode())
+                assert log is None, f"{reduce} {dtype} {number} kept={kept} reduced={reduced}:\n{log}\n{source}"
+    for dtype, (reduce, *_) in zip(dtypes, layouts):
+        log = _compile(prefix, lib, target, pf._C._fused_reduction_finish_source(reduce, dtype).encode())
+        assert log is None, log

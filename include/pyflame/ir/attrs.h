@@ -517,6 +517,20 @@ struct FusedElementwiseAttrs {
   template <class V> void fields(V&& v) const { v("steps", steps); }
 };
 
+// An elementwise chain (steps as FusedElementwiseAttrs') whose result one reduction takes
+// (fused_reduction): `reduce` is sum, mean, max or min over `dims` of the chain's
+// broadcast shape (every dim when empty), with `keepdim`, as the reduction's ReduceAttrs.
+struct FusedReductionAttrs {
+  std::vector<FusedStep> steps;
+  ir::OpType reduce = ir::OpType::sum;
+  std::vector<int64_t> dims;
+  bool keepdim = false;
+  bool operator==(const FusedReductionAttrs&) const = default;
+  template <class V> void fields(V&& v) const {
+    v("steps", steps), v("reduce", reduce), v("dims", dims), v("keepdim", keepdim);
+  }
+};
+
 // Every attribute struct after NoAttrs, once: OpAttrs and attrs_name() come from this list.
 #define PF_FOR_EACH_ATTRS(X)                                                                                \
   X(ElementwiseAttrs) X(ClampAttrs) X(ReduceAttrs) X(IndexAttrs) X(SearchAttrs) X(DimAttrs) X(ViewAttrs)     \
@@ -524,7 +538,7 @@ struct FusedElementwiseAttrs {
   X(SgdAttrs) X(RmspropAttrs) X(SortAttrs) X(SelectAttrs) X(RnnAttrs) X(AttentionAttrs) X(PointwiseLossAttrs) \
   X(LinalgNormAttrs) X(AddcAttrs) X(IscloseAttrs) X(NanReduceAttrs) X(AddProductAttrs) X(IndexAlongAttrs)    \
   X(DiffAttrs) X(DiagonalAttrs) X(FlipAttrs) X(RollAttrs) X(TensordotAttrs) X(EinsumAttrs) X(LerpAttrs)   \
-  X(LogitAttrs) X(CdistAttrs) X(FusedElementwiseAttrs) X(GroupedLinearAttrs) X(SvdAttrs) X(TriangularAttrs) \
+  X(LogitAttrs) X(CdistAttrs) X(FusedElementwiseAttrs) X(FusedReductionAttrs) X(GroupedLinearAttrs) X(SvdAttrs) X(TriangularAttrs) \
   X(QuantAttrs)
 #define PF_ATTRS_ALTERNATIVE(A) , A
 using OpAttrs = std::variant<NoAttrs PF_FOR_EACH_ATTRS(PF_ATTRS_ALTERNATIVE)>;

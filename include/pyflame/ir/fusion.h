@@ -35,6 +35,8 @@ PF_API std::optional<OpType> fused_op(FusedOpType type);
 // Whether fused_elementwise takes `op` as a step: the elementwise families whose
 // result has their (floating) input's dtype.
 PF_API bool fusable_elementwise(OpType op);
+// Whether fused_reduction takes `op` as its reduction: sum, mean, max, min.
+PF_API bool fusable_reduction(OpType op);
 
 }  // namespace pyflame::ir
 
@@ -47,12 +49,31 @@ PF_API Tensor fused_elementwise(const std::vector<Tensor>& inputs, FusedElementw
 
 // The source of the kernel a GPU runs for a fused_elementwise call (compiled at run
 // time: src/rocm/fused_elementwise.cpp) over tensors of `dtype`. number[i]: input i is a
-// Python number, passed by value in the compute type. ndim > 0: a strided walk over the
-// output's ndim dims (a size per dim, then each tensor input's strides); else flat, in
-// 16-byte packs of `vec` elements (one load per input) where vec > 1, then the rest one
-// by one. The kernel, `fused_elementwise`, takes the output, the inputs, the steps'
-// functors by value, the layout (strided) and the element count.
+// Python number, passed by value in the compute type. ndim > 0: a strided walk over
+// ndim dims (a size per dim, then each tensor input's strides), by rows where `rows`
+// (blockIdx.y the outer dims' index, x the innermost dim's), else element by element;
+// ndim 0: flat, in 16-byte packs of `vec` elements (one load per input) where vec > 1,
+// then the rest one by one. The kernel, `fused_elementwise`, takes the output, the
+// inputs, the steps' functors by value, the layout (strided) and the element count.
 PF_API std::string fused_elementwise_source(const FusedElementwiseAttrs& attrs, DType dtype,
-                                            const std::vector<bool>& number, int64_t ndim, int64_t vec);
+                                            const std::vector<bool>& number, int64_t ndim, int64_t vec,
+                                            bool rows);
+
+// The steps' chain over `inputs` reduced by attrs.reduce over attrs.dims of its broadcast
+// shape: one kernel on the GPU that never stores the chain's result (a reduction block
+// per output, or per part of one where there are few outputs, then a kernel finishing
+// the parts), the steps then the reduction elsewhere and under autograd.
+PF_API Tensor fused_reduction(const std::vector<Tensor>& inputs, FusedReductionAttrs attrs);
+
+// The GPU kernel of a fused_reduction call (src/rocm/fused_elementwise.cpp): the chain's dims
+// as `kept` dims of the output, then `reduced` dims (sizes and each tensor input's strides in
+// a Layout argument); blocks of 256 threads in groups of `group` (a launch argument, a power
+// of two) per output, blockIdx.y a part of `chunk` reduced elements. partial: the kernel
+// writes each part's accumulator (the compute type) at [output, part] for
+// fused_reduction_finish_source's kernel; else the finished result.
+PF_API std::string fused_reduction_source(const FusedReductionAttrs& attrs, DType dtype, const std::vector<bool>& number,
+                                          int64_t kept, int64_t reduced, bool partial);
+// `fused_reduction_finish`: one thread per output combines its parts and writes the result.
+PF_API std::string fused_reduction_finish_source(ir::OpType reduce, DType dtype);
 
 }  // namespace pyflame

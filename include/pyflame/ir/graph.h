@@ -62,6 +62,7 @@ struct Node {
   int num_outputs = 0;
   DType dtype = DType::Float32;  // output 0's, as traced (the fusion passes read it)
   Shape shape;                   // output 0's, as traced
+  bool on_cpu = true;            // output 0 was on the CPU, as traced
   uint64_t draws = 0;  // random ops: how many draws of the default generator each run takes
   bool absorbed = false;  // taken into another call by a fusion: dropped once nothing reads it
   // The current device when traced (a factory's device= sets it for the call): replays run the
