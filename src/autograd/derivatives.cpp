@@ -554,16 +554,19 @@ Grads d_sort(const GradContext& c) {
 // p sum(coef) - coef, which its fused kernel computes. 'mean' divides by the
 // total weight of the targets kept.
 
-// Each element's target (0 where ignored) and its target's weight (0 where ignored), in like's dtype and device.
-std::pair<Tensor, Tensor> kept_targets(const GradContext& c, const Tensor& like) {
-  const LossAttrs& a = c.attr<LossAttrs>();
-  const Tensor& target = c.input(1);
-  Tensor valid = ne(target, Scalar(a.ignore_index));
+// Each element's target (0 where ignored) and its target's weight (0 where ignored), in like's
+// dtype and device; weight may be undefined (every class weighs 1).
+std::pair<Tensor, Tensor> kept_targets(const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                                       const Tensor& like) {
+  Tensor valid = ne(target, Scalar(ignore_index));
   Tensor t = where(valid, to(target, DType::Int64), Tensor::scalar(Scalar(int64_t{0})));
   Tensor kept = as_dtype_of(valid, like);
-  if (!c.inputs[2].defined) return {t, kept};
-  Tensor w = to(to(c.input(2), like.dtype()), like.device());
+  if (!weight.defined()) return {t, kept};
+  Tensor w = to(to(weight, like.dtype()), like.device());
   return {t, mul(reshape(index_select(w, 0, reshape(t, {-1})), target.shape()), kept)};
+}
+std::pair<Tensor, Tensor> kept_targets(const GradContext& c, const Tensor& like) {
+  return kept_targets(c.input(1), c.inputs[2].defined ? c.input(2) : Tensor(), c.attr<LossAttrs>().ignore_index, like);
 }
 
 void check_weight_not_differentiated(const GradContext& c) {
@@ -703,7 +706,90 @@ std::vector<Tensor> channel_norm_backward_composite(const OpCall& call) {
   return {to(gx, input.dtype()), sum(mul(g, xhat), others), sum(g, others)};
 }
 
+// cross_entropy's: scale (p sum(coef) - coef) over the classes, with p = softmax(logits)
+// computed again (differentiable in the logits, where the kernel reads the saved logsumexp).
+std::vector<Tensor> cross_entropy_backward_composite(const OpCall& call) {
+  const LossAttrs& a = call.attr<LossAttrs>();
+  const Tensor &logits = call.inputs[1], &target = call.inputs[2], &weight = call.inputs[3];
+  const Tensor x = to(logits, compute_dtype(logits.dtype()));
+  const int64_t class_dim = x.dim() == 1 ? 0 : 1;
+  const double eps = a.label_smoothing;
+  auto [t, w_t] = kept_targets(target, weight, a.ignore_index, x);
+  Tensor coef = scatter(zeros_like(x), class_dim, unsqueeze(t, class_dim), unsqueeze(mul(w_t, 1.0 - eps), class_dim));
+  if (eps > 0) {  // eps / C of every class's weight, where the target is kept
+    Shape along(x.dim(), 1);
+    along[class_dim] = x.shape()[class_dim];
+    const Tensor valid = unsqueeze(as_dtype_of(ne(target, Scalar(a.ignore_index)), x), class_dim);
+    const Tensor spread = weight.defined() ? mul(reshape(to(to(weight, x.dtype()), x.device()), along), valid) : valid;
+    coef = add(coef, mul(spread, eps / static_cast<double>(x.shape()[class_dim])));
+  }
+  Tensor scale = to(call.inputs[0], x.dtype());
+  if (scale.dim() > 0) scale = unsqueeze(scale, class_dim);
+  const Tensor p = softmax(x, class_dim);
+  return {to(mul(scale, sub(mul(p, sum(coef, {class_dim}, true)), coef)), logits.dtype())};
+}
+
+// Max pooling's: g scattered into the element of each window the kernel (and PyTorch) picks, its
+// first maximum or, where the window holds NaNs, its last NaN: linear in g (its derivative gathers
+// at the same places), none in the input (the choice is piecewise constant). The windows' plane
+// positions come from a host table in which each window lists its positions inside the input
+// first, in window order, then its padding (a -inf slot past the plane): argmax's first maximum
+// is then the kernel's, an all -inf window's first input position included.
+std::vector<Tensor> max_pool_backward_composite(const OpCall& call) {
+  const PoolAttrs& a = call.attr<PoolAttrs>();
+  const Tensor &g = call.inputs[0], x = call.inputs[1].detach();
+  const int64_t nd = static_cast<int64_t>(a.kernel_size.size()), lead = x.dim() - nd;
+  int64_t plane = 1, outputs = 1, window = 1;
+  for (int64_t i = 0; i < nd; ++i) {
+    plane *= x.shape()[lead + i], outputs *= g.shape()[lead + i], window *= a.kernel_size[i];
+  }
+  Tensor table = Tensor::empty({outputs, window}, DType::Int64, Device::cpu());
+  int64_t* t = table.data<int64_t>();
+  for (int64_t o = 0; o < outputs; ++o) {
+    int64_t* row = t + o * window;
+    int64_t inside = 0, padding = window;
+    for (int64_t k = 0; k < window; ++k) {
+      int64_t position = 0, o_rest = o, k_rest = k;
+      bool in_plane = true;
+      for (int64_t i = nd - 1, stride = 1; i >= 0; --i) {
+        const int64_t out_i = o_rest % g.shape()[lead + i], k_i = k_rest % a.kernel_size[i];
+        o_rest /= g.shape()[lead + i], k_rest /= a.kernel_size[i];
+        const int64_t c = out_i * a.stride[i] + k_i * a.dilation[i] - a.padding[i], size = x.shape()[lead + i];
+        in_plane = in_plane && c >= 0 && c < size;
+        position += c * stride;
+        stride *= size;
+      }
+      if (in_plane) row[inside++] = position;
+      else row[--padding] = plane;
+    }
+  }
+  table = to(table, x.device());
+  Shape lead_shape(x.shape().begin(), x.shape().begin() + lead), flat = lead_shape, windows = lead_shape;
+  flat.push_back(plane);
+  Shape with_slot = lead_shape;
+  with_slot.push_back(1);
+  const Tensor values = cat({reshape(x, flat), full_like(zeros_like_shape(with_slot, x), -INFINITY)}, lead);
+  windows.push_back(outputs), windows.push_back(window);
+  const Tensor picked = reshape(index_select(values, lead, reshape(table, {-1})), windows);
+  const Tensor first_max = argmax(picked, -1, true);
+  // The last NaN's place + 1 (0: none), as the largest of isnan * (1, 2, ..., window).
+  const Tensor places = to(arange(Scalar(int64_t{1}), Scalar(window + 1)), x.device());
+  const Tensor last_nan = max(mul(to(isnan(picked), DType::Int64), places), {-1}, true);
+  const Tensor arg = where(gt(last_nan, Scalar(int64_t{0})), sub(last_nan, Scalar(int64_t{1})), first_max);
+  Shape table_shape(lead, 1);
+  table_shape.push_back(outputs), table_shape.push_back(window);
+  const Tensor at = gather(expand(reshape(table, table_shape), windows), -1, arg);  // (lead..., outputs, 1)
+  Shape per_output = lead_shape;
+  per_output.push_back(outputs);
+  const Tensor scattered =
+      scatter_add(zeros_like_shape(flat, g), lead, reshape(at, per_output), reshape(g, per_output));
+  return {reshape(scattered, x.shape())};
+}
+
 PF_REGISTER_DECOMPOSITION(relu_backward, &relu_backward_composite);
+PF_REGISTER_DECOMPOSITION(max_pool2d_backward, &max_pool_backward_composite);
+PF_REGISTER_DECOMPOSITION(max_pool3d_backward, &max_pool_backward_composite);
+PF_REGISTER_DECOMPOSITION(cross_entropy_backward, &cross_entropy_backward_composite);
 PF_REGISTER_DECOMPOSITION(silu_backward, &silu_backward_composite);
 PF_REGISTER_DECOMPOSITION(gelu_backward, &gelu_backward_composite);
 PF_REGISTER_DECOMPOSITION(gelu_tanh_backward, &gelu_tanh_backward_composite);

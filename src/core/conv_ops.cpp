@@ -916,6 +916,20 @@ Grads d_avg_pool(const GradContext& c) {
 
 Grads d_adaptive_avg_pool(const GradContext& c) { return {adaptive_avg_pool2d_backward(c.grad(), c.input_shape(0))}; }
 
+// The average pools' backward ops are the adjoints of the (linear) pools: their own derivative
+// is the pool itself, so gradients through them can be differentiated again (jvp, create_graph).
+Grads d_avg_pool_backward(const GradContext& c) {
+  const PoolAttrs& a = c.attr<PoolAttrs>();
+  auto pool = a.kernel_size.size() == 3 ? avg_pool3d : avg_pool2d;
+  return {pool(c.grad(), a.kernel_size, a.stride, a.padding, a.ceil_mode, a.count_include_pad,
+               a.divisor_override ? std::optional<int64_t>(a.divisor_override) : std::nullopt)};
+}
+
+Grads d_adaptive_avg_pool_backward(const GradContext& c) {
+  const Shape& pooled = c.input_shape(0);
+  return {adaptive_avg_pool2d(c.grad(), {pooled[pooled.size() - 2], pooled[pooled.size() - 1]})};
+}
+
 PF_REGISTER_COMPOSITE(conv_weight_backward, &infer_conv_weight_backward, &conv_weight_backward_composite);
 PF_REGISTER_DERIVATIVE(conv2d, &d_conv, autograd::kSavesInputs);
 PF_REGISTER_DERIVATIVE(conv3d, &d_conv, autograd::kSavesInputs);
@@ -925,6 +939,9 @@ PF_REGISTER_DERIVATIVE(max_pool3d, &d_max_pool, autograd::kSavesInputs);
 PF_REGISTER_DERIVATIVE(avg_pool2d, &d_avg_pool, autograd::kSavesNothing);
 PF_REGISTER_DERIVATIVE(avg_pool3d, &d_avg_pool, autograd::kSavesNothing);
 PF_REGISTER_DERIVATIVE(adaptive_avg_pool2d, &d_adaptive_avg_pool, autograd::kSavesNothing);
+PF_REGISTER_DERIVATIVE(avg_pool2d_backward, &d_avg_pool_backward, autograd::kSavesNothing);
+PF_REGISTER_DERIVATIVE(avg_pool3d_backward, &d_avg_pool_backward, autograd::kSavesNothing);
+PF_REGISTER_DERIVATIVE(adaptive_avg_pool2d_backward, &d_adaptive_avg_pool_backward, autograd::kSavesNothing);
 
 }  // namespace
 

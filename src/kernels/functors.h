@@ -33,9 +33,16 @@ template <class T> struct Div { PF_HOST_DEVICE T operator()(T a, T b) const { re
 template <class T> struct Pow {
   PF_HOST_DEVICE T operator()(T a, T b) const {
     if constexpr (stdx::is_floating_point_v<T>) {
-      // Squares (x ** 2: losses, variances) as one product, as PyTorch does; the exponent is
-      // usually a Python number, the same for every element, so the branch does not diverge.
-      return b == T(2) ? a * a : math::pow(a, b);
+      // The exponents PyTorch computes without pow (x ** 2 in losses and variances, x ** 3 in
+      // hand-written GELUs, x ** 0.5), as it does, so results match it; the exponent is usually
+      // a Python number, the same for every element, so the branches do not diverge.
+      if (b == T(2)) return a * a;
+      if (b == T(3)) return a * a * a;
+      if (b == T(0.5)) return math::sqrt(a);
+      if (b == T(-0.5)) return T(1) / math::sqrt(a);
+      if (b == T(-1)) return T(1) / a;
+      if (b == T(-2)) return T(1) / (a * a);
+      return math::pow(a, b);
     } else if constexpr (stdx::is_same_v<T, bool>) {
       return a || !b;
     } else {

@@ -140,13 +140,74 @@ def test_create_graph_keeps_histories_and_accumulates_out_of_place():
     np.testing.assert_allclose(x.grad.detach().numpy(), 3 * np.array([1.5, -0.5, 2.0]) ** 2 + 2 * x.detach().numpy() + 2)
 
 
+@pytest.mark.parametrize("kwargs", [dict(), dict(label_smoothing=0.1, reduction="sum"),
+                                    dict(weight=True, ignore_index=2, reduction="mean")], ids=str)
+def test_maml_step_through_cross_entropy_matches_torch(kwargs, rng):
+    """MAML's meta-gradient: one inner SGD step on a classifier's cross_entropy, kept in the graph
+    (create_graph), then the query loss differentiated with respect to the initial weights."""
+    w0, x, xq = rng.standard_normal((5, 4)), rng.standard_normal((6, 5)), rng.standard_normal((7, 5))
+    y, yq = rng.integers(0, 4, 6), rng.integers(0, 4, 7)
+    class_weight = rng.uniform(0.5, 2.0, 4)
+
+    def run(lib, F, tensor, labels):
+        kw = dict(kwargs)
+        if kw.pop("weight", False):
+            kw["weight"] = tensor(class_weight)
+        w = tensor(w0).requires_grad_(True)
+        (g,) = lib.autograd.grad(F.cross_entropy(tensor(x) @ w, labels(y), **kw), w, create_graph=True)
+        adapted = w - 0.5 * g
+        (meta,) = lib.autograd.grad(F.cross_entropy(tensor(xq) @ adapted, labels(yq), **kw), w)
+        return meta
+
+    got = run(pf, pf.nn.functional, lambda v: pf.tensor(v, dtype=pf.float64), lambda v: pf.tensor(v))
+    want = run(torch, torch.nn.functional, lambda v: torch.tensor(v, dtype=torch.float64), lambda v: torch.tensor(v))
+    np.testing.assert_allclose(got.detach().numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("nd,kwargs", [(2, dict(kernel_size=2)), (2, dict(kernel_size=3, stride=2, padding=1)),
+                                       (2, dict(kernel_size=2, dilation=2, ceil_mode=True)),
+                                       (3, dict(kernel_size=2, stride=1, padding=1))], ids=str)
+def test_gradient_penalty_through_max_pooling_matches_torch(nd, kwargs, rng):
+    """d/dweight of |d(sum(max_pool(conv(x)) ** 2))/dx|^2: the penalty's gradient goes through max pooling's
+    backward (each window's gradient at its first maximum, as PyTorch)."""
+    shape, wshape = ((2, 2) + (7,) * nd), ((3, 2) + (3,) * nd)
+    x0, w0 = rng.standard_normal(shape), rng.standard_normal(wshape)
+
+    def run(lib, F, tensor):
+        x, w = tensor(x0).requires_grad_(True), tensor(w0).requires_grad_(True)
+        conv, pool = (F.conv2d, F.max_pool2d) if nd == 2 else (F.conv3d, F.max_pool3d)
+        (g,) = lib.autograd.grad(pool(conv(x, w, padding=1), **kwargs).pow(2).sum(), x, create_graph=True)
+        return lib.autograd.grad(g.pow(2).sum(), w)[0]
+
+    got = run(pf, pf.nn.functional, lambda v: pf.tensor(v, dtype=pf.float64))
+    want = run(torch, torch.nn.functional, lambda v: torch.tensor(v, dtype=torch.float64))
+    np.testing.assert_allclose(got.detach().numpy(), want.numpy(), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("pool", ["avg_pool2d", "max_pool2d", "adaptive_avg_pool2d", "avg_pool3d"])
+def test_jvp_through_pooling_matches_torch(pool, rng):
+    """jvp (a vjp of a vjp: the incoming gradient itself requires grad) through the pools' backward ops."""
+    shape = (2, 3, 6, 6, 6) if pool.endswith("3d") else (2, 3, 6, 6)
+    args = {"adaptive_avg_pool2d": (4,)}.get(pool, (3, 2, 1))
+    x0, v0 = rng.standard_normal(shape), rng.standard_normal(shape)
+
+    def run(lib, F, functional, tensor):
+        return functional.jvp(lambda a: getattr(F, pool)(a, *args).tanh(), tensor(x0), tensor(v0))[1]
+
+    got = run(pf, pf.nn.functional, PF, lambda v: pf.tensor(v, dtype=pf.float64))
+    want = run(torch, torch.nn.functional, TF, lambda v: torch.tensor(v, dtype=torch.float64))
+    np.testing.assert_allclose(got.detach().numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+
+
 def test_refusals_instead_of_missing_terms(rng):
-    """Second derivatives through a fused backward pass without a decomposition (max pooling's), a custom
+    """Second derivatives through a fused backward pass without a decomposition (the LSTM's), a custom
     Function or an in-place write into a view raise NotSupportedError naming what is missing; first order
     through them still works."""
-    x = pf.tensor(rng.standard_normal((2, 3, 6, 6)), requires_grad=True)
-    with pytest.raises(pf.NotSupportedError, match="max_pool2d_backward.*create_graph"):
-        (g,) = pf.autograd.grad(pf.nn.functional.max_pool2d(x, 2).pow(2).sum(), x, create_graph=True)
+    pf.manual_seed(0)
+    lstm = pf.nn.LSTM(3, 4)
+    x = pf.tensor(rng.standard_normal((5, 2, 3)), dtype=pf.float32, requires_grad=True)
+    with pytest.raises(pf.NotSupportedError, match="lstm_sequence_backward.*create_graph"):
+        (g,) = pf.autograd.grad(lstm(x)[0].pow(2).sum(), x, create_graph=True)
         pf.autograd.grad(g.sum(), x)
 
     class Square(pf.autograd.Function):
