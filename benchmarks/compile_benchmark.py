@@ -16,8 +16,9 @@ Also each compiled form's first compile: the wall time of its first two calls (t
 eager run that traces, then the first replay with the passes and, in reduce-overhead,
 the capture), in ms. Then an 8-op elementwise chain over two 64M-float tensors (eager:
 8 passes over memory; compiled: one fused kernel), with the bandwidth each reaches as a
-share of a device copy's (x.clone(): 64M floats read and written), and the chain's first
-compile in a new process whose kernel is in the disk cache (--first-compile: that child).
+share of a device copy's (x.clone(): 64M floats read and written), and the first compile in a
+new process (--first-compile: that child) of the chain, its kernel in the disk cache, and of the
+seed MLP in reduce-overhead mode.
 Last, reductions of chains written from primitives (softmax, layer_norm, a mean of squared
 differences): graph mode's fused_reduction against eager and PyFlame's own kernels.
 """
@@ -100,9 +101,13 @@ def elementwise_chain(dev, tdev, pf_sync, t_sync, repeat, torch_compile, rows):
     runs["pf.compile"] = per_call_us(lambda: compiled(px, py), pf_sync, repeat)
     child = subprocess.run([sys.executable, __file__, "--first-compile", "--device", dev], capture_output=True,
                            text=True, check=True)
-    warm_ms = float(child.stdout.split()[-1])
+    first = dict(line.rsplit(" ", 1) for line in child.stdout.strip().splitlines())
+    warm_ms, mlp_ms = float(first["chain"]), float(first["seed MLP"])
     print(f"  pf.compile in a new process, its kernel in the disk cache: first compile {warm_ms:.1f} ms")
+    print(f"  seed MLP, pf.compile reduce-overhead in a new process: first compile {mlp_ms:.1f} ms")
     rows.append({"case": name, "run": "pf.compile first compile, new process, warm disk cache", "ms": warm_ms})
+    rows.append({"case": "seed MLP 784-256-128-10 b32", "run": "pf.compile reduce-overhead first compile, new process",
+                 "ms": mlp_ms})
     print(name)
     base = runs["torch eager"]
     for label, us in runs.items():
@@ -179,17 +184,29 @@ def training_step(dev, tdev, pf_sync, t_sync, repeat, torch_compile, rows):
 
 
 def first_compile(dev):
-    """The chain's first two compiled calls (trace, then the first replay with its kernel), in ms, on
-    1M floats: the same kernel as 64M (flat, in packs), without a fresh process's first allocations of
-    the eager trace's 64M-float intermediates."""
+    """In this new process, the first two compiled calls (trace, then the first replay with its kernels
+    and, in reduce-overhead, the capture), in ms: the chain on 1M floats (the same kernel as 64M, flat
+    in packs, from the disk cache; without a fresh process's first allocations of the eager trace's
+    64M-float intermediates), then the seed MLP in reduce-overhead mode (the issue's "same graph")."""
+    sync = pf.synchronize if dev == "rocm" else (lambda: None)
     x = pf.tensor(np.ones(1024 * 1024, dtype=np.float32), device=dev)
     compiled = pf.compile(lambda a, b: _chain(pf, a, b))
     with pf.no_grad():
         t0 = time.perf_counter()
         compiled(x, x)
         compiled(x, x)
-        pf.synchronize() if dev == "rocm" else None
-    print(f"first compile ms {(time.perf_counter() - t0) * 1e3:.2f}")
+        sync()
+    print(f"chain {(time.perf_counter() - t0) * 1e3:.2f}")
+    mlp, shape = _models(pf)["seed MLP 784-256-128-10 b32"]
+    mlp = mlp.to(dev).eval()
+    x = pf.tensor(np.ones(shape, dtype=np.float32), device=dev)
+    compiled = pf.compile(mlp, mode="reduce-overhead")
+    with pf.no_grad():
+        t0 = time.perf_counter()
+        compiled(x)
+        compiled(x)
+        sync()
+    print(f"seed MLP {(time.perf_counter() - t0) * 1e3:.2f}")
 
 
 def _softmax(lib, x):

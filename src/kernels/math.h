@@ -101,6 +101,7 @@ PF_HOST_DEVICE double tanh(double x) { return ::tanh(x); }
 // scaled into the normal range first.
 struct LogParts {
   float f, y, e;
+  float ln() const { return (f + (y - 2.12194440e-4f * e)) + 0.693359375f * e; }  // ln 2 in Cephes' two parts
 };
 inline LogParts log_parts(float u) {
   const bool tiny = u < 1.17549435e-38f;
@@ -130,8 +131,7 @@ PF_HOST_DEVICE float log(float x) {
 #if PF_DEVICE_PASS
   return ::logf(x);
 #else
-  const LogParts p = log_parts(x);  // ln 2 in two parts, Cephes' split
-  return log_special_cases(x, (p.f + (p.y - 2.12194440e-4f * p.e)) + 0.693359375f * p.e);
+  return log_special_cases(x, log_parts(x).ln());
 #endif
 }
 PF_HOST_DEVICE double log(double x) { return ::log(x); }
@@ -155,8 +155,7 @@ PF_HOST_DEVICE float log1p(float x) {
 #else
   // u = 1 + x, rounded; log1p(x) = log(u) - ((u - 1) - x) / u undoes that rounding.
   const float u = 1.0f + x;
-  const LogParts p = log_parts(u);
-  const float r = (p.f + (p.y - 2.12194440e-4f * p.e)) + 0.693359375f * p.e - ((u - 1.0f) - x) / u;
+  const float r = log_parts(u).ln() - ((u - 1.0f) - x) / u;
   return x != x ? x : log_special_cases(u, r);  // x = -1 gives -inf, x < -1 NaN, x = inf inf
 #endif
 }

@@ -8,7 +8,9 @@
 // dtype, which inputs are Python numbers (by value) and layout: flat when every
 // tensor input has the output's shape and is contiguous (in 16-byte packs, one load
 // per input, where every pointer is 16-byte aligned), else strided over the output's
-// dims (broadcast inputs at stride 0). Indices are 64-bit. A fused_reduction's kernel
+// dims coalesced (broadcast inputs at stride 0), by rows where the innermost is long
+// enough to fill a block (the outer dims' offsets then once a row, not per element).
+// Indices are 64-bit. A fused_reduction's kernel
 // accumulates the chain's values (rounded to the dtype, as the eager chain stores them)
 // in the compute type, as the eager reductions do; its result never goes to memory.
 
